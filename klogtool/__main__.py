@@ -1,0 +1,3 @@
+from klogtool.cli import main
+
+main()

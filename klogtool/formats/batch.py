@@ -1,0 +1,95 @@
+"""What every batch and record looks like, whatever its magic.
+
+``v2.DefaultBatch`` and ``legacy.LegacyBatch`` both implement :class:`Batch`; callers dispatch
+on nothing but the attributes defined here. Field names are Kafka's, in snake_case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import NamedTuple
+
+NO_TIMESTAMP_TYPE = -1
+CREATE_TIME = 0
+LOG_APPEND_TIME = 1
+TIMESTAMP_TYPE_NAMES = {
+    NO_TIMESTAMP_TYPE: "NoTimestampType",
+    CREATE_TIME: "CreateTime",
+    LOG_APPEND_TIME: "LogAppendTime",
+}
+
+LOG_OVERHEAD = 12  # offset int64 + size int32 before every entry
+HEADER_SIZE_UP_TO_MAGIC = 17
+DEFAULT_MAX_BATCH_BYTES = 64 * 1024 * 1024
+
+Header = tuple[str, "memoryview | bytes | None"]
+
+
+class Record(NamedTuple):
+    """One logical record. ``key``/``value`` are zero-copy views (``None`` = null)."""
+
+    offset: int
+    timestamp: int
+    key: memoryview | bytes | None
+    value: memoryview | bytes | None
+    headers: tuple[Header, ...] = ()
+    sequence: int = -1
+    attributes: int = 0
+    crc: int | None = None  # legacy messages only
+    crc_valid: bool | None = None  # legacy messages only
+
+
+class Batch:
+    """The interface shared by v2 record batches and v0/v1 shallow entries.
+
+    ``position`` is the byte position of the entry in the buffer that was scanned (plus the
+    caller's ``base_position``); ``size`` includes the 12-byte offset/length prefix; ``data`` is
+    a view of exactly those ``size`` bytes.
+    """
+
+    __slots__ = ()
+
+    position: int
+    size: int
+    magic: int
+    crc: int
+    attributes: int
+    compression: int
+    timestamp_type: int
+    max_timestamp: int
+    base_timestamp: int
+    partition_leader_epoch: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    is_transactional: bool
+    is_control: bool
+    delete_horizon_ms: int | None
+    last_offset: int
+    data: memoryview
+
+    @property
+    def base_offset(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def count(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    @property
+    def last_sequence(self) -> int:
+        return -1
+
+    def compute_crc(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def crc_valid(self) -> bool:
+        return self.compute_crc() == self.crc
+
+    def records(self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> Iterator[Record]:
+        raise NotImplementedError

@@ -1,0 +1,17 @@
+"""The two CRCs Kafka uses: CRC-32 (v0/v1 messages) and CRC-32C (v2 batches, snapshots)."""
+
+from __future__ import annotations
+
+import zlib
+
+import crc32c as _crc32c
+
+
+def crc32(data: bytes | memoryview) -> int:
+    """CRC-32 (IEEE, as java.util.zip.CRC32), unsigned."""
+    return zlib.crc32(data) & 0xFFFFFFFF
+
+
+def crc32c(data: bytes | memoryview) -> int:
+    """CRC-32C (Castagnoli), unsigned."""
+    return _crc32c.crc32c(data)

@@ -1,0 +1,347 @@
+"""Message formats v0 and v1: plain messages and compressed wrapper messages.
+
+A shallow entry is ``[offset:int64][size:int32][crc:uint32][magic][attributes]
+[timestamp:int64, v1 only][key length:int32][key][value length:int32][value]``. A compressed
+entry is a wrapper whose value is the compressed concatenation of inner entries; its offset is
+the offset of the LAST inner message. See kafka-spec.md §1.2-1.3.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+
+from klogtool.formats import codecs
+from klogtool.formats.batch import (
+    CREATE_TIME,
+    DEFAULT_MAX_BATCH_BYTES,
+    LOG_APPEND_TIME,
+    LOG_OVERHEAD,
+    NO_TIMESTAMP_TYPE,
+    Batch,
+    Record,
+)
+from klogtool.formats.crc import crc32
+from klogtool.formats.errors import CorruptRecordError, FormatError, UnsupportedError
+
+# offset, size, crc, magic, attributes
+ENTRY_HEADER = struct.Struct(">qiIbb")
+TIMESTAMP = struct.Struct(">q")
+LENGTH = struct.Struct(">i")
+CRC_START = 16  # CRC-32 covers [magic, end of message)
+RECORD_OVERHEAD = {0: 14, 1: 22}  # crc, magic, attributes, (timestamp), key/value lengths
+MIN_RECORD_SIZE = 14
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+
+
+class _Message:
+    """The fields of one legacy message (shallow entry or inner message)."""
+
+    __slots__ = ("offset", "crc", "magic", "attributes", "timestamp", "key", "value", "data")
+
+    def __init__(self, data: memoryview, position: int):
+        if len(data) < LOG_OVERHEAD + MIN_RECORD_SIZE:
+            raise CorruptRecordError(
+                f"Found record size {len(data) - LOG_OVERHEAD} smaller than minimum record "
+                f"overhead ({MIN_RECORD_SIZE})",
+                position,
+                "record-too-small",
+            )
+        self.data = data
+        self.offset, _size, self.crc, self.magic, self.attributes = ENTRY_HEADER.unpack_from(data)
+        pos = 18
+        if self.magic >= 1:
+            if len(data) < LOG_OVERHEAD + RECORD_OVERHEAD[1]:
+                raise CorruptRecordError(
+                    f"v1 message of {len(data) - LOG_OVERHEAD} bytes is smaller than the v1 "
+                    f"overhead ({RECORD_OVERHEAD[1]})",
+                    position,
+                    "record-too-small",
+                )
+            (self.timestamp,) = TIMESTAMP.unpack_from(data, pos)
+            pos += 8
+        else:
+            self.timestamp = -1
+        self.key, pos = _read_bytes(data, pos, position, "key")
+        self.value, pos = _read_bytes(data, pos, position, "value")
+        if pos != len(data):
+            raise CorruptRecordError(
+                f"message has {len(data) - pos} bytes after its value", position, "corrupt-record"
+            )
+
+    def compute_crc(self) -> int:
+        return crc32(self.data[CRC_START:])
+
+
+def _read_bytes(
+    data: memoryview, pos: int, position: int, what: str
+) -> tuple[memoryview | None, int]:
+    if pos + 4 > len(data):
+        raise CorruptRecordError(f"message ends before its {what} length", position,
+                                 "corrupt-record")
+    (n,) = LENGTH.unpack_from(data, pos)
+    pos += 4
+    if n < 0:
+        if n != -1:
+            raise CorruptRecordError(f"invalid {what} length {n}", position, "corrupt-record")
+        return None, pos
+    if pos + n > len(data):
+        raise CorruptRecordError(
+            f"{what} length {n} runs past the end of the message", position, "corrupt-record"
+        )
+    return data[pos : pos + n], pos + n
+
+
+class LegacyBatch(Batch):
+    """A v0/v1 shallow entry: one plain message, or a compressed wrapper."""
+
+    __slots__ = ("position", "size", "_msg", "_inner")
+
+    partition_leader_epoch = -1
+    producer_id = -1
+    producer_epoch = -1
+    base_sequence = -1
+    base_timestamp = -1
+    is_transactional = False
+    is_control = False
+    delete_horizon_ms = None
+
+    def __init__(self, data: memoryview, position: int = 0):
+        self._msg = _Message(data, position)
+        self.size = len(data)
+        self.position = position
+        self._inner: list[Record] | None = None
+
+    @property
+    def data(self) -> memoryview:  # type: ignore[override]
+        return self._msg.data
+
+    @property
+    def magic(self) -> int:  # type: ignore[override]
+        return self._msg.magic
+
+    @property
+    def crc(self) -> int:  # type: ignore[override]
+        return self._msg.crc
+
+    @property
+    def attributes(self) -> int:  # type: ignore[override]
+        return self._msg.attributes
+
+    @property
+    def key(self) -> memoryview | None:
+        return self._msg.key
+
+    @property
+    def value(self) -> memoryview | None:
+        return self._msg.value
+
+    @property
+    def compression(self) -> int:  # type: ignore[override]
+        return self._msg.attributes & COMPRESSION_MASK
+
+    @property
+    def timestamp_type(self) -> int:  # type: ignore[override]
+        if self._msg.magic == 0:
+            return NO_TIMESTAMP_TYPE
+        return LOG_APPEND_TIME if self._msg.attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME
+
+    @property
+    def max_timestamp(self) -> int:  # type: ignore[override]
+        return self._msg.timestamp
+
+    @property
+    def last_offset(self) -> int:  # type: ignore[override]
+        return self._msg.offset
+
+    @property
+    def base_offset(self) -> int:
+        if self.compression == codecs.NONE:
+            return self._msg.offset
+        return self._records()[0].offset
+
+    @property
+    def count(self) -> int:
+        if self.compression == codecs.NONE:
+            return 1
+        return len(self._records())
+
+    def compute_crc(self) -> int:
+        return self._msg.compute_crc()
+
+    def records(self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> Iterator[Record]:
+        return iter(self._records(max_batch_bytes))
+
+    def _records(self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> list[Record]:
+        if self._inner is None:
+            msg = self._msg
+            if self.compression == codecs.NONE:
+                self._inner = [
+                    Record(msg.offset, msg.timestamp, msg.key, msg.value, (), -1,
+                           msg.attributes, msg.crc, msg.compute_crc() == msg.crc)
+                ]
+            else:
+                self._inner = self._decode_wrapper(max_batch_bytes)
+        return self._inner
+
+    def _decode_wrapper(self, limit: int) -> list[Record]:
+        msg = self._msg
+        pos0 = self.position
+        codec = self.compression
+        if codec == codecs.ZSTD:
+            raise UnsupportedError(
+                f"ZSTD compression is not supported for magic {msg.magic}", pos0, "unsupported"
+            )
+        if codec not in codecs.CODEC_NAMES:
+            raise UnsupportedError(f"Unknown compression type id {codec}", pos0, "unsupported")
+        if msg.value is None:
+            raise CorruptRecordError("Found invalid compressed record set with null value",
+                                     pos0, "corrupt-record")
+        try:
+            raw = memoryview(codecs.decompress(codec, msg.value, magic=msg.magic, limit=limit))
+        except FormatError as e:
+            raise e.at(pos0) if e.position is None else e
+        inner: list[_Message] = []
+        pos = 0
+        while pos < len(raw):
+            if pos + LOG_OVERHEAD > len(raw):
+                raise CorruptRecordError(
+                    "compressed message set ends inside an entry header", pos0, "corrupt-record"
+                )
+            (size,) = LENGTH.unpack_from(raw, pos + 8)
+            if size < MIN_RECORD_SIZE or pos + LOG_OVERHEAD + size > len(raw):
+                raise CorruptRecordError(
+                    f"invalid inner message size {size} in compressed message set", pos0,
+                    "corrupt-record",
+                )
+            m = _Message(raw[pos : pos + LOG_OVERHEAD + size], pos0)
+            if m.attributes & COMPRESSION_MASK:
+                raise CorruptRecordError("Inner messages must not be compressed", pos0,
+                                         "corrupt-record")
+            inner.append(m)
+            pos += LOG_OVERHEAD + size
+        if not inner:
+            raise CorruptRecordError("Found invalid compressed record set with no inner records",
+                                     pos0, "corrupt-record")
+        wrapper_offset = msg.offset
+        if msg.magic >= 1:
+            last_rel = inner[-1].offset
+            if wrapper_offset == 0:
+                shift = 0  # librdkafka compatibility: a wrapper at offset 0 means base 0
+            elif wrapper_offset < last_rel:
+                raise CorruptRecordError(
+                    f"Found invalid wrapper offset in compressed v1 message set, wrapper offset "
+                    f"'{wrapper_offset}' is less than the last inner message offset '{last_rel}'",
+                    pos0,
+                    "corrupt-record",
+                )
+            else:
+                shift = wrapper_offset - last_rel
+        else:
+            shift = 0
+        log_append = msg.magic >= 1 and msg.attributes & TIMESTAMP_TYPE_MASK
+        return [
+            Record(
+                m.offset + shift,
+                msg.timestamp if log_append else m.timestamp,
+                m.key,
+                m.value,
+                (),
+                -1,
+                m.attributes,
+                m.crc,
+                m.compute_crc() == m.crc,
+            )
+            for m in inner
+        ]
+
+
+# -- encoding -----------------------------------------------------------------------------------
+def encode_message(
+    offset: int,
+    key: bytes | memoryview | None,
+    value: bytes | memoryview | None,
+    *,
+    magic: int,
+    timestamp: int = -1,
+    timestamp_type: int = CREATE_TIME,
+    compression: int = codecs.NONE,
+) -> bytes:
+    """One shallow entry (``[offset][size][message]``), as ``LegacyRecord.write`` lays it out."""
+    if magic not in (0, 1):
+        raise ValueError(f"legacy magic must be 0 or 1, not {magic}")
+    attributes = compression & COMPRESSION_MASK
+    if magic == 1 and timestamp_type == LOG_APPEND_TIME:
+        attributes |= TIMESTAMP_TYPE_MASK
+    body = bytearray(struct.pack(">bb", magic, attributes))
+    if magic == 1:
+        body += TIMESTAMP.pack(timestamp)
+    for part in (key, value):
+        if part is None:
+            body += LENGTH.pack(-1)
+        else:
+            body += LENGTH.pack(len(part))
+            body += part
+    return struct.pack(">qiI", offset, len(body) + 4, crc32(body)) + bytes(body)
+
+
+def encode_wrapper(
+    records: Sequence[Record],
+    *,
+    magic: int,
+    compression: int,
+    timestamp_type: int = CREATE_TIME,
+    log_append_time: int | None = None,
+    compression_level: int | None = None,
+) -> bytes:
+    """A compressed wrapper holding ``records`` (absolute offsets, gaps kept).
+
+    Inner offsets are absolute for v0 and relative to the first record for v1; the wrapper
+    carries the last record's offset and the max timestamp (or the append time).
+    """
+    if not records:
+        raise ValueError("a wrapper needs at least one record")
+    if compression == codecs.NONE:
+        raise ValueError("a wrapper must be compressed")
+    if magic == 0:
+        timestamp_type = CREATE_TIME
+    first = records[0].offset
+    inner_ts: list[int] = []
+    parts = []
+    for r in records:
+        if magic == 0:
+            ts = -1
+        elif timestamp_type == LOG_APPEND_TIME:
+            if log_append_time is None:
+                raise ValueError("LogAppendTime wrappers need log_append_time")
+            ts = log_append_time
+        else:
+            ts = r.timestamp
+        inner_ts.append(ts)
+        parts.append(
+            encode_message(
+                r.offset if magic == 0 else r.offset - first,
+                r.key,
+                r.value,
+                magic=magic,
+                timestamp=ts,
+                timestamp_type=timestamp_type,
+            )
+        )
+    payload = codecs.compress(compression, b"".join(parts), magic=magic, level=compression_level)
+    if magic == 0:
+        wrapper_ts = -1
+    elif timestamp_type == LOG_APPEND_TIME:
+        wrapper_ts = log_append_time if log_append_time is not None else -1
+    else:
+        wrapper_ts = max(inner_ts)
+    return encode_message(
+        records[-1].offset,
+        None,
+        payload,
+        magic=magic,
+        timestamp=wrapper_ts,
+        timestamp_type=timestamp_type,
+        compression=compression,
+    )

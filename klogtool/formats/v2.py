@@ -1,0 +1,551 @@
+"""Message format v2: record batches (``DefaultRecordBatch``) and records (``DefaultRecord``).
+
+The 61-byte batch header decodes eagerly; records decode (and decompress) only when
+:meth:`DefaultBatch.records` is iterated.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+
+from klogtool.formats import codecs
+from klogtool.formats.batch import (
+    CREATE_TIME,
+    DEFAULT_MAX_BATCH_BYTES,
+    LOG_APPEND_TIME,
+    LOG_OVERHEAD,
+    Batch,
+    Header,
+    Record,
+)
+from klogtool.formats.crc import crc32c
+from klogtool.formats.errors import CorruptRecordError, FormatError, TruncatedError
+from klogtool.formats.varint import encode_varint, encode_varlong
+
+MAGIC = 2
+# base_offset, length, partition_leader_epoch, magic, crc, attributes, last_offset_delta,
+# base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, records_count
+BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
+RECORD_BATCH_OVERHEAD = BATCH_HEADER.size  # 61
+CRC_START = 21  # CRC-32C covers [attributes, end of batch)
+ATTRIBUTES_POS = 21
+MIN_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD  # 49
+MIN_RECORD_SIZE = 7  # length, attributes, ts delta, offset delta, key len, value len, headers
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_FLAG = 0x10
+CONTROL_FLAG = 0x20
+DELETE_HORIZON_FLAG = 0x40
+
+_INT32_MAX = 0x7FFFFFFF
+
+
+class DefaultBatch(Batch):
+    """A v2 record batch header over a view of the whole batch."""
+
+    __slots__ = (
+        "position",
+        "size",
+        "data",
+        "_base_offset",
+        "partition_leader_epoch",
+        "magic",
+        "crc",
+        "attributes",
+        "last_offset_delta",
+        "base_timestamp",
+        "max_timestamp",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "records_count",
+    )
+
+    def __init__(self, data: memoryview, position: int = 0):
+        if len(data) < RECORD_BATCH_OVERHEAD:
+            raise CorruptRecordError(
+                f"Record batch is corrupt (the size {len(data)} is smaller than the minimum "
+                f"allowed overhead {RECORD_BATCH_OVERHEAD})",
+                position,
+                "batch-too-small",
+            )
+        (
+            self._base_offset,
+            length,
+            self.partition_leader_epoch,
+            self.magic,
+            self.crc,
+            self.attributes,
+            self.last_offset_delta,
+            self.base_timestamp,
+            self.max_timestamp,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
+            self.records_count,
+        ) = BATCH_HEADER.unpack_from(data)
+        self.size = length + LOG_OVERHEAD
+        if self.size != len(data):
+            raise CorruptRecordError(
+                f"batch length field {length} does not match the {len(data)} bytes given",
+                position,
+                "bad-length",
+            )
+        self.data = data
+        self.position = position
+
+    # -- header-derived fields --------------------------------------------------------------
+    @property
+    def base_offset(self) -> int:
+        return self._base_offset
+
+    @property
+    def last_offset(self) -> int:  # type: ignore[override]
+        return self._base_offset + self.last_offset_delta
+
+    @property
+    def count(self) -> int:
+        return self.records_count
+
+    @property
+    def compression(self) -> int:  # type: ignore[override]
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def timestamp_type(self) -> int:  # type: ignore[override]
+        return LOG_APPEND_TIME if self.attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME
+
+    @property
+    def is_transactional(self) -> bool:  # type: ignore[override]
+        return bool(self.attributes & TRANSACTIONAL_FLAG)
+
+    @property
+    def is_control(self) -> bool:  # type: ignore[override]
+        return bool(self.attributes & CONTROL_FLAG)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & DELETE_HORIZON_FLAG)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:  # type: ignore[override]
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_FLAG else None
+
+    @property
+    def last_sequence(self) -> int:
+        return sequence_at(self.base_sequence, self.last_offset_delta)
+
+    def compute_crc(self) -> int:
+        return crc32c(self.data[CRC_START:])
+
+    # -- records -----------------------------------------------------------------------------
+    def records_area(self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> memoryview:
+        """The (decompressed) bytes holding the records."""
+        raw = self.data[RECORD_BATCH_OVERHEAD:]
+        codec = self.attributes & COMPRESSION_MASK
+        if codec == codecs.NONE:
+            return raw
+        try:
+            return memoryview(codecs.decompress(codec, raw, magic=MAGIC, limit=max_batch_bytes))
+        except FormatError as e:
+            raise e.at(self.position + RECORD_BATCH_OVERHEAD) if e.position is None else e
+
+    def records(self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> Iterator[Record]:
+        count = self.records_count
+        if count < 0:
+            raise CorruptRecordError(
+                f"Found invalid record count {count} in magic v2 batch", self.position + 57,
+                "bad-record-count",
+            )
+        area = self.records_area(max_batch_bytes)
+        compressed = self.compression != codecs.NONE
+        # Each record takes at least 7 bytes: reject absurd counts before iterating.
+        if count * MIN_RECORD_SIZE > len(area):
+            raise CorruptRecordError(
+                f"declared record count {count} cannot fit in {len(area)} bytes of records",
+                self.position + 57,
+                "bad-record-count",
+            )
+        if self.attributes & TIMESTAMP_TYPE_MASK:
+            fixed_ts = self.max_timestamp
+        else:
+            fixed_ts = None
+        return _decode_records(
+            area,
+            count,
+            self._base_offset,
+            self.base_timestamp,
+            fixed_ts,
+            self.base_sequence,
+            # Positions inside decompressed data mean nothing on disk: report the batch start.
+            None if compressed else self.position + RECORD_BATCH_OVERHEAD,
+            self.position,
+        )
+
+
+def sequence_at(base_sequence: int, delta: int) -> int:
+    """Sequence ``delta`` records after ``base_sequence``, wrapping past Int.MAX to 0."""
+    if base_sequence < 0:
+        return -1
+    seq = base_sequence + delta
+    return seq - _INT32_MAX - 1 if seq > _INT32_MAX else seq
+
+
+def _slow_varint(buf: memoryview, pos: int, max_bytes: int, anchor: int | None, batch_pos: int):
+    """Multi-byte varint; returns (zig-zag-decoded value, new pos)."""
+    value = 0
+    shift = 0
+    start = pos
+    end = len(buf)
+    while True:
+        if pos >= end:
+            raise TruncatedError(
+                "record varint runs past the end of the batch",
+                batch_pos if anchor is None else anchor + start,
+                "corrupt-record",
+            )
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+        if pos - start >= max_bytes:
+            raise CorruptRecordError(
+                "Found invalid record structure (varint too long)",
+                batch_pos if anchor is None else anchor + start,
+                "corrupt-record",
+            )
+    return (value >> 1) ^ -(value & 1), pos
+
+
+def _decode_records(
+    buf: memoryview,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    fixed_ts: int | None,
+    base_sequence: int,
+    anchor: int | None,
+    batch_pos: int,
+) -> Iterator[Record]:
+    """The hot loop: varints inlined for the one-byte case."""
+    end = len(buf)
+    pos = 0
+    for _ in range(count):
+        rec_start = pos
+        try:
+            # length
+            b = buf[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                length, pos = _slow_varint(buf, pos, 5, anchor, batch_pos)
+            body = pos
+            rec_end = pos + length
+            if length < 0 or rec_end > end:
+                raise CorruptRecordError(
+                    f"record length {length} runs past the end of the batch",
+                    batch_pos if anchor is None else anchor + rec_start,
+                    "corrupt-record",
+                )
+            attributes = buf[pos]
+            pos += 1
+            # timestamp delta (varlong)
+            b = buf[pos]
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                ts_delta, pos = _slow_varint(buf, pos, 10, anchor, batch_pos)
+            # offset delta
+            b = buf[pos]
+            if b < 0x80:
+                off_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                off_delta, pos = _slow_varint(buf, pos, 5, anchor, batch_pos)
+            # key
+            b = buf[pos]
+            if b < 0x80:
+                klen = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                klen, pos = _slow_varint(buf, pos, 5, anchor, batch_pos)
+            if klen < 0:
+                if klen != -1:
+                    raise CorruptRecordError(
+                        f"invalid key length {klen}",
+                        batch_pos if anchor is None else anchor + rec_start,
+                        "corrupt-record",
+                    )
+                key = None
+            else:
+                if pos + klen > rec_end:
+                    raise CorruptRecordError(
+                        f"key length {klen} runs past the record",
+                        batch_pos if anchor is None else anchor + rec_start,
+                        "corrupt-record",
+                    )
+                key = buf[pos : pos + klen]
+                pos += klen
+            # value
+            b = buf[pos]
+            if b < 0x80:
+                vlen = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                vlen, pos = _slow_varint(buf, pos, 5, anchor, batch_pos)
+            if vlen < 0:
+                if vlen != -1:
+                    raise CorruptRecordError(
+                        f"invalid value length {vlen}",
+                        batch_pos if anchor is None else anchor + rec_start,
+                        "corrupt-record",
+                    )
+                value = None
+            else:
+                if pos + vlen > rec_end:
+                    raise CorruptRecordError(
+                        f"value length {vlen} runs past the record",
+                        batch_pos if anchor is None else anchor + rec_start,
+                        "corrupt-record",
+                    )
+                value = buf[pos : pos + vlen]
+                pos += vlen
+            # headers
+            b = buf[pos]
+            if b < 0x80:
+                hcount = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                hcount, pos = _slow_varint(buf, pos, 5, anchor, batch_pos)
+            if hcount:
+                headers, pos = _decode_headers(buf, pos, rec_end, hcount, anchor, rec_start, batch_pos)
+            else:
+                headers = ()
+        except IndexError:
+            raise TruncatedError(
+                "record runs past the end of the batch",
+                batch_pos if anchor is None else anchor + rec_start,
+                "corrupt-record",
+            ) from None
+        if pos != rec_end:
+            raise CorruptRecordError(
+                f"Invalid record size: expected to read {length} bytes in record payload, "
+                f"but instead read {pos - body}",
+                batch_pos if anchor is None else anchor + rec_start,
+                "corrupt-record",
+            )
+        yield Record(
+            base_offset + off_delta,
+            base_timestamp + ts_delta if fixed_ts is None else fixed_ts,
+            key,
+            value,
+            headers,
+            -1 if base_sequence < 0 else sequence_at(base_sequence, off_delta),
+            attributes,
+        )
+    if pos != end:
+        raise CorruptRecordError(
+            f"Incorrect declared batch size, records still remaining in file "
+            f"({end - pos} bytes after {count} records)",
+            batch_pos if anchor is None else anchor + pos,
+            "bad-record-count",
+        )
+
+
+def _decode_headers(
+    buf: memoryview,
+    pos: int,
+    rec_end: int,
+    hcount: int,
+    anchor: int | None,
+    rec_start: int,
+    batch_pos: int,
+) -> tuple[tuple[Header, ...], int]:
+    where = batch_pos if anchor is None else anchor + rec_start
+    # Each header takes at least 2 bytes: reject counts that cannot fit before allocating.
+    if hcount < 0 or hcount * 2 > rec_end - pos:
+        raise CorruptRecordError(f"Found invalid number of record headers {hcount}", where,
+                                 "corrupt-record")
+    headers: list[Header] = []
+    for _ in range(hcount):
+        hklen, pos = _varint(buf, pos, anchor, batch_pos)
+        if hklen < 0 or pos + hklen > rec_end:
+            raise CorruptRecordError(f"invalid header key length {hklen}", where, "corrupt-record")
+        hkey = str(buf[pos : pos + hklen], "utf-8", "replace")
+        pos += hklen
+        hvlen, pos = _varint(buf, pos, anchor, batch_pos)
+        if hvlen < 0:
+            if hvlen != -1:
+                raise CorruptRecordError(f"invalid header value length {hvlen}", where,
+                                         "corrupt-record")
+            hval = None
+        else:
+            if pos + hvlen > rec_end:
+                raise CorruptRecordError(f"header value length {hvlen} runs past the record",
+                                         where, "corrupt-record")
+            hval = buf[pos : pos + hvlen]
+            pos += hvlen
+        headers.append((hkey, hval))
+    return tuple(headers), pos
+
+
+def _varint(buf: memoryview, pos: int, anchor: int | None, batch_pos: int) -> tuple[int, int]:
+    b = buf[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    return _slow_varint(buf, pos, 5, anchor, batch_pos)
+
+
+# -- encoding -----------------------------------------------------------------------------------
+def encode_record(
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | memoryview | None,
+    value: bytes | memoryview | None,
+    headers: Iterable[Header] = (),
+    attributes: int = 0,
+) -> bytes:
+    parts = [bytes((attributes & 0xFF,)), encode_varlong(timestamp_delta), encode_varint(offset_delta)]
+    if key is None:
+        parts.append(b"\x01")  # varint -1
+    else:
+        parts.append(encode_varint(len(key)))
+        parts.append(bytes(key))
+    if value is None:
+        parts.append(b"\x01")
+    else:
+        parts.append(encode_varint(len(value)))
+        parts.append(bytes(value))
+    headers = tuple(headers)
+    parts.append(encode_varint(len(headers)))
+    for hkey, hval in headers:
+        hk = hkey.encode("utf-8")
+        parts.append(encode_varint(len(hk)))
+        parts.append(hk)
+        if hval is None:
+            parts.append(b"\x01")
+        else:
+            parts.append(encode_varint(len(hval)))
+            parts.append(bytes(hval))
+    body = b"".join(parts)
+    return encode_varint(len(body)) + body
+
+
+def encode_batch(
+    records: Sequence[Record],
+    *,
+    base_offset: int | None = None,
+    last_offset_delta: int | None = None,
+    partition_leader_epoch: int = -1,
+    compression: int = codecs.NONE,
+    compression_level: int | None = None,
+    timestamp_type: int = CREATE_TIME,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    base_timestamp: int | None = None,
+    max_timestamp: int | None = None,
+    delete_horizon_ms: int | None = None,
+) -> bytes:
+    """Build one v2 batch exactly as Kafka's ``MemoryRecordsBuilder`` lays it out.
+
+    Records keep their absolute offsets (gaps allowed, as after compaction). ``base_offset``
+    defaults to the first record's offset and ``last_offset_delta`` to the last record's delta
+    (pass both for an empty batch, or to keep a compacted batch's original last offset).
+    Timestamp deltas are relative to ``base_timestamp`` (default: the first record's timestamp,
+    or ``delete_horizon_ms`` when given, which also sets the delete-horizon attribute bit).
+    ``max_timestamp`` defaults to the largest record timestamp (CreateTime) and must be given
+    for LogAppendTime.
+    """
+    if base_offset is None:
+        if not records:
+            raise ValueError("an empty batch needs an explicit base_offset")
+        base_offset = records[0].offset
+    if last_offset_delta is None:
+        if not records:
+            raise ValueError("an empty batch needs an explicit last_offset_delta")
+        last_offset_delta = records[-1].offset - base_offset
+    if delete_horizon_ms is not None:
+        base_timestamp = delete_horizon_ms
+    elif base_timestamp is None:
+        base_timestamp = records[0].timestamp if records else -1
+    if max_timestamp is None:
+        if timestamp_type == LOG_APPEND_TIME:
+            raise ValueError("LogAppendTime batches need an explicit max_timestamp")
+        max_timestamp = max((r.timestamp for r in records), default=-1)
+    if compression not in codecs.CODEC_NAMES:
+        raise ValueError(f"unknown compression id {compression}")
+    body = b"".join(
+        encode_record(
+            r.offset - base_offset,
+            r.timestamp - base_timestamp,
+            r.key,
+            r.value,
+            r.headers,
+            r.attributes,
+        )
+        for r in records
+    )
+    if compression != codecs.NONE:
+        body = codecs.compress(compression, body, magic=MAGIC, level=compression_level)
+    attributes = compression
+    if timestamp_type == LOG_APPEND_TIME:
+        attributes |= TIMESTAMP_TYPE_MASK
+    if is_transactional:
+        attributes |= TRANSACTIONAL_FLAG
+    if is_control:
+        attributes |= CONTROL_FLAG
+    if delete_horizon_ms is not None:
+        attributes |= DELETE_HORIZON_FLAG
+    length = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(body)
+    out = bytearray(RECORD_BATCH_OVERHEAD)
+    BATCH_HEADER.pack_into(
+        out,
+        0,
+        base_offset,
+        length,
+        partition_leader_epoch,
+        MAGIC,
+        0,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(records),
+    )
+    out += body
+    struct.pack_into(">I", out, 17, crc32c(memoryview(out)[CRC_START:]))
+    return bytes(out)
+
+
+def reencode(batch: DefaultBatch, records: Sequence[Record] | None = None, **overrides) -> bytes:
+    """Rebuild ``batch`` (optionally with other records) keeping every header field."""
+    fields = dict(
+        base_offset=batch.base_offset,
+        last_offset_delta=batch.last_offset_delta,
+        partition_leader_epoch=batch.partition_leader_epoch,
+        compression=batch.compression,
+        timestamp_type=batch.timestamp_type,
+        is_transactional=batch.is_transactional,
+        is_control=batch.is_control,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        max_timestamp=batch.max_timestamp,
+        delete_horizon_ms=batch.delete_horizon_ms,
+    )
+    if batch.delete_horizon_ms is None:
+        fields["base_timestamp"] = batch.base_timestamp
+    fields.update(overrides)
+    return encode_batch(list(batch.records()) if records is None else records, **fields)
