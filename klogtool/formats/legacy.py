@@ -78,8 +78,9 @@ def _read_bytes(
     data: memoryview, pos: int, position: int, what: str
 ) -> tuple[memoryview | None, int]:
     if pos + 4 > len(data):
-        raise CorruptRecordError(f"message ends before its {what} length", position,
-                                 "corrupt-record")
+        raise CorruptRecordError(
+            f"message ends before its {what} length", position, "corrupt-record"
+        )
     (n,) = LENGTH.unpack_from(data, pos)
     pos += 4
     if n < 0:
@@ -178,8 +179,17 @@ class LegacyBatch(Batch):
             msg = self._msg
             if self.compression == codecs.NONE:
                 self._inner = [
-                    Record(msg.offset, msg.timestamp, msg.key, msg.value, (), -1,
-                           msg.attributes, msg.crc, msg.compute_crc() == msg.crc)
+                    Record(
+                        msg.offset,
+                        msg.timestamp,
+                        msg.key,
+                        msg.value,
+                        (),
+                        -1,
+                        msg.attributes,
+                        msg.crc,
+                        msg.compute_crc() == msg.crc,
+                    )
                 ]
             else:
                 self._inner = self._decode_wrapper(max_batch_bytes)
@@ -196,8 +206,9 @@ class LegacyBatch(Batch):
         if codec not in codecs.CODEC_NAMES:
             raise UnsupportedError(f"Unknown compression type id {codec}", pos0, "unsupported")
         if msg.value is None:
-            raise CorruptRecordError("Found invalid compressed record set with null value",
-                                     pos0, "corrupt-record")
+            raise CorruptRecordError(
+                "Found invalid compressed record set with null value", pos0, "corrupt-record"
+            )
         try:
             raw = memoryview(codecs.decompress(codec, msg.value, magic=msg.magic, limit=limit))
         except FormatError as e:
@@ -212,18 +223,21 @@ class LegacyBatch(Batch):
             (size,) = LENGTH.unpack_from(raw, pos + 8)
             if size < MIN_RECORD_SIZE or pos + LOG_OVERHEAD + size > len(raw):
                 raise CorruptRecordError(
-                    f"invalid inner message size {size} in compressed message set", pos0,
+                    f"invalid inner message size {size} in compressed message set",
+                    pos0,
                     "corrupt-record",
                 )
             m = _Message(raw[pos : pos + LOG_OVERHEAD + size], pos0)
             if m.attributes & COMPRESSION_MASK:
-                raise CorruptRecordError("Inner messages must not be compressed", pos0,
-                                         "corrupt-record")
+                raise CorruptRecordError(
+                    "Inner messages must not be compressed", pos0, "corrupt-record"
+                )
             inner.append(m)
             pos += LOG_OVERHEAD + size
         if not inner:
-            raise CorruptRecordError("Found invalid compressed record set with no inner records",
-                                     pos0, "corrupt-record")
+            raise CorruptRecordError(
+                "Found invalid compressed record set with no inner records", pos0, "corrupt-record"
+            )
         wrapper_offset = msg.offset
         if msg.magic >= 1:
             last_rel = inner[-1].offset

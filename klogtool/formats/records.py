@@ -64,13 +64,13 @@ def read_batch(buf: memoryview, pos: int = 0, base_position: int = 0) -> Batch:
     """Decode the entry starting at ``pos`` (which must be complete) by its magic."""
     n = len(buf)
     if n - pos < HEADER_SIZE_UP_TO_MAGIC:
-        raise CorruptRecordError("fewer than 17 bytes left for an entry header",
-                                 base_position + pos, "truncated")
+        raise CorruptRecordError(
+            "fewer than 17 bytes left for an entry header", base_position + pos, "truncated"
+        )
     _offset, size, magic = ENTRY_PREFIX.unpack_from(buf, pos)
     end = pos + LOG_OVERHEAD + size
     if size < MIN_RECORD_SIZE or end > n:
-        raise CorruptRecordError(f"invalid entry size {size}", base_position + pos,
-                                 "bad-length")
+        raise CorruptRecordError(f"invalid entry size {size}", base_position + pos, "bad-length")
     if magic >= 2:
         return DefaultBatch(buf[pos:end], base_position + pos)
     return LegacyBatch(buf[pos:end], base_position + pos)
@@ -154,8 +154,9 @@ class SegmentScanner:
             err: FormatError | None = None
             batch: Batch | None = None
             if self.strict and magic not in (0, 1, 2):
-                err = CorruptRecordError(f"Invalid magic found in record: {magic}", base + pos,
-                                         "bad-magic")
+                err = CorruptRecordError(
+                    f"Invalid magic found in record: {magic}", base + pos, "bad-magic"
+                )
             elif magic >= 2 and size < MIN_LENGTH:
                 err = CorruptRecordError(
                     f"Record batch is corrupt (the size {size + LOG_OVERHEAD} is smaller than the "
@@ -221,7 +222,8 @@ def _strict_check(batch: Batch, prev_last: int | None) -> FormatError | None:
     if isinstance(batch, DefaultBatch):
         if batch.last_offset_delta < 0:
             return CorruptRecordError(
-                f"negative last offset delta {batch.last_offset_delta}", batch.position,
+                f"negative last offset delta {batch.last_offset_delta}",
+                batch.position,
                 "bad-offset-delta",
             )
         if batch.records_count < 0:

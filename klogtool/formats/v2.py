@@ -156,7 +156,8 @@ class DefaultBatch(Batch):
         count = self.records_count
         if count < 0:
             raise CorruptRecordError(
-                f"Found invalid record count {count} in magic v2 batch", self.position + 57,
+                f"Found invalid record count {count} in magic v2 batch",
+                self.position + 57,
                 "bad-record-count",
             )
         area = self.records_area(max_batch_bytes)
@@ -218,6 +219,8 @@ def _slow_varint(buf: memoryview, pos: int, max_bytes: int, anchor: int | None, 
                 batch_pos if anchor is None else anchor + start,
                 "corrupt-record",
             )
+    # Java's readVarint/readVarlong shift surplus high bits of the last byte out of the int/long
+    value &= 0xFFFFFFFF if max_bytes == 5 else 0xFFFFFFFFFFFFFFFF
     return (value >> 1) ^ -(value & 1), pos
 
 
@@ -324,7 +327,9 @@ def _decode_records(
             else:
                 hcount, pos = _slow_varint(buf, pos, 5, anchor, batch_pos)
             if hcount:
-                headers, pos = _decode_headers(buf, pos, rec_end, hcount, anchor, rec_start, batch_pos)
+                headers, pos = _decode_headers(
+                    buf, pos, rec_end, hcount, anchor, rec_start, batch_pos
+                )
             else:
                 headers = ()
         except IndexError:
@@ -370,8 +375,9 @@ def _decode_headers(
     where = batch_pos if anchor is None else anchor + rec_start
     # Each header takes at least 2 bytes: reject counts that cannot fit before allocating.
     if hcount < 0 or hcount * 2 > rec_end - pos:
-        raise CorruptRecordError(f"Found invalid number of record headers {hcount}", where,
-                                 "corrupt-record")
+        raise CorruptRecordError(
+            f"Found invalid number of record headers {hcount}", where, "corrupt-record"
+        )
     headers: list[Header] = []
     for _ in range(hcount):
         hklen, pos = _varint(buf, pos, anchor, batch_pos)
@@ -382,13 +388,15 @@ def _decode_headers(
         hvlen, pos = _varint(buf, pos, anchor, batch_pos)
         if hvlen < 0:
             if hvlen != -1:
-                raise CorruptRecordError(f"invalid header value length {hvlen}", where,
-                                         "corrupt-record")
+                raise CorruptRecordError(
+                    f"invalid header value length {hvlen}", where, "corrupt-record"
+                )
             hval = None
         else:
             if pos + hvlen > rec_end:
-                raise CorruptRecordError(f"header value length {hvlen} runs past the record",
-                                         where, "corrupt-record")
+                raise CorruptRecordError(
+                    f"header value length {hvlen} runs past the record", where, "corrupt-record"
+                )
             hval = buf[pos : pos + hvlen]
             pos += hvlen
         headers.append((hkey, hval))
@@ -411,7 +419,11 @@ def encode_record(
     headers: Iterable[Header] = (),
     attributes: int = 0,
 ) -> bytes:
-    parts = [bytes((attributes & 0xFF,)), encode_varlong(timestamp_delta), encode_varint(offset_delta)]
+    parts = [
+        bytes((attributes & 0xFF,)),
+        encode_varlong(timestamp_delta),
+        encode_varint(offset_delta),
+    ]
     if key is None:
         parts.append(b"\x01")  # varint -1
     else:

@@ -1,0 +1,356 @@
+"""``klogtool dump-segments``: print batches, records, index entries, snapshots, checkpoints."""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from typing import Any
+
+import click
+
+from klogtool.commands._options import format_option, max_batch_bytes_option, paths_argument
+from klogtool.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
+from klogtool.formats import payloads
+from klogtool.log import layout
+from klogtool.log.dumper import Dumper, DumpOptions, Obj
+from klogtool.output import Output
+
+BYTE_DECODERS = ("utf8", "base64", "hex", "json", "none")
+INTERNAL_DECODERS = ("consumer-offsets", "transaction-state", "cluster-metadata")
+
+
+def _parse_offsets(_ctx: click.Context, _param: click.Parameter, value: str | None):
+    if value is None:
+        return None
+    lo, sep, hi = value.partition(":")
+    try:
+        start = int(lo) if lo else 0
+        end = int(hi) if hi else (1 << 63) - 1
+    except ValueError:
+        raise click.BadParameter("expected FROM:TO offsets, e.g. 100:200, 100: or :200") from None
+    if not sep or start > end:
+        raise click.BadParameter("expected FROM:TO with FROM <= TO, e.g. 100:200")
+    return start, end
+
+
+@click.command("dump-segments")
+@paths_argument
+@click.option(
+    "--deep-iteration", "deep", is_flag=True, help="Decode every record, not only batch headers."
+)
+@click.option(
+    "--print-data",
+    is_flag=True,
+    help="Print keys, values and header values (implies --deep-iteration).",
+)
+@click.option(
+    "--key-decoder",
+    type=click.Choice(BYTE_DECODERS),
+    default=None,
+    help="How to render keys [default: utf8 for text/kafka, base64 for json].",
+)
+@click.option(
+    "--value-decoder",
+    type=click.Choice(BYTE_DECODERS),
+    default=None,
+    help="How to render values and header values [default: as --key-decoder].",
+)
+@click.option(
+    "--decoder",
+    type=click.Choice(("auto", "none") + INTERNAL_DECODERS),
+    default="auto",
+    show_default=True,
+    help="Decoder for internal topics; auto picks it from the partition directory "
+    "name (__consumer_offsets-*, __transaction_state-*, __cluster_metadata-*).",
+)
+@click.option(
+    "--max-bytes",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Only dump batches that lie entirely within the first N bytes of a .log.",
+)
+@click.option(
+    "--offsets",
+    callback=_parse_offsets,
+    metavar="FROM:TO",
+    help="Only batches and records with offsets in FROM..TO (inclusive).",
+)
+@click.option(
+    "--index-sanity-check",
+    is_flag=True,
+    help="Run the broker's sanity check on index files instead of dumping them.",
+)
+@click.option(
+    "--verify-index-only",
+    is_flag=True,
+    help="Check index entries against the log; print only the problems.",
+)
+@format_option("kafka")
+@max_batch_bytes_option
+@click.pass_obj
+def command(
+    settings: Any,
+    paths: tuple[str, ...],
+    deep: bool,
+    print_data: bool,
+    key_decoder: str | None,
+    value_decoder: str | None,
+    decoder: str,
+    max_bytes: int | None,
+    offsets: tuple[int, int] | None,
+    index_sanity_check: bool,
+    verify_index_only: bool,
+    fmt: str,
+    max_batch_bytes: int,
+) -> None:
+    """Print the contents of Kafka log files: batches by default, records with
+    --deep-iteration, payloads with --print-data.
+
+    PATH is a file of any kind a partition directory holds, a partition directory, a log
+    directory, or - for a segment on stdin. Output goes to stdout; problems found on the way
+    are reported as findings. --format kafka prints the lines kafka-dump-log.sh prints.
+
+    Exit status: 0 when everything was dumped, 3 when an input is not a Kafka file.
+    """
+    default = "base64" if fmt in ("json", "jsonl") else "utf8"
+    kd = key_decoder or default
+    opts = DumpOptions(
+        deep=deep or print_data,
+        print_data=print_data,
+        key_decoder=kd,
+        value_decoder=value_decoder or kd,
+        decoder=decoder,
+        kafka_text=fmt == "kafka",
+        max_bytes=max_bytes,
+        offsets=offsets,
+        index_sanity_check=index_sanity_check,
+        verify_index_only=verify_index_only,
+        max_batch_bytes=max_batch_bytes,
+    )
+    out = Output(
+        "text" if fmt == "kafka" else fmt,
+        progress=settings.progress,
+        color=settings.color,
+        verbosity=settings.verbosity,
+    )
+    dumper = Dumper(list(paths), opts)
+    first_bad: Obj | None = None
+    renderer = KafkaRenderer(out) if fmt == "kafka" else None
+    for obj in dumper.objects():
+        if obj["type"] == "finding" and obj["code"] in ("not-a-log",) and first_bad is None:
+            first_bad = obj
+        if renderer is not None:
+            renderer.render(obj)
+        elif obj["type"] == "summary" and fmt == "text":
+            continue  # the text dump is the data; counts go to stderr with -v
+        else:
+            out.emit(obj)
+    if renderer is not None:
+        renderer.finish()
+    out.close()
+    out.info(
+        f"{dumper.counts['files']} files, {dumper.counts['batches']} batches, "
+        f"{dumper.counts['records']} records"
+    )
+    if first_bad is not None:
+        raise InputError(
+            first_bad["message"],
+            path=first_bad["path"],
+            position=first_bad["position"],
+            code="not-a-log",
+        )
+    click.get_current_context().exit(EXIT_OK if first_bad is None else EXIT_BAD_INPUT)
+
+
+def _opt_long(v: int | None) -> str:
+    return "OptionalLong.empty" if v is None or v < 0 else f"OptionalLong[{v}]"
+
+
+def _bool(v: bool | None) -> str:
+    return "true" if v else "false"
+
+
+class KafkaRenderer:
+    """kafka-dump-log.sh's exact stdout lines and end-of-run stderr blocks (kafka-spec §9.2)."""
+
+    def __init__(self, out: Output):
+        self.out = out
+        self.path = ""
+        self.abs_path = ""
+        self.kind = ""
+        self.base = 0
+        self.ts_type = ""
+        self.last_record_offset = -1
+        self.index_mismatch: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        self.ts_mismatch: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        self.ts_order: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        self.not_found: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        self.non_consecutive: dict[str, list[tuple[int, int]]] = defaultdict(list)
+
+    def render(self, obj: Obj) -> None:
+        getattr(self, "_" + obj["type"], self._ignore)(obj)
+
+    def _ignore(self, obj: Obj) -> None:
+        pass
+
+    def _file(self, obj: Obj) -> None:
+        self.path = obj["path"]
+        self.abs_path = os.path.abspath(self.path)
+        self.kind = obj["kind"]
+        self.base = obj.get("base_offset", 0)
+        self.last_record_offset = -1
+        out = self.out
+        out.line(f"Dumping {self.path}")
+        name = os.path.basename(self.path)
+        if self.kind == layout.LOG:
+            out.line(f"Log starting offset: {self.base}")
+        elif self.kind == layout.KRAFT_SNAPSHOT:
+            if name == "bootstrap.checkpoint":
+                out.line("KRaft bootstrap snapshot")
+            else:
+                offset, _, epoch = name.split(".", 1)[0].partition("-")
+                out.line(f"Snapshot end offset: {int(offset)}, epoch: {int(epoch)}")
+        elif self.kind == layout.INDEX and obj["size"] < 8:
+            out.line(f"{self.path} is empty.")
+        elif self.kind not in (layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX, layout.SNAPSHOT):
+            self.out.stderr_line(f"Ignoring unknown file {self.path}")
+            self.kind = layout.UNKNOWN
+
+    def _batch(self, b: Obj) -> None:
+        self.ts_type = b["timestamp_type"]
+        if b["magic"] >= 2:
+            head = (
+                f"baseOffset: {b['base_offset']} lastOffset: {b['last_offset']} count: "
+                f"{b['count']} baseSequence: {b['base_sequence']} lastSequence: "
+                f"{b['last_sequence']} producerId: {b['producer_id']} producerEpoch: "
+                f"{b['producer_epoch']} partitionLeaderEpoch: {b['partition_leader_epoch']} "
+                f"isTransactional: {_bool(b['is_transactional'])} isControl: "
+                f"{_bool(b['is_control'])} deleteHorizonMs: {_opt_long(b['delete_horizon_ms'])}"
+            )
+        else:
+            head = f"offset: {b['last_offset']}"
+        self.out.line(
+            f"{head} position: {b['position']} {b['timestamp_type']}: {b['max_timestamp']} "
+            f"size: {b['size']} magic: {b['magic']} compresscodec: {b['compression']} crc: "
+            f"{b['crc']} isvalid: {_bool(b['crc_valid'])}"
+        )
+
+    def _record(self, r: Obj) -> None:
+        offset = r["offset"]
+        if self.last_record_offset != -1 and offset != self.last_record_offset + 1:
+            self.non_consecutive[self.abs_path].append((self.last_record_offset, offset))
+        self.last_record_offset = offset
+        line = (
+            f"| offset: {offset} {self.ts_type}: {r['timestamp']} keySize: {r['key_size']} "
+            f"valueSize: {r['value_size']}"
+        )
+        if "sequence" in r:
+            keys = ",".join(h["key"] for h in r["headers"])
+            line += f" sequence: {r['sequence']} headerKeys: [{keys}]"
+        if "crc" in r:
+            line += f" isValid: {_bool(r['crc_valid'])} crc: {r['crc']}}}"
+        ctl = r.get("control")
+        if ctl is not None:
+            line += _control_text(ctl)
+        else:
+            if r.get("key") is not None:
+                line += f" key: {_text(r['key'])}"
+            if r.get("value") is not None:
+                line += f" payload: {_text(r['value'])}"
+        self.out.line(line)
+
+    def _index_entry(self, e: Obj) -> None:
+        self.out.line(f"offset: {e['offset']} position: {e['position']}")
+
+    def _timeindex_entry(self, e: Obj) -> None:
+        self.out.line(f"timestamp: {e['timestamp']} offset: {e['offset']}")
+
+    def _txn_entry(self, e: Obj) -> None:
+        self.out.line(
+            f"version: {e['version']} producerId: {e['producer_id']} firstOffset: "
+            f"{e['first_offset']} lastOffset: {e['last_offset']} lastStableOffset: "
+            f"{e['last_stable_offset']}"
+        )
+
+    def _producer_entry(self, e: Obj) -> None:
+        line = (
+            f"producerId: {e['producer_id']} producerEpoch: {e['producer_epoch']} "
+            f"coordinatorEpoch: {e['coordinator_epoch']} currentTxnFirstOffset: "
+            f"{_opt_long(e['current_txn_first_offset'])} lastTimestamp: {e['timestamp']} "
+        )
+        if e["last_offset"] >= 0:
+            line += (
+                f"firstSequence: {e['first_sequence']} lastSequence: {e['last_sequence']} "
+                f"lastOffset: {e['last_offset']} offsetDelta: {e['offset_delta']} timestamp: "
+                f"{e['timestamp']}"
+            )
+        self.out.line(line)
+
+    def _sanity_check(self, e: Obj) -> None:
+        self.out.line(f"{self.path} passed sanity check.")
+
+    def _finding(self, f: Obj) -> None:
+        code = f["code"]
+        if code == "index-mismatch":
+            self.index_mismatch[self.abs_path].append((f["index_offset"], f["log_offset"]))
+        elif code == "timeindex-timestamp-mismatch":
+            self.ts_mismatch[self.abs_path].append((f["index_timestamp"], f["log_timestamp"]))
+        elif code == "timeindex-out-of-order":
+            self.ts_order[self.abs_path].append((f["index_timestamp"], f["previous_timestamp"]))
+        elif code == "timeindex-offset-not-found":
+            self.not_found[self.abs_path].append((f["index_offset"], f["log_offset"]))
+        elif code in ("torn-tail", "zero-fill", "not-a-log") or (
+            "invalid_bytes" in f and self.kind in (layout.LOG, layout.KRAFT_SNAPSHOT)
+        ):
+            self.out.line(
+                f"Found {f['invalid_bytes']} invalid bytes at the end of "
+                f"{os.path.basename(self.path)}"
+            )
+        else:
+            self.out.stderr_line(f"{f['path']}: {f['message']}")
+
+    def finish(self) -> None:
+        err = self.out.stderr_line
+        for path, pairs in self.index_mismatch.items():
+            err(f"Mismatches in :{path}")
+            for a, b in reversed(pairs):
+                err(f"  Index offset: {a}, log offset: {b}")
+        for path, pairs in self.ts_mismatch.items():
+            err(f"Found timestamp mismatch in :{path}")
+            for a, b in pairs:
+                err(f"  Index timestamp: {a}, log timestamp: {b}")
+        for path, pairs in self.ts_order.items():
+            err(f"Found out of order timestamp in :{path}")
+            for a, b in pairs:
+                err(f"  Index timestamp: {a}, Previously indexed timestamp: {b}")
+        for pairs in self.not_found.values():
+            err("The following indexed offsets are not found in the log.")
+            for a, b in pairs:
+                err(f"Indexed offset: {a}, found log offset: {b}")
+        for path, pairs in self.non_consecutive.items():
+            err(f"Non-consecutive offsets in {path}")
+            for a, b in reversed(pairs):
+                err(f"  {a} is followed by {b}")
+
+
+def _text(v: Any) -> str:
+    return v if isinstance(v, str) else payloads.to_json_text(v)
+
+
+_CONTROL_JSON_NAMES = {
+    "SNAPSHOT_HEADER": "SnapshotHeader",
+    "SNAPSHOT_FOOTER": "SnapshotFooter",
+    "KRAFT_VERSION": "KRaftVersion",
+    "KRAFT_VOTERS": "KRaftVoters",
+}
+
+
+def _control_text(ctl: Obj) -> str:
+    name = ctl["type"]
+    if name in ("ABORT", "COMMIT"):
+        return f" endTxnMarker: {name} coordinatorEpoch: {ctl.get('coordinatorEpoch')}"
+    if name in _CONTROL_JSON_NAMES:
+        fields = {k: v for k, v in ctl.items() if k not in ("type", "type_id")}
+        return f" {_CONTROL_JSON_NAMES[name]} {payloads.to_json_text(fields)}"
+    return f" controlType: {name}({ctl.get('type_id', -1)})"

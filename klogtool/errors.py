@@ -1,0 +1,49 @@
+"""Errors that end a command with a documented exit code (DESIGN.md §5)."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+EXIT_BAD_INPUT = 3
+EXIT_REFUSED = 4
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+
+
+class KlogtoolError(Exception):
+    """Printed as one line: ``klogtool: error: <path>:<position>: <message> (<code>)``."""
+
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        position: int | None = None,
+        code: str = "bad-input",
+        hint: str | None = None,
+    ):
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.position = position
+        self.code = code
+        self.hint = hint
+
+    def one_line(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = self.path + (f":{self.position}" if self.position is not None else "") + ": "
+        return f"klogtool: error: {where}{self.message} ({self.code})"
+
+
+class InputError(KlogtoolError):
+    """An input cannot be read or is not a Kafka file (exit 3)."""
+
+
+class RefusedError(KlogtoolError):
+    """Refused for safety (exit 4)."""
+
+    exit_code = EXIT_REFUSED

@@ -1,0 +1,469 @@
+"""``dump-segments`` as a library: files in, DESIGN.md §4 objects out (a lazy stream).
+
+The objects are plain dicts ready for JSON. Each file yields a ``file`` object, then its
+batches / records / entries, and ``finding`` objects for what is wrong; the stream ends with a
+``summary``. Memory stays flat: segments are mmapped and walked batch by batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from klogtool.formats import checkpoint, codecs, index, payloads
+from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, TIMESTAMP_TYPE_NAMES, Batch, Record
+from klogtool.formats.errors import FormatError
+from klogtool.formats.payloads.control import decode_control_record
+from klogtool.formats.records import CLEAN, CORRUPT, ZERO_FILL, SegmentScanner
+from klogtool.formats.snapshot import parse_snapshot
+from klogtool.log import layout
+from klogtool.log.files import InputFile, expand
+from klogtool.log.findings import Finding
+from klogtool.log.segment import STDIN, mapped, read_small
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class DumpOptions:
+    deep: bool = False  # --deep-iteration
+    print_data: bool = False  # --print-data (implies deep)
+    key_decoder: str = "utf8"
+    value_decoder: str = "utf8"
+    decoder: str = "auto"  # internal-topic decoder: auto | none | a payloads decoder name
+    kafka_text: bool = False  # internal decoders render as kafka-dump-log's text
+    max_bytes: int | None = None
+    offsets: tuple[int, int] | None = None  # inclusive range
+    index_sanity_check: bool = False
+    verify_index_only: bool = False
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+
+
+def finding(
+    severity: str,
+    code: str,
+    path: str,
+    position: int | None,
+    message: str,
+    offset: int | None = None,
+    **extra: Any,
+) -> Obj:
+    return Finding(severity, code, path, position, offset, message).as_obj(**extra)
+
+
+def batch_object(b: Batch) -> Obj:
+    """The DESIGN.md §4 batch object (a legacy wrapper's base offset/count are decompressed)."""
+    is_v2 = b.magic >= 2
+    try:
+        base_offset: int | None = b.base_offset
+        count: int | None = b.count
+    except FormatError:
+        base_offset = count = None
+    return {
+        "type": "batch",
+        "position": b.position,
+        "base_offset": base_offset,
+        "last_offset": b.last_offset,
+        "count": count,
+        "magic": b.magic,
+        "compression": codecs.CODEC_NAMES.get(b.compression, f"unknown({b.compression})"),
+        "crc": b.crc,
+        "crc_valid": None,  # filled by the caller, which knows whether it was checked
+        "size": b.size,
+        "partition_leader_epoch": b.partition_leader_epoch,
+        "timestamp_type": TIMESTAMP_TYPE_NAMES[b.timestamp_type],
+        "base_timestamp": b.base_timestamp,
+        "max_timestamp": b.max_timestamp,
+        "producer_id": b.producer_id,
+        "producer_epoch": b.producer_epoch,
+        "base_sequence": b.base_sequence,
+        "last_sequence": b.last_sequence if is_v2 else -1,
+        "is_transactional": b.is_transactional,
+        "is_control": b.is_control,
+        "delete_horizon_ms": b.delete_horizon_ms,
+    }
+
+
+class Dumper:
+    """Iterate :meth:`objects` for the whole run; counts feed the final summary."""
+
+    def __init__(self, paths: list[str], options: DumpOptions | None = None):
+        self.paths = paths
+        self.opts = options or DumpOptions()
+        self.counts = {
+            "files": 0,
+            "batches": 0,
+            "records": 0,
+            "bytes": 0,
+            "errors": 0,
+            "warnings": 0,
+        }
+
+    def objects(self) -> Iterator[Obj]:
+        for f in expand(self.paths):
+            for obj in self._file(f):
+                if obj["type"] == "finding":
+                    self.counts["errors" if obj["severity"] == "error" else "warnings"] += 1
+                yield obj
+        yield {"type": "summary", **self.counts}
+
+    # -- per kind -----------------------------------------------------------------------------
+    def _file(self, f: InputFile) -> Iterator[Obj]:
+        self.counts["files"] += 1
+        size = 0 if str(f.path) == STDIN else f.path.stat().st_size
+        self.counts["bytes"] += size
+        head: Obj = {"type": "file", "path": f.display, "kind": f.kind, "size": size}
+        base = layout.offset_from_name(f.path)
+        if f.kind in (
+            layout.LOG,
+            layout.INDEX,
+            layout.TIMEINDEX,
+            layout.TXNINDEX,
+            layout.SNAPSHOT,
+            layout.KRAFT_SNAPSHOT,
+        ):
+            head["base_offset"] = base if base is not None else 0
+        yield head
+        kind = f.kind
+        if kind in (layout.LOG, layout.KRAFT_SNAPSHOT):
+            yield from self._log(f)
+        elif kind == layout.INDEX:
+            yield from self._offset_index(f, base or 0)
+        elif kind == layout.TIMEINDEX:
+            yield from self._time_index(f, base or 0)
+        elif kind == layout.TXNINDEX:
+            yield from self._txn_index(f, base or 0)
+        elif kind == layout.SNAPSHOT:
+            yield from self._snapshot(f)
+        else:
+            yield from self._text_file(f)
+
+    def _log(self, f: InputFile) -> Iterator[Obj]:
+        opts = self.opts
+        deep = opts.deep or opts.print_data
+        decoder = self._internal_decoder(f)
+        lo, hi = opts.offsets if opts.offsets else (None, None)
+        with mapped(f.path) as buf:
+            scanner = SegmentScanner(buf, stop_on_crc=False, max_bytes=opts.max_bytes)
+            for batch in scanner:
+                if hi is not None and batch.magic >= 2 and batch.base_offset > hi:
+                    break
+                if lo is not None and batch.last_offset < lo:
+                    continue
+                self.counts["batches"] += 1
+                obj = batch_object(batch)
+                obj["crc_valid"] = scanner.crc_valid
+                yield obj
+                if not deep:
+                    continue
+                try:
+                    for rec in batch.records(opts.max_batch_bytes):
+                        if lo is not None and not lo <= rec.offset <= hi:  # type: ignore[operator]
+                            continue
+                        self.counts["records"] += 1
+                        yield self._record(batch, rec, decoder)
+                except FormatError as e:
+                    yield finding(
+                        "error",
+                        e.code,
+                        f.display,
+                        e.position,
+                        f"cannot decode the records of this batch: {e}",
+                        batch.last_offset,
+                    )
+            result = scanner.result
+        if result is None:  # the walk was cut short by --offsets
+            return
+        if result.end != CLEAN and opts.max_bytes is None:
+            invalid = result.size - result.stopped_at
+            if result.batches == 0 and result.end == CORRUPT and f.path != Path(STDIN):
+                code = result.error.code if result.error else "corrupt"
+                yield finding(
+                    "error",
+                    "not-a-log",
+                    f.display,
+                    0,
+                    f"not a Kafka log segment: {result.error}",
+                    invalid_bytes=invalid,
+                    cause=code,
+                )
+                return
+            sev = "warning" if result.end == ZERO_FILL else "error"
+            msg = {
+                ZERO_FILL: f"{invalid} zero bytes at the end (preallocated segment)",
+                "torn-tail": f"{invalid} bytes at the end are an incomplete entry (torn write)",
+                CORRUPT: f"{invalid} invalid bytes at the end: {result.error}",
+            }[result.end]
+            code = (
+                result.end
+                if result.end != CORRUPT
+                else (result.error.code if result.error else "corrupt")
+            )
+            yield finding(sev, code, f.display, result.stopped_at, msg, invalid_bytes=invalid)
+
+    def _internal_decoder(self, f: InputFile) -> str | None:
+        name = self.opts.decoder
+        if name == "none":
+            return None
+        if name != "auto":
+            return name
+        parsed = (
+            layout.parse_partition_dir_name(f.path.resolve().parent.name)
+            if str(f.path) != STDIN
+            else None
+        )
+        if parsed is None:
+            return None
+        return payloads.auto_decoder_for_topic(parsed[0])
+
+    def _record(self, batch: Batch, rec: Record, decoder: str | None) -> Obj:
+        opts = self.opts
+        obj: Obj = {
+            "type": "record",
+            "offset": rec.offset,
+            "position": batch.position,
+            "timestamp": rec.timestamp,
+            "key_size": -1 if rec.key is None else len(rec.key),
+            "value_size": -1 if rec.value is None else len(rec.value),
+        }
+        if batch.magic >= 2:
+            obj["sequence"] = rec.sequence
+            obj["headers"] = [
+                {"key": k, "value": payloads.decode_bytes(opts.value_decoder, v)}
+                if opts.print_data
+                else {"key": k}
+                for k, v in rec.headers
+            ]
+        else:
+            obj["crc"] = rec.crc
+            obj["crc_valid"] = rec.crc_valid
+        if batch.is_control:
+            try:
+                ctl = decode_control_record(rec.key, rec.value)
+                obj["control"] = {"type": ctl.type_name, "type_id": ctl.type_id, **ctl.fields}
+            except FormatError as e:
+                obj["control"] = {"type": "INVALID", "error": str(e)}
+            return obj
+        if not opts.print_data:
+            return obj
+        if decoder is not None:
+            if opts.kafka_text:
+                k, v = payloads.kafka_dump_text(decoder, rec.key, rec.value, rec.offset)
+            else:
+                k, v = payloads.decode_internal(decoder, rec.key, rec.value)
+            obj["key"], obj["value"] = k, v
+        else:
+            obj["key"] = payloads.decode_bytes(opts.key_decoder, rec.key)
+            obj["value"] = payloads.decode_bytes(opts.value_decoder, rec.value)
+        return obj
+
+    # -- index files --------------------------------------------------------------------------
+    def _sibling_batches(self, f: InputFile) -> list[BatchSummary] | None:
+        """The batches of the sibling ``.log`` (for index checks), or None if it is missing."""
+        log = f.path.with_name(layout.segment_name(layout.offset_from_name(f.path) or 0, ".log"))
+        if not log.is_file():
+            return None
+        with mapped(log) as buf:
+            return [
+                BatchSummary(b.position, b.last_offset, b.max_timestamp)
+                for b in SegmentScanner(buf, stop_on_crc=False, check_crc=False)
+            ]
+
+    def _offset_index(self, f: InputFile, base: int) -> Iterator[Obj]:
+        opts = self.opts
+        buf = read_small(f.path, 1 << 31)
+        if len(buf) < 8:
+            return  # an empty index (kafka-dump-log: "is empty.")
+        if opts.index_sanity_check:
+            yield from self._sanity(f, index.sanity_check_offset_index, buf, base)
+            return
+        batches = self._sibling_batches(f)
+        if batches is None:
+            yield finding(
+                "warning",
+                "log-missing",
+                f.display,
+                None,
+                "no sibling .log: entries are not checked against the log",
+            )
+        by_pos = {b.position: b for b in batches or ()}
+        for i, e in enumerate(index.iter_offset_index(buf, base, stop_at_zero_fill=True)):
+            if not opts.verify_index_only:
+                yield {"type": "index_entry", "offset": e.offset, "position": e.position}
+            if batches is None:
+                continue
+            b = by_pos.get(e.position)
+            log_offset = b.last_offset if b is not None else -1
+            if log_offset != e.offset:
+                yield finding(
+                    "warning",
+                    "index-mismatch",
+                    f.display,
+                    i * 8,
+                    f"index entry offset {e.offset} at log position {e.position}: "
+                    f"the batch there ends at offset {log_offset}",
+                    e.offset,
+                    index_offset=e.offset,
+                    log_offset=log_offset,
+                )
+
+    def _time_index(self, f: InputFile, base: int) -> Iterator[Obj]:
+        opts = self.opts
+        buf = read_small(f.path, 1 << 31)
+        if opts.index_sanity_check:
+            yield from self._sanity(f, index.sanity_check_time_index, buf, base)
+            return
+        if not buf:
+            return
+        batches = self._sibling_batches(f)
+        if batches is None:
+            yield finding(
+                "warning",
+                "log-missing",
+                f.display,
+                None,
+                "no sibling .log: entries are not checked against the log",
+            )
+        by_last = {b.last_offset: b for b in batches or ()}
+        prev_ts = -1
+        for i, e in enumerate(index.iter_time_index(buf, base, stop_at_zero_fill=True)):
+            if not opts.verify_index_only:
+                yield {"type": "timeindex_entry", "timestamp": e.timestamp, "offset": e.offset}
+            pos = i * 12
+            if batches is not None:
+                b = by_last.get(e.offset)
+                if b is None:
+                    yield finding(
+                        "warning",
+                        "timeindex-offset-not-found",
+                        f.display,
+                        pos,
+                        f"time index entry offset {e.offset} is not the last offset of any batch",
+                        e.offset,
+                        index_offset=e.offset,
+                        log_offset=-1,
+                    )
+                else:
+                    log_ts = b.max_timestamp
+                    if log_ts != e.timestamp:
+                        yield finding(
+                            "warning",
+                            "timeindex-timestamp-mismatch",
+                            f.display,
+                            pos,
+                            f"time index entry timestamp {e.timestamp} but the "
+                            f"batch's max record timestamp is {log_ts}",
+                            e.offset,
+                            index_timestamp=e.timestamp,
+                            log_timestamp=log_ts,
+                        )
+            if e.timestamp <= prev_ts:
+                yield finding(
+                    "error",
+                    "timeindex-out-of-order",
+                    f.display,
+                    pos,
+                    f"time index timestamp {e.timestamp} does not increase (previous {prev_ts})",
+                    e.offset,
+                    index_timestamp=e.timestamp,
+                    previous_timestamp=prev_ts,
+                )
+            prev_ts = e.timestamp
+
+    def _txn_index(self, f: InputFile, base: int) -> Iterator[Obj]:
+        buf = read_small(f.path, 1 << 31)
+        if self.opts.index_sanity_check:
+            yield from self._sanity(f, index.sanity_check_txn_index, buf, base)
+            return
+        try:
+            for t in index.iter_txn_index(buf):
+                yield {
+                    "type": "txn_entry",
+                    "version": t.version,
+                    "producer_id": t.producer_id,
+                    "first_offset": t.first_offset,
+                    "last_offset": t.last_offset,
+                    "last_stable_offset": t.last_stable_offset,
+                }
+        except FormatError as e:
+            yield finding("error", e.code, f.display, e.position, str(e))
+
+    def _sanity(self, f: InputFile, check: Any, buf: bytes, base: int) -> Iterator[Obj]:
+        try:
+            check(buf, base)
+        except FormatError as e:
+            yield finding("error", e.code, f.display, e.position, str(e))
+            return
+        yield {"type": "sanity_check", "path": f.display, "passed": True}
+
+    # -- state files --------------------------------------------------------------------------
+    def _snapshot(self, f: InputFile) -> Iterator[Obj]:
+        try:
+            snap = parse_snapshot(read_small(f.path), check_crc=False)
+        except FormatError as e:
+            yield finding("error", e.code, f.display, e.position, f"corrupt snapshot: {e}")
+            return
+        if not snap.crc_valid:
+            yield finding(
+                "error",
+                "crc-mismatch",
+                f.display,
+                2,
+                f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {snap.crc}. "
+                f"Computed crc: {snap.computed_crc}",
+            )
+        for e in snap.entries:
+            obj: Obj = {"type": "producer_entry", **e._asdict()}
+            obj["first_sequence"] = e.first_sequence if e.has_batch_metadata else -1
+            yield obj
+
+    def _text_file(self, f: InputFile) -> Iterator[Obj]:
+        data = read_small(f.path)
+        try:
+            yield from _text_entries(f.kind, f.path.name, data)
+        except FormatError as e:
+            yield finding("error", e.code, f.display, e.position, str(e))
+
+
+def _text_entries(kind: str, name: str, data: bytes) -> Iterator[Obj]:
+    if kind == layout.OFFSET_CHECKPOINT:
+        cp = checkpoint.parse_offset_checkpoint(data)
+        for (topic, partition), offset in cp.entries.items():
+            yield {
+                "type": "checkpoint_entry",
+                "topic": topic,
+                "partition": partition,
+                "offset": offset,
+            }
+    elif kind == layout.LEADER_EPOCH_CHECKPOINT:
+        for e in checkpoint.parse_leader_epoch_checkpoint(data):
+            yield {"type": "epoch_entry", "epoch": e.epoch, "start_offset": e.start_offset}
+    elif kind == layout.PARTITION_METADATA:
+        pm = checkpoint.parse_partition_metadata(data)
+        yield {"type": "partition_metadata", "version": pm.version, "topic_id": pm.topic_id}
+    elif kind == layout.META_PROPERTIES:
+        mp = checkpoint.parse_meta_properties(data)
+        yield {
+            "type": "meta_properties",
+            "version": mp.version,
+            "cluster_id": mp.cluster_id,
+            "node_id": mp.node_id,
+            "broker_id": mp.broker_id,
+            "directory_id": mp.directory_id,
+            **dict(mp.extra),
+        }
+    elif kind == layout.QUORUM_STATE:
+        yield {"type": "quorum_state", **checkpoint.parse_quorum_state(data)}
+    elif kind == layout.CLEAN_SHUTDOWN:
+        cs = checkpoint.parse_clean_shutdown(data)
+        yield {"type": "clean_shutdown", "version": cs.version, "broker_epoch": cs.broker_epoch}
+
+
+class BatchSummary(NamedTuple):
+    """The header fields index checks need, detached from the file's mapping."""
+
+    position: int
+    last_offset: int
+    max_timestamp: int

@@ -1,0 +1,114 @@
+"""Resolving PATH arguments into the files they stand for, with each file's kind.
+
+A PATH is a file, a partition dir or a log dir (DESIGN.md §2). A file's kind comes from its
+name, and from its contents when the name says nothing (``-`` is stdin, read as a segment).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from klogtool.errors import InputError
+from klogtool.formats import checkpoint
+from klogtool.formats.errors import FormatError
+from klogtool.formats.snapshot import parse_snapshot
+from klogtool.log import layout
+from klogtool.log.segment import STDIN
+
+
+@dataclass(frozen=True)
+class InputFile:
+    path: Path
+    kind: str
+    display: str  # the path as the user gave it (kafka-dump-log prints it so)
+
+
+def expand(paths: list[str]) -> Iterator[InputFile]:
+    """Every file the PATH arguments stand for, in dump order."""
+    for arg in paths:
+        if arg == STDIN:
+            yield InputFile(Path(STDIN), layout.LOG, STDIN)
+            continue
+        path = Path(arg)
+        if not path.exists():
+            raise InputError("no such file or directory", path=arg, code="not-found")
+        if path.is_dir():
+            yield from _expand_dir(path, arg)
+        else:
+            yield InputFile(path, detect_kind(path), arg)
+
+
+def _expand_dir(path: Path, display: str) -> Iterator[InputFile]:
+    if layout.looks_like_partition_dir(path):
+        part = layout.scan_partition_dir(path)
+        for f in part.files():
+            yield InputFile(f, layout.file_kind(f), str(Path(display) / f.name))
+        return
+    logdir = layout.scan_log_dir(path)
+    if logdir is None:
+        raise InputError(
+            "not a partition directory or a log directory (no segments, partition "
+            "directories or broker checkpoint files in it)",
+            path=display,
+            code="not-a-log-dir",
+        )
+    for f in logdir.files:
+        kind = layout.file_kind(f)
+        if kind in (layout.LOCK, layout.LEFTOVER):
+            continue
+        yield InputFile(f, kind, str(Path(display) / f.name))
+    for p in logdir.partitions:
+        yield from _expand_dir(p, str(Path(display) / p.name))
+
+
+_PREFIX = struct.Struct(">qi4xb")
+
+
+def detect_kind(path: Path) -> str:
+    """The kind of a file: by name, else by sniffing its first bytes."""
+    kind = layout.file_kind(path)
+    if kind not in (layout.UNKNOWN, layout.LEFTOVER):
+        return kind
+    if kind == layout.LEFTOVER:
+        inner = layout.file_kind(path.with_name(path.name.rsplit(".", 1)[0]))
+        if inner != layout.UNKNOWN:
+            return inner
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", path=str(path), code="unreadable") from e
+    if len(head) >= 17:
+        _offset, size, magic = _PREFIX.unpack_from(head)
+        if magic in (0, 1, 2) and size >= 14:
+            return layout.LOG
+    if len(head) >= 10:
+        try:
+            parse_snapshot(head)
+            return layout.SNAPSHOT
+        except FormatError:
+            pass
+    text_kind = checkpoint.sniff_checkpoint_kind(path.name, head)
+    if text_kind is not None:
+        return text_kind  # checkpoint.KIND_* strings are the layout kinds
+    raise InputError(
+        "not a Kafka log file: its name and its first bytes match no known kind",
+        path=str(path),
+        position=0,
+        code="unknown-file",
+    )
+
+
+def total_log_bytes(paths: list[str]) -> int:
+    """Bytes of the .log files under PATHs (for progress bars); 0 where unknown."""
+    total = 0
+    for arg in paths:
+        p = Path(arg)
+        if p.is_file():
+            total += p.stat().st_size
+        elif p.is_dir():
+            total += sum(f.stat().st_size for f in p.rglob("*.log") if f.is_file())
+    return total

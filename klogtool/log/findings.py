@@ -1,0 +1,31 @@
+"""A finding: something wrong (or worth a warning) at a place in a file (DESIGN.md §4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+ERROR = "error"
+WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str  # ERROR | WARNING
+    code: str  # stable, part of the JSON output
+    path: str
+    position: int | None
+    offset: int | None
+    message: str
+
+    def as_obj(self, **extra: Any) -> dict[str, Any]:
+        return {
+            "type": "finding",
+            "severity": self.severity,
+            "code": self.code,
+            "path": self.path,
+            "position": self.position,
+            "offset": self.offset,
+            "message": self.message,
+            **extra,
+        }

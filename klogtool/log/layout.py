@@ -1,0 +1,185 @@
+"""Kafka's on-disk naming: which file is what, and how partition and log dirs are laid out.
+
+See kafka-spec.md §3.1. Names are parsed like the broker parses them; contents are checked by
+the callers that open the files (a name alone is never trusted to mean a valid file).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+LOG = "log"
+INDEX = "index"
+TIMEINDEX = "timeindex"
+TXNINDEX = "txnindex"
+SNAPSHOT = "snapshot"  # producer state
+KRAFT_SNAPSHOT = "kraft-snapshot"  # <offset>-<epoch>.checkpoint and bootstrap.checkpoint
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+PARTITION_METADATA = "partition-metadata"
+OFFSET_CHECKPOINT = "offset-checkpoint"
+META_PROPERTIES = "meta-properties"
+QUORUM_STATE = "quorum-state"
+CLEAN_SHUTDOWN = "clean-shutdown"
+LOCK = "lock"
+LEFTOVER = "leftover"  # .deleted / .cleaned / .swap
+UNKNOWN = "unknown"
+
+SEGMENT_SUFFIXES = {".log": LOG, ".index": INDEX, ".timeindex": TIMEINDEX, ".txnindex": TXNINDEX}
+TEMP_SUFFIXES = (".deleted", ".cleaned", ".swap")
+OFFSET_CHECKPOINTS = (
+    "recovery-point-offset-checkpoint",
+    "replication-offset-checkpoint",
+    "log-start-offset-checkpoint",
+    "cleaner-offset-checkpoint",
+)
+_KRAFT_SNAPSHOT_RE = re.compile(r"^\d{20}-\d{10}\.checkpoint$")
+_OFFSET_NAME_RE = re.compile(r"^\d+$")
+_PARTITION_DIR_RE = re.compile(
+    r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-f]{32}-(?:delete|future|stray))?$"
+)
+
+
+def file_kind(path: Path) -> str:
+    """The kind of a file from its name (kafka-spec.md §3.1, §3.9, §3.10)."""
+    name = path.name
+    if name.endswith(TEMP_SUFFIXES):
+        return LEFTOVER
+    if name in OFFSET_CHECKPOINTS:
+        return OFFSET_CHECKPOINT
+    fixed = {
+        "leader-epoch-checkpoint": LEADER_EPOCH_CHECKPOINT,
+        "partition.metadata": PARTITION_METADATA,
+        "meta.properties": META_PROPERTIES,
+        "quorum-state": QUORUM_STATE,
+        ".kafka_cleanshutdown": CLEAN_SHUTDOWN,
+        ".lock": LOCK,
+        "bootstrap.checkpoint": KRAFT_SNAPSHOT,
+    }
+    if name in fixed:
+        return fixed[name]
+    if _KRAFT_SNAPSHOT_RE.match(name):
+        return KRAFT_SNAPSHOT
+    stem, dot, suffix = name.partition(".")
+    if dot and _OFFSET_NAME_RE.match(stem):
+        if "." + suffix in SEGMENT_SUFFIXES:
+            return SEGMENT_SUFFIXES["." + suffix]
+        if suffix == "snapshot":
+            return SNAPSHOT
+    return UNKNOWN
+
+
+def offset_from_name(path: Path) -> int | None:
+    """The base offset in a segment/snapshot file name (the text before the first dot)."""
+    stem = path.name.split(".", 1)[0].split("-", 1)[0]
+    return int(stem) if _OFFSET_NAME_RE.match(stem) else None
+
+
+def segment_name(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
+    """``(topic, partition)`` from ``<topic>-<partition>`` (split at the last dash), or None."""
+    m = _PARTITION_DIR_RE.match(name)
+    if m is None:
+        return None
+    return m.group("topic"), int(m.group("partition"))
+
+
+@dataclass
+class SegmentFiles:
+    base_offset: int
+    log: Path | None = None
+    index: Path | None = None
+    timeindex: Path | None = None
+    txnindex: Path | None = None
+
+
+@dataclass
+class PartitionDir:
+    path: Path
+    topic: str | None
+    partition: int | None
+    segments: list[SegmentFiles] = field(default_factory=list)
+    snapshots: list[Path] = field(default_factory=list)
+    kraft_snapshots: list[Path] = field(default_factory=list)
+    leader_epoch_checkpoint: Path | None = None
+    partition_metadata: Path | None = None
+    leftovers: list[Path] = field(default_factory=list)
+    other: list[Path] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def files(self) -> list[Path]:
+        """Every file, in the order a dump shows them."""
+        out: list[Path] = []
+        for seg in self.segments:
+            out += [p for p in (seg.log, seg.index, seg.timeindex, seg.txnindex) if p]
+        out += self.snapshots + self.kraft_snapshots
+        out += [p for p in (self.leader_epoch_checkpoint, self.partition_metadata) if p]
+        return out
+
+
+def scan_partition_dir(path: Path) -> PartitionDir:
+    parsed = parse_partition_dir_name(path.name)
+    part = PartitionDir(path, *(parsed or (None, None)))
+    segments: dict[int, SegmentFiles] = {}
+    for child in sorted(path.iterdir()):
+        if not child.is_file():
+            continue  # e.g. a .klogtool-quarantine directory
+        kind = file_kind(child)
+        if kind in (LOG, INDEX, TIMEINDEX, TXNINDEX):
+            base = offset_from_name(child) or 0  # numeric: file_kind checked the name
+            seg = segments.setdefault(base, SegmentFiles(base))
+            setattr(seg, kind, child)
+        elif kind == SNAPSHOT:
+            part.snapshots.append(child)
+        elif kind == KRAFT_SNAPSHOT:
+            part.kraft_snapshots.append(child)
+        elif kind == LEADER_EPOCH_CHECKPOINT:
+            part.leader_epoch_checkpoint = child
+        elif kind == PARTITION_METADATA:
+            part.partition_metadata = child
+        elif kind == LEFTOVER:
+            part.leftovers.append(child)
+        else:
+            part.other.append(child)
+    part.segments = [segments[k] for k in sorted(segments)]
+    part.snapshots.sort(key=lambda p: offset_from_name(p) or 0)
+    return part
+
+
+def looks_like_partition_dir(path: Path) -> bool:
+    """Named ``<topic>-<partition>``, or holding segments but no partition dirs of its own."""
+    if parse_partition_dir_name(path.name) is not None:
+        return True
+    children = list(path.iterdir())
+    if any(c.is_dir() and parse_partition_dir_name(c.name) for c in children):
+        return False
+    return any(file_kind(c) == LOG for c in children if c.is_file())
+
+
+@dataclass
+class LogDir:
+    path: Path
+    partitions: list[Path]
+    files: list[Path]  # checkpoint files, meta.properties, ... at the root
+
+
+def scan_log_dir(path: Path) -> LogDir | None:
+    """A log dir holds partition dirs and/or broker files; None when it holds neither."""
+    partitions: list[Path] = []
+    files: list[Path] = []
+    for child in sorted(path.iterdir()):
+        if child.is_dir():
+            if parse_partition_dir_name(child.name) is not None:
+                partitions.append(child)
+        elif file_kind(child) not in (UNKNOWN, LOG):
+            files.append(child)
+    if not partitions and not files:
+        return None
+    return LogDir(path, partitions, files)

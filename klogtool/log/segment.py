@@ -1,0 +1,61 @@
+"""Opening log files read-only: mmap for regular files, a spooled temp file for stdin.
+
+Callers get a ``memoryview`` whose memory stays flat however large the file: pages are read
+by the OS on demand and dropped under pressure.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+STDIN = "-"
+
+
+@contextmanager
+def mapped(path: Path | str) -> Iterator[memoryview]:
+    """A read-only view of a file's bytes (``-`` = stdin, spooled to a temp file first)."""
+    if str(path) == STDIN:
+        with tempfile.TemporaryFile() as spool:
+            shutil.copyfileobj(sys.stdin.buffer, spool, 1 << 20)
+            spool.flush()
+            with _map_fd(spool) as view:
+                yield view
+        return
+    with open(path, "rb") as f, _map_fd(f) as view:
+        yield view
+
+
+@contextmanager
+def _map_fd(f: BinaryIO) -> Iterator[memoryview]:
+    size = os.fstat(f.fileno()).st_size
+    if size == 0:
+        yield memoryview(b"")
+        return
+    mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    if hasattr(mm, "madvise") and hasattr(mmap, "MADV_SEQUENTIAL"):
+        mm.madvise(mmap.MADV_SEQUENTIAL)
+    view = memoryview(mm)
+    try:
+        yield view
+    finally:
+        try:
+            view.release()
+            mm.close()
+        except BufferError:
+            pass  # a caller still holds a slice (e.g. a record value): the GC unmaps it later
+
+
+def read_small(path: Path, limit: int = 16 << 20) -> bytes:
+    """Whole contents of a small file (checkpoints, snapshots), refusing absurd sizes."""
+    size = path.stat().st_size
+    if size > limit:
+        raise OSError(f"{path}: {size} bytes is too large for this kind of file")
+    return path.read_bytes()

@@ -1,0 +1,1033 @@
+"""``verify`` as a library: every check of a file, partition dir or log dir, as findings.
+
+Verify accepts what the broker accepts (kafka-spec.md §4, §5): indexes written by live
+appends may differ from rebuilt ones and still be valid, so index entries are checked for
+what matters to a broker — that a lookup through them can never skip a record — not for
+equality with a rebuild. Each segment is read in one pass over its mmapped bytes, with its
+index entries merged into the walk, so memory stays flat however large the segment.
+
+Finding codes are stable (they are part of the JSON output); severities: ``error`` means the
+data is damaged or a broker would lose or mis-serve records; ``warning`` means something a
+broker repairs by itself on load (a zero-filled tail, a missing index, a leftover temp file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from klogtool.formats import checkpoint, index
+from klogtool.formats.batch import CREATE_TIME, DEFAULT_MAX_BATCH_BYTES, Batch
+from klogtool.formats.errors import FormatError
+from klogtool.formats.payloads.control import decode_control_record
+from klogtool.formats.records import CLEAN, CORRUPT, TORN_TAIL, ZERO_FILL, SegmentScanner
+from klogtool.formats.snapshot import parse_snapshot
+from klogtool.formats.v2 import DefaultBatch
+from klogtool.log import layout
+from klogtool.log.files import detect_kind
+from klogtool.log.findings import Finding
+from klogtool.log.segment import mapped, read_small
+
+INT32_MAX = (1 << 31) - 1
+ABORT = 0
+
+
+@dataclass
+class Stats:
+    files: int = 0
+    partitions: int = 0
+    segments: int = 0
+    batches: int = 0
+    records: int = 0
+    bytes: int = 0
+    errors: int = 0
+    warnings: int = 0
+
+
+@dataclass
+class SegmentSummary:
+    """What later checks (partition, log dir) need to know about one walked segment."""
+
+    base_offset: int
+    first_offset: int | None = None
+    last_offset: int | None = None
+    max_timestamp: int = -1
+    valid: bool = True
+    # (epoch, base offset) each time a batch carries a larger leader epoch, as the broker's
+    # recovery assigns them into its leader epoch cache.
+    epoch_starts: list[tuple[int, int]] = field(default_factory=list)
+
+
+@dataclass
+class _TxnState:
+    """Transactions open across segments, to check .txnindex against ABORT markers."""
+
+    open_first: dict[int, int] = field(default_factory=dict)  # producer id -> first offset
+
+
+class Verifier:
+    """Run :meth:`verify` over PATH arguments; findings stream out, :attr:`stats` adds up."""
+
+    def __init__(
+        self,
+        *,
+        deep: bool = False,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+        progress: Callable[[int], None] | None = None,
+    ):
+        self.deep = deep
+        self.max_batch_bytes = max_batch_bytes
+        self.progress = progress or (lambda n: None)
+        self.stats = Stats()
+
+    # -- entry points ------------------------------------------------------------------------
+    def verify(self, paths: list[str]) -> Iterator[Finding]:
+        for arg in paths:
+            for f in self._path(Path(arg)):
+                if f.severity == "error":
+                    self.stats.errors += 1
+                else:
+                    self.stats.warnings += 1
+                yield f
+
+    def _path(self, path: Path) -> Iterator[Finding]:
+        from klogtool.errors import InputError
+
+        if not path.exists():
+            raise InputError("no such file or directory", path=str(path), code="not-found")
+        if path.is_dir():
+            if layout.looks_like_partition_dir(path):
+                yield from self.verify_partition(path)
+                return
+            logdir = layout.scan_log_dir(path)
+            if logdir is None:
+                raise InputError(
+                    "not a partition directory or a log directory",
+                    path=str(path),
+                    code="not-a-log-dir",
+                )
+            yield from self.verify_log_dir(logdir)
+            return
+        kind = detect_kind(path)
+        if kind == layout.LOG:
+            base = layout.offset_from_name(path)
+            seg = layout.SegmentFiles(base or 0, log=path)
+            for sibling in (layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX):
+                p = path.with_name(layout.segment_name(seg.base_offset, "." + sibling))
+                if base is not None and p.is_file():
+                    setattr(seg, sibling, p)
+            summary = SegmentSummary(seg.base_offset)
+            yield from self.verify_segment(
+                seg, summary, _TxnState(), active=True, missing_index_ok=True
+            )
+        elif kind in (layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX):
+            base = layout.offset_from_name(path) or 0
+            log = path.with_name(layout.segment_name(base, ".log"))
+            seg = layout.SegmentFiles(base, log=log if log.is_file() else None)
+            setattr(seg, kind, path)
+            if seg.log is None:
+                yield from self._index_alone(path, kind, base)
+                return
+            yield from self.verify_segment(
+                seg, SegmentSummary(base), _TxnState(), active=True, missing_index_ok=True
+            )
+        elif kind == layout.KRAFT_SNAPSHOT:
+            yield from self.verify_segment(
+                layout.SegmentFiles(0, log=path),
+                SegmentSummary(0),
+                _TxnState(),
+                active=True,
+                missing_index_ok=True,
+                check_base=False,
+            )
+        elif kind == layout.SNAPSHOT:
+            yield from self._snapshot(path, None)
+        else:
+            self.stats.files += 1
+            yield from self._text_file(path, kind)
+
+    # -- segments ------------------------------------------------------------------------------
+    def verify_segment(
+        self,
+        seg: layout.SegmentFiles,
+        summary: SegmentSummary,
+        txns: _TxnState,
+        *,
+        active: bool,
+        prev_last: int | None = None,
+        missing_index_ok: bool = False,
+        check_base: bool = True,
+    ) -> Iterator[Finding]:
+        """Walk one segment: batches, then its indexes merged into the same pass."""
+        assert seg.log is not None  # callers pass segments that have a .log
+        path = str(seg.log)
+        st = self.stats
+        st.files += 1
+        st.segments += 1
+        base = seg.base_offset
+        if not missing_index_ok and seg.index is None:
+            yield Finding(
+                "warning",
+                "index-missing",
+                path,
+                None,
+                base,
+                "no .index file: the broker rebuilds it by recovering the segment",
+            )
+        if not missing_index_ok and seg.timeindex is None:
+            yield Finding(
+                "warning",
+                "timeindex-missing",
+                path,
+                None,
+                base,
+                "no .timeindex file: the broker creates an empty one",
+            )
+        offset_entries, time_entries, idx_findings = self._load_indexes(seg, active)
+        yield from idx_findings
+        oi = 0  # next offset-index entry to match against a batch boundary
+        ti = 0
+        aborts: set[int] = set()
+        expected_txn: list[tuple[int, int, int]] = []  # (producer id, first, last)
+        running_max = -1
+        latest_epoch = -1
+        with mapped(seg.log) as buf:
+            st.bytes += len(buf)
+            scanner = SegmentScanner(buf, stop_on_crc=False)
+            prev_batch_last = prev_last
+            for batch in scanner:
+                st.batches += 1
+                pos = batch.position
+                last = batch.last_offset
+                # offset index entries pointing at or before this batch start
+                while oi < len(offset_entries) and offset_entries[oi].position <= pos:
+                    e = offset_entries[oi]
+                    yield from self._check_offset_entry(seg, e, oi, pos, prev_batch_last)
+                    oi += 1
+                if not scanner.crc_valid:
+                    yield Finding(
+                        "error",
+                        "crc-mismatch",
+                        path,
+                        pos,
+                        last,
+                        f"batch CRC mismatch (stored {batch.crc}, computed {batch.compute_crc()})",
+                    )
+                yield from self._check_batch(path, batch, base, check_base)
+                if summary.first_offset is None:
+                    summary.first_offset = _first_offset(batch)
+                summary.last_offset = last
+                prior_max = running_max
+                if batch.max_timestamp > running_max:
+                    running_max = batch.max_timestamp
+                epoch = batch.partition_leader_epoch
+                if batch.magic >= 2 and epoch >= 0 and epoch > latest_epoch:
+                    latest_epoch = epoch
+                    summary.epoch_starts.append((epoch, batch.base_offset))
+                if batch.magic >= 2 and batch.producer_id >= 0 and batch.is_transactional:
+                    yield from self._track_txn(path, batch, txns, aborts, expected_txn)
+                # time index entries whose offset falls in this batch
+                while ti < len(time_entries) and time_entries[ti].offset <= last:
+                    yield from self._check_time_entry(
+                        seg, time_entries[ti], ti, prior_max, running_max
+                    )
+                    ti += 1
+                prev_batch_last = last
+            result = scanner.result
+        assert result is not None
+        summary.max_timestamp = running_max
+        self.progress(result.size)
+        yield from self._segment_end(seg, result, summary, active)
+        for e in offset_entries[oi:]:  # entries past the start of the last batch
+            if e.position >= result.stopped_at:
+                yield Finding(
+                    "error",
+                    "index-beyond-log",
+                    str(seg.index),
+                    oi * 8,
+                    e.offset,
+                    f"offset index entry (offset {e.offset}, position {e.position}) "
+                    f"points past the end of the readable log",
+                )
+            else:
+                yield Finding(
+                    "error",
+                    "index-not-on-batch",
+                    str(seg.index),
+                    oi * 8,
+                    e.offset,
+                    f"offset index entry (offset {e.offset}, position {e.position}) "
+                    f"does not point at the start of a batch",
+                )
+            oi += 1
+        for e in time_entries[ti:]:
+            yield Finding(
+                "error",
+                "timeindex-beyond-log",
+                str(seg.timeindex),
+                ti * 12,
+                e.offset,
+                f"time index entry (timestamp {e.timestamp}, offset "
+                f"{e.offset}) points past the last offset of the log",
+            )
+            ti += 1
+        if time_entries and not active and running_max > time_entries[-1].timestamp:
+            yield Finding(
+                "warning",
+                "timeindex-final-entry-missing",
+                str(seg.timeindex),
+                None,
+                summary.last_offset,
+                f"the time index's last timestamp {time_entries[-1].timestamp} is "
+                f"below the segment's max timestamp {running_max}: time retention "
+                f"would judge this segment by an older time",
+            )
+        if not time_entries and not active and running_max >= 0 and seg.timeindex is not None:
+            yield Finding(
+                "warning",
+                "timeindex-final-entry-missing",
+                str(seg.timeindex),
+                None,
+                summary.last_offset,
+                f"the time index is empty but the segment's max timestamp is "
+                f"{running_max}: time retention falls back to the file's mtime",
+            )
+        yield from self._check_txn_index(seg, aborts, expected_txn)
+
+    def _load_indexes(self, seg: layout.SegmentFiles, active: bool):
+        findings: list[Finding] = []
+        offset_entries: list[index.OffsetIndexEntry] = []
+        time_entries: list[index.TimeIndexEntry] = []
+        base = seg.base_offset
+        if seg.index is not None:
+            self.stats.files += 1
+            buf = read_small(seg.index, 1 << 31)
+            try:
+                index.sanity_check_offset_index(buf, base)
+            except FormatError as e:
+                findings.append(
+                    Finding(
+                        "error",
+                        "index-sanity",
+                        str(seg.index),
+                        e.position,
+                        None,
+                        f"broker sanity check fails: {e}",
+                    )
+                )
+            zero_tail = index.offset_index_zero_tail(buf)
+            slots = index.offset_index_slots(buf)
+            real = slots - zero_tail
+            if zero_tail and slots > 0:
+                sev = "warning" if active else "error"
+                findings.append(
+                    Finding(
+                        sev,
+                        "index-not-trimmed",
+                        str(seg.index),
+                        real * 8,
+                        None,
+                        f"{zero_tail} zero-filled slots after {real} entries (a preallocated index "
+                        + (
+                            "of the active segment: the broker resets it on load)"
+                            if active
+                            else "of an inactive segment: the broker reads every slot as an entry)"
+                        ),
+                    )
+                )
+            offset_entries = list(
+                index.iter_offset_index(buf[: real * 8], base, stop_at_zero_fill=False)
+            )
+            prev = None
+            for i, e in enumerate(offset_entries):
+                if prev is not None and (e.offset <= prev.offset or e.position < prev.position):
+                    findings.append(
+                        Finding(
+                            "error",
+                            "index-not-increasing",
+                            str(seg.index),
+                            i * 8,
+                            e.offset,
+                            f"offset index entry {i} (offset {e.offset}, position {e.position}) "
+                            f"does not follow (offset {prev.offset}, position {prev.position})",
+                        )
+                    )
+                    offset_entries = offset_entries[:i]
+                    break
+                prev = e
+        if seg.timeindex is not None:
+            self.stats.files += 1
+            buf = read_small(seg.timeindex, 1 << 31)
+            try:
+                index.sanity_check_time_index(buf, base)
+            except FormatError as e:
+                findings.append(
+                    Finding(
+                        "error",
+                        "timeindex-sanity",
+                        str(seg.timeindex),
+                        e.position,
+                        None,
+                        f"broker sanity check fails: {e}",
+                    )
+                )
+            zero_tail = index.time_index_zero_tail(buf)
+            slots = index.time_index_slots(buf)
+            real = slots - zero_tail
+            if zero_tail and slots > 0:
+                sev = "warning" if active else "error"
+                findings.append(
+                    Finding(
+                        sev,
+                        "timeindex-not-trimmed",
+                        str(seg.timeindex),
+                        real * 12,
+                        None,
+                        f"{zero_tail} zero-filled slots after {real} entries (a preallocated time "
+                        f"index of {'the active' if active else 'an inactive'} segment)",
+                    )
+                )
+            time_entries = list(
+                index.iter_time_index(buf[: real * 12], base, stop_at_zero_fill=False)
+            )
+            prev_t = None
+            for i, t in enumerate(time_entries):
+                if prev_t is not None and (
+                    t.timestamp <= prev_t.timestamp or t.offset < prev_t.offset
+                ):
+                    findings.append(
+                        Finding(
+                            "error",
+                            "timeindex-not-increasing",
+                            str(seg.timeindex),
+                            i * 12,
+                            t.offset,
+                            f"time index entry {i} (timestamp {t.timestamp}, offset "
+                            f"{t.offset}) does not follow (timestamp {prev_t.timestamp}, offset "
+                            f"{prev_t.offset})",
+                        )
+                    )
+                    time_entries = time_entries[:i]
+                    break
+                prev_t = t
+        return offset_entries, time_entries, findings
+
+    def _check_offset_entry(self, seg, e, i: int, batch_pos: int, prev_batch_last: int | None):
+        path = str(seg.index)
+        if e.position != batch_pos:
+            yield Finding(
+                "error",
+                "index-not-on-batch",
+                path,
+                i * 8,
+                e.offset,
+                f"offset index entry (offset {e.offset}, position {e.position}) does "
+                f"not point at the start of a batch",
+            )
+        elif prev_batch_last is not None and e.offset <= prev_batch_last and batch_pos > 0:
+            yield Finding(
+                "error",
+                "index-mis-seeks",
+                path,
+                i * 8,
+                e.offset,
+                f"offset index entry (offset {e.offset}, position {e.position}): "
+                f"offset {e.offset} lies in the batch before that position, so a "
+                f"fetch of it would skip records",
+            )
+
+    def _check_time_entry(self, seg, t, i: int, prior_max: int, running_max: int):
+        """An entry (T, O) is usable when no batch before O's batch has a timestamp above T
+        (else a time lookup would skip it) and T has been reached by O's batch."""
+        path = str(seg.timeindex)
+        if t.timestamp > running_max:
+            yield Finding(
+                "error",
+                "timeindex-timestamp-too-large",
+                path,
+                i * 12,
+                t.offset,
+                f"time index entry (timestamp {t.timestamp}, offset {t.offset}): no "
+                f"batch up to that offset has a timestamp that large (max "
+                f"{running_max})",
+            )
+        elif prior_max > t.timestamp:
+            yield Finding(
+                "error",
+                "timeindex-mis-seeks",
+                path,
+                i * 12,
+                t.offset,
+                f"time index entry (timestamp {t.timestamp}, offset {t.offset}): "
+                f"earlier batches already reach timestamp {prior_max}, so a time "
+                f"lookup through this entry would skip them",
+            )
+
+    def _check_batch(self, path: str, batch: Batch, base: int, check_base: bool):
+        pos = batch.position
+        last = batch.last_offset
+        if check_base and batch.magic >= 2 and batch.base_offset < base:
+            yield Finding(
+                "error",
+                "offset-below-segment-base",
+                path,
+                pos,
+                batch.base_offset,
+                f"batch base offset {batch.base_offset} is below the segment's base offset {base}",
+            )
+        if check_base and last - base > INT32_MAX:
+            yield Finding(
+                "error",
+                "offset-overflow",
+                path,
+                pos,
+                last,
+                f"last offset {last} is more than 2^31-1 past the segment base {base}: "
+                f"the broker must split this segment",
+            )
+        if isinstance(batch, DefaultBatch):
+            if batch.records_count > batch.last_offset_delta + 1:
+                yield Finding(
+                    "error",
+                    "record-count-mismatch",
+                    path,
+                    pos,
+                    last,
+                    f"{batch.records_count} records cannot fit in the offset range "
+                    f"{batch.base_offset}..{last}",
+                )
+        if self.deep or batch.is_control:
+            yield from self._check_records(path, batch)
+
+    def _check_records(self, path: str, batch: Batch):
+        st = self.stats
+        pos = batch.position
+        prev = None
+        max_ts = -1
+        n = 0
+        try:
+            for r in batch.records(self.max_batch_bytes):
+                n += 1
+                if prev is not None and r.offset <= prev:
+                    yield Finding(
+                        "error",
+                        "record-offset-not-increasing",
+                        path,
+                        pos,
+                        r.offset,
+                        f"record offset {r.offset} follows {prev} in the same batch",
+                    )
+                if batch.magic >= 2 and not batch.base_offset <= r.offset <= batch.last_offset:
+                    yield Finding(
+                        "error",
+                        "record-offset-out-of-batch",
+                        path,
+                        pos,
+                        r.offset,
+                        f"record offset {r.offset} is outside the batch's range "
+                        f"{batch.base_offset}..{batch.last_offset}",
+                    )
+                if r.crc_valid is False and batch.compression:
+                    yield Finding(
+                        "error",
+                        "inner-crc-mismatch",
+                        path,
+                        pos,
+                        r.offset,
+                        f"message at offset {r.offset} inside the wrapper has a bad CRC",
+                    )
+                if r.timestamp > max_ts:
+                    max_ts = r.timestamp
+                if batch.is_control:
+                    try:
+                        decode_control_record(r.key, r.value)
+                    except FormatError as e:
+                        yield Finding(
+                            "error",
+                            "bad-control-record",
+                            path,
+                            pos,
+                            r.offset,
+                            f"control record cannot be decoded: {e}",
+                        )
+                prev = r.offset
+        except FormatError as e:
+            yield Finding(
+                "error",
+                e.code,
+                path,
+                e.position if e.position is not None else pos,
+                batch.last_offset,
+                f"records cannot be decoded: {e}",
+            )
+            return
+        st.records += n
+        if batch.magic < 2 and batch.compression and prev != batch.last_offset:
+            yield Finding(
+                "error",
+                "wrapper-offset-mismatch",
+                path,
+                pos,
+                batch.last_offset,
+                f"wrapper offset {batch.last_offset} is not its last inner offset {prev}",
+            )
+        if n and batch.timestamp_type == CREATE_TIME and max_ts != batch.max_timestamp:
+            yield Finding(
+                "error",
+                "max-timestamp-mismatch",
+                path,
+                pos,
+                batch.last_offset,
+                f"batch max timestamp {batch.max_timestamp} but its records' largest "
+                f"timestamp is {max_ts}",
+            )
+
+    def _track_txn(
+        self,
+        path,
+        batch: Batch,
+        txns: _TxnState,
+        aborts: set[int],
+        expected: list[tuple[int, int, int]],
+    ):
+        pid = batch.producer_id
+        if not batch.is_control:
+            txns.open_first.setdefault(pid, batch.base_offset)
+            return
+        try:
+            rec = next(batch.records(self.max_batch_bytes))
+            ctl = decode_control_record(rec.key, rec.value)
+        except (FormatError, StopIteration):
+            return  # reported by the record checks
+        first = txns.open_first.pop(pid, None)
+        if ctl.type_id == ABORT:
+            aborts.add(batch.last_offset)
+            if first is not None:
+                expected.append((pid, first, batch.last_offset))
+        yield from ()
+
+    def _check_txn_index(
+        self, seg: layout.SegmentFiles, aborts: set[int], expected: list[tuple[int, int, int]]
+    ) -> Iterator[Finding]:
+        entries: list[index.AbortedTxn] = []
+        if seg.txnindex is not None:
+            self.stats.files += 1
+            path = str(seg.txnindex)
+            buf = read_small(seg.txnindex, 1 << 31)
+            try:
+                index.sanity_check_txn_index(buf, seg.base_offset)
+                entries = list(index.iter_txn_index(buf))
+            except FormatError as e:
+                yield Finding("error", "txnindex-corrupt", path, e.position, None, str(e))
+                return
+            prev = None
+            for i, t in enumerate(entries):
+                if prev is not None and t.last_offset <= prev:
+                    yield Finding(
+                        "error",
+                        "txnindex-not-increasing",
+                        path,
+                        i * 34,
+                        t.last_offset,
+                        f"aborted transaction ending at "
+                        f"{t.last_offset} follows one ending at {prev}",
+                    )
+                if t.first_offset > t.last_offset:
+                    yield Finding(
+                        "error",
+                        "txnindex-bad-range",
+                        path,
+                        i * 34,
+                        t.first_offset,
+                        f"aborted transaction range {t.first_offset}..{t.last_offset} is reversed",
+                    )
+                if t.last_offset not in aborts:
+                    yield Finding(
+                        "error",
+                        "txnindex-marker-not-found",
+                        path,
+                        i * 34,
+                        t.last_offset,
+                        f"no ABORT marker at offset {t.last_offset} "
+                        f"(producer {t.producer_id}) in the log",
+                    )
+                prev = t.last_offset
+        listed = {(t.producer_id, t.last_offset) for t in entries}
+        for pid, first, last in expected:
+            if (pid, last) not in listed:
+                yield Finding(
+                    "error",
+                    "txnindex-missing-abort",
+                    str(seg.txnindex or seg.log),
+                    None,
+                    last,
+                    f"aborted transaction of producer {pid} ({first}..{last}) is not "
+                    f"in the .txnindex: consumers reading committed data would see "
+                    f"its records",
+                )
+
+    def _segment_end(self, seg, result, summary: SegmentSummary, active: bool):
+        path = str(seg.log)
+        if result.end == CLEAN:
+            return
+        summary.valid = False
+        invalid = result.size - result.stopped_at
+        if result.end == ZERO_FILL:
+            yield Finding(
+                "warning",
+                "zero-fill",
+                path,
+                result.stopped_at,
+                summary.last_offset,
+                f"{invalid} zero bytes at the end (a preallocated segment not trimmed "
+                f"by a clean shutdown; recovery truncates them)",
+            )
+        elif result.end == TORN_TAIL:
+            yield Finding(
+                "error",
+                "torn-tail",
+                path,
+                result.stopped_at,
+                summary.last_offset,
+                f"the last {invalid} bytes are an incomplete batch (an interrupted "
+                f"write); recovery truncates them",
+            )
+        elif result.end == CORRUPT:
+            err = result.error
+            code = err.code if err is not None else "corrupt"
+            yield Finding(
+                "error",
+                code,
+                path,
+                result.stopped_at,
+                summary.last_offset,
+                f"{err}; the {invalid} bytes from here to the end cannot be read "
+                f"(recovery truncates the segment here and deletes later segments)",
+            )
+
+    def _index_alone(self, path: Path, kind: str, base: int) -> Iterator[Finding]:
+        self.stats.files += 1
+        buf = read_small(path, 1 << 31)
+        check = {
+            layout.INDEX: index.sanity_check_offset_index,
+            layout.TIMEINDEX: index.sanity_check_time_index,
+            layout.TXNINDEX: index.sanity_check_txn_index,
+        }[kind]
+        try:
+            check(buf, base)
+        except FormatError as e:
+            yield Finding(
+                "error",
+                f"{kind}-sanity",
+                str(path),
+                e.position,
+                None,
+                f"broker sanity check fails: {e}",
+            )
+        yield Finding(
+            "warning",
+            "log-missing",
+            str(path),
+            None,
+            base,
+            "no sibling .log: entries were not checked against the log (the broker "
+            "deletes index files that have no log)",
+        )
+
+    # -- partitions ------------------------------------------------------------------------------
+    def verify_partition(self, path: Path):
+        """Findings of a partition dir; its generator returns (first base offset, log end)."""
+        part = layout.scan_partition_dir(path)
+        self.stats.partitions += 1
+        summaries = yield from self._partition_segments(part)
+        leo = _log_end(part, summaries)
+        for p in part.leftovers:
+            yield Finding(
+                "warning",
+                "leftover-file",
+                str(p),
+                None,
+                None,
+                "leftover temporary file from an interrupted clean, split or delete; "
+                "the broker completes or removes it on load",
+            )
+        for p in part.snapshots:
+            yield from self._snapshot(p, leo)
+        for p in part.kraft_snapshots:
+            yield from self.verify_segment(
+                layout.SegmentFiles(0, log=p),
+                SegmentSummary(0),
+                _TxnState(),
+                active=True,
+                missing_index_ok=True,
+                check_base=False,
+            )
+        if part.partition_metadata is not None:
+            yield from self._text_file(part.partition_metadata, layout.PARTITION_METADATA)
+        if part.leader_epoch_checkpoint is not None:
+            yield from self._leader_epochs(part.leader_epoch_checkpoint, summaries, leo)
+        return (summaries[0].base_offset if summaries else None), leo
+
+    def _partition_segments(self, part: layout.PartitionDir):
+        summaries: list[SegmentSummary] = []
+        txns = _TxnState()
+        prev_last: int | None = None
+        segs = part.segments
+        for i, seg in enumerate(segs):
+            active = i == len(segs) - 1
+            if seg.log is None:
+                for p in (seg.index, seg.timeindex, seg.txnindex):
+                    if p is not None:
+                        yield Finding(
+                            "warning",
+                            "orphan-index",
+                            str(p),
+                            None,
+                            seg.base_offset,
+                            "index file without a .log; the broker deletes it",
+                        )
+                continue
+            if prev_last is not None and seg.base_offset <= prev_last:
+                yield Finding(
+                    "error",
+                    "segment-overlap",
+                    str(seg.log),
+                    0,
+                    seg.base_offset,
+                    f"segment base offset {seg.base_offset} is not above the previous "
+                    f"segment's last offset {prev_last}",
+                )
+            summary = SegmentSummary(seg.base_offset)
+            yield from self.verify_segment(seg, summary, txns, active=active, prev_last=prev_last)
+            summaries.append(summary)
+            if summary.last_offset is not None:
+                if (
+                    prev_last is not None
+                    and summary.first_offset is not None
+                    and summary.first_offset <= prev_last
+                ):
+                    yield Finding(
+                        "error",
+                        "offset-not-increasing",
+                        str(seg.log),
+                        0,
+                        summary.first_offset,
+                        f"first offset {summary.first_offset} is not above the "
+                        f"previous segment's last offset {prev_last}",
+                    )
+                prev_last = summary.last_offset
+        return summaries
+
+    def _snapshot(self, path: Path, leo: int | None) -> Iterator[Finding]:
+        self.stats.files += 1
+        try:
+            snap = parse_snapshot(read_small(path), check_crc=False)
+        except FormatError as e:
+            yield Finding(
+                "error",
+                "snapshot-corrupt",
+                str(path),
+                e.position,
+                None,
+                f"producer snapshot cannot be read: {e} (the broker deletes it and "
+                f"rebuilds producer state by scanning the log)",
+            )
+            return
+        if not snap.crc_valid:
+            yield Finding(
+                "error",
+                "snapshot-crc-mismatch",
+                str(path),
+                2,
+                None,
+                f"Snapshot is corrupt (CRC is no longer valid). Stored crc: "
+                f"{snap.crc}. Computed crc: {snap.computed_crc}",
+            )
+        offset = layout.offset_from_name(path)
+        if leo is not None and offset is not None and offset > leo:
+            yield Finding(
+                "warning",
+                "snapshot-beyond-log-end",
+                str(path),
+                None,
+                offset,
+                f"producer snapshot at offset {offset} is beyond the log end offset "
+                f"{leo}; the broker deletes it",
+            )
+
+    def _leader_epochs(self, path: Path, summaries: list[SegmentSummary], leo: int | None):
+        self.stats.files += 1
+        try:
+            entries = checkpoint.parse_leader_epoch_checkpoint(read_small(path))
+        except FormatError as e:
+            yield Finding(
+                "error", "leader-epoch-checkpoint-corrupt", str(path), e.position, None, str(e)
+            )
+            return
+        for problem in checkpoint.validate_leader_epochs(entries):
+            yield Finding(
+                "error", "leader-epoch-not-increasing", str(path), None, None, problem.message
+            )
+        observed: list[tuple[int, int]] = []
+        for s in summaries:
+            for epoch, start in s.epoch_starts:
+                if not observed or epoch > observed[-1][0]:
+                    observed.append((epoch, start))
+        by_epoch = {e.epoch: e.start_offset for e in entries}
+        for n, (epoch, start) in enumerate(observed):
+            cp_start = by_epoch.get(epoch)
+            if cp_start is None:
+                yield Finding(
+                    "warning",
+                    "leader-epoch-missing",
+                    str(path),
+                    None,
+                    start,
+                    f"batches of leader epoch {epoch} start at offset {start} but the "
+                    f"checkpoint has no entry for epoch {epoch} (a lagging checkpoint; "
+                    f"recovery adds it)",
+                )
+            elif n > 0 and cp_start != start:
+                # The first entry may sit above the first batch: the broker truncates the
+                # cache from the start at the log start offset (kafka-spec.md §4.1.6).
+                yield Finding(
+                    "warning",
+                    "leader-epoch-mismatch",
+                    str(path),
+                    None,
+                    start,
+                    f"checkpoint says epoch {epoch} starts at {cp_start}, the log's "
+                    f"first batch of epoch {epoch} is at {start}",
+                )
+        if leo is not None:
+            for e in entries:
+                if e.start_offset > leo:
+                    yield Finding(
+                        "warning",
+                        "leader-epoch-beyond-log-end",
+                        str(path),
+                        None,
+                        e.start_offset,
+                        f"epoch {e.epoch} starts at {e.start_offset}, beyond the log "
+                        f"end offset {leo}; the broker truncates the cache",
+                    )
+
+    # -- log dirs --------------------------------------------------------------------------------
+    def verify_log_dir(self, logdir: layout.LogDir) -> Iterator[Finding]:
+        ends: dict[tuple[str, int], tuple[int | None, int | None]] = {}
+        for p in logdir.partitions:
+            bounds = yield from self.verify_partition(p)
+            parsed = layout.parse_partition_dir_name(p.name)
+            if parsed is not None:
+                ends[parsed] = bounds
+        for f in logdir.files:
+            kind = layout.file_kind(f)
+            if kind == layout.OFFSET_CHECKPOINT:
+                yield from self._offset_checkpoint(f, ends)
+            elif kind in (layout.LOCK, layout.CLEAN_SHUTDOWN):
+                continue
+            elif kind == layout.LEFTOVER:
+                yield Finding(
+                    "warning", "leftover-file", str(f), None, None, "leftover temporary file"
+                )
+            else:
+                self.stats.files += 1
+                yield from self._text_file(f, kind)
+
+    def _offset_checkpoint(self, path: Path, ends) -> Iterator[Finding]:
+        self.stats.files += 1
+        try:
+            cp = checkpoint.parse_offset_checkpoint(read_small(path))
+        except FormatError as e:
+            yield Finding("error", "checkpoint-corrupt", str(path), e.position, None, str(e))
+            return
+        name = path.name
+        missing = [tp for tp in cp.entries if tp not in ends]
+        if missing:
+            shown = ", ".join(f"{t}-{p}" for t, p in sorted(missing)[:5])
+            yield Finding(
+                "warning",
+                "checkpoint-partition-missing",
+                str(path),
+                None,
+                None,
+                f"{len(missing)} partitions named in {name} have no directory here "
+                f"({shown}{', ...' if len(missing) > 5 else ''})",
+            )
+        for (topic, part), offset in sorted(cp.entries.items()):
+            first, leo = ends.get((topic, part), (None, None))
+            if leo is None:
+                continue
+            where = f"{topic}-{part}"
+            if name == "log-start-offset-checkpoint" and offset > leo:
+                yield Finding(
+                    "error",
+                    "log-start-beyond-log-end",
+                    str(path),
+                    None,
+                    offset,
+                    f"{where}: log start offset {offset} is beyond the log end offset "
+                    f"{leo}: the broker would delete every segment",
+                )
+            elif name == "recovery-point-offset-checkpoint" and offset > leo:
+                yield Finding(
+                    "warning",
+                    "recovery-point-beyond-log-end",
+                    str(path),
+                    None,
+                    offset,
+                    f"{where}: recovery point {offset} is beyond the log end "
+                    f"offset {leo} (flushed data is missing, or the checkpoint is "
+                    f"stale)",
+                )
+            elif name == "replication-offset-checkpoint" and offset > leo:
+                yield Finding(
+                    "warning",
+                    "high-watermark-beyond-log-end",
+                    str(path),
+                    None,
+                    offset,
+                    f"{where}: high watermark {offset} is beyond the log end offset {leo}",
+                )
+            elif name == "cleaner-offset-checkpoint" and offset > leo:
+                yield Finding(
+                    "warning",
+                    "cleaner-checkpoint-beyond-log-end",
+                    str(path),
+                    None,
+                    offset,
+                    f"{where}: cleaner checkpoint {offset} is beyond the log "
+                    f"end offset {leo}; the cleaner resets it",
+                )
+
+    def _text_file(self, path: Path, kind: str) -> Iterator[Finding]:
+        parsers: dict[str, Callable[[bytes], object]] = {
+            layout.PARTITION_METADATA: checkpoint.parse_partition_metadata,
+            layout.META_PROPERTIES: checkpoint.parse_meta_properties,
+            layout.QUORUM_STATE: checkpoint.parse_quorum_state,
+            layout.CLEAN_SHUTDOWN: checkpoint.parse_clean_shutdown,
+            layout.OFFSET_CHECKPOINT: checkpoint.parse_offset_checkpoint,
+            layout.LEADER_EPOCH_CHECKPOINT: checkpoint.parse_leader_epoch_checkpoint,
+        }
+        parser = parsers.get(kind)
+        if parser is None:
+            return
+        try:
+            parser(read_small(path))
+        except FormatError as e:
+            yield Finding("error", f"{kind}-corrupt", str(path), e.position, None, str(e))
+
+
+def _first_offset(batch: Batch) -> int:
+    try:
+        return batch.base_offset
+    except FormatError:
+        return batch.last_offset
+
+
+def _log_end(part: layout.PartitionDir, summaries: list[SegmentSummary]) -> int | None:
+    for s in reversed(summaries):
+        if s.last_offset is not None:
+            return s.last_offset + 1
+    return summaries[-1].base_offset if summaries else None
