@@ -10,10 +10,9 @@ import click
 
 from klogtool.commands._options import format_option, max_batch_bytes_option, paths_argument
 from klogtool.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
-from klogtool.formats import payloads
 from klogtool.log import layout
 from klogtool.log.dumper import Dumper, DumpOptions, Obj
-from klogtool.output import Output
+from klogtool.output import Output, to_json
 
 BYTE_DECODERS = ("utf8", "base64", "hex", "json", "none")
 INTERNAL_DECODERS = ("consumer-offsets", "transaction-state", "cluster-metadata")
@@ -335,7 +334,7 @@ class KafkaRenderer:
 
 
 def _text(v: Any) -> str:
-    return v if isinstance(v, str) else payloads.to_json_text(v)
+    return v if isinstance(v, str) else to_json(v)
 
 
 _CONTROL_JSON_NAMES = {
@@ -352,5 +351,5 @@ def _control_text(ctl: Obj) -> str:
         return f" endTxnMarker: {name} coordinatorEpoch: {ctl.get('coordinatorEpoch')}"
     if name in _CONTROL_JSON_NAMES:
         fields = {k: v for k, v in ctl.items() if k not in ("type", "type_id")}
-        return f" {_CONTROL_JSON_NAMES[name]} {payloads.to_json_text(fields)}"
+        return f" {_CONTROL_JSON_NAMES[name]} {to_json(fields)}"
     return f" controlType: {name}({ctl.get('type_id', -1)})"

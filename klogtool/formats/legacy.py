@@ -212,7 +212,7 @@ class LegacyBatch(Batch):
         try:
             raw = memoryview(codecs.decompress(codec, msg.value, magic=msg.magic, limit=limit))
         except FormatError as e:
-            raise e.at(pos0) if e.position is None else e
+            raise e.at(pos0) from None  # positions inside the compressed value are relative
         inner: list[_Message] = []
         pos = 0
         while pos < len(raw):

@@ -150,7 +150,8 @@ class DefaultBatch(Batch):
         try:
             return memoryview(codecs.decompress(codec, raw, magic=MAGIC, limit=max_batch_bytes))
         except FormatError as e:
-            raise e.at(self.position + RECORD_BATCH_OVERHEAD) if e.position is None else e
+            # Codec positions are relative to the compressed records: anchor them in the file.
+            raise e.at(self.position + RECORD_BATCH_OVERHEAD) from None
 
     def records(self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> Iterator[Record]:
         count = self.records_count

@@ -250,10 +250,11 @@ class Dumper:
             return obj
         if decoder is not None:
             if opts.kafka_text:
-                k, v = payloads.kafka_dump_text(decoder, rec.key, rec.value, rec.offset)
+                obj["key"], obj["value"] = payloads.kafka_dump_text(
+                    decoder, rec.key, rec.value, rec.offset
+                )
             else:
-                k, v = payloads.decode_internal(decoder, rec.key, rec.value)
-            obj["key"], obj["value"] = k, v
+                obj["key"], obj["value"] = payloads.decode_internal(decoder, rec.key, rec.value)
         else:
             obj["key"] = payloads.decode_bytes(opts.key_decoder, rec.key)
             obj["value"] = payloads.decode_bytes(opts.value_decoder, rec.value)
@@ -414,9 +415,9 @@ class Dumper:
                 f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {snap.crc}. "
                 f"Computed crc: {snap.computed_crc}",
             )
-        for e in snap.entries:
-            obj: Obj = {"type": "producer_entry", **e._asdict()}
-            obj["first_sequence"] = e.first_sequence if e.has_batch_metadata else -1
+        for entry in snap.entries:
+            obj: Obj = {"type": "producer_entry", **entry._asdict()}
+            obj["first_sequence"] = entry.first_sequence if entry.has_batch_metadata else -1
             yield obj
 
     def _text_file(self, f: InputFile) -> Iterator[Obj]:

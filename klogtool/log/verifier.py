@@ -340,22 +340,25 @@ class Verifier:
                 index.iter_offset_index(buf[: real * 8], base, stop_at_zero_fill=False)
             )
             prev = None
-            for i, e in enumerate(offset_entries):
-                if prev is not None and (e.offset <= prev.offset or e.position < prev.position):
+            for i, entry in enumerate(offset_entries):
+                if prev is not None and (
+                    entry.offset <= prev.offset or entry.position < prev.position
+                ):
                     findings.append(
                         Finding(
                             "error",
                             "index-not-increasing",
                             str(seg.index),
                             i * 8,
-                            e.offset,
-                            f"offset index entry {i} (offset {e.offset}, position {e.position}) "
-                            f"does not follow (offset {prev.offset}, position {prev.position})",
+                            entry.offset,
+                            f"offset index entry {i} (offset {entry.offset}, position "
+                            f"{entry.position}) does not follow (offset {prev.offset}, "
+                            f"position {prev.position})",
                         )
                     )
                     offset_entries = offset_entries[:i]
                     break
-                prev = e
+                prev = entry
         if seg.timeindex is not None:
             self.stats.files += 1
             buf = read_small(seg.timeindex, 1 << 31)
@@ -901,15 +904,15 @@ class Verifier:
                     f"first batch of epoch {epoch} is at {start}",
                 )
         if leo is not None:
-            for e in entries:
-                if e.start_offset > leo:
+            for ent in entries:
+                if ent.start_offset > leo:
                     yield Finding(
                         "warning",
                         "leader-epoch-beyond-log-end",
                         str(path),
                         None,
-                        e.start_offset,
-                        f"epoch {e.epoch} starts at {e.start_offset}, beyond the log "
+                        ent.start_offset,
+                        f"epoch {ent.epoch} starts at {ent.start_offset}, beyond the log "
                         f"end offset {leo}; the broker truncates the cache",
                     )
 
