@@ -10,12 +10,15 @@ import click
 
 from klogtool.commands._options import format_option, max_batch_bytes_option, paths_argument
 from klogtool.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
+from klogtool.formats import payloads
 from klogtool.log import layout
 from klogtool.log.dumper import Dumper, DumpOptions, Obj
 from klogtool.output import Output, to_json
 
-BYTE_DECODERS = ("utf8", "base64", "hex", "json", "none")
-INTERNAL_DECODERS = ("consumer-offsets", "transaction-state", "cluster-metadata")
+BYTE_DECODERS = payloads.BYTE_DECODERS
+INTERNAL_DECODERS = tuple(
+    d for d in payloads.INTERNAL_DECODERS if d not in payloads.UNIMPLEMENTED_DECODERS
+)
 
 
 def _parse_offsets(_ctx: click.Context, _param: click.Parameter, value: str | None):
@@ -60,7 +63,7 @@ def _parse_offsets(_ctx: click.Context, _param: click.Parameter, value: str | No
     default="auto",
     show_default=True,
     help="Decoder for internal topics; auto picks it from the partition directory "
-    "name (__consumer_offsets-*, __transaction_state-*, __cluster_metadata-*).",
+    "name (__consumer_offsets-*, __transaction_state-*).",
 )
 @click.option(
     "--max-bytes",

@@ -216,7 +216,9 @@ class Dumper:
         )
         if parsed is None:
             return None
-        return payloads.auto_decoder_for_topic(parsed[0])
+        found = payloads.auto_decoder_for_topic(parsed[0])
+        # Not implemented yet (KRaft metadata): show the bytes rather than fail every record.
+        return None if found in payloads.UNIMPLEMENTED_DECODERS else found
 
     def _record(self, batch: Batch, rec: Record, decoder: str | None) -> Obj:
         opts = self.opts
@@ -248,16 +250,19 @@ class Dumper:
             return obj
         if not opts.print_data:
             return obj
-        if decoder is not None:
-            if opts.kafka_text:
+        try:
+            if decoder is None:
+                obj["key"] = payloads.decode_bytes(opts.key_decoder, rec.key)
+                obj["value"] = payloads.decode_bytes(opts.value_decoder, rec.value)
+            elif opts.kafka_text:
                 obj["key"], obj["value"] = payloads.kafka_dump_text(
                     decoder, rec.key, rec.value, rec.offset
                 )
             else:
                 obj["key"], obj["value"] = payloads.decode_internal(decoder, rec.key, rec.value)
-        else:
-            obj["key"] = payloads.decode_bytes(opts.key_decoder, rec.key)
-            obj["value"] = payloads.decode_bytes(opts.value_decoder, rec.value)
+        except FormatError as e:  # one undecodable payload is not a broken batch
+            obj["key"] = obj["value"] = None
+            obj["decode_error"] = f"{decoder or opts.value_decoder}: {e}"
         return obj
 
     # -- index files --------------------------------------------------------------------------

@@ -1,0 +1,256 @@
+"""Payload decoders: what record keys and values mean (DESIGN.md section 4).
+
+Modules
+-------
+``schema``
+    The engine for Kafka's generated-message encoding: :class:`~.schema.Message` /
+    :class:`~.schema.Field` tables (data, mirroring Kafka's JSON schema files),
+    :func:`~.schema.decode`, :func:`~.schema.encode`, :func:`~.schema.load_json_schema`.
+``control``
+    Control records: :func:`~.control.decode_control_record` ``(key, value) -> ControlRecord``,
+    :func:`~.control.encode_end_txn_marker`, :func:`~.control.encode_control_record` and the
+    KRaft control-record encoders.
+``consumer_offsets`` / ``transaction_state`` (framing shared in ``coordinator``)
+    :func:`~.consumer_offsets.decode_consumer_offsets` and
+    :func:`~.transaction_state.decode_transaction_state` ``(key, value) -> CoordinatorRecord``
+    (``kind`` ``"record"`` / ``"tombstone"`` / ``"unknown"``, ``key``/``value`` dicts,
+    ``key_json()`` / ``value_json()`` in kafka-dump-log's shape).
+
+Decoder registry (this module)
+------------------------------
+Names accepted by ``--key-decoder`` / ``--value-decoder`` / ``--decoder``:
+
+* Byte decoders (:data:`BYTE_DECODERS`), one payload at a time:
+  ``utf8`` (text; invalid UTF-8 bytes escaped as ``\\xNN``), ``base64`` (standard, padded),
+  ``hex`` (lowercase), ``json`` (the parsed JSON value; bytes that are not UTF-8 JSON — or use
+  NaN/Infinity — fall back to the ``utf8`` text, so a string result may be either a JSON string
+  or the fallback),
+  ``none`` (the payload is omitted: :func:`get_byte_decoder` returns None).
+* Internal-topic decoders (:data:`INTERNAL_DECODERS`), key and value together:
+  ``consumer-offsets``, ``transaction-state`` — :func:`decode_internal` returns
+  ``(key_obj, value_obj)`` shaped like kafka-dump-log's JSON (section 9.3) as Python objects:
+  ``{"type": "<record type>", "data": {...}}`` and ``{"version": "<v>", "data": {...}}`` (type
+  and version are strings, as Kafka prints them), ``value_obj`` None for a tombstone; an unknown
+  record type gives ``({"type": "<t>", "unknown": True}, None)``. ``cluster-metadata`` is
+  registered but not implemented yet (:data:`UNIMPLEMENTED_DECODERS`): using it raises
+  :class:`~klogtool.formats.errors.UnsupportedError` with code ``decoder-not-implemented``.
+* :func:`auto_decoder_for_topic` picks the internal decoder for ``__consumer_offsets``,
+  ``__transaction_state`` and ``__cluster_metadata`` (topic names or ``<topic>-<n>`` partition
+  directory names), else None.
+* :func:`kafka_dump_text` renders the exact `` key: …`` / `` payload: …`` texts of
+  kafka-dump-log.sh (``--offsets-decoder``, ``--transaction-log-decoder``, default
+  ``StringDecoder`` for ``utf8``).
+
+Data errors raise only :mod:`klogtool.formats.errors` exceptions (with the byte position in the
+key or value, whichever the message names); an unknown decoder name is a ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from klogtool.formats.errors import CorruptRecordError, FormatError, UnsupportedError
+from klogtool.formats.payloads.consumer_offsets import decode_consumer_offsets
+from klogtool.formats.payloads.control import ControlRecord, decode_control_record
+from klogtool.formats.payloads.coordinator import CoordinatorRecord
+from klogtool.formats.payloads.transaction_state import (
+    decode_transaction_state,
+    format_transaction_text,
+)
+
+__all__ = [
+    "BYTE_DECODERS",
+    "DECODERS",
+    "INTERNAL_DECODERS",
+    "UNIMPLEMENTED_DECODERS",
+    "ControlRecord",
+    "CoordinatorRecord",
+    "auto_decoder_for_topic",
+    "decode_bytes",
+    "decode_consumer_offsets",
+    "decode_control_record",
+    "decode_internal",
+    "decode_transaction_state",
+    "get_byte_decoder",
+    "is_internal_decoder",
+    "kafka_dump_text",
+]
+
+Payload = bytes | bytearray | memoryview
+ByteDecoder = Callable[[Payload], Any]
+
+BYTE_DECODERS: tuple[str, ...] = ("utf8", "base64", "hex", "json", "none")
+INTERNAL_DECODERS: tuple[str, ...] = ("consumer-offsets", "transaction-state", "cluster-metadata")
+UNIMPLEMENTED_DECODERS: frozenset[str] = frozenset({"cluster-metadata"})
+DECODERS: tuple[str, ...] = BYTE_DECODERS + INTERNAL_DECODERS
+
+_TOPIC_DECODERS = {
+    "__consumer_offsets": "consumer-offsets",
+    "__transaction_state": "transaction-state",
+    "__cluster_metadata": "cluster-metadata",
+}
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+
+
+def _utf8(data: Payload) -> str:
+    return bytes(data).decode("utf-8", "backslashreplace")
+
+
+def _base64(data: Payload) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _hex(data: Payload) -> str:
+    return bytes(data).hex()
+
+
+_NOT_JSON = object()
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse_json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return _NOT_JSON
+
+
+def _json(data: Payload) -> Any:
+    parsed = _parse_json(bytes(data))
+    return _utf8(data) if parsed is _NOT_JSON else parsed
+
+
+_BYTE_DECODERS: dict[str, ByteDecoder | None] = {
+    "utf8": _utf8,
+    "base64": _base64,
+    "hex": _hex,
+    "json": _json,
+    "none": None,
+}
+
+
+def is_internal_decoder(name: str) -> bool:
+    return name in INTERNAL_DECODERS
+
+
+def get_byte_decoder(name: str) -> ByteDecoder | None:
+    """The function for a byte decoder name; None for ``none`` (omit the payload)."""
+    try:
+        return _BYTE_DECODERS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown byte decoder {name!r} (choose from {', '.join(BYTE_DECODERS)})"
+        ) from None
+
+
+def decode_bytes(name: str, data: Payload | None) -> Any:
+    """Decode one payload with a byte decoder; None stays None (and ``none`` gives None)."""
+    decoder = get_byte_decoder(name)
+    if data is None or decoder is None:
+        return None
+    return decoder(data)
+
+
+def auto_decoder_for_topic(topic: str) -> str | None:
+    """The internal decoder for a topic (or ``<topic>-<partition>`` directory) name, else None."""
+    found = _TOPIC_DECODERS.get(topic)
+    if found is None:
+        m = _PARTITION_DIR.match(topic)
+        if m is not None:
+            found = _TOPIC_DECODERS.get(m.group("topic"))
+    return found
+
+
+def _check_internal(name: str) -> None:
+    if name not in INTERNAL_DECODERS:
+        raise ValueError(
+            f"unknown internal decoder {name!r} (choose from {', '.join(INTERNAL_DECODERS)})"
+        )
+    if name in UNIMPLEMENTED_DECODERS:
+        raise UnsupportedError(
+            f"the {name} decoder is not yet supported", None, "decoder-not-implemented"
+        )
+
+
+def _decode_coordinator(name: str, key: Payload | None, value: Payload | None) -> CoordinatorRecord:
+    _check_internal(name)
+    if name == "consumer-offsets":
+        return decode_consumer_offsets(key, value)
+    return decode_transaction_state(key, value)
+
+
+def decode_internal(
+    name: str, key: Payload | None, value: Payload | None
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Decode a record of an internal topic into kafka-dump-log's JSON shape (see above)."""
+    record = _decode_coordinator(name, key, value)
+    return record.key_json(), record.value_json()
+
+
+def _compact_json(obj: Any) -> str:
+    # Jackson's compact output: no spaces, non-ASCII characters written as they are.
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def _kafka_bytes_text(name: str, data: Payload | None) -> str | None:
+    if data is None:
+        return None
+    if name == "utf8":
+        # Kafka's StringDecoder: new String(bytes, UTF_8), malformed input becomes U+FFFD.
+        return bytes(data).decode("utf-8", "replace")
+    if name == "json":
+        parsed = _parse_json(bytes(data))
+        if parsed is not _NOT_JSON:
+            return _compact_json(parsed)
+        return _utf8(data)
+    text = decode_bytes(name, data)
+    assert isinstance(text, str)
+    return text
+
+
+def kafka_dump_text(
+    decoder_name: str, key: Payload | None, value: Payload | None, offset: int
+) -> tuple[str | None, str | None]:
+    """The texts kafka-dump-log prints after `` key: `` and `` payload: `` (None: not printed).
+
+    * byte decoders: the decoded key/value text (``utf8`` behaves like Kafka's default
+      ``StringDecoder``: malformed UTF-8 becomes U+FFFD); ``none`` prints neither; a null key or
+      value is not printed.
+    * ``consumer-offsets`` (``--offsets-decoder``): compact JSON key/value, ``<DELETE>`` for a
+      tombstone, ``Unknown record type {t} at offset {o}, skipping.`` (no payload) for an
+      unknown type, ``Error at offset {o}, skipping. {message}`` (no payload) for bytes that do
+      not decode. A record without a key raises
+      :class:`~klogtool.formats.errors.CorruptRecordError` (kafka-dump-log aborts).
+    * ``transaction-state`` (``--transaction-log-decoder``): see
+      :func:`~.transaction_state.format_transaction_text`; malformed records raise (Kafka
+      aborts).
+    """
+    if decoder_name in BYTE_DECODERS:
+        if decoder_name == "none":
+            return None, None
+        return _kafka_bytes_text(decoder_name, key), _kafka_bytes_text(decoder_name, value)
+    _check_internal(decoder_name)
+    if key is None:
+        raise CorruptRecordError(
+            f"Failed to decode message at offset {offset} using the specified decoder "
+            "(message had a missing key)",
+            None,
+        )
+    if decoder_name == "transaction-state":
+        return format_transaction_text(decode_transaction_state(key, value))
+    try:
+        record = decode_consumer_offsets(key, value)
+    except FormatError as e:
+        return f"Error at offset {offset}, skipping. {e.message}", None
+    if record.is_unknown:
+        return f"Unknown record type {record.record_type} at offset {offset}, skipping.", None
+    value_json = record.value_json()
+    payload = "<DELETE>" if value_json is None else _compact_json(value_json)
+    return _compact_json(record.key_json()), payload

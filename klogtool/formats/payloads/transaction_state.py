@@ -1,0 +1,119 @@
+"""``__transaction_state`` records (kafka-spec.md section 10.2).
+
+Key: ``version:int16`` (0) + ``TransactionalId`` string; another key version decodes as
+``"unknown"`` (kafka-dump-log prints ``unknown::version={v}``). Value: ``version:int16`` +
+``TransactionLogValue`` — v0 non-flexible, v1 flexible with tagged fields 0
+``PreviousProducerId`` (default -1), 1 ``NextProducerId`` (-1), 2 ``ClientTransactionVersion``
+(0). A null value is a tombstone; an unknown value version is an
+:class:`~klogtool.formats.errors.UnsupportedError` (kafka-dump-log aborts on it).
+
+:func:`format_transaction_text` renders the text kafka-dump-log's ``--transaction-log-decoder``
+prints (the Scala ``TransactionLog.formatRecordKeyAndValue`` form).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from klogtool.formats.errors import CorruptRecordError
+from klogtool.formats.payloads.coordinator import (
+    Bytes,
+    CoordinatorRecord,
+    RecordSchema,
+    decode_coordinator_record,
+)
+from klogtool.formats.payloads.schema import Field, Message
+
+__all__ = [
+    "TRANSACTION_LOG_KEY",
+    "TRANSACTION_LOG_VALUE",
+    "TRANSACTION_STATES",
+    "TRANSACTION_STATE_RECORDS",
+    "decode_transaction_state",
+    "format_transaction_text",
+    "transaction_state_name",
+]
+
+TRANSACTION_STATES: dict[int, str] = {
+    0: "Empty",
+    1: "Ongoing",
+    2: "PrepareCommit",
+    3: "PrepareAbort",
+    4: "CompleteCommit",
+    5: "CompleteAbort",
+    6: "Dead",
+    7: "PrepareEpochFence",
+}
+
+TRANSACTION_LOG_KEY = Message("TransactionLogKey", (Field("TransactionalId", "string"),))
+
+TRANSACTION_LOG_VALUE = Message(
+    "TransactionLogValue",
+    (
+        Field("ProducerId", "int64"),
+        Field("PreviousProducerId", "int64", tag=0, tagged_versions="1+", default=-1),
+        Field("NextProducerId", "int64", tag=1, tagged_versions="1+", default=-1),
+        Field("ProducerEpoch", "int16"),
+        Field("TransactionTimeoutMs", "int32"),
+        Field("TransactionStatus", "int8"),
+        Field(
+            "TransactionPartitions",
+            "[]PartitionsSchema",
+            nullable_versions="0+",
+            fields=(Field("Topic", "string"), Field("PartitionIds", "[]int32")),
+        ),
+        Field("TransactionLastUpdateTimestampMs", "int64"),
+        Field("TransactionStartTimestampMs", "int64"),
+        Field("ClientTransactionVersion", "int16", tag=2, tagged_versions="1+", default=0),
+    ),
+    "0-1",
+    "1+",
+)
+
+TRANSACTION_STATE_RECORDS: dict[int, RecordSchema] = {
+    0: RecordSchema(0, TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE),
+}
+
+
+def transaction_state_name(status: int) -> str:
+    """``Empty`` ... ``PrepareEpochFence``; ``Unknown(<n>)`` for a number Kafka does not define."""
+    return TRANSACTION_STATES.get(status, f"Unknown({status})")
+
+
+def decode_transaction_state(key: Bytes | None, value: Bytes | None) -> CoordinatorRecord:
+    """Decode one ``__transaction_state`` record (see :class:`CoordinatorRecord`)."""
+    return decode_coordinator_record(key, value, TRANSACTION_STATE_RECORDS)
+
+
+def format_transaction_text(record: CoordinatorRecord) -> tuple[str, str | None]:
+    """kafka-dump-log's ``key`` and ``payload`` texts for a decoded record.
+
+    ``transaction_metadata::transactionalId={id}`` and
+    ``producerId:{},producerEpoch:{},state={State},partitions=[t-0,t-1],``
+    ``txnLastUpdateTimestamp={},txnTimeoutMs={}`` (``<DELETE>`` for a tombstone); an unknown key
+    version gives ``unknown::version={v}`` and no payload. Partitions are listed in record order
+    (Kafka prints a hash set, whose order is not defined). A state number Kafka does not define
+    raises :class:`~klogtool.formats.errors.CorruptRecordError` (kafka-dump-log aborts).
+    """
+    if record.is_unknown or record.key is None:
+        return f"unknown::version={record.record_type}", None
+    key_text = f"transaction_metadata::transactionalId={record.key['transactionalId']}"
+    value = record.value
+    if value is None:
+        return key_text, "<DELETE>"
+    status = value["transactionStatus"]
+    if status not in TRANSACTION_STATES:
+        raise CorruptRecordError(f"value: unknown transaction state {status}", 0)
+    partitions: list[str] = []
+    for entry in value.get("transactionPartitions") or ():
+        topic: Any = entry["topic"]
+        partitions.extend(f"{topic}-{p}" for p in entry["partitionIds"])
+    payload = (
+        f"producerId:{value['producerId']},"
+        f"producerEpoch:{value['producerEpoch']},"
+        f"state={TRANSACTION_STATES[status]},"
+        f"partitions=[{','.join(partitions)}],"
+        f"txnLastUpdateTimestamp={value['transactionLastUpdateTimestampMs']},"
+        f"txnTimeoutMs={value['transactionTimeoutMs']}"
+    )
+    return key_text, payload
