@@ -13,6 +13,7 @@ from klogtool import __version__
 from klogtool.errors import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
+    EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     KlogtoolError,
@@ -127,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
             "(please report it; --debug shows the traceback)",
             err=True,
         )
-        code = 70
+        code = EXIT_INTERNAL
     if code == EXIT_BROKEN_PIPE:
         # stdout's reader went away (e.g. `| head`): silence the final flush of stdout.
         devnull = os.open(os.devnull, os.O_WRONLY)
