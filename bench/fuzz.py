@@ -1,0 +1,500 @@
+#!/usr/bin/env python3
+"""Mutation fuzzer for klogtool's record formats (v0, v1, v2; every codec).
+
+Valid segments of each magic x codec are mutated (bit flips, byte overwrites, truncation,
+length/count fields rewritten with extreme values, zero runs, inserted or deleted junk, and
+mutations *inside* compressed payloads or record areas followed by re-compression and CRC
+repair, so the decoders behind the CRC get exercised too). Each result is scanned in every
+scanner mode and every record decoded; the only exceptions allowed are
+``klogtool.formats.errors.FormatError`` subclasses. Anything else is a bug.
+
+    python bench/fuzz.py --iterations 100000 --seed 1
+
+Case ``i`` of seed ``S`` depends on nothing else, so ``--seed S --start i --iterations 1``
+replays it (``--save DIR`` writes the failing input there). ``tests/formats/test_fuzz.py`` runs
+the same fuzzer small.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import resource
+import struct
+import sys
+import time
+import traceback
+import zlib
+from collections import Counter
+from pathlib import Path
+
+try:
+    import crc32c
+except ImportError:  # pragma: no cover
+    sys.exit("crc32c is required")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from klogtool.formats import codecs, legacy, v2  # noqa: E402
+from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, Record  # noqa: E402
+from klogtool.formats.errors import FormatError  # noqa: E402
+from klogtool.formats.records import SegmentScanner, read_batch  # noqa: E402
+
+MAX_BATCH_BYTES = 1 << 20  # small, so a decompression bomb is cheap to detect
+KINDS = [(2, c) for c in (0, 1, 2, 3, 4)] + [(m, c) for m in (1, 0) for c in (0, 1, 2, 3)]
+INTERESTING_32 = [
+    0,
+    1,
+    -1,
+    -2,
+    13,
+    14,
+    25,
+    26,
+    33,
+    34,
+    48,
+    49,
+    60,
+    61,
+    62,
+    127,
+    128,
+    255,
+    4096,
+    65535,
+    65536,
+    2**24,
+    2**31 - 1,
+    -(2**31),
+    -(2**31) + 1,
+    2**30,
+]
+INTERESTING_8 = [0, 1, 2, 3, 4, 5, 7, 8, 0x10, 0x20, 0x40, 0x7F, 0x80, 0xFE, 0xFF]
+T0 = 1_700_000_000_000
+
+
+# -- seeds --------------------------------------------------------------------------------------
+class Seed:
+    """A valid segment plus what mutators need to know about it."""
+
+    def __init__(self, name: str, data: bytes, magic: int, codec: int):
+        self.name = name
+        self.data = data
+        self.magic = magic
+        self.codec = codec
+        self.entries = [(b.position, b.size) for b in SegmentScanner(data)]
+
+
+def _records(rng: random.Random, base: int, n: int) -> list[Record]:
+    out = []
+    off = base
+    for i in range(n):
+        key = None if rng.random() < 0.3 else rng.randbytes(rng.randrange(0, 12))
+        value = None if rng.random() < 0.15 else (b"v%03d " % i) * rng.randrange(0, 20)
+        headers = tuple(
+            (f"h{j}", None if rng.random() < 0.3 else rng.randbytes(rng.randrange(0, 6)))
+            for j in range(rng.choice([0, 0, 1, 3]))
+        )
+        out.append(Record(off, T0 + rng.randrange(-50, 5000), key, value, headers))
+        off += rng.choice([1, 1, 1, 2, 9])
+    return out
+
+
+def build_seeds(rng: random.Random) -> list[Seed]:
+    seeds = []
+    for magic, codec in KINDS:
+        parts = []
+        off = rng.randrange(0, 1 << 20)
+        for i in range(4):
+            recs = _records(rng, off, rng.randrange(1, 8))
+            off = recs[-1].offset + 1
+            if magic == 2:
+                kw: dict = dict(
+                    compression=codec,
+                    partition_leader_epoch=rng.randrange(-1, 5),
+                    producer_id=rng.choice([-1, 1234]),
+                    producer_epoch=rng.choice([-1, 3]),
+                    base_sequence=rng.choice([-1, 0, 2**31 - 3]),
+                    is_transactional=rng.random() < 0.3,
+                )
+                if i == 1:
+                    kw.update(timestamp_type=LOG_APPEND_TIME, max_timestamp=T0 + 10**6)
+                if i == 2 and rng.random() < 0.5:
+                    kw["delete_horizon_ms"] = T0 + 86_400_000
+                parts.append(v2.encode_batch(recs, **kw))
+                if i == 2:  # an emptied batch and a control marker
+                    parts.append(
+                        v2.encode_batch([], base_offset=off, last_offset_delta=2, max_timestamp=T0)
+                    )
+                    off += 3
+                    parts.append(
+                        v2.encode_batch(
+                            [Record(off, T0, struct.pack(">hh", 0, 1), struct.pack(">hi", 0, 5))],
+                            is_control=True,
+                            is_transactional=True,
+                            producer_id=7,
+                            producer_epoch=0,
+                        )
+                    )
+                    off += 1
+            elif codec == codecs.NONE:
+                for r in recs:
+                    ts_type = LOG_APPEND_TIME if magic == 1 and i == 1 else CREATE_TIME
+                    parts.append(
+                        legacy.encode_message(
+                            r.offset,
+                            r.key,
+                            r.value,
+                            magic=magic,
+                            timestamp=r.timestamp,
+                            timestamp_type=ts_type,
+                        )
+                    )
+            else:
+                ts_type = LOG_APPEND_TIME if magic == 1 and i == 1 else CREATE_TIME
+                parts.append(
+                    legacy.encode_wrapper(
+                        recs,
+                        magic=magic,
+                        compression=codec,
+                        timestamp_type=ts_type,
+                        log_append_time=T0 + 10**6,
+                    )
+                )
+        name = f"v{magic}-{codecs.CODEC_NAMES[codec]}"
+        seeds.append(Seed(name, b"".join(parts), magic, codec))
+    return seeds
+
+
+def build_bombs(size: int = 4 * MAX_BATCH_BYTES) -> list[Seed]:
+    """Valid batches whose decompressed records exceed MAX_BATCH_BYTES."""
+    big = Record(0, T0, None, bytes(size))
+    out = []
+    for magic, codec in KINDS:
+        if codec == codecs.NONE:
+            continue
+        if magic == 2:
+            data = v2.encode_batch([big], compression=codec)
+        else:
+            data = legacy.encode_wrapper([big], magic=magic, compression=codec)
+        out.append(Seed(f"bomb-v{magic}-{codecs.CODEC_NAMES[codec]}", data, magic, codec))
+    return out
+
+
+# -- mutators -----------------------------------------------------------------------------------
+def _pos(rng: random.Random, n: int) -> int:
+    return rng.randrange(n) if n else 0
+
+
+def _entry(rng: random.Random, seed: Seed) -> tuple[int, int]:
+    return rng.choice(seed.entries) if seed.entries else (0, len(seed.data))
+
+
+def _bytes_level(rng: random.Random, buf: bytearray, seed: Seed | None) -> None:
+    """One raw mutation of ``buf`` in place."""
+    n = len(buf)
+    op = rng.randrange(11)
+    if op == 0 and n:  # bit flips
+        for _ in range(rng.randrange(1, 4)):
+            p = _pos(rng, n)
+            buf[p] ^= 1 << rng.randrange(8)
+    elif op == 1 and n:  # byte overwrite
+        p = _pos(rng, n)
+        buf[p] = rng.choice(INTERESTING_8) if rng.random() < 0.6 else rng.randrange(256)
+    elif op == 2 and n:  # truncation
+        del buf[_pos(rng, n) :]
+    elif op == 3 and n >= 4:  # an int32 anywhere gets an extreme value
+        p = _pos(rng, n - 3)
+        struct.pack_into(">i", buf, p, rng.choice(INTERESTING_32))
+    elif op == 4 and seed is not None and seed.entries:  # a header field of an entry
+        start, _size = _entry(rng, seed)
+        if seed.magic == 2:
+            field, fmt = rng.choice(
+                [
+                    (8, ">i"),
+                    (57, ">i"),
+                    (23, ">i"),
+                    (12, ">i"),
+                    (21, ">h"),
+                    (53, ">i"),
+                    (16, ">b"),
+                    (0, ">q"),
+                    (27, ">q"),
+                ]
+            )
+        else:
+            field, fmt = rng.choice(
+                [(8, ">i"), (16, ">b"), (17, ">b"), (0, ">q")]
+                + ([(26, ">i")] if seed.magic == 1 else [(18, ">i")])
+            )
+        if start + field + struct.calcsize(fmt) <= n:
+            if fmt == ">i":
+                value = rng.choice(INTERESTING_32)
+            elif fmt == ">q":
+                value = rng.choice([0, -1, 2**63 - 1, -(2**63), 1 << 40])
+            elif fmt == ">h":
+                value = rng.choice([0, 8, 0x10, 0x20, 0x40, 5, 6, 7, -1, 0x7FFF])
+            else:
+                value = rng.choice([-128, -1, 0, 1, 2, 3, 5, 7, 127])
+            struct.pack_into(fmt, buf, start + field, value)
+    elif op == 5 and n:  # a zero run
+        p = _pos(rng, n)
+        k = rng.choice([1, 4, 17, 64, 4096])
+        buf[p : p + k] = bytes(min(k, n - p))
+    elif op == 6:  # insert junk
+        p = _pos(rng, n + 1)
+        junk = rng.choice(
+            [
+                rng.randbytes(rng.randrange(1, 40)),
+                bytes(rng.randrange(1, 30)),
+                b"\xff" * rng.randrange(1, 12),
+                b"\x80" * rng.randrange(1, 12),
+            ]
+        )
+        buf[p:p] = junk
+    elif op == 7 and n:  # delete a range
+        p = _pos(rng, n)
+        del buf[p : p + rng.randrange(1, 32)]
+    elif op == 8 and n:  # duplicate a range (splice)
+        p = _pos(rng, n)
+        chunk = buf[p : p + rng.randrange(1, 200)]
+        q = _pos(rng, n + 1)
+        buf[q:q] = chunk
+    elif op == 9 and n:  # an over-long varint
+        p = _pos(rng, n)
+        buf[p : p + 1] = b"\xff" * rng.randrange(5, 12) + b"\x01"
+    elif n:  # a random byte
+        buf[_pos(rng, n)] = rng.randrange(256)
+
+
+def _fix_crcs(buf: bytearray) -> None:
+    """Recompute the CRC of every entry that still frames, so decoding goes past the CRC."""
+    pos = 0
+    n = len(buf)
+    while n - pos >= 17:
+        size = struct.unpack_from(">i", buf, pos + 8)[0]
+        end = pos + 12 + size
+        if size < 14 or end > n:
+            return
+        magic = struct.unpack_from(">b", buf, pos + 16)[0]
+        if magic >= 2 and size >= 49:
+            struct.pack_into(">I", buf, pos + 17, crc32c.crc32c(bytes(buf[pos + 21 : end])))
+        elif magic < 2:
+            struct.pack_into(">I", buf, pos + 12, zlib.crc32(bytes(buf[pos + 16 : end])))
+        pos = end
+
+
+def _inner(rng: random.Random, seed: Seed) -> bytes:
+    """Mutate the records area (v2) or the inner message set (legacy wrapper) of one entry
+    *before* compression, then re-compress and repair length and CRC."""
+    data = bytearray(seed.data)
+    if not seed.entries:
+        return bytes(data)
+    start, size = _entry(rng, seed)
+    entry = bytes(data[start : start + size])
+    if seed.magic == 2:
+        batch = v2.DefaultBatch(memoryview(entry))
+        area = bytearray(batch.records_area())
+        for _ in range(rng.randrange(1, 4)):
+            _bytes_level(rng, area, None)
+        body = codecs.compress(batch.compression, bytes(area), magic=2)
+        new = bytearray(entry[:61]) + body
+        struct.pack_into(">i", new, 8, len(new) - 12)
+        if rng.random() < 0.3:
+            struct.pack_into(">i", new, 57, rng.choice(INTERESTING_32))
+        struct.pack_into(">I", new, 17, crc32c.crc32c(bytes(new[21:])))
+    else:
+        batch = legacy.LegacyBatch(memoryview(entry))
+        if batch.compression == codecs.NONE or batch.value is None:
+            return bytes(data)
+        inner = bytearray(
+            codecs.decompress(batch.compression, batch.value, magic=batch.magic, limit=1 << 24)
+        )
+        for _ in range(rng.randrange(1, 4)):
+            _bytes_level(rng, inner, None)
+        if rng.random() < 0.5:
+            _fix_crcs(inner)
+        value = codecs.compress(batch.compression, bytes(inner), magic=batch.magic)
+        new = bytearray(
+            legacy.encode_message(
+                batch.last_offset,
+                None,
+                value,
+                magic=batch.magic,
+                timestamp=batch.max_timestamp,
+                timestamp_type=max(batch.timestamp_type, 0),
+                compression=batch.compression,
+            )
+        )
+    data[start : start + size] = new
+    return bytes(data)
+
+
+def mutate(rng: random.Random, seed: Seed) -> bytes:
+    if rng.random() < 0.3:
+        data = bytearray(_inner(rng, seed))
+        if rng.random() < 0.3:
+            _bytes_level(rng, data, seed)
+        return bytes(data)
+    data = bytearray(seed.data)
+    for _ in range(rng.choice([1, 1, 1, 2, 3, 6])):
+        _bytes_level(rng, data, seed)
+    if rng.random() < 0.5:
+        _fix_crcs(data)
+    return bytes(data)
+
+
+# -- the oracle ---------------------------------------------------------------------------------
+def _touch_batch(batch, stats: Counter) -> None:
+    for name in (
+        "position",
+        "size",
+        "magic",
+        "crc",
+        "attributes",
+        "compression",
+        "timestamp_type",
+        "max_timestamp",
+        "base_timestamp",
+        "partition_leader_epoch",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "is_transactional",
+        "is_control",
+        "delete_horizon_ms",
+        "last_offset",
+        "next_offset",
+        "last_sequence",
+        "crc_valid",
+    ):
+        getattr(batch, name)
+    try:
+        _base, count = batch.base_offset, batch.count  # a legacy wrapper decompresses here
+        stats["declared-records"] += count
+        for r in batch.records(MAX_BATCH_BYTES):
+            stats["records"] += 1
+            assert isinstance(r.offset + r.timestamp + r.sequence, int)
+            if r.key is not None:
+                bytes(r.key)
+            if r.value is not None:
+                bytes(r.value)
+            for k, v in r.headers:
+                assert isinstance(k, str)
+                if v is not None:
+                    bytes(v)
+    except FormatError as e:
+        assert isinstance(e.code, str) and e.code, e
+        stats["record-error:" + e.code] += 1
+
+
+MODES = [
+    dict(),  # recovery: strict, stop at the first CRC mismatch
+    dict(stop_on_crc=False, strict=False),  # dump: walk over everything Kafka would
+    dict(check_crc=False, strict=False),
+]
+
+
+def check(data: bytes, stats: Counter | None = None) -> Counter:
+    """Scan and decode ``data`` in every mode; raise if anything but a FormatError escapes."""
+    stats = Counter() if stats is None else stats
+    for mode in MODES:
+        scanner = SegmentScanner(data, **mode)
+        for batch in scanner:
+            stats["batches"] += 1
+            _touch_batch(batch, stats)
+        res = scanner.result
+        assert res is not None and 0 <= res.valid_bytes <= res.stopped_at <= res.size == len(data)
+        stats["end:" + res.end] += 1
+        if res.error is not None:
+            assert isinstance(res.error, FormatError)
+            stats["scan-error:" + res.error.code] += 1
+    try:
+        _touch_batch(read_batch(memoryview(data), 0), stats)
+    except FormatError as e:
+        stats["read-error:" + e.code] += 1
+    return stats
+
+
+def case(seed: int, i: int, seeds: list[Seed], bombs: list[Seed]) -> tuple[str, bytes]:
+    """Case ``i`` of ``seed``: a mutated seed segment (a bomb once in 50 cases)."""
+    rng = random.Random(f"{seed}:{i}")
+    s = rng.choice(bombs) if bombs and rng.random() < 0.02 else rng.choice(seeds)
+    return s.name, mutate(rng, s)
+
+
+def run(
+    iterations: int,
+    seed: int,
+    start: int = 0,
+    *,
+    bombs: bool = True,
+    save: Path | None = None,
+    progress: bool = False,
+) -> Counter:
+    seeds = build_seeds(random.Random(seed))
+    bomb_seeds = build_bombs() if bombs else []
+    stats: Counter = Counter()
+    slowest = 0.0
+    t_start = time.perf_counter()
+    for i in range(start, start + iterations):
+        name, data = case(seed, i, seeds, bomb_seeds)
+        t = time.perf_counter()
+        try:
+            check(data, stats)
+        except Exception as e:
+            if save is not None:
+                save.mkdir(parents=True, exist_ok=True)
+                (save / f"fuzz-{seed}-{i}-{name}.bin").write_bytes(data)
+            raise AssertionError(
+                f"case --seed {seed} --start {i} ({name}, {len(data)} bytes): "
+                f"{type(e).__name__}: {e}"
+            ) from e
+        slowest = max(slowest, time.perf_counter() - t)
+        stats["cases"] += 1
+        if progress and (i - start + 1) % 1000 == 0:
+            rate = (i - start + 1) / (time.perf_counter() - t_start)
+            print(f"  {i - start + 1} cases, {rate:.0f}/s", file=sys.stderr)
+    stats["slowest-ms"] = round(slowest * 1000)
+    return stats
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--iterations", type=int, default=10_000)
+    ap.add_argument("--seed", type=int, default=int.from_bytes(os.urandom(4), "big"))
+    ap.add_argument("--start", type=int, default=0, help="first case number (for replay)")
+    ap.add_argument("--no-bombs", action="store_true", help="leave out decompression bombs")
+    ap.add_argument("--save", type=Path, help="directory to write a failing input to")
+    args = ap.parse_args(argv)
+    print(f"fuzzing: seed {args.seed}, cases {args.start}..{args.start + args.iterations - 1}")
+    t = time.perf_counter()
+    try:
+        stats = run(
+            args.iterations,
+            args.seed,
+            args.start,
+            bombs=not args.no_bombs,
+            save=args.save,
+            progress=True,
+        )
+    except AssertionError as e:
+        traceback.print_exc()
+        print(f"FAILED: {e}", file=sys.stderr)
+        return 1
+    elapsed = time.perf_counter() - t
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    print(
+        f"ok: {stats['cases']} cases in {elapsed:.1f} s, max RSS {rss} MiB, "
+        f"slowest case {stats['slowest-ms']} ms"
+    )
+    for key, value in sorted(stats.items()):
+        if key not in ("cases", "slowest-ms"):
+            print(f"  {key}: {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
