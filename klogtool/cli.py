@@ -19,6 +19,7 @@ from klogtool.errors import (
     KlogtoolError,
 )
 from klogtool.formats.errors import FormatError
+from klogtool.output import StdoutClosed
 
 
 @dataclass
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
         code = EXIT_BAD_INPUT
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
-    except BrokenPipeError:
+    except (BrokenPipeError, StdoutClosed):
         code = EXIT_BROKEN_PIPE
     except OSError as e:
         click.echo(f"klogtool: error: {e.filename or ''}: {e.strerror or e} (io-error)", err=True)

@@ -21,6 +21,11 @@ from rich.table import Table
 FORMATS = ("text", "jsonl", "json")
 
 
+class StdoutClosed(Exception):
+    """The reader of stdout went away (``| head``). Not an OSError, so that Click lets it
+    through to ``cli.main``, which exits quietly with status 141 like a SIGPIPE'd tool."""
+
+
 def _json_default(obj: object) -> object:
     if isinstance(obj, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(obj)).decode("ascii")
@@ -66,22 +71,31 @@ class Output:
         self._json_count = 0
 
     # -- data ---------------------------------------------------------------------------------
+    def _write(self, text: str) -> None:
+        try:
+            self.out.write(text)
+        except BrokenPipeError:
+            raise StdoutClosed() from None
+
     def emit(self, obj: dict[str, Any]) -> None:
         if self.fmt == "jsonl":
-            self.out.write(to_json(obj) + "\n")
+            self._write(to_json(obj) + "\n")
         elif self.fmt == "json":
-            self.out.write(("[\n" if self._json_count == 0 else ",\n") + to_json(obj))
+            self._write(("[\n" if self._json_count == 0 else ",\n") + to_json(obj))
             self._json_count += 1
         else:
-            self.out.write(render_text(obj) + "\n")
+            self._write(render_text(obj) + "\n")
 
     def line(self, text: str) -> None:
-        self.out.write(text + "\n")
+        self._write(text + "\n")
 
     def close(self) -> None:
         if self.fmt == "json":
-            self.out.write("[]\n" if self._json_count == 0 else "\n]\n")
-        self.out.flush()
+            self._write("[]\n" if self._json_count == 0 else "\n]\n")
+        try:
+            self.out.flush()
+        except BrokenPipeError:
+            raise StdoutClosed() from None
 
     def table(self, title: str, columns: list[str], rows: list[list[str]]) -> None:
         """A human table: on stdout in text mode (it is the data), else not at all."""
@@ -127,6 +141,24 @@ class Output:
             yield lambda n: bar.advance(task, n)
 
 
+_INDENTED = {
+    "record",
+    "index_entry",
+    "timeindex_entry",
+    "txn_entry",
+    "producer_entry",
+    "checkpoint_entry",
+    "epoch_entry",
+    "partition_metadata",
+    "meta_properties",
+    "quorum_state",
+    "clean_shutdown",
+    "sanity_check",
+}
+# C0 controls and DEL would drive the terminal: show them escaped (\x1b, \x00, ...).
+_CONTROL_ESCAPES = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F] if c not in (0x09,)}
+
+
 def render_text(obj: dict[str, Any]) -> str:
     """The human line for one object: its type, then ``name: value`` pairs."""
     kind = obj.get("type", "")
@@ -139,17 +171,6 @@ def render_text(obj: dict[str, Any]) -> str:
         elif isinstance(v, bool):
             v = "true" if v else "false"
         parts.append(f"{k}: {v}")
-    indent = (
-        "  "
-        if kind
-        in (
-            "record",
-            "index_entry",
-            "timeindex_entry",
-            "txn_entry",
-            "producer_entry",
-            "checkpoint_entry",
-        )
-        else ""
-    )
-    return f"{indent}{kind} " + " ".join(parts) if parts else kind
+    indent = "  " if kind in _INDENTED else ""
+    line = f"{indent}{kind} " + " ".join(parts) if parts else kind
+    return line.translate(_CONTROL_ESCAPES)

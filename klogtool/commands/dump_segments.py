@@ -183,6 +183,7 @@ class KafkaRenderer:
         self.kind = ""
         self.base = 0
         self.ts_type = ""
+        self.magic = 2
         self.last_record_offset = -1
         self.index_mismatch: dict[str, list[tuple[int, int]]] = defaultdict(list)
         self.ts_mismatch: dict[str, list[tuple[int, int]]] = defaultdict(list)
@@ -221,6 +222,7 @@ class KafkaRenderer:
 
     def _batch(self, b: Obj) -> None:
         self.ts_type = b["timestamp_type"]
+        self.magic = b["magic"]
         if b["magic"] >= 2:
             head = (
                 f"baseOffset: {b['base_offset']} lastOffset: {b['last_offset']} count: "
@@ -247,7 +249,7 @@ class KafkaRenderer:
             f"| offset: {offset} {self.ts_type}: {r['timestamp']} keySize: {r['key_size']} "
             f"valueSize: {r['value_size']}"
         )
-        if "sequence" in r:
+        if self.magic >= 2:
             keys = ",".join(h["key"] for h in r["headers"])
             line += f" sequence: {r['sequence']} headerKeys: [{keys}]"
         if "crc" in r:

@@ -149,7 +149,14 @@ class SegmentScanner:
                 break
             entry_end = pos + LOG_OVERHEAD + size
             if entry_end > n:
-                end = TORN_TAIL
+                if self.strict and magic not in (0, 1, 2):
+                    # An incomplete entry is only a torn write if its header looks like one.
+                    end = CORRUPT
+                    first_error = first_error or CorruptRecordError(
+                        f"Invalid magic found in record: {magic}", base + pos, "bad-magic"
+                    )
+                else:
+                    end = TORN_TAIL
                 break
             err: FormatError | None = None
             batch: Batch | None = None

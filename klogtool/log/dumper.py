@@ -13,15 +13,21 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from klogtool.formats import checkpoint, codecs, index, payloads
-from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, TIMESTAMP_TYPE_NAMES, Batch, Record
+from klogtool.formats.batch import (
+    DEFAULT_MAX_BATCH_BYTES,
+    HEADER_SIZE_UP_TO_MAGIC,
+    TIMESTAMP_TYPE_NAMES,
+    Batch,
+    Record,
+)
 from klogtool.formats.errors import FormatError
 from klogtool.formats.payloads.control import decode_control_record
-from klogtool.formats.records import CLEAN, CORRUPT, ZERO_FILL, SegmentScanner
+from klogtool.formats.records import CLEAN, CORRUPT, TORN_TAIL, ZERO_FILL, SegmentScanner
 from klogtool.formats.snapshot import parse_snapshot
 from klogtool.log import layout
 from klogtool.log.files import InputFile, expand
 from klogtool.log.findings import Finding
-from klogtool.log.segment import STDIN, mapped, read_small
+from klogtool.log.segment import STDIN, ReleaseBehind, mapped, read_small
 
 Obj = dict[str, Any]
 
@@ -147,7 +153,9 @@ class Dumper:
         lo, hi = opts.offsets if opts.offsets else (None, None)
         with mapped(f.path) as buf:
             scanner = SegmentScanner(buf, stop_on_crc=False, max_bytes=opts.max_bytes)
+            release = ReleaseBehind(buf)
             for batch in scanner:
+                release(batch.position)
                 if hi is not None and batch.magic >= 2 and batch.base_offset > hi:
                     break
                 if lo is not None and batch.last_offset < lo:
@@ -174,18 +182,22 @@ class Dumper:
                         batch.last_offset,
                     )
             result = scanner.result
+            # a "torn" first entry whose magic byte is not 0..2 is not a Kafka entry at all
+            bad_head = len(buf) >= HEADER_SIZE_UP_TO_MAGIC and buf[16] not in (0, 1, 2)
         if result is None:  # the walk was cut short by --offsets
             return
         if result.end != CLEAN and opts.max_bytes is None:
             invalid = result.size - result.stopped_at
-            if result.batches == 0 and result.end == CORRUPT and f.path != Path(STDIN):
-                code = result.error.code if result.error else "corrupt"
+            unreadable = result.end == CORRUPT or (result.end == TORN_TAIL and bad_head)
+            if result.batches == 0 and unreadable and f.path != Path(STDIN):
+                code = result.error.code if result.error else "bad-magic"
+                why = result.error or "its first entry has no valid magic byte (0, 1 or 2)"
                 yield finding(
                     "error",
                     "not-a-log",
                     f.display,
                     0,
-                    f"not a Kafka log segment: {result.error}",
+                    f"not a Kafka log segment: {why}",
                     invalid_bytes=invalid,
                     cause=code,
                 )
@@ -230,15 +242,14 @@ class Dumper:
             "key_size": -1 if rec.key is None else len(rec.key),
             "value_size": -1 if rec.value is None else len(rec.value),
         }
-        if batch.magic >= 2:
-            obj["sequence"] = rec.sequence
-            obj["headers"] = [
-                {"key": k, "value": payloads.decode_bytes(opts.value_decoder, v)}
-                if opts.print_data
-                else {"key": k}
-                for k, v in rec.headers
-            ]
-        else:
+        obj["sequence"] = rec.sequence
+        obj["headers"] = [
+            {"key": k, "value": payloads.decode_bytes(opts.value_decoder, v)}
+            if opts.print_data
+            else {"key": k}
+            for k, v in rec.headers
+        ]
+        if batch.magic < 2:
             obj["crc"] = rec.crc
             obj["crc_valid"] = rec.crc_valid
         if batch.is_control:
@@ -251,7 +262,11 @@ class Dumper:
         if not opts.print_data:
             return obj
         try:
-            if decoder is None:
+            if decoder is None and opts.kafka_text:
+                # kafka-dump-log's StringDecoder: malformed UTF-8 becomes U+FFFD
+                obj["key"] = payloads.kafka_dump_text(opts.key_decoder, rec.key, None, 0)[0]
+                obj["value"] = payloads.kafka_dump_text(opts.value_decoder, None, rec.value, 0)[1]
+            elif decoder is None:
                 obj["key"] = payloads.decode_bytes(opts.key_decoder, rec.key)
                 obj["value"] = payloads.decode_bytes(opts.value_decoder, rec.value)
             elif opts.kafka_text:

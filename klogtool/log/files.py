@@ -72,6 +72,8 @@ def detect_kind(path: Path) -> str:
     kind = layout.file_kind(path)
     if kind not in (layout.UNKNOWN, layout.LEFTOVER):
         return kind
+    if path.name.endswith(".log"):
+        return layout.LOG  # a renamed segment (kafka-dump-log too goes by the suffix)
     if kind == layout.LEFTOVER:
         inner = layout.file_kind(path.with_name(path.name.rsplit(".", 1)[0]))
         if inner != layout.UNKNOWN:

@@ -27,7 +27,7 @@ from klogtool.formats.v2 import DefaultBatch
 from klogtool.log import layout
 from klogtool.log.files import detect_kind
 from klogtool.log.findings import Finding
-from klogtool.log.segment import mapped, read_small
+from klogtool.log.segment import ReleaseBehind, mapped, read_small
 
 INT32_MAX = (1 << 31) - 1
 ABORT = 0
@@ -195,10 +195,12 @@ class Verifier:
         with mapped(seg.log) as buf:
             st.bytes += len(buf)
             scanner = SegmentScanner(buf, stop_on_crc=False)
+            release = ReleaseBehind(buf)
             prev_batch_last = prev_last
             for batch in scanner:
                 st.batches += 1
                 pos = batch.position
+                release(pos)
                 last = batch.last_offset
                 # offset index entries pointing at or before this batch start
                 while oi < len(offset_entries) and offset_entries[oi].position <= pos:
@@ -677,14 +679,24 @@ class Verifier:
         summary.valid = False
         invalid = result.size - result.stopped_at
         if result.end == ZERO_FILL:
+            # The broker trims a segment when it rolls: zeros in an inactive segment appeared
+            # later, usually below the recovery point (so recovery never reads them), and
+            # break fetches of that range.
             yield Finding(
-                "warning",
+                "warning" if active else "error",
                 "zero-fill",
                 path,
                 result.stopped_at,
                 summary.last_offset,
-                f"{invalid} zero bytes at the end (a preallocated segment not trimmed "
-                f"by a clean shutdown; recovery truncates them)",
+                f"{invalid} zero bytes at the end ("
+                + (
+                    "a preallocated segment not trimmed by a clean shutdown; recovery "
+                    "truncates them)"
+                    if active
+                    else "an inactive segment, which the broker trims when it rolls: the "
+                    "file was damaged later, and recovery only reads segments past the "
+                    "recovery point)"
+                ),
             )
         elif result.end == TORN_TAIL:
             yield Finding(

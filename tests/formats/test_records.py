@@ -180,10 +180,20 @@ def test_garbage_with_small_size_is_corrupt():
 
 def test_garbage_whose_size_points_past_eof_is_a_torn_tail():
     buf, positions = make_segment(2, codecs.GZIP)
-    junk = struct.pack(">qi", 77, 1_000_000) + b"\xab" * 40
+    junk = struct.pack(">qi", 77, 1_000_000) + b"\xab" * 4 + b"\x02" + b"\xab" * 35
     res, _ = walk(buf + junk)
     assert res.end == TORN_TAIL and res.error is None
     assert res.valid_bytes == len(buf)
+
+
+def test_incomplete_entry_with_a_bad_magic_is_corrupt_not_torn():
+    buf, positions = make_segment(2, codecs.GZIP)
+    junk = struct.pack(">qi", 77, 1_000_000) + b"\xab" * 40
+    res, _ = walk(buf + junk)
+    assert res.end == CORRUPT and res.error is not None and res.error.code == "bad-magic"
+    assert res.valid_bytes == len(buf)
+    broker = SegmentScanner(buf + junk, strict=False).scan()
+    assert broker.end == TORN_TAIL and broker.valid_bytes == len(buf)
 
 
 def test_short_nonzero_garbage_is_a_torn_tail():

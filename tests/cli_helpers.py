@@ -1,0 +1,68 @@
+"""Helpers for the CLI tests: the fixture generator, in-process and subprocess CLI runs.
+
+Import with ``from cli_helpers import ...`` (pytest puts ``tests/`` on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+LOGS = FIXTURES / "logs"
+EXPECTED = FIXTURES / "expected"
+LOGDIR = LOGS / "logdir"
+CORRUPT = LOGS / "corrupt"
+HOSTILE = LOGS / "hostile"
+
+# kafka-spec / DESIGN §5: ``klogtool: error: <path>[:<position>]: <what> (<code>)``
+ERROR_LINE = r"^klogtool: error: .+ \(.+\)$"
+
+
+@cache
+def generator() -> ModuleType:
+    """``fixtures/generate.py`` as a module (it is a script, not a package)."""
+    spec = importlib.util.spec_from_file_location(
+        "klogtool_fixtures_generate", FIXTURES / "generate.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses need the module registered
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(*args: str, cwd: Path = LOGS) -> tuple[int, str, str]:
+    """``klogtool ARGS`` in-process (fast): ``(exit code, stdout, stderr)``."""
+    return generator().run_cli(list(args), cwd)
+
+
+def run_subprocess(
+    *args: str, cwd: Path = LOGS, stdin: Any = None, module: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``klogtool ARGS`` as a real process (for stdin, pipes, exit paths and memory)."""
+    cmd = [sys.executable, "-m", "klogtool", *args]
+    env = {**os.environ, "NO_COLOR": "1"}
+    return subprocess.run(
+        cmd, cwd=cwd, stdin=stdin, capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+def jsonl(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def findings(text: str) -> list[dict[str, Any]]:
+    return [o for o in jsonl(text) if o["type"] == "finding"]
+
+
+def errors(text: str) -> list[dict[str, Any]]:
+    return [o for o in findings(text) if o["severity"] == "error"]

@@ -1,0 +1,340 @@
+"""``klogtool dump-segments`` end to end: goldens, fixture determinism, options, streams."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_helpers import EXPECTED, LOGS, errors, generator, jsonl, run, run_subprocess
+
+from klogtool.formats.batch import Record
+from klogtool.formats.v2 import encode_batch
+
+GEN = generator()
+CASES = GEN.golden_cases()
+V2_PARTS = [p for p in GEN.GOOD_PARTITIONS if p.startswith("v2-")]
+SEG0 = "logdir/v2-none-0/00000000000000000000.log"
+
+
+def _diff(expected: str, actual: str, name: str) -> str:
+    lines = difflib.unified_diff(
+        expected.splitlines(), actual.splitlines(), f"expected/{name}", "actual", lineterm=""
+    )
+    return "\n".join(list(lines)[:60])
+
+
+# -- goldens ------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def manifest() -> dict[str, dict]:
+    data = json.loads((EXPECTED / "cases.json").read_text(encoding="utf-8"))
+    return {c["stdout"]: c for c in data["cases"]}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_golden(case, manifest) -> None:
+    """Each golden run reproduces its stored stdout (and kafka stderr) and exit code exactly.
+    Regenerate with ``python fixtures/generate.py --expected`` after an intended change."""
+    code, out, err = run(*case.args)
+    assert manifest[case.name]["args"] == list(case.args)
+    assert code == manifest[case.name]["exit_code"]
+    want = (EXPECTED / case.name).read_text(encoding="utf-8")
+    assert GEN.normalise(out, LOGS) == want, _diff(want, GEN.normalise(out, LOGS), case.name)
+    if case.keep_stderr:
+        want_err = (EXPECTED / case.stderr_name).read_text(encoding="utf-8")
+        got_err = GEN.normalise(err, LOGS)
+        assert got_err == want_err, _diff(want_err, got_err, case.stderr_name)
+    else:
+        assert err == ""
+
+
+def test_goldens_regenerate_identically(tmp_path: Path) -> None:
+    """Rendering every golden into a temporary directory gives exactly fixtures/expected."""
+    rendered = GEN.render_expected(LOGS, tmp_path)
+    stored = {
+        str(p.relative_to(EXPECTED)): p.read_text(encoding="utf-8")
+        for p in EXPECTED.rglob("*")
+        if p.is_file()
+    }
+    assert sorted(stored) == sorted(rendered), "stale or missing golden files"
+    changed = [name for name in rendered if rendered[name] != stored[name]]
+    assert not changed, _diff(stored[changed[0]], rendered[changed[0]], changed[0])
+
+
+def test_kafka_goldens_have_no_absolute_paths() -> None:
+    for p in EXPECTED.rglob("*"):
+        if p.is_file():
+            assert str(LOGS) not in p.read_text(encoding="utf-8"), p
+
+
+def test_kafka_stderr_golden_uses_the_placeholder() -> None:
+    err = (EXPECTED / "dump-segments/txn-0.kafka.stderr.txt").read_text(encoding="utf-8")
+    assert "Non-consecutive offsets in <LOGS>/logdir/txn-0/00000000000000000000.log" in err
+    assert "  10 is followed by 13" in err  # the empty batch 11..12 leaves a gap
+
+
+# -- the fixture generator -------------------------------------------------------------------------
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_generator_is_deterministic(tmp_path: Path) -> None:
+    GEN.main(["--out", str(tmp_path)])
+    mine = _tree(tmp_path)
+    stored = {k: v for k, v in _tree(LOGS).items()}
+    assert sorted(mine) == sorted(stored)
+    differ = [k for k in mine if mine[k] != stored[k]]
+    assert not differ, f"fixtures/logs differs from a fresh generation: {differ[:10]}"
+
+
+def test_fixtures_are_small() -> None:
+    total = sum(len(v) for v in _tree(GEN.HERE).values())
+    assert total < 1_000_000, total
+
+
+# -- output formats -----------------------------------------------------------------------------
+def test_json_is_one_array_of_typed_objects() -> None:
+    code, out, _ = run("dump-segments", "--format", "json", "--print-data", "logdir")
+    assert code == 0
+    objs = json.loads(out)
+    assert isinstance(objs, list) and objs
+    assert all(isinstance(o, dict) and "type" in o for o in objs)
+    assert objs[-1]["type"] == "summary"
+    code, out_l, _ = run("dump-segments", "--format", "jsonl", "--print-data", "logdir")
+    assert code == 0
+    assert jsonl(out_l) == objs  # json = the same objects as jsonl
+
+
+def test_jsonl_lines_parse_and_are_typed() -> None:
+    code, out, _ = run("dump-segments", "--format", "jsonl", "--deep-iteration", "logdir")
+    assert code == 0
+    objs = jsonl(out)
+    assert {o["type"] for o in objs} >= {
+        "file",
+        "batch",
+        "record",
+        "index_entry",
+        "timeindex_entry",
+        "txn_entry",
+        "producer_entry",
+        "summary",
+    }
+    summary = objs[-1]
+    assert summary["type"] == "summary" and summary["errors"] == 0
+    assert summary["batches"] == sum(o["type"] == "batch" for o in objs)
+    assert summary["records"] == sum(o["type"] == "record" for o in objs)
+    # deep iteration without --print-data: no payloads, header keys only
+    recs = [o for o in objs if o["type"] == "record"]
+    assert all("key" not in r and "value" not in r for r in recs)
+    assert all("value" not in h for r in recs for h in r.get("headers", ()))
+
+
+def test_every_codec_holds_the_same_records() -> None:
+    """The v2 partitions hold identical records in five codecs."""
+    seen = []
+    for part in V2_PARTS:
+        code, out, _ = run("dump-segments", "--format", "jsonl", "--print-data", f"logdir/{part}")
+        assert code == 0
+        objs = jsonl(out)
+        recs = [
+            {k: v for k, v in o.items() if k != "position"} for o in objs if o["type"] == "record"
+        ]
+        codecs = {o["compression"] for o in objs if o["type"] == "batch"}
+        assert codecs == {part.split("-")[1]}
+        seen.append(recs)
+    assert len(seen[0]) == 27
+    assert all(s == seen[0] for s in seen)
+
+
+# -- options -------------------------------------------------------------------------------------
+def test_offsets_selects_batches_and_records() -> None:
+    code, out, _ = run(
+        "dump-segments", "--format", "jsonl", "--deep-iteration", "--offsets", "5:12", "logdir"
+    )
+    assert code == 0
+    objs = jsonl(out)
+    recs = [o for o in objs if o["type"] == "record"]
+    by_part: dict[str, list[int]] = {}
+    path = ""
+    for o in objs:
+        if o["type"] == "file":
+            path = o["path"]
+        elif o["type"] == "record":
+            by_part.setdefault(path.split("/")[1], []).append(o["offset"])
+    assert recs and all(5 <= r["offset"] <= 12 for r in recs)
+    assert by_part["v2-none-0"] == list(range(5, 13))
+    assert by_part["v1-gzip-0"] == list(range(5, 10))
+    for b in (o for o in objs if o["type"] == "batch"):
+        assert b["last_offset"] >= 5
+        assert b["base_offset"] is None or b["base_offset"] <= 12
+    code, out, _ = run("dump-segments", "--format", "jsonl", "--offsets", "100:", SEG0)
+    assert code == 0 and [o["type"] for o in jsonl(out)] == ["file", "summary"]
+
+
+@pytest.mark.parametrize("bad", ["12:5", "x:3", "7"])
+def test_offsets_rejects_bad_ranges(bad: str) -> None:
+    code, _, err = run("dump-segments", "--offsets", bad, SEG0)
+    assert code == 2 and "--offsets" in err
+
+
+def test_max_bytes_keeps_whole_batches_only() -> None:
+    code, out, _ = run("dump-segments", "--format", "jsonl", "--max-bytes", "400", SEG0)
+    assert code == 0
+    batches = [o for o in jsonl(out) if o["type"] == "batch"]
+    assert [b["position"] for b in batches] == [0, 147, 242]  # 242 + 156 = 398 <= 400
+    assert all(b["position"] + b["size"] <= 400 for b in batches)
+    assert not [o for o in jsonl(out) if o["type"] == "finding"]
+    # kafka-dump-log prints no "invalid bytes" line when --max-bytes is given
+    code, out, _ = run("dump-segments", "--format", "kafka", "--max-bytes", "400", SEG0)
+    assert code == 0 and "invalid bytes" not in out and out.count("baseOffset:") == 3
+
+
+def test_index_sanity_check() -> None:
+    index = "logdir/v2-none-0/00000000000000000000.index"
+    code, out, err = run("dump-segments", "--format", "kafka", "--index-sanity-check", index)
+    assert code == 0 and err == ""
+    assert out.splitlines() == [f"Dumping {index}", f"{index} passed sanity check."]
+    code, out, _ = run(
+        "dump-segments", "--format", "jsonl", "--index-sanity-check", "logdir/v2-gzip-0"
+    )
+    checks = [o for o in jsonl(out) if o["type"] == "sanity_check"]
+    assert len(checks) == 4 and all(o["passed"] for o in checks)  # 2 segments x 2 indexes
+    assert not [o for o in jsonl(out) if o["type"] in ("index_entry", "timeindex_entry")]
+
+
+def test_index_sanity_check_failure(tmp_path: Path) -> None:
+    d = tmp_path / "t-0"
+    shutil.copytree(LOGS / "logdir/v2-none-0", d)
+    (d / "00000000000000000000.index").write_bytes(b"\x00" * 12)  # not a multiple of 8
+    code, out, _ = run(
+        "dump-segments", "--format", "jsonl", "--index-sanity-check", str(d), cwd=tmp_path
+    )
+    assert code == 0
+    bad = [o for o in errors(out) if o["path"].endswith("00000000000000000000.index")]
+    assert len(bad) == 1 and bad[0]["position"] is not None, out
+    assert "sanity_check" not in {o["type"] for o in jsonl(out) if o.get("path") == bad[0]["path"]}
+
+
+def test_verify_index_only() -> None:
+    good = "logdir/v2-none-0/00000000000000000000.index"
+    code, out, err = run("dump-segments", "--format", "kafka", "--verify-index-only", good)
+    assert code == 0 and err == "" and out.splitlines() == [f"Dumping {good}"]
+    bad = "corrupt/bad-index-0/00000000000000000000.index"
+    code, out, _ = run("dump-segments", "--format", "jsonl", "--verify-index-only", bad)
+    objs = jsonl(out)
+    assert not [o for o in objs if o["type"] == "index_entry"]
+    mism = [(o["index_offset"], o["log_offset"]) for o in objs if o.get("code") == "index-mismatch"]
+    assert mism == [(9, -1), (8, 16)]
+    code, out, err = run("dump-segments", "--format", "kafka", "--verify-index-only", bad)
+    assert out.splitlines() == [f"Dumping {bad}"]
+    assert err.splitlines()[0] == f"Mismatches in :{LOGS / bad}"
+
+
+@pytest.mark.parametrize("part", ["__consumer_offsets-0", "__transaction_state-0"])
+def test_auto_decoder_on_internal_topics(part: str) -> None:
+    code, out, _ = run("dump-segments", "--format", "jsonl", "--print-data", f"logdir/{part}")
+    assert code == 0
+    recs = [o for o in jsonl(out) if o["type"] == "record"]
+    assert len(recs) == 5
+    for r in recs:
+        assert isinstance(r["key"], dict) and "unknown" not in r["key"], r
+        assert r["key"]["type"] != "unknown"
+        assert r["value"] is None or (isinstance(r["value"], dict) and "data" in r["value"])
+    assert sum(r["value"] is None for r in recs) == (2 if part.startswith("__c") else 1)
+    # --decoder none: the raw bytes, base64
+    code, out, _ = run(
+        "dump-segments", "--format", "jsonl", "--print-data", "--decoder", "none", f"logdir/{part}"
+    )
+    raw = [o for o in jsonl(out) if o["type"] == "record"]
+    assert all(isinstance(r["key"], str) for r in raw)
+
+
+def test_consumer_offsets_group_metadata_is_decoded() -> None:
+    code, out, _ = run(
+        "dump-segments", "--format", "jsonl", "--print-data", "logdir/__consumer_offsets-0"
+    )
+    group = next(o for o in jsonl(out) if o["type"] == "record" and o["key"]["type"] == "2")
+    assert group["value"]["version"] == "3"
+    member = group["value"]["data"]["members"][0]
+    assert member["subscription"]["topics"] == ["v2-none", "v2-gzip"]
+    assert member["assignment"]["assignedPartitions"][0] == {"topic": "v2-gzip", "partitions": [0]}
+
+
+def test_stdin_gives_the_same_batches_as_the_file() -> None:
+    code, from_file, _ = run("dump-segments", "--format", "jsonl", "--deep-iteration", SEG0)
+    assert code == 0
+    with open(LOGS / SEG0, "rb") as f:
+        proc = run_subprocess(
+            "dump-segments", "--format", "jsonl", "--deep-iteration", "-", stdin=f
+        )
+    assert proc.returncode == 0, proc.stderr
+    a = [o for o in jsonl(from_file) if o["type"] in ("batch", "record")]
+    b = [o for o in jsonl(proc.stdout) if o["type"] in ("batch", "record")]
+    assert a == b and len(a) == 23
+
+
+# -- large segments: pipes and memory ------------------------------------------------------------
+def _big_segment(path: Path, target_bytes: int, records_per_batch: int = 100) -> int:
+    """Write a segment of about ``target_bytes``: one batch repeated at increasing offsets (the
+    CRC does not cover the base offset). Returns the number of batches."""
+    recs = [
+        Record(i, 1_700_000_000_000 + i, b"k%05d" % i, bytes(150)) for i in range(records_per_batch)
+    ]
+    batch = bytearray(encode_batch(recs))
+    count = max(1, target_bytes // len(batch))
+    with open(path, "wb") as f:
+        chunk = bytearray()
+        for i in range(count):
+            struct.pack_into(">q", batch, 0, i * records_per_batch)
+            chunk += batch
+            if len(chunk) >= 8 << 20:
+                f.write(chunk)
+                chunk.clear()
+        f.write(chunk)
+    return count
+
+
+@pytest.mark.parametrize("fmt", ["text", "kafka", "jsonl"])
+def test_pipe_into_head_exits_quietly(tmp_path: Path, fmt: str) -> None:
+    seg = tmp_path / "00000000000000000000.log"
+    _big_segment(seg, 4 << 20)
+    cmd = (
+        f"{sys.executable} -m klogtool dump-segments --format {fmt} --deep-iteration "
+        f"--print-data {seg} | head -n 3; exit ${{PIPESTATUS[0]}}"
+    )
+    proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=60)
+    assert len(proc.stdout.splitlines()) == 3
+    assert "Traceback" not in proc.stderr and "Error" not in proc.stderr, proc.stderr
+    assert proc.stderr == ""
+    assert proc.returncode in (0, 1, 141)  # 1: click's EPIPE exit (see the report)
+
+
+def test_memory_stays_flat_on_a_large_segment(tmp_path: Path) -> None:
+    size = 200 << 20
+    if shutil.disk_usage(tmp_path).free < 3 * size:
+        pytest.skip("not enough space in the temporary directory")
+    seg = tmp_path / "00000000000000000000.log"
+    batches = _big_segment(seg, size)
+    probe = (
+        "import resource, subprocess, sys\n"
+        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+
+    def max_rss_kib(path: Path) -> int:
+        cmd = [sys.executable, "-c", probe, sys.executable, "-m", "klogtool"]
+        cmd += ["dump-segments", "--format", "jsonl", str(path)]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=120)
+        return int(out.stdout.split()[-1])
+
+    small = max_rss_kib(LOGS / SEG0)
+    big = max_rss_kib(seg)
+    growth_mib = (big - small) / 1024
+    assert big / 1024 < 150, f"max RSS {big / 1024:.0f} MiB for a {size >> 20} MiB segment"
+    assert growth_mib < (size >> 20) / 4, f"RSS grew {growth_mib:.0f} MiB"
+    assert batches > 10_000
