@@ -81,11 +81,15 @@ def cli(
     )
 
 
-def _register() -> None:
-    from klogtool.commands import dump_segments, verify
+# One module per command in klogtool/commands/, each exposing ``command``.
+COMMAND_MODULES = ("dump_segments", "verify")
 
-    cli.add_command(dump_segments.command)
-    cli.add_command(verify.command)
+
+def _register() -> None:
+    import importlib
+
+    for name in COMMAND_MODULES:
+        cli.add_command(importlib.import_module(f"klogtool.commands.{name}").command)
 
 
 _register()
