@@ -1,0 +1,335 @@
+"""Changing a log without ever leaving it half-written (kafka-spec.md §4.1, §6.5).
+
+Every write goes through :class:`FileOps`, which counts operations so that the crash harness can
+kill the process after the N-th one (``KLOGTOOL_CRASH_AFTER_OPS=N``) and prove that a re-run,
+or the broker, completes the change. The protocols use the broker's own temporary suffixes, so
+that a broker that starts after a crash cleans up exactly as it does after its own crashes:
+
+* one file (an index, a checkpoint): write ``<name>.cleaned``, fsync, rename over ``<name>``,
+  fsync the directory. A crash leaves either the old file or the new one, plus at most a
+  ``.cleaned`` file that the broker (and :func:`complete_interrupted`) deletes.
+* a group of segments (compaction, conversion): write every new file as ``.cleaned``, fsync,
+  rename them to ``.swap`` from the highest offset down, fsync the directory, delete the
+  replaced files, then strip ``.swap``. :func:`complete_interrupted` finishes or rolls back any
+  state in between exactly as the broker's LogLoader does.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import signal
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from klogtool.errors import RefusedError
+from klogtool.log import layout
+
+CRASH_ENV = "KLOGTOOL_CRASH_AFTER_OPS"
+LOCK_FILE = ".lock"
+CLEANED = ".cleaned"
+SWAP = ".swap"
+DELETED = ".deleted"
+
+
+class FileOps:
+    """Every mutating file-system call klogtool makes, counted for crash testing.
+
+    ``dry_run`` records the plan (``self.log``) and changes nothing.
+    """
+
+    def __init__(self, *, dry_run: bool = False):
+        self.dry_run = dry_run
+        self.count = 0
+        crash = os.environ.get(CRASH_ENV)
+        self.crash_after = int(crash) if crash and crash.isdigit() else None
+        self.log: list[str] = []
+
+    def _step(self, what: str) -> bool:
+        """Record one operation; False in dry-run mode (the caller then does nothing)."""
+        self.log.append(what)
+        if self.dry_run:
+            return False
+        return True
+
+    def _done(self) -> None:
+        self.count += 1
+        if self.crash_after is not None and self.count >= self.crash_after:
+            os.kill(os.getpid(), signal.SIGKILL)  # the crash harness: die like a power cut
+
+    def write(self, path: Path, chunks: Iterable[bytes | memoryview]) -> int:
+        """Create ``path`` (must not exist) with ``chunks``, fsynced. Returns bytes written."""
+        if not self._step(f"write {path}"):
+            return sum(len(c) for c in chunks)
+        n = 0
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            for c in chunks:
+                view = memoryview(c)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+                    n += written
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._done()
+        return n
+
+    def copy_range(self, src: Path, start: int, end: int, dst: Path) -> int:
+        """Write bytes ``[start, end)`` of ``src`` to a new file ``dst``, fsynced."""
+
+        def chunks() -> Iterator[bytes]:
+            with open(src, "rb") as f:
+                f.seek(start)
+                left = end - start
+                while left > 0:
+                    block = f.read(min(left, 1 << 20))
+                    if not block:
+                        return
+                    left -= len(block)
+                    yield block
+
+        if self.dry_run:
+            self._step(f"copy {src}[{start}:{end}] -> {dst}")
+            return end - start
+        return self.write(dst, chunks())
+
+    def rename(self, src: Path, dst: Path) -> None:
+        if not self._step(f"rename {src} -> {dst}"):
+            return
+        os.rename(src, dst)
+        self._done()
+
+    def unlink(self, path: Path) -> None:
+        if not self._step(f"delete {path}"):
+            return
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        self._done()
+
+    def truncate(self, path: Path, size: int) -> None:
+        if not self._step(f"truncate {path} to {size} bytes"):
+            return
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.ftruncate(fd, size)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._done()
+
+    def mkdir(self, path: Path) -> None:
+        if not self._step(f"mkdir {path}"):
+            return
+        path.mkdir(parents=True, exist_ok=True)
+        self._done()
+
+    def fsync_dir(self, path: Path) -> None:
+        if self.dry_run:
+            return
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._done()
+
+    # -- protocols -------------------------------------------------------------------------------
+    def replace_file(self, target: Path, chunks: Iterable[bytes | memoryview]) -> int:
+        """Atomically give ``target`` new contents (``.cleaned`` then rename over)."""
+        temp = target.with_name(target.name + CLEANED)
+        if temp.exists() and not self.dry_run:
+            self.unlink(temp)  # left by an earlier crash: never trust its contents
+        n = self.write(temp, chunks)
+        self.rename(temp, target)
+        self.fsync_dir(target.parent)
+        return n
+
+
+@dataclass
+class NewSegment:
+    """The files of one segment to be swapped in: suffix (".log", ".index", ...) -> bytes."""
+
+    base_offset: int
+    files: dict[str, Iterable[bytes | memoryview]] = field(default_factory=dict)
+
+
+def replace_segments(
+    ops: FileOps, part_dir: Path, new: list[NewSegment], old_bases: list[int]
+) -> None:
+    """Swap ``new`` segments in for the segments at ``old_bases`` (the cleaner's protocol)."""
+    written: list[Path] = []
+    for seg in new:
+        for suffix, chunks in seg.files.items():
+            path = part_dir / (layout.segment_name(seg.base_offset, suffix) + CLEANED)
+            if path.exists() and not ops.dry_run:
+                ops.unlink(path)
+            ops.write(path, chunks)
+            written.append(path)
+    ops.fsync_dir(part_dir)
+    # Highest offset first: a crash in between leaves .cleaned files below every .swap file,
+    # and the loader then deletes those swaps (an incomplete swap), keeping the originals.
+    swaps: list[Path] = []
+    for path in sorted(written, key=_offset_key, reverse=True):
+        swap = path.with_name(path.name[: -len(CLEANED)] + SWAP)
+        ops.rename(path, swap)
+        swaps.append(swap)
+    ops.fsync_dir(part_dir)
+    new_names = {p.name[: -len(SWAP)] for p in swaps}
+    for base in old_bases:
+        for suffix in layout.SEGMENT_SUFFIXES:
+            old = part_dir / layout.segment_name(base, suffix)
+            if old.exists() and old.name not in new_names:
+                ops.unlink(old)
+    ops.fsync_dir(part_dir)
+    for swap in sorted(swaps, key=_offset_key):
+        ops.rename(swap, swap.with_name(swap.name[: -len(SWAP)]))
+    ops.fsync_dir(part_dir)
+
+
+def _offset_key(path: Path) -> tuple[int, str]:
+    return (layout.offset_from_name(path) or 0, path.name)
+
+
+def complete_interrupted(ops: FileOps, part_dir: Path) -> list[str]:
+    """Finish or roll back an interrupted swap exactly as the broker's LogLoader does.
+
+    Returns what was done (empty when the directory was clean). kafka-spec.md §4.1 steps 1-2:
+    delete ``.deleted`` files; delete ``.swap`` files at or above the lowest ``.cleaned``
+    offset, then every ``.cleaned`` file; an index ``.swap`` is deleted with the indexes of its
+    segment (recovery rebuilds them); for each remaining ``.log.swap``, delete the non-swap
+    files whose offsets fall in the swapped range, then strip ``.swap``.
+    """
+    done: list[str] = []
+    children = sorted(p for p in part_dir.iterdir() if p.is_file())
+    cleaned = [p for p in children if p.name.endswith(CLEANED)]
+    swaps = [p for p in children if p.name.endswith(SWAP)]
+    for p in children:
+        if p.name.endswith(DELETED) and not p.name.endswith(".checkpoint" + DELETED):
+            ops.unlink(p)
+            done.append(f"deleted leftover {p.name}")
+    min_cleaned = min((layout.offset_from_name(p) or 0 for p in cleaned), default=None)
+    kept_swaps: list[Path] = []
+    for p in swaps:
+        offset = layout.offset_from_name(p) or 0
+        if min_cleaned is not None and offset >= min_cleaned:
+            ops.unlink(p)
+            done.append(f"deleted incomplete swap {p.name}")
+        else:
+            kept_swaps.append(p)
+    for p in cleaned:
+        ops.unlink(p)
+        done.append(f"deleted unfinished {p.name}")
+    log_swaps: list[Path] = []
+    for p in kept_swaps:
+        base = p.with_name(p.name[: -len(SWAP)])
+        kind = layout.file_kind(base)
+        if kind in (layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX):
+            _delete_indexes(ops, base, done)
+            ops.unlink(p)
+            done.append(f"deleted index swap {p.name} (indexes are rebuilt)")
+        elif kind == layout.LOG:
+            _delete_indexes(ops, base, done)
+            log_swaps.append(p)
+    if log_swaps:
+        from klogtool.formats.records import SegmentScanner
+        from klogtool.log.segment import mapped
+
+        lo = min(layout.offset_from_name(p) or 0 for p in log_swaps)
+        hi = lo
+        for p in log_swaps:
+            with mapped(p) as buf:
+                result = SegmentScanner(buf, check_crc=False, strict=False).scan()
+            end = (result.last_offset + 1) if result.last_offset is not None else None
+            hi = max(hi, end if end is not None else (layout.offset_from_name(p) or 0) + 1)
+        swap_names = {p.name for p in log_swaps}
+        for p in sorted(part_dir.iterdir()):
+            if not p.is_file() or p.name in swap_names or p.name.endswith(SWAP):
+                continue
+            name_offset = layout.offset_from_name(p)
+            kind = layout.file_kind(p)
+            if (
+                name_offset is not None
+                and lo <= name_offset < hi
+                and kind in layout.SEGMENT_SUFFIXES.values()
+            ):
+                ops.unlink(p)
+                done.append(f"deleted {p.name}, replaced by an interrupted swap")
+        for p in sorted(log_swaps, key=_offset_key):
+            ops.rename(p, p.with_name(p.name[: -len(SWAP)]))
+            done.append(f"completed swap of {p.name}")
+    if done:
+        ops.fsync_dir(part_dir)
+    return done
+
+
+def _delete_indexes(ops: FileOps, base_file: Path, done: list[str]) -> None:
+    stem = base_file.name.split(".", 1)[0]
+    for suffix in (".index", ".timeindex", ".txnindex"):
+        p = base_file.with_name(stem + suffix)
+        if p.exists():
+            ops.unlink(p)
+            done.append(f"deleted {p.name} (rebuilt after the swap)")
+
+
+# -- the broker's lock ---------------------------------------------------------------------
+def log_dir_of(path: Path) -> Path:
+    """The log dir holding ``path`` (a partition dir, or a log dir itself)."""
+    path = path.resolve()
+    if path.is_file():
+        path = path.parent
+    if (path / LOCK_FILE).exists() or (path / "meta.properties").exists():
+        return path
+    if layout.parse_partition_dir_name(path.name) is not None:
+        return path.parent
+    return path
+
+
+@contextmanager
+def log_dir_lock(log_dir: Path, *, force: bool = False, dry_run: bool = False) -> Iterator[None]:
+    """Hold the log dir's ``.lock`` like a broker does (an fcntl lock), or refuse (exit 4).
+
+    A running broker holds this lock for as long as it runs; two klogtool runs cannot
+    interleave either. ``force`` skips the refusal (the lock is still taken when free).
+    In ``dry_run`` mode the lock is only tested, and no ``.lock`` file is created.
+    """
+    lock = log_dir / LOCK_FILE
+    if dry_run and not lock.exists():
+        yield
+        return
+    flags = os.O_RDONLY if dry_run else os.O_RDWR | os.O_CREAT
+    try:
+        fd = os.open(lock, flags, 0o644)
+    except OSError as e:
+        raise RefusedError(
+            f"cannot open the lock file: {e.strerror}", path=str(lock), code="lock-unavailable"
+        ) from e
+    try:
+        try:
+            fcntl.lockf(fd, (fcntl.LOCK_SH if dry_run else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+            held = True
+        except OSError as e:
+            if e.errno not in (errno.EACCES, errno.EAGAIN):
+                raise
+            held = False
+            if not force:
+                raise RefusedError(
+                    "the log directory is locked by another process (a running Kafka broker, "
+                    "or another klogtool run)",
+                    path=str(lock),
+                    code="broker-lock-held",
+                    hint="stop the broker first; --force overrides this check at your own risk",
+                ) from None
+        try:
+            yield
+        finally:
+            if held:
+                fcntl.lockf(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
