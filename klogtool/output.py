@@ -97,13 +97,20 @@ class Output:
         except BrokenPipeError:
             raise StdoutClosed() from None
 
-    def table(self, title: str, columns: list[str], rows: list[list[str]]) -> None:
-        """A human table: on stdout in text mode (it is the data), else not at all."""
+    def table(
+        self,
+        title: str,
+        columns: list[str],
+        rows: list[list[str]],
+        left: frozenset[str] = frozenset(),
+    ) -> None:
+        """A human table: on stdout in text mode (it is the data), else not at all. The first
+        column and those named in ``left`` are left-aligned, the others right-aligned."""
         if self.fmt != "text":
             return
         t = Table(title=title, title_justify="left")
         for i, c in enumerate(columns):
-            t.add_column(c, justify="left" if i == 0 else "right")
+            t.add_column(c, justify="left" if i == 0 or c in left else "right")
         for r in rows:
             t.add_row(*r)
         self.data.print(t)
@@ -160,17 +167,103 @@ _CONTROL_ESCAPES = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F] if c not in (
 
 
 def render_text(obj: dict[str, Any]) -> str:
-    """The human line for one object: its type, then ``name: value`` pairs."""
+    """The human line for one object (DESIGN.md §4 objects, compactly)."""
+    kind = obj.get("type", "")
+    special = _TEXT_RENDERERS.get(kind)
+    line = special(obj) if special is not None else _generic_text(obj)
+    return line.translate(_CONTROL_ESCAPES)
+
+
+def _generic_text(obj: dict[str, Any]) -> str:
     kind = obj.get("type", "")
     parts = []
     for k, v in obj.items():
         if k == "type" or v is None:
             continue
-        if isinstance(v, (dict, list)):
-            v = to_json(v)  # type: ignore[arg-type]
-        elif isinstance(v, bool):
-            v = "true" if v else "false"
-        parts.append(f"{k}: {v}")
+        parts.append(f"{k}: {_scalar(v)}")
     indent = "  " if kind in _INDENTED else ""
-    line = f"{indent}{kind} " + " ".join(parts) if parts else kind
-    return line.translate(_CONTROL_ESCAPES)
+    return f"{indent}{kind} " + " ".join(parts) if parts else kind
+
+
+def _scalar(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, (dict, list)):
+        return to_json(v)  # type: ignore[arg-type]
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _file_text(o: dict[str, Any]) -> str:
+    base = f", base offset {o['base_offset']}" if "base_offset" in o else ""
+    return f"== {o['path']} ({o['kind']}, {o['size']:,} bytes{base})"
+
+
+def _batch_text(b: dict[str, Any]) -> str:
+    first = "?" if b["base_offset"] is None else b["base_offset"]
+    count = "?" if b["count"] is None else b["count"]
+    parts = [
+        f"batch @{b['position']} offsets {first}..{b['last_offset']} "
+        f"({count} record{'' if count == 1 else 's'})",
+        f"magic {b['magic']} {b['compression']} {b['size']} bytes",
+        f"{b['timestamp_type']} {b['max_timestamp']}",
+        f"crc {b['crc']} {'ok' if b['crc_valid'] else 'INVALID'}",
+    ]
+    if b["partition_leader_epoch"] >= 0:
+        parts.append(f"leader epoch {b['partition_leader_epoch']}")
+    if b["producer_id"] >= 0:
+        parts.append(
+            f"producer {b['producer_id']} epoch {b['producer_epoch']} "
+            f"seq {b['base_sequence']}..{b['last_sequence']}"
+        )
+    if b["is_transactional"]:
+        parts.append("transactional")
+    if b["is_control"]:
+        parts.append("control")
+    if b["delete_horizon_ms"] is not None:
+        parts.append(f"delete horizon {b['delete_horizon_ms']}")
+    return "  ".join(parts)
+
+
+def _record_text(r: dict[str, Any]) -> str:
+    parts = [f"  offset {r['offset']}", f"ts {r['timestamp']}"]
+    if r.get("sequence", -1) >= 0:
+        parts.append(f"seq {r['sequence']}")
+    parts.append(f"key {_size(r['key_size'])}, value {_size(r['value_size'])}")
+    if r.get("crc_valid") is False:
+        parts.append("CRC INVALID")
+    ctl = r.get("control")
+    if ctl is not None:
+        fields = {k: v for k, v in ctl.items() if k not in ("type", "type_id")}
+        parts.append(f"control {ctl['type']}" + (f" {to_json(fields)}" if fields else ""))
+    headers = r.get("headers") or []
+    if headers:
+        shown = [
+            h["key"] + (f"={_scalar(h['value'])}" if h.get("value") is not None else "")
+            for h in headers
+        ]
+        parts.append("headers [" + ", ".join(shown) + "]")
+    if "key" in r or "value" in r:
+        parts.append(f"key: {_scalar(r.get('key'))}  value: {_scalar(r.get('value'))}")
+    if "decode_error" in r:
+        parts.append(f"(cannot decode: {r['decode_error']})")
+    return "  ".join(parts)
+
+
+def _size(n: int) -> str:
+    return "null" if n < 0 else f"{n} B"
+
+
+def _finding_text(f: dict[str, Any]) -> str:
+    where = f["path"] + (f":{f['position']}" if f.get("position") is not None else "")
+    offset = f" (offset {f['offset']})" if f.get("offset") is not None else ""
+    return f"{f['severity']}: {f['code']}: {where}{offset}: {f['message']}"
+
+
+_TEXT_RENDERERS = {
+    "file": _file_text,
+    "batch": _batch_text,
+    "record": _record_text,
+    "finding": _finding_text,
+}

@@ -225,6 +225,9 @@ def _slow_varint(buf: memoryview, pos: int, max_bytes: int, anchor: int | None, 
     return (value >> 1) ^ -(value & 1), pos
 
 
+_new_record = tuple.__new__  # Record(...) goes through a Python-level __new__: twice as slow
+
+
 def _decode_records(
     buf: memoryview,
     count: int,
@@ -235,9 +238,11 @@ def _decode_records(
     anchor: int | None,
     batch_pos: int,
 ) -> Iterator[Record]:
-    """The hot loop: varints inlined for the one-byte case."""
+    """The hot loop. Varints of one and two bytes (nearly all of them: lengths under 8 KiB,
+    deltas under 8192) are decoded inline; longer ones call :func:`_slow_varint`."""
     end = len(buf)
     pos = 0
+    slow = _slow_varint
     for _ in range(count):
         rec_start = pos
         try:
@@ -246,15 +251,20 @@ def _decode_records(
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif buf[pos + 1] < 0x80:
+                length = (b & 0x7F) | (buf[pos + 1] << 7)
+                length = (length >> 1) ^ -(length & 1)
+                pos += 2
             else:
-                length, pos = _slow_varint(buf, pos, 5, anchor, batch_pos)
+                length, pos = slow(buf, pos, 5, anchor, batch_pos)
             body = pos
             rec_end = pos + length
             if length < 0 or rec_end > end:
-                raise CorruptRecordError(
+                raise _corrupt(
                     f"record length {length} runs past the end of the batch",
-                    batch_pos if anchor is None else anchor + rec_start,
-                    "corrupt-record",
+                    anchor,
+                    rec_start,
+                    batch_pos,
                 )
             attributes = buf[pos]
             pos += 1
@@ -263,76 +273,81 @@ def _decode_records(
             if b < 0x80:
                 ts_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif buf[pos + 1] < 0x80:
+                ts_delta = (b & 0x7F) | (buf[pos + 1] << 7)
+                ts_delta = (ts_delta >> 1) ^ -(ts_delta & 1)
+                pos += 2
             else:
-                ts_delta, pos = _slow_varint(buf, pos, 10, anchor, batch_pos)
+                ts_delta, pos = slow(buf, pos, 10, anchor, batch_pos)
             # offset delta
             b = buf[pos]
             if b < 0x80:
                 off_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif buf[pos + 1] < 0x80:
+                off_delta = (b & 0x7F) | (buf[pos + 1] << 7)
+                off_delta = (off_delta >> 1) ^ -(off_delta & 1)
+                pos += 2
             else:
-                off_delta, pos = _slow_varint(buf, pos, 5, anchor, batch_pos)
+                off_delta, pos = slow(buf, pos, 5, anchor, batch_pos)
             # key
             b = buf[pos]
             if b < 0x80:
                 klen = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif buf[pos + 1] < 0x80:
+                klen = (b & 0x7F) | (buf[pos + 1] << 7)
+                klen = (klen >> 1) ^ -(klen & 1)
+                pos += 2
             else:
-                klen, pos = _slow_varint(buf, pos, 5, anchor, batch_pos)
-            if klen < 0:
-                if klen != -1:
-                    raise CorruptRecordError(
-                        f"invalid key length {klen}",
-                        batch_pos if anchor is None else anchor + rec_start,
-                        "corrupt-record",
-                    )
-                key = None
-            else:
+                klen, pos = slow(buf, pos, 5, anchor, batch_pos)
+            if klen >= 0:
                 if pos + klen > rec_end:
-                    raise CorruptRecordError(
-                        f"key length {klen} runs past the record",
-                        batch_pos if anchor is None else anchor + rec_start,
-                        "corrupt-record",
+                    raise _corrupt(
+                        f"key length {klen} runs past the record", anchor, rec_start, batch_pos
                     )
                 key = buf[pos : pos + klen]
                 pos += klen
+            elif klen == -1:
+                key = None
+            else:
+                raise _corrupt(f"invalid key length {klen}", anchor, rec_start, batch_pos)
             # value
             b = buf[pos]
             if b < 0x80:
                 vlen = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif buf[pos + 1] < 0x80:
+                vlen = (b & 0x7F) | (buf[pos + 1] << 7)
+                vlen = (vlen >> 1) ^ -(vlen & 1)
+                pos += 2
             else:
-                vlen, pos = _slow_varint(buf, pos, 5, anchor, batch_pos)
-            if vlen < 0:
-                if vlen != -1:
-                    raise CorruptRecordError(
-                        f"invalid value length {vlen}",
-                        batch_pos if anchor is None else anchor + rec_start,
-                        "corrupt-record",
-                    )
-                value = None
-            else:
+                vlen, pos = slow(buf, pos, 5, anchor, batch_pos)
+            if vlen >= 0:
                 if pos + vlen > rec_end:
-                    raise CorruptRecordError(
-                        f"value length {vlen} runs past the record",
-                        batch_pos if anchor is None else anchor + rec_start,
-                        "corrupt-record",
+                    raise _corrupt(
+                        f"value length {vlen} runs past the record", anchor, rec_start, batch_pos
                     )
                 value = buf[pos : pos + vlen]
                 pos += vlen
+            elif vlen == -1:
+                value = None
+            else:
+                raise _corrupt(f"invalid value length {vlen}", anchor, rec_start, batch_pos)
             # headers
             b = buf[pos]
-            if b < 0x80:
-                hcount = (b >> 1) ^ -(b & 1)
+            if b == 0:
+                headers: tuple[Header, ...] = ()
                 pos += 1
             else:
-                hcount, pos = _slow_varint(buf, pos, 5, anchor, batch_pos)
-            if hcount:
+                if b < 0x80:
+                    hcount = (b >> 1) ^ -(b & 1)
+                    pos += 1
+                else:
+                    hcount, pos = slow(buf, pos, 5, anchor, batch_pos)
                 headers, pos = _decode_headers(
                     buf, pos, rec_end, hcount, anchor, rec_start, batch_pos
                 )
-            else:
-                headers = ()
         except IndexError:
             raise TruncatedError(
                 "record runs past the end of the batch",
@@ -340,28 +355,49 @@ def _decode_records(
                 "corrupt-record",
             ) from None
         if pos != rec_end:
-            raise CorruptRecordError(
+            raise _corrupt(
                 f"Invalid record size: expected to read {length} bytes in record payload, "
                 f"but instead read {pos - body}",
-                batch_pos if anchor is None else anchor + rec_start,
-                "corrupt-record",
+                anchor,
+                rec_start,
+                batch_pos,
             )
-        yield Record(
-            base_offset + off_delta,
-            base_timestamp + ts_delta if fixed_ts is None else fixed_ts,
-            key,
-            value,
-            headers,
-            -1 if base_sequence < 0 else sequence_at(base_sequence, off_delta),
-            attributes,
+        if base_sequence < 0:
+            seq = -1
+        else:
+            seq = base_sequence + off_delta
+            if seq > _INT32_MAX:
+                seq -= _INT32_MAX + 1
+        yield _new_record(
+            Record,
+            (
+                base_offset + off_delta,
+                base_timestamp + ts_delta if fixed_ts is None else fixed_ts,
+                key,
+                value,
+                headers,
+                seq,
+                attributes,
+                None,
+                None,
+            ),
         )
     if pos != end:
-        raise CorruptRecordError(
+        raise _corrupt(
             f"Incorrect declared batch size, records still remaining in file "
             f"({end - pos} bytes after {count} records)",
-            batch_pos if anchor is None else anchor + pos,
+            anchor,
+            pos,
+            batch_pos,
             "bad-record-count",
         )
+
+
+def _corrupt(
+    message: str, anchor: int | None, rel: int, batch_pos: int, code: str = "corrupt-record"
+) -> CorruptRecordError:
+    """An error at ``rel`` in the records area (or at the batch, for decompressed data)."""
+    return CorruptRecordError(message, batch_pos if anchor is None else anchor + rel, code)
 
 
 def _decode_headers(
