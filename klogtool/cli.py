@@ -82,7 +82,11 @@ def cli(
 
 
 # One module per command in klogtool/commands/, each exposing ``command``.
-COMMAND_MODULES = ("dump_segments", "verify")
+COMMAND_MODULES = (
+    "dump_segments",
+    "verify",
+    "transactions",
+)
 
 
 def _register() -> None:

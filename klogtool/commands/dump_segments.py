@@ -63,7 +63,8 @@ def _parse_offsets(_ctx: click.Context, _param: click.Parameter, value: str | No
     default="auto",
     show_default=True,
     help="Decoder for internal topics; auto picks it from the partition directory "
-    "name (__consumer_offsets-*, __transaction_state-*).",
+    "name (__consumer_offsets-*, __transaction_state-*, __cluster_metadata-*) and uses "
+    "cluster-metadata for KRaft snapshots (*.checkpoint).",
 )
 @click.option(
     "--max-bytes",

@@ -221,15 +221,19 @@ class Dumper:
             return None
         if name != "auto":
             return name
-        parsed = (
-            layout.parse_partition_dir_name(f.path.resolve().parent.name)
-            if str(f.path) != STDIN
-            else None
-        )
-        if parsed is None:
-            return None
-        found = payloads.auto_decoder_for_topic(parsed[0])
-        # Not implemented yet (KRaft metadata): show the bytes rather than fail every record.
+        if f.kind == layout.KRAFT_SNAPSHOT:
+            # <offset>-<epoch>.checkpoint and bootstrap.checkpoint hold metadata records only
+            found: str | None = "cluster-metadata"
+        else:
+            parsed = (
+                layout.parse_partition_dir_name(f.path.resolve().parent.name)
+                if str(f.path) != STDIN
+                else None
+            )
+            if parsed is None:
+                return None
+            found = payloads.auto_decoder_for_topic(parsed[0])
+        # A decoder not implemented yet: show the bytes rather than fail every record.
         return None if found in payloads.UNIMPLEMENTED_DECODERS else found
 
     def _record(self, batch: Batch, rec: Record, decoder: str | None) -> Obj:

@@ -31,15 +31,18 @@ Names accepted by ``--key-decoder`` / ``--value-decoder`` / ``--decoder``:
   ``(key_obj, value_obj)`` shaped like kafka-dump-log's JSON (section 9.3) as Python objects:
   ``{"type": "<record type>", "data": {...}}`` and ``{"version": "<v>", "data": {...}}`` (type
   and version are strings, as Kafka prints them), ``value_obj`` None for a tombstone; an unknown
-  record type gives ``({"type": "<t>", "unknown": True}, None)``. ``cluster-metadata`` is
-  registered but not implemented yet (:data:`UNIMPLEMENTED_DECODERS`): using it raises
+  record type gives ``({"type": "<t>", "unknown": True}, None)``. ``cluster-metadata`` (KRaft,
+  :mod:`.cluster_metadata`) gives ``(None, {"type": "<ENUM_NAME>", "version": <int>, "data":
+  {...}})`` (metadata records have no key; an api key without a table gives ``{"type":
+  "UNKNOWN", "apiKey": k, ..., "unknown": True}``). A decoder listed in
+  :data:`UNIMPLEMENTED_DECODERS` (none at the moment) raises
   :class:`~klogtool.formats.errors.UnsupportedError` with code ``decoder-not-implemented``.
 * :func:`auto_decoder_for_topic` picks the internal decoder for ``__consumer_offsets``,
   ``__transaction_state`` and ``__cluster_metadata`` (topic names or ``<topic>-<n>`` partition
   directory names), else None.
 * :func:`kafka_dump_text` renders the exact `` key: …`` / `` payload: …`` texts of
-  kafka-dump-log.sh (``--offsets-decoder``, ``--transaction-log-decoder``, default
-  ``StringDecoder`` for ``utf8``).
+  kafka-dump-log.sh (``--offsets-decoder``, ``--transaction-log-decoder``,
+  ``--cluster-metadata-decoder``, default ``StringDecoder`` for ``utf8``).
 
 Data errors raise only :mod:`klogtool.formats.errors` exceptions (with the byte position in the
 key or value, whichever the message names); an unknown decoder name is a ``ValueError``.
@@ -49,11 +52,18 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from klogtool.formats.errors import CorruptRecordError, FormatError, UnsupportedError
+from klogtool.formats.payloads.cluster_metadata import (
+    MetadataRecord,
+    decode_metadata_record,
+    kafka_error_message,
+)
 from klogtool.formats.payloads.consumer_offsets import decode_consumer_offsets
 from klogtool.formats.payloads.control import ControlRecord, decode_control_record
 from klogtool.formats.payloads.coordinator import CoordinatorRecord
@@ -69,11 +79,13 @@ __all__ = [
     "UNIMPLEMENTED_DECODERS",
     "ControlRecord",
     "CoordinatorRecord",
+    "MetadataRecord",
     "auto_decoder_for_topic",
     "decode_bytes",
     "decode_consumer_offsets",
     "decode_control_record",
     "decode_internal",
+    "decode_metadata_record",
     "decode_transaction_state",
     "get_byte_decoder",
     "is_internal_decoder",
@@ -85,7 +97,7 @@ ByteDecoder = Callable[[Payload], Any]
 
 BYTE_DECODERS: tuple[str, ...] = ("utf8", "base64", "hex", "json", "none")
 INTERNAL_DECODERS: tuple[str, ...] = ("consumer-offsets", "transaction-state", "cluster-metadata")
-UNIMPLEMENTED_DECODERS: frozenset[str] = frozenset({"cluster-metadata"})
+UNIMPLEMENTED_DECODERS: frozenset[str] = frozenset()
 DECODERS: tuple[str, ...] = BYTE_DECODERS + INTERNAL_DECODERS
 
 _TOPIC_DECODERS = {
@@ -188,8 +200,11 @@ def _decode_coordinator(name: str, key: Payload | None, value: Payload | None) -
 
 def decode_internal(
     name: str, key: Payload | None, value: Payload | None
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """Decode a record of an internal topic into kafka-dump-log's JSON shape (see above)."""
+    if name == "cluster-metadata":
+        _check_internal(name)
+        return None, decode_metadata_record(value).json()
     record = _decode_coordinator(name, key, value)
     return record.key_json(), record.value_json()
 
@@ -197,6 +212,39 @@ def decode_internal(
 def _compact_json(obj: Any) -> str:
     # Jackson's compact output: no spaces, non-ASCII characters written as they are.
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def _java_double(d: float) -> str:
+    """Java's ``Double.toString`` (what Jackson prints for a ``DoubleNode``): plain notation
+    for 1e-3 <= |d| < 1e7, else ``1.0E7`` style, with the shortest round-tripping digits."""
+    if math.isnan(d):
+        return "NaN"
+    if math.isinf(d):
+        return "Infinity" if d > 0 else "-Infinity"
+    if d == 0:
+        return "-0.0" if math.copysign(1.0, d) < 0 else "0.0"
+    text = repr(d)
+    if 1e-3 <= abs(d) < 1e7:
+        return text  # Python's repr is positional with a ".0" here too
+    sign, digit_tuple, exp = Decimal(text).normalize().as_tuple()
+    digits = "".join(map(str, digit_tuple))
+    exponent = int(exp) + len(digits) - 1
+    return f"{'-' if sign else ''}{digits[0]}.{digits[1:] or '0'}E{exponent}"
+
+
+def _kafka_json(obj: Any) -> str:
+    """Compact JSON like Jackson's ``JsonNode.toString()``, doubles in Java's notation."""
+    if isinstance(obj, float):
+        return _java_double(obj)
+    if isinstance(obj, dict):
+        return (
+            "{"
+            + ",".join(f"{_compact_json(str(k))}:{_kafka_json(v)}" for k, v in obj.items())
+            + "}"
+        )
+    if isinstance(obj, list):
+        return "[" + ",".join(_kafka_json(v) for v in obj) + "]"
+    return _compact_json(obj)
 
 
 def _kafka_bytes_text(name: str, data: Payload | None) -> str | None:
@@ -231,12 +279,27 @@ def kafka_dump_text(
     * ``transaction-state`` (``--transaction-log-decoder``): see
       :func:`~.transaction_state.format_transaction_text`; malformed records raise (Kafka
       aborts).
+    * ``cluster-metadata`` (``--cluster-metadata-decoder``): no key; the payload is
+      ``{"type":"<ENUM_NAME>","version":<v>,"data":{...}}`` (doubles in Java's notation), or
+      ``Error at {o}, skipping. {message}`` for a value that does not decode or whose api key
+      has no table (Kafka's ``Unknown metadata id`` error).
     """
     if decoder_name in BYTE_DECODERS:
         if decoder_name == "none":
             return None, None
         return _kafka_bytes_text(decoder_name, key), _kafka_bytes_text(decoder_name, value)
     _check_internal(decoder_name)
+    if decoder_name == "cluster-metadata":
+        try:
+            meta = decode_metadata_record(value)
+        except FormatError as e:
+            return None, f"Error at {offset}, skipping. {kafka_error_message(e)}"
+        if meta.is_unknown:
+            return None, (
+                f"Error at {offset}, skipping. org.apache.kafka.common.errors."
+                f"UnsupportedVersionException: Unknown metadata id {meta.api_key}"
+            )
+        return None, _kafka_json(meta.json())
     if key is None:
         raise CorruptRecordError(
             f"Failed to decode message at offset {offset} using the specified decoder "

@@ -823,7 +823,7 @@ def message_from_json(spec: Mapping[str, Any]) -> Message:
             t,
             fj.get("versions"),
             nullable_versions=fj.get("nullableVersions"),
-            tag=fj.get("tag"),
+            tag=None if fj.get("tag") is None else int(fj["tag"]),  # some files quote it
             tagged_versions=fj.get("taggedVersions"),
             default=fj.get("default", MISSING),
             fields=tuple(conv(x) for x in sub or ()),

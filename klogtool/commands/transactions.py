@@ -1,0 +1,252 @@
+"""``klogtool transactions``: every transaction of partitions, hanging ones and how to end them."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+import click
+
+from klogtool.commands._options import format_option, paths_argument
+from klogtool.errors import EXIT_FINDINGS, EXIT_OK
+from klogtool.log.transactions import (
+    BOOTSTRAP_PLACEHOLDER,
+    EPOCH_PLACEHOLDER,
+    Obj,
+    TransactionScanner,
+    format_duration,
+    parse_duration,
+)
+from klogtool.output import Output
+
+STATES = ("committed", "aborted", "open", "hanging")
+
+
+def _parse_older_than(_ctx: click.Context, _param: click.Parameter, value: str) -> int:
+    try:
+        return parse_duration(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+def _parse_now(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int:
+    if value is None:
+        return int(time.time() * 1000)
+    text = value.strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(
+            "expected epoch milliseconds or an ISO-8601 time, e.g. 1700000000000 or "
+            "2024-05-01T12:00:00Z"
+        ) from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp() * 1000)
+
+
+@click.command("transactions")
+@paths_argument
+@click.option(
+    "--older-than",
+    default="15m",
+    show_default=True,
+    metavar="DURATION",
+    callback=_parse_older_than,
+    help="An open transaction that started longer ago than this is hanging (900000 = ms, "
+    "90s, 15m, 2h, 1d). The default is the broker's transaction.max.timeout.ms.",
+)
+@click.option(
+    "--now",
+    default=None,
+    metavar="TIME",
+    callback=_parse_now,
+    help="The time ages are measured at: epoch milliseconds or ISO-8601 (UTC unless an offset "
+    "is given) [default: the current time].",
+)
+@click.option(
+    "--state",
+    "states",
+    type=click.Choice(STATES),
+    multiple=True,
+    help="Only list transactions in this state (repeatable); findings and partition lines "
+    "are always shown.",
+)
+@click.option(
+    "--bootstrap-server",
+    default=BOOTSTRAP_PLACEHOLDER,
+    show_default=True,
+    metavar="HOST:PORT",
+    help="Put into the printed kafka-transactions.sh commands.",
+)
+@format_option()
+@click.pass_obj
+def command(
+    settings: Any,
+    paths: tuple[str, ...],
+    older_than: int,
+    now: int,
+    states: tuple[str, ...],
+    bootstrap_server: str,
+    fmt: str,
+) -> None:
+    """List the transactions of partitions and find the hanging ones.
+
+    PATH is a partition directory, a log directory (all its partitions) or one .log segment.
+    Each transaction is rebuilt from the log the way the broker's producer state sees it: its
+    producer id and epoch, first and last offset (the COMMIT/ABORT marker), state (committed,
+    aborted, open), duration and record count. Only batch headers and control records are
+    read.
+
+    Reported: open transactions that started longer ago than --older-than before --now
+    (hanging: they hold back the last stable offset, so read_committed consumers stop there),
+    transactions without records, COMMIT/ABORT markers without data, aborted transactions
+    missing from the .txnindex (read_committed consumers would see their records), and
+    .txnindex entries that disagree with the log. For every partition: the last stable offset
+    it would have (the first offset of its earliest open transaction, else the log end
+    offset).
+
+    For each hanging transaction the kafka-transactions.sh abort command is printed. Its
+    coordinator epoch comes from the producer's last COMMIT/ABORT marker in the partition, else
+    from the newest producer snapshot, else from the __transaction_state partitions in the same
+    log dir (their leader epoch; the transactional id is shown too); when none has it the
+    command holds <coordinator-epoch> (kafka-transactions.sh describe-producers shows it).
+
+    Exit status: 0 nothing hanging and no errors, 1 hanging transactions or errors (such as an
+    aborted transaction missing from the .txnindex) found, 3 an input cannot be read.
+    """
+    out = Output(
+        fmt, progress=settings.progress, color=settings.color, verbosity=settings.verbosity
+    )
+    scanner = TransactionScanner(
+        now_ms=now, older_than_ms=older_than, bootstrap_server=bootstrap_server
+    )
+    text = TextReport(out) if fmt == "text" else None
+    for obj in scanner.scan(list(paths)):
+        listed = obj["type"] != "transaction" or _wanted(obj, states)
+        if text is not None:
+            text.add(obj, listed)  # abort commands are printed even for unlisted ones
+        elif listed:
+            out.emit(obj)
+    out.close()
+    s = scanner.summary
+    code = EXIT_FINDINGS if s.hanging or s.errors else EXIT_OK
+    click.get_current_context().exit(code)
+
+
+def _wanted(obj: Obj, states: tuple[str, ...]) -> bool:
+    if not states:
+        return True
+    if obj["state"] in states:
+        return True
+    return "hanging" in states and bool(obj.get("hanging"))
+
+
+class TextReport:
+    """Per partition: a table of transactions, its findings and the abort commands."""
+
+    COLUMNS = ["producer", "epoch", "first", "last", "state", "duration", "records", "note"]
+
+    def __init__(self, out: Output):
+        self.out = out
+        self.rows: list[list[str]] = []
+        self.findings: list[Obj] = []
+        self.commands: list[str] = []
+        self.quiet_partitions = 0
+
+    def add(self, obj: Obj, listed: bool = True) -> None:
+        kind = obj["type"]
+        if kind == "transaction":
+            if listed:
+                self.rows.append(self._row(obj))
+            if obj.get("abort_command"):
+                self.commands.append(obj["abort_command"])
+        elif kind == "finding":
+            self.findings.append(obj)
+        elif kind == "partition":
+            self._partition(obj)
+        elif kind == "summary":
+            self._summary(obj)
+
+    @staticmethod
+    def _row(t: Obj) -> list[str]:
+        state = t["state"]
+        note = ""
+        if t.get("hanging"):
+            state = "HANGING"
+            note = f"open for {format_duration(t.get('age_ms'))}"
+        elif state == "open":
+            note = f"open for {format_duration(t.get('age_ms'))}"
+        if t.get("transactional_id"):
+            note = (note + "; " if note else "") + f"txn id {t['transactional_id']}"
+        return [
+            str(t["producer_id"]),
+            str(t["producer_epoch"]),
+            str(t["first_offset"]),
+            str(t["last_offset"]),
+            state,
+            format_duration(t["duration_ms"]),
+            f"{t['records']:,}",
+            note,
+        ]
+
+    def _partition(self, p: Obj) -> None:
+        out = self.out
+        if not self.rows and not self.findings:
+            self.quiet_partitions += 1
+            return
+        name = p["path"]
+        lso, leo = p["last_stable_offset"], p["log_end_offset"]
+        if leo is None:
+            offsets = "no readable batches"
+        else:
+            held = "" if lso == leo else f" (held back by {_n(leo - lso, 'offset')})"
+            offsets = f"log end offset {leo}, last stable offset {lso}{held}"
+        title = (
+            f"{name}: {_n(p['transactions'], 'transaction')} ({p['committed']} committed, "
+            f"{p['aborted']} aborted, {p['open']} open); {offsets}"
+        )
+        if self.rows:
+            out.table(title, self.COLUMNS, self.rows, left=frozenset({"state", "note"}))
+        else:
+            out.line(title)
+        for f in self.findings:
+            out.line(
+                f"{f['severity']}: {f['code']}: {f['path']}"
+                + (f":{f['position']}" if f["position"] is not None else "")
+                + (f" (offset {f['offset']})" if f["offset"] is not None else "")
+                + f": {f['message']}"
+            )
+        if self.commands:
+            out.line("To abort the hanging transactions:")
+            for c in self.commands:
+                out.line(f"  {c}")
+            if any(EPOCH_PLACEHOLDER in c for c in self.commands):
+                out.line(
+                    f"  ({EPOCH_PLACEHOLDER}: not in this log dir; kafka-transactions.sh "
+                    f"describe-producers --topic {p['topic']} --partition {p['partition']} "
+                    "shows it)"
+                )
+        out.line("")
+        self.rows, self.findings, self.commands = [], [], []
+
+    def _summary(self, s: Obj) -> None:
+        quiet = (
+            f"; {_n(self.quiet_partitions, 'partition')} without transactions or findings"
+            if self.quiet_partitions
+            else ""
+        )
+        verdict = "HANGING TRANSACTIONS" if s["hanging"] else "no hanging transactions"
+        self.out.line(
+            f"klogtool transactions: {verdict}: {_n(s['partitions'], 'partition')}, "
+            f"{_n(s['transactions'], 'transaction')} ({s['committed']} committed, "
+            f"{s['aborted']} aborted, {s['open']} open, {s['hanging']} hanging), "
+            f"{_n(s['errors'], 'error')}, {_n(s['warnings'], 'warning')}{quiet}"
+        )
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count:,} {word}" + ("" if count == 1 else "s")
