@@ -86,6 +86,12 @@ COMMAND_MODULES = (
     "dump_segments",
     "verify",
     "transactions",
+    "export",
+    "truncate_recovery",
+    "rebuild_index",
+    "convert_format",
+    "compact",
+    "retention_sweep",
 )
 
 

@@ -49,3 +49,157 @@ def max_batch_bytes_option(f: F) -> F:
         callback=lambda _c, _p, v: parse_size(v),
         help="Refuse to decompress a batch beyond this size (decompression-bomb guard).",
     )(f)
+
+
+# -- writing commands (convert-format, compact, retention-sweep, ...) ---------------------------
+def dry_run_option(f: F) -> F:
+    return click.option("--dry-run", is_flag=True, help="Print the plan and change nothing.")(f)
+
+
+def force_option(f: F) -> F:
+    return click.option(
+        "--force",
+        is_flag=True,
+        help="Go ahead even though the log dir's .lock is held (a running broker!).",
+    )(f)
+
+
+def parse_now(text: str | None) -> int | None:
+    """``--now``: milliseconds since the epoch, or an ISO-8601 date-time (UTC if no zone)."""
+    if text is None:
+        return None
+    t = text.strip()
+    if t.lstrip("-").isdigit():
+        return int(t)
+    from datetime import datetime, timezone
+
+    try:
+        dt = datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(
+            f"not a time: {text!r} (milliseconds since the epoch, or e.g. 2024-05-01T12:00:00Z)"
+        ) from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp() * 1000)
+
+
+def now_option(f: F) -> F:
+    return click.option(
+        "--now",
+        metavar="TIME",
+        callback=lambda _c, _p, v: parse_now(v),
+        help="The current time for the broker's rules: milliseconds since the epoch or an "
+        "ISO-8601 date-time [default: the clock].",
+    )(f)
+
+
+def topic_config_option(f: F) -> F:
+    return click.option(
+        "--config",
+        "configs",
+        multiple=True,
+        metavar="TOPIC=KEY=VALUE|FILE",
+        help="A topic config (e.g. orders=retention.ms=86400000), or a properties file of "
+        "broker defaults (log.retention.hours=168, ...) and TOPIC=KEY=VALUE lines. "
+        "Repeatable; a topic's own setting beats the command's options, which beat the "
+        "file's defaults.",
+    )(f)
+
+
+def _parse_high_watermark(_c: click.Context, _p: click.Parameter, v: str | None):
+    if v is None or v == "log-end":
+        return v
+    if not v.isdigit():
+        raise click.BadParameter("expected an offset or log-end")
+    return int(v)
+
+
+def high_watermark_option(f: F) -> F:
+    return click.option(
+        "--high-watermark",
+        metavar="OFFSET|log-end",
+        callback=_parse_high_watermark,
+        help="The high watermark to respect [default: the log dir's "
+        "replication-offset-checkpoint; without an entry the broker assumes 0].",
+    )(f)
+
+
+# -- Spark (export, verify --engine spark) --------------------------------------------------------
+def _parse_confs(_c: click.Context, _p: click.Parameter, values: tuple[str, ...]):
+    confs: dict[str, str] = {}
+    for v in values:
+        key, sep, value = v.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected KEY=VALUE, not {v!r}")
+        confs[key.strip()] = value
+    return confs
+
+
+def spark_options(default_engine: str, engine_help: str) -> Callable[[F], F]:
+    """``--engine``, ``--master``, ``--remote`` and ``--conf``."""
+
+    def decorate(f: F) -> F:
+        f = click.option(
+            "--conf",
+            "spark_conf",
+            multiple=True,
+            metavar="KEY=VALUE",
+            callback=_parse_confs,
+            help="A Spark setting, e.g. spark.executor.memory=4g (repeatable).",
+        )(f)
+        f = click.option(
+            "--remote",
+            metavar="sc://HOST:PORT",
+            help="Run on a Spark Connect server instead of starting Spark here.",
+        )(f)
+        f = click.option(
+            "--master",
+            metavar="URL",
+            help="Spark master: local[*] (the default: Spark inside this process), local[N], "
+            "spark://HOST:PORT, yarn, k8s://...",
+        )(f)
+        return click.option(
+            "--engine",
+            type=click.Choice(("local", "spark")),
+            default=default_engine,
+            show_default=True,
+            help=engine_help,
+        )(f)
+
+    return decorate
+
+
+# -- index rebuilding (rebuild-index, truncate-recovery) ------------------------------------------
+def index_interval_option(f: F) -> F:
+    return click.option(
+        "--index-interval-bytes",
+        "index_interval_bytes",
+        default="4096",
+        show_default=True,
+        metavar="SIZE",
+        callback=lambda _c, _p, v: parse_size(v),
+        help="The topic's index.interval.bytes: an offset-index entry whenever more than this "
+        "many bytes were written since the last one (as the broker's recovery builds them).",
+    )(f)
+
+
+def jobs_option(f: F) -> F:
+    def check(_c: click.Context, _p: click.Parameter, v: int | None) -> int:
+        import os
+
+        if v is None:
+            return os.cpu_count() or 1
+        if v < 1:
+            raise click.BadParameter("must be at least 1")
+        return v
+
+    return click.option(
+        "--jobs",
+        "-j",
+        type=int,
+        default=None,
+        metavar="N",
+        callback=check,
+        help="Worker processes walking segments in parallel [default: the CPU count].",
+    )(f)

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from typing import Any
 
 import click
 
-from klogtool.commands._options import format_option, max_batch_bytes_option, paths_argument
+from klogtool.commands._options import (
+    format_option,
+    max_batch_bytes_option,
+    paths_argument,
+    spark_options,
+)
+from klogtool.commands._spark import check_target, spark_session
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
+from klogtool.log.arrow_reader import DEFAULT_TARGET_SPLIT_BYTES
 from klogtool.log.files import total_log_bytes
+from klogtool.log.fleet_verify import FleetVerifier
 from klogtool.log.verifier import Verifier
 from klogtool.output import Output
 
@@ -20,11 +29,24 @@ from klogtool.output import Output
     is_flag=True,
     help="Also decompress and decode every record (offsets, timestamps, inner CRCs).",
 )
+@spark_options(
+    "local",
+    "local: this process; spark: the same verifier on Spark, one task per group of "
+    "partitions (local[*] unless --master/--remote), findings printed the same way.",
+)
 @format_option()
 @max_batch_bytes_option
 @click.pass_obj
 def command(
-    settings: Any, paths: tuple[str, ...], deep: bool, fmt: str, max_batch_bytes: int
+    settings: Any,
+    paths: tuple[str, ...],
+    deep: bool,
+    engine: str,
+    master: str | None,
+    remote: str | None,
+    spark_conf: dict[str, str],
+    fmt: str,
+    max_batch_bytes: int,
 ) -> None:
     """Check Kafka log files the way a demanding broker would.
 
@@ -39,11 +61,27 @@ def command(
 
     Exit status: 0 nothing wrong (warnings allowed), 1 errors found, 3 an input cannot be read.
     """
+    check_target(master, remote)
+    if engine == "local" and (master or remote or spark_conf):
+        raise click.UsageError("--master, --remote and --conf need --engine spark")
     out = Output(
         fmt, progress=settings.progress, color=settings.color, verbosity=settings.verbosity
     )
-    with out.progress(total_log_bytes(list(paths)), "verifying") as advance:
-        verifier = Verifier(deep=deep, max_batch_bytes=max_batch_bytes, progress=advance)
+    verifier: Verifier | FleetVerifier
+    with ExitStack() as stack, out.progress(total_log_bytes(list(paths)), "verifying") as advance:
+        if engine == "spark":
+            spark, jobs = stack.enter_context(
+                spark_session(master, remote, spark_conf, settings.verbosity)
+            )
+            verifier = jobs.spark_verifier(
+                spark,
+                deep=deep,
+                max_batch_bytes=max_batch_bytes,
+                target_split_bytes=DEFAULT_TARGET_SPLIT_BYTES,
+                progress=advance,
+            )
+        else:
+            verifier = Verifier(deep=deep, max_batch_bytes=max_batch_bytes, progress=advance)
         for f in verifier.verify(list(paths)):
             if fmt == "text":
                 out.line(

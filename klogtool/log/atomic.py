@@ -124,6 +124,14 @@ class FileOps:
             os.close(fd)
         self._done()
 
+    def set_mtime(self, path: Path, mtime_ns: int) -> None:
+        """Give ``path`` a modification time (the cleaner keeps the source segment's, which
+        time retention falls back to)."""
+        if not self._step(f"set mtime of {path}"):
+            return
+        os.utime(path, ns=(mtime_ns, mtime_ns))
+        self._done()
+
     def mkdir(self, path: Path) -> None:
         if not self._step(f"mkdir {path}"):
             return
@@ -158,6 +166,7 @@ class NewSegment:
 
     base_offset: int
     files: dict[str, Iterable[bytes | memoryview]] = field(default_factory=dict)
+    mtime_ns: int | None = None  # given to the .log once written (None: the current time)
 
 
 def replace_segments(
@@ -171,7 +180,17 @@ def replace_segments(
             if path.exists() and not ops.dry_run:
                 ops.unlink(path)
             ops.write(path, chunks)
+            if suffix == ".log" and seg.mtime_ns is not None:
+                ops.set_mtime(path, seg.mtime_ns)
             written.append(path)
+    swap_in_cleaned(ops, part_dir, written, old_bases)
+
+
+def swap_in_cleaned(
+    ops: FileOps, part_dir: Path, written: list[Path], old_bases: list[int]
+) -> None:
+    """The second half of :func:`replace_segments`, for callers that wrote the ``.cleaned``
+    files themselves (``written``, each ``<segment file name>.cleaned`` in ``part_dir``)."""
     ops.fsync_dir(part_dir)
     # Highest offset first: a crash in between leaves .cleaned files below every .swap file,
     # and the loader then deletes those swaps (an incomplete swap), keeping the originals.

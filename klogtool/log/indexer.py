@@ -9,8 +9,10 @@ Batch headers only: records are never decoded.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from klogtool.formats.batch import Batch
 from klogtool.formats.index import OffsetIndexEntry, TimeIndexEntry
 from klogtool.formats.records import ScanResult, SegmentScanner
 
@@ -30,11 +32,14 @@ def build_indexes(
     *,
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
     strict: bool = False,
+    on_batch: Callable[[Batch], None] | None = None,
 ) -> BuiltIndexes:
     """Index entries for the valid prefix of a segment (the broker's recovery walk).
 
     ``strict=False`` walks like the broker (magic and offset order not checked); the walk stops
-    at the first invalid batch either way, as recovery does.
+    at the first invalid batch either way, as recovery does. ``on_batch`` sees every valid batch
+    before it is indexed (the producer-state side of ``LogSegment.recover``); an exception it
+    raises ends the walk and propagates.
     """
     offsets: list[OffsetIndexEntry] = []
     times: list[TimeIndexEntry] = []
@@ -43,6 +48,8 @@ def build_indexes(
     bytes_at_last_entry = 0
     scanner = SegmentScanner(buf, strict=strict, stop_on_crc=True)
     for batch in scanner:
+        if on_batch is not None:
+            on_batch(batch)
         pos = batch.position
         if batch.max_timestamp > max_ts:
             max_ts = batch.max_timestamp

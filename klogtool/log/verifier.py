@@ -936,6 +936,13 @@ class Verifier:
             parsed = layout.parse_partition_dir_name(p.name)
             if parsed is not None:
                 ends[parsed] = bounds
+        yield from self.verify_log_dir_files(logdir, ends)
+
+    def verify_log_dir_files(
+        self, logdir: layout.LogDir, ends: dict[tuple[str, int], tuple[int | None, int | None]]
+    ) -> Iterator[Finding]:
+        """The log dir's own files, checked against ``ends``: (topic, partition) -> the
+        (first base offset, log end offset) that :meth:`verify_partition` returned."""
         for f in logdir.files:
             kind = layout.file_kind(f)
             if kind == layout.OFFSET_CHECKPOINT:

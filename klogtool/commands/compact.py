@@ -1,0 +1,340 @@
+"""``klogtool compact``: the LogCleaner's compaction of a partition, offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from klogtool.commands._options import (
+    dry_run_option,
+    force_option,
+    format_option,
+    high_watermark_option,
+    max_batch_bytes_option,
+    now_option,
+    parse_size,
+    paths_argument,
+    topic_config_option,
+)
+from klogtool.errors import EXIT_FINDINGS, EXIT_OK, KlogtoolError
+from klogtool.formats.errors import FormatError
+from klogtool.log import layout
+from klogtool.log.cleaner import CompactionPlan, execute_compaction, plan_compaction
+from klogtool.log.partition import load_partition, partition_dirs
+from klogtool.log.topicconfig import parse_config_args
+from klogtool.log.writing import format_ts, is_special_partition_dir, now_ms, writing_session
+from klogtool.output import Output
+
+
+def _size(_c: click.Context, _p: click.Parameter, v: str | None) -> int | None:
+    return None if v is None else parse_size(v)
+
+
+@click.command("compact")
+@paths_argument
+@click.option(
+    "--delete-retention-ms",
+    type=int,
+    metavar="MS",
+    help="delete.retention.ms: how long tombstones and transaction markers live on after a "
+    "cleaning gives them a delete horizon [default: the topic's, else 86400000].",
+)
+@click.option(
+    "--min-compaction-lag-ms",
+    type=int,
+    metavar="MS",
+    help="min.compaction.lag.ms: segments with newer records are not cleaned [default: 0].",
+)
+@click.option(
+    "--max-compaction-lag-ms",
+    type=int,
+    metavar="MS",
+    help="max.compaction.lag.ms: makes the broker pick the log whatever its dirty ratio "
+    "[default: off].",
+)
+@click.option(
+    "--min-cleanable-dirty-ratio",
+    type=click.FloatRange(0, 1),
+    metavar="RATIO",
+    help="min.cleanable.dirty.ratio: whether the broker would pick the log [default: 0.5].",
+)
+@click.option(
+    "--segment-bytes",
+    callback=_size,
+    metavar="SIZE",
+    help="segment.bytes: the size limit when grouping segments into one cleaned segment "
+    "[default: 1G].",
+)
+@click.option(
+    "--segment-index-bytes",
+    callback=_size,
+    metavar="SIZE",
+    help="segment.index.bytes: the index size limit when grouping segments [default: 10M].",
+)
+@click.option(
+    "--index-interval-bytes",
+    type=int,
+    metavar="N",
+    help="index.interval.bytes of the cleaned segments' indexes [default: 4096].",
+)
+@click.option(
+    "--producer-id-expiration-ms",
+    type=int,
+    metavar="MS",
+    help="producer.id.expiration.ms: the last batch of a producer idle for less (or with an "
+    "open transaction) survives as an empty batch [default: 86400000].",
+)
+@click.option(
+    "--only-eligible",
+    is_flag=True,
+    help="Only compact logs the broker's cleaner would pick now (dirty ratio above "
+    "min.cleanable.dirty.ratio, or max.compaction.lag.ms passed).",
+)
+@now_option
+@topic_config_option
+@high_watermark_option
+@dry_run_option
+@force_option
+@format_option()
+@max_batch_bytes_option
+@click.pass_obj
+def command(
+    settings: Any,
+    paths: tuple[str, ...],
+    delete_retention_ms: int | None,
+    min_compaction_lag_ms: int | None,
+    max_compaction_lag_ms: int | None,
+    min_cleanable_dirty_ratio: float | None,
+    segment_bytes: int | None,
+    segment_index_bytes: int | None,
+    index_interval_bytes: int | None,
+    producer_id_expiration_ms: int | None,
+    only_eligible: bool,
+    now: int | None,
+    configs: tuple[str, ...],
+    high_watermark: int | str | None,
+    dry_run: bool,
+    force: bool,
+    fmt: str,
+    max_batch_bytes: int,
+) -> None:
+    """Compact partitions the way the broker's log cleaner does.
+
+    PATH is a partition directory (compacted whatever its topic's cleanup.policy) or a log
+    directory (its partitions whose cleanup.policy contains compact: the internal topics,
+    and topics configured so with --config).
+
+    The cleaner's rules: the active segment is never cleaned; the dirty range runs from the
+    cleaner-offset-checkpoint (else the log start offset) to the first uncleanable offset:
+    the last stable offset (open transactions, the high watermark), the active segment, and
+    segments younger than min.compaction.lag.ms. A key -> last offset map over the dirty
+    range decides which records survive in every segment below it: the latest record per
+    key; keyless records go; aborted transactional data goes; tombstones and transaction
+    markers get a delete horizon (now + delete.retention.ms, the KIP-534 batch bit) and go
+    on a later run past it. Offsets, producer ids, sequences and codecs are kept; the last
+    batch of each active producer stays as an empty batch. Segments are grouped like the
+    cleaner does (segment.bytes, segment.index.bytes, the int32 offset range) and swapped in
+    through the .cleaned/.swap protocol; cleaner-offset-checkpoint is updated.
+
+    Every segment is reported with its status, the records kept and removed and why
+    (superseded, tombstone expired, aborted, keyless), and its bytes before and after;
+    --dry-run reports only that: the answer to "why is this not compacting".
+
+    Exit status: 0 done, 1 some partitions were skipped, 3 an input cannot be read, 4 a
+    broker holds the log directory.
+    """
+    out = Output(fmt, progress=False, color=settings.color, verbosity=settings.verbosity)
+    source = parse_config_args(configs)
+    overrides = {
+        "delete_retention_ms": delete_retention_ms,
+        "min_compaction_lag_ms": min_compaction_lag_ms,
+        "max_compaction_lag_ms": max_compaction_lag_ms,
+        "min_cleanable_dirty_ratio": min_cleanable_dirty_ratio,
+        "segment_bytes": segment_bytes,
+        "segment_index_bytes": segment_index_bytes,
+        "index_interval_bytes": index_interval_bytes,
+        "producer_id_expiration_ms": producer_id_expiration_ms,
+    }
+    now = now_ms(now)
+    parts: list[Path] = []
+    skipped = 0
+    for arg in paths:
+        path = Path(arg)
+        found, warnings = partition_dirs(path)
+        for w in warnings:
+            out.warn(w)
+            skipped += 1
+        explicit = layout.looks_like_partition_dir(path)
+        for p in found:
+            if is_special_partition_dir(p):
+                out.info(f"{p}: skipped (a partition directory being deleted or moved)")
+                continue
+            parsed = layout.parse_partition_dir_name(p.name)
+            topic = parsed[0] if parsed else None
+            if not explicit and not source.for_topic(topic).compact:
+                out.info(f"{p}: skipped: cleanup.policy of {topic} does not contain compact")
+                continue
+            parts.append(p)
+    totals = {
+        "partitions": 0,
+        "partitions_compacted": 0,
+        "segments_replaced": 0,
+        "bytes_before": 0,
+        "bytes_after": 0,
+    }
+    with writing_session(parts, force=force, dry_run=dry_run) as session:
+        for p, done in session.completed.items():
+            verb = "would complete" if dry_run else "completed"
+            for what in done:
+                out.warn(f"{p}: {verb} an interrupted operation first: {what}")
+        for p in parts:
+            try:
+                view = load_partition(p)
+                parsed = layout.parse_partition_dir_name(p.name)
+                cfg = source.for_topic(parsed[0] if parsed else None, overrides)
+                plan = plan_compaction(
+                    view,
+                    cfg,
+                    now=now,
+                    high_watermark=high_watermark,
+                    simulate=dry_run,
+                    max_batch_bytes=max_batch_bytes,
+                )
+            except (KlogtoolError, FormatError) as e:
+                if len(parts) == 1:
+                    raise
+                out.warn(f"{p}: skipped: {e}")
+                skipped += 1
+                continue
+            totals["partitions"] += 1
+            run = not dry_run and not plan.nothing_to_clean
+            if only_eligible and not plan.eligible:
+                run = False
+                plan.notes.append("--only-eligible: not compacted")
+            if run:
+                res = execute_compaction(session.ops, plan)
+                totals["partitions_compacted"] += 1
+                totals["segments_replaced"] += res.segments_replaced
+                totals["bytes_before"] += res.bytes_before
+                totals["bytes_after"] += res.bytes_after
+            elif dry_run:
+                for s in plan.segments:
+                    if s.group is not None:
+                        totals["bytes_before"] += s.size
+                        totals["bytes_after"] += s.bytes_after or 0
+                        totals["segments_replaced"] += 1
+            _show(out, plan, dry_run=dry_run, ran=run)
+    if fmt == "text":
+        title = "klogtool compact: " + ("dry run, nothing changed" if dry_run else "done")
+        out.table(title, ["", "count"], [[k, f"{v:,}"] for k, v in totals.items()])
+    else:
+        out.emit({"type": "summary", "dry_run": dry_run, **totals})
+    out.close()
+    click.get_current_context().exit(EXIT_FINDINGS if skipped else EXIT_OK)
+
+
+_REMOVED = ("superseded", "tombstones_expired", "aborted", "keyless", "markers_removed")
+
+
+def _show(out: Output, plan: CompactionPlan, *, dry_run: bool, ran: bool) -> None:
+    name = plan.path.name
+    measured = plan.simulated or ran
+    if out.fmt != "text":
+        for s in plan.segments:
+            out.emit(
+                {
+                    "type": "segment",
+                    "partition": str(plan.path),
+                    "base_offset": s.base_offset,
+                    "status": s.status,
+                    "why": s.why,
+                    "group": s.group,
+                    "largest_timestamp": s.largest_timestamp,
+                    **(s.counts() if measured and s.group is not None else {}),
+                    "delete_horizon_ms": s.delete_horizon_ms,
+                    "bytes_before": s.size,
+                    "bytes_after": s.bytes_after if measured and s.group is not None else None,
+                }
+            )
+        out.emit(
+            {
+                "type": "partition",
+                "partition": str(plan.path),
+                "topic": plan.topic,
+                "now": plan.now,
+                "log_start_offset": plan.log_start_offset,
+                "log_end_offset": plan.log_end_offset,
+                "high_watermark": plan.high_watermark,
+                "high_watermark_source": plan.high_watermark_source,
+                "last_stable_offset": plan.last_stable_offset,
+                "first_dirty_offset": plan.first_dirty_offset,
+                "first_dirty_source": plan.first_dirty_source,
+                "first_uncleanable_offset": plan.first_uncleanable_offset,
+                "uncleanable_reason": plan.uncleanable_reason,
+                "dirty_ratio": round(plan.dirty_ratio, 6),
+                "clean_bytes": plan.clean_bytes,
+                "cleanable_bytes": plan.cleanable_bytes,
+                "eligible": plan.eligible,
+                "eligibility": plan.eligibility,
+                "end_offset": plan.end_offset,
+                "groups": plan.groups,
+                "keys_mapped": plan.map_size,
+                "active_producers": plan.active_producers,
+                "compacted": ran,
+                "why_not": plan.why_not,
+                "notes": plan.notes,
+            }
+        )
+        return
+    lines = [
+        f"{name}: dirty range {plan.first_dirty_offset} ({plan.first_dirty_source}) to "
+        f"{plan.first_uncleanable_offset} ({plan.uncleanable_reason}); log "
+        f"{plan.log_start_offset}..{plan.log_end_offset}, now {format_ts(plan.now)}",
+        f"{name}: {plan.eligibility}",
+    ]
+    if plan.why_not:
+        lines.append(f"{name}: nothing to clean: {plan.why_not}")
+    else:
+        lines.append(
+            f"{name}: {plan.map_size:,} keys mapped; {len(plan.groups)} cleaned segment(s) "
+            f"{plan.groups}; new cleaner checkpoint {plan.end_offset}"
+        )
+    lines += [f"{name}: {n}" for n in plan.notes]
+    for line in lines:
+        out.line(line)
+    rows = []
+    for s in plan.segments:
+        cleaned = s.group is not None and measured
+        removed = ", ".join(
+            f"{k.replace('_', ' ')} {v}" for k in _REMOVED if cleaned and (v := getattr(s, k))
+        )
+        note = s.why
+        if cleaned and s.tombstones_kept and s.delete_horizon_ms is not None:
+            note += f"; {s.tombstones_kept} tombstones kept until {format_ts(s.delete_horizon_ms)}"
+        if cleaned and s.empty_batches_kept:
+            note += f"; {s.empty_batches_kept} empty batches kept (producer state)"
+        rows.append(
+            [
+                str(s.base_offset),
+                s.status,
+                f"{s.records_in:,}" if cleaned else "-",
+                f"{s.kept:,}" if cleaned else "-",
+                removed or ("-" if cleaned else ""),
+                f"{s.size:,}",
+                f"{s.bytes_after:,}" if cleaned and s.bytes_after is not None else "-",
+                note,
+            ]
+        )
+    out.table(
+        f"{name}: "
+        + (
+            "nothing to compact"
+            if plan.nothing_to_clean
+            else ("would compact" if dry_run else ("compacted" if ran else "not compacted"))
+        ),
+        ["segment", "status", "records", "kept", "removed", "bytes", "after", "why"],
+        rows,
+        left=frozenset({"status", "removed", "why"}),
+    )

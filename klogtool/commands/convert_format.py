@@ -1,0 +1,327 @@
+"""``klogtool convert-format``: rewrite segments to another message format and/or codec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from klogtool.commands._options import (
+    dry_run_option,
+    force_option,
+    format_option,
+    index_interval_option,
+    max_batch_bytes_option,
+    parse_size,
+)
+from klogtool.errors import EXIT_FINDINGS, EXIT_OK, RefusedError
+from klogtool.formats import codecs
+from klogtool.log.converter import (
+    COPY,
+    ConversionPlan,
+    ConvertOptions,
+    describe_losses,
+    execute_conversion,
+    partial_dir,
+    plan_conversion,
+    source_partitions,
+)
+from klogtool.log.partition import is_within
+from klogtool.log.writing import writing_session
+from klogtool.output import Output
+
+_LEVELS = {"gzip": (-1, 9), "lz4": (1, 17), "zstd": (-7, 22)}
+
+
+@click.command("convert-format")
+@click.argument("src", metavar="SRC")
+@click.argument("dest", metavar="DEST", required=False)
+@click.option(
+    "--to-magic",
+    type=click.IntRange(0, 2),
+    default=2,
+    show_default=True,
+    help="Message format of the output: 0, 1 or 2.",
+)
+@click.option(
+    "--compression",
+    type=click.Choice(list(codecs.CODEC_NAMES.values())),
+    default=None,
+    help="Codec of every rewritten batch [default: keep each batch's codec].",
+)
+@click.option("--compression-level", type=int, default=None, metavar="N", help="Codec level.")
+@click.option(
+    "--keep-batching",
+    is_flag=True,
+    help="One output batch per input batch (the default; uncompressed v0/v1 output always "
+    "holds one record per message).",
+)
+@click.option(
+    "--batch-bytes",
+    metavar="SIZE",
+    default=None,
+    help="Re-batch records of batches without producer state into batches of about SIZE "
+    "bytes (e.g. one-message-per-entry v0/v1 data into v2 batches).",
+)
+@click.option(
+    "--in-place", is_flag=True, help="Rewrite SRC itself, atomically, instead of into DEST."
+)
+@click.option(
+    "--allow-lossy",
+    is_flag=True,
+    help="Go ahead when the target format cannot hold everything (and report what was lost).",
+)
+@index_interval_option
+@dry_run_option
+@force_option
+@format_option()
+@max_batch_bytes_option
+@click.pass_obj
+def command(
+    settings: Any,
+    src: str,
+    dest: str | None,
+    to_magic: int,
+    compression: str | None,
+    compression_level: int | None,
+    keep_batching: bool,
+    batch_bytes: str | None,
+    in_place: bool,
+    allow_lossy: bool,
+    index_interval_bytes: int,
+    dry_run: bool,
+    force: bool,
+    fmt: str,
+    max_batch_bytes: int,
+) -> None:
+    """Rewrite SRC to message format 0, 1 or 2 and/or another codec, keeping every offset.
+
+    SRC is a .log segment, a partition directory or a log directory. The output goes to
+    DEST, a new (or empty) directory that becomes the converted copy of SRC (for a segment:
+    the directory that receives it), or with --in-place replaces SRC through the broker's
+    .cleaned/.swap protocol. Every output segment gets a .index and .timeindex built by the
+    broker's rule (and its .txnindex when it has aborted transactions);
+    leader-epoch-checkpoint, partition.metadata and producer snapshots are carried over, and
+    for a log directory meta.properties and the offset checkpoints.
+
+    The broker's conversion rules apply: v0 records get timestamp -1 in v2, LogAppendTime
+    stays LogAppendTime, producer ids, sequences and transactional/control flags are kept
+    in v2. Batches already in the target form are copied byte for byte. Anything the target
+    cannot hold - headers or transactional/control batches in v0/v1, timestamps in v0, zstd
+    in v0/v1 - is refused (exit 4) with a count of what would be lost, unless
+    --allow-lossy, which reports what was dropped.
+
+    Exit status: 0 done, 2 bad options, 3 an input cannot be read (nothing is written), 4
+    refused: lossy conversion, destination not empty, or a broker holds the log directory.
+    """
+    out = Output(fmt, progress=False, color=settings.color, verbosity=settings.verbosity)
+    if in_place == (dest is not None):
+        raise click.UsageError("give either DEST or --in-place")
+    if keep_batching and batch_bytes is not None:
+        raise click.UsageError("--keep-batching and --batch-bytes exclude each other")
+    codec = codecs.CODEC_IDS[compression] if compression is not None else None
+    if codec == codecs.ZSTD and to_magic < 2:
+        raise click.BadParameter("zstd needs --to-magic 2", param_hint="--compression")
+    if compression_level is not None:
+        if compression is None:
+            raise click.UsageError("--compression-level needs --compression")
+        lo, hi = _LEVELS.get(compression, (0, -1))
+        if not lo <= compression_level <= hi:
+            raise click.BadParameter(
+                f"{compression} takes no level"
+                if hi < lo
+                else f"{compression} levels are {lo}..{hi}",
+                param_hint="--compression-level",
+            )
+    rebatch = None
+    if batch_bytes is not None:
+        try:
+            rebatch = parse_size(batch_bytes)
+        except click.BadParameter as e:
+            raise click.BadParameter(e.message, param_hint="--batch-bytes") from None
+        if rebatch <= 0:
+            raise click.BadParameter("must be positive", param_hint="--batch-bytes")
+    src_path = Path(src)
+    dest_path = Path(dest) if dest is not None else None
+    if dest_path is not None:
+        _check_dest(src_path, dest_path)
+    opts = ConvertOptions(
+        to_magic=to_magic,
+        compression=codec,
+        compression_level=compression_level,
+        batch_bytes=rebatch,
+        index_interval_bytes=index_interval_bytes,
+        max_batch_bytes=max_batch_bytes,
+    )
+    partitions = source_partitions(src_path)
+    with writing_session(
+        partitions if in_place else [],
+        force=force,
+        dry_run=dry_run,
+        read_only=[] if in_place else [src_path],
+    ) as session:
+        for p, done in session.completed.items():
+            verb = "would complete" if dry_run else "completed"
+            for what in done:
+                out.warn(f"{p}: {verb} an interrupted operation first: {what}")
+        if not in_place:
+            for p in partitions:
+                if any(c.name.endswith((".cleaned", ".swap")) for c in p.iterdir()):
+                    out.warn(
+                        f"{p}: holds an interrupted swap (.cleaned/.swap files) that the "
+                        f"broker would complete first; converting the segments as they are"
+                    )
+        plan = plan_conversion(src_path, opts, confine=in_place)
+        for p in plan.skipped:
+            out.warn(f"{p}: skipped: a symlink out of {src_path} (never written through)")
+        losses = plan.losses
+        lossy = losses.lossy()
+        _show_plan(out, plan, dry_run)
+        if lossy and not allow_lossy:
+            if fmt != "text":
+                out.emit({"type": "refused", "reason": "lossy", "losses": losses.as_dict()})
+            out.close()
+            raise RefusedError(
+                f"converting to magic {to_magic} would lose data: {describe_losses(lossy)}",
+                path=str(src_path),
+                code="lossy-conversion",
+                hint="--allow-lossy converts anyway and reports what was dropped",
+            )
+        if dry_run:
+            _summary(out, plan, None, dry_run=True)
+            out.close()
+            click.get_current_context().exit(EXIT_OK)
+        result = execute_conversion(session.ops, plan, dest=dest_path)
+        _summary(out, plan, result, dry_run=False)
+    for part in plan.partitions:
+        last = part.segments[-1] if part.segments else None
+        if last is not None and last.last_offset_in is not None:
+            was = last.last_offset_in + 1
+            now = last.last_offset_out + 1 if last.last_offset_out is not None else None
+            if now != was:
+                out.warn(
+                    f"{part.source}: the log end offset moves back from {was} to "
+                    f"{now if now is not None else 'the last segment base'}: its last batches "
+                    f"were dropped (the broker caps the high watermark there and deletes "
+                    f"producer snapshots beyond it)"
+                )
+    dropped = losses.lossy() | losses.informational()
+    if dropped:
+        out.warn(f"dropped in the conversion: {describe_losses(dropped, done=True)}")
+    out.close()
+    click.get_current_context().exit(EXIT_FINDINGS if plan.skipped else EXIT_OK)
+
+
+def _check_dest(src: Path, dest: Path) -> None:
+    if dest.is_symlink():
+        raise RefusedError(
+            "the destination is a symlink (never written through)",
+            path=str(dest),
+            code="destination-symlink",
+        )
+    if dest.exists():
+        if not dest.is_dir():
+            raise RefusedError(
+                "the destination exists and is not a directory",
+                path=str(dest),
+                code="destination-not-empty",
+            )
+        if any(dest.iterdir()):
+            raise RefusedError(
+                "the destination is not empty", path=str(dest), code="destination-not-empty"
+            )
+    if src.exists() and (is_within(src, dest) or is_within(dest, src)):
+        raise click.UsageError("DEST must not be inside SRC (or SRC inside DEST)")
+    if not dest.parent.is_dir():
+        raise click.UsageError(f"the parent of DEST does not exist: {dest.parent}")
+    partial = partial_dir(dest)
+    if partial.exists() and not (partial / ".klogtool-partial").exists():
+        raise RefusedError(
+            "a directory with the name klogtool uses for partial output exists",
+            path=str(partial),
+            code="destination-not-empty",
+        )
+
+
+def _show_plan(out: Output, plan: ConversionPlan, dry_run: bool) -> None:
+    opts = plan.options
+    target = f"magic {opts.to_magic}, " + (
+        codecs.CODEC_NAMES[opts.compression] if opts.compression is not None else "codecs kept"
+    )
+    if out.fmt != "text":
+        for part in plan.partitions:
+            for s in part.segments:
+                out.emit(
+                    {
+                        "type": "segment",
+                        "path": str(s.source),
+                        "base_offset": s.base_offset,
+                        "size": s.size,
+                        "batches": s.batches,
+                        "action": s.action,
+                        "last_offset": s.last_offset_in,
+                        "last_offset_out": s.last_offset_out,
+                        "losses": s.losses.as_dict(),
+                    }
+                )
+        return
+    rows = []
+    for part in plan.partitions:
+        for s in part.segments:
+            lost = s.losses.lossy() | s.losses.informational()
+            rows.append(
+                [
+                    s.source.parent.name,
+                    str(s.base_offset),
+                    f"{s.batches:,}",
+                    f"{s.size:,}",
+                    "unchanged" if s.action == COPY else "convert",
+                    ", ".join(f"{_SHORT.get(k, k)} {v:,}" for k, v in lost.items()) or "-",
+                ]
+            )
+    out.table(
+        f"convert-format {plan.source} to {target}" + (" (dry run)" if dry_run else ""),
+        ["partition", "segment", "batches", "bytes", "action", "lost"],
+        rows,
+        left=frozenset({"action", "lost"}),
+    )
+
+
+_SHORT = {
+    "control_batches": "markers",
+    "transactional_batches": "txn batches",
+    "zstd_batches": "zstd batches",
+    "producer_batches": "producer ids",
+    "empty_batches": "empty batches",
+    "leader_epoch_batches": "leader epochs",
+    "delete_horizon_batches": "delete horizons",
+}
+
+
+def _summary(out: Output, plan: ConversionPlan, result: Any, *, dry_run: bool) -> None:
+    segs = plan.segments
+    stats: dict[str, Any] = {
+        "partitions": len(plan.partitions),
+        "segments": len(segs),
+        "segments_unchanged": sum(1 for s in segs if s.action == COPY),
+        "bytes_in": sum(s.size for s in segs),
+    }
+    if result is not None:
+        stats.update(
+            segments_written=result.segments_written,
+            bytes_out=result.bytes_out,
+            batches_out=result.batches_out,
+            indexes_rebuilt=result.indexes_rebuilt,
+            files_carried=result.files_carried,
+        )
+        if result.destination is not None:
+            stats["destination"] = str(result.destination)
+    losses = plan.losses.as_dict()
+    if out.fmt == "text":
+        title = "klogtool convert-format: " + ("dry run, nothing changed" if dry_run else "done")
+        rows = [[k, f"{v:,}" if isinstance(v, int) else str(v)] for k, v in stats.items()]
+        rows += [[f"lost: {k}", f"{v:,}"] for k, v in losses.items() if v]
+        out.table(title, ["", "count"], rows)
+    else:
+        out.emit({"type": "summary", "dry_run": dry_run, **stats, "losses": losses})

@@ -1,0 +1,322 @@
+"""``klogtool export``: segments to Parquet or JSON Lines, through Spark or a process pool."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import click
+
+from klogtool.commands._options import (
+    dry_run_option,
+    format_option,
+    max_batch_bytes_option,
+    parse_size,
+    paths_argument,
+    spark_options,
+)
+from klogtool.commands._spark import check_target, require_pyarrow, spark_session
+from klogtool.errors import EXIT_FINDINGS, EXIT_OK
+from klogtool.log.arrow_reader import (
+    LEVELS,
+    ON_CORRUPT,
+    PAYLOAD_DECODERS,
+    CorruptSegmentError,
+    ReadOptions,
+    list_segments,
+    pack,
+)
+from klogtool.log.exporter import (
+    FORMATS,
+    PARTITION_COLUMNS,
+    Destination,
+    LocalJob,
+    check_local_dest,
+    count_output,
+    export_local,
+)
+from klogtool.output import Output
+
+
+def _partition_by(_c: click.Context, _p: click.Parameter, value: str) -> tuple[str, ...]:
+    if value in ("", "none"):
+        return ()
+    cols = tuple(c.strip() for c in value.split(","))
+    bad = [c for c in cols if c not in PARTITION_COLUMNS] or len(set(cols)) != len(cols)
+    if bad:
+        raise click.BadParameter("expected topic, partition or topic,partition (or none)")
+    return cols
+
+
+@click.command("export")
+@paths_argument
+@click.option(
+    "--to",
+    "to_dest",
+    type=(click.Choice(FORMATS), str),
+    required=True,
+    metavar="parquet|jsonl DEST",
+    help="Output format and destination directory (a local path, or with Spark any URI "
+    "Spark writes to: hdfs://, s3a://...).",
+)
+@spark_options(
+    "spark",
+    "spark: a Spark job (local[*] unless --master/--remote); local: the same reader in a "
+    "process pool with pyarrow's writers, no JVM (small jobs).",
+)
+@click.option(
+    "--partition-by",
+    default="none",
+    show_default=True,
+    callback=_partition_by,
+    metavar="COLUMNS",
+    help="Hive-style directories: topic, partition or topic,partition.",
+)
+@click.option(
+    "--key-decoder",
+    type=click.Choice(PAYLOAD_DECODERS),
+    default=None,
+    help="How keys are written: binary bytes, or text (utf8, base64, hex); none leaves "
+    "them out. JSON has no bytes: binary is written as base64 there "
+    "[default: binary for parquet, base64 for jsonl].",
+)
+@click.option(
+    "--value-decoder",
+    type=click.Choice(PAYLOAD_DECODERS),
+    default=None,
+    help="How values and header values are written [default: as --key-decoder].",
+)
+@click.option(
+    "--level",
+    type=click.Choice(LEVELS),
+    default="records",
+    show_default=True,
+    help="One row per record, or one row per batch (headers only, nothing decompressed).",
+)
+@click.option(
+    "--verify/--no-verify",
+    default=True,
+    help="Check batch CRCs while reading (the default), or trust them.",
+)
+@click.option(
+    "--on-corrupt",
+    type=click.Choice(ON_CORRUPT),
+    default="fail",
+    show_default=True,
+    help="Unreadable data (CRC mismatch, undecodable records, torn or garbage tail): fail "
+    "(exit 3, nothing written), skip it, or report it as rows with error_code and "
+    "error_message (exit 1 when there are any).",
+)
+@click.option(
+    "--target-split-bytes",
+    default="128M",
+    show_default=True,
+    metavar="SIZE",
+    callback=lambda _c, _p, v: parse_size(v),
+    help="Work per task: small segments are packed together, large ones cut at batch boundaries.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes for --engine local [default: the number of CPUs].",
+)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace a destination that is not empty (only once the export has succeeded).",
+)
+@dry_run_option
+@format_option()
+@max_batch_bytes_option
+@click.pass_obj
+def command(
+    settings: Any,
+    paths: tuple[str, ...],
+    to_dest: tuple[str, str],
+    engine: str,
+    master: str | None,
+    remote: str | None,
+    spark_conf: dict[str, str],
+    partition_by: tuple[str, ...],
+    key_decoder: str | None,
+    value_decoder: str | None,
+    level: str,
+    verify: bool,
+    on_corrupt: str,
+    target_split_bytes: int,
+    jobs: int | None,
+    overwrite: bool,
+    dry_run: bool,
+    fmt: str,
+    max_batch_bytes: int,
+) -> None:
+    """Export the records (or batches) of Kafka segments to Parquet or JSON Lines files.
+
+    PATH is a .log segment, a partition directory or a log directory. The rows are those of
+    the kafka-segments Spark data source: Spark's Kafka source columns first (key, value,
+    topic, partition, offset, timestamp, timestampType, headers), then klogtool's (segment,
+    position, magic, compression, producer_id, producer_epoch, sequence,
+    partition_leader_epoch, is_transactional, is_control). Parquet timestamps are INT64
+    microseconds (UTC); JSON Lines carry them as milliseconds, payloads as base64 text.
+
+    The files appear in DEST only when the whole export succeeded. A DEST that is not empty
+    is refused unless --overwrite.
+
+    Exit status: 0 written; 1 written, but --on-corrupt report wrote error rows; 3 an input
+    cannot be read; 4 the destination is refused.
+    """
+    to, dest = to_dest
+    check_target(master, remote)
+    if engine == "local" and (master or remote or spark_conf):
+        raise click.UsageError("--master, --remote and --conf need --engine spark")
+    default = "binary" if to == "parquet" else "base64"
+    kd = key_decoder or default
+    vd = value_decoder or (key_decoder if key_decoder is not None else default)
+    if to == "jsonl":  # JSON has no bytes: raw payloads become base64 text
+        kd, vd = ("base64" if d == "binary" else d for d in (kd, vd))
+    read = ReadOptions(
+        level=level,
+        verify=verify,
+        max_batch_bytes=max_batch_bytes,
+        on_corrupt=on_corrupt,
+        key_decoder=kd,
+        value_decoder=vd,
+    )
+    out = Output(
+        fmt, progress=settings.progress, color=settings.color, verbosity=settings.verbosity
+    )
+    segments = list_segments(list(paths))
+    input_bytes = sum(s.size for s in segments)
+    destination = Destination(
+        dest, overwrite=overwrite, inputs=list(paths), direct=remote is not None
+    )
+    ncpu = os.cpu_count() or 1
+    if dry_run:
+        splits = pack(
+            [s for s in segments if s.size > 0],
+            target_split_bytes=target_split_bytes,
+            min_splits=(jobs or ncpu) if engine == "local" else 1,
+        )
+        for s in splits:
+            out.emit(
+                {
+                    "type": "split",
+                    "index": s.index,
+                    "bytes": s.bytes,
+                    "ranges": len(s.ranges),
+                    "first": s.ranges[0].path,
+                    "last": s.ranges[-1].path,
+                }
+            )
+        _summary(out, fmt, dest, to, None, len(segments), input_bytes, len(splits), 0.0)
+        out.close()
+        return
+    require_pyarrow()
+    destination.prepare()
+    started = time.monotonic()
+    nsplits = 0
+    rows_remote: int | None = None
+    try:
+        with out.progress(input_bytes, "exporting") as advance:
+            if engine == "local":
+                check_local_dest(destination)
+                job = LocalJob(to, destination.work, read, partition_by)
+                try:
+                    done = export_local(
+                        list(paths),
+                        job,
+                        jobs=jobs or ncpu,
+                        target_split_bytes=target_split_bytes,
+                        progress=advance,
+                    )
+                except CorruptSegmentError as e:
+                    raise e.to_input_error() from None
+                nsplits = len(done)
+            else:
+                options = {
+                    "level": level,
+                    "verify": str(verify).lower(),
+                    "maxBatchBytes": str(max_batch_bytes),
+                    "onCorrupt": on_corrupt,
+                    "keyDecoder": kd,
+                    "valueDecoder": vd,
+                    "targetSplitBytes": str(target_split_bytes),
+                }
+                with spark_session(master, remote, spark_conf, settings.verbosity) as (spark, sj):
+                    nsplits = sj.export(
+                        spark,
+                        list(paths),
+                        destination.work,
+                        to=to,
+                        options=options,
+                        partition_by=partition_by,
+                        overwrite=overwrite and not destination.local,
+                        total_bytes=input_bytes,
+                        progress=advance,
+                    )
+                    if not destination.local:
+                        reader = spark.read.parquet if to == "parquet" else spark.read.json
+                        rows_remote = reader(destination.final).count()
+                    else:
+                        sj.drop_checksums(destination.work)
+        counted = (
+            count_output(destination.work, to, report=on_corrupt == "report")
+            if destination.local
+            else None
+        )
+        destination.commit()
+    except BaseException:
+        destination.abort()
+        raise
+    seconds = time.monotonic() - started
+    if counted is None:
+        result: dict[str, Any] = {"rows": rows_remote, "files": None, "bytes": None}
+        error_rows = 0
+    else:
+        result = {"rows": counted.rows, "files": counted.files, "bytes": counted.bytes}
+        error_rows = counted.error_rows
+    if on_corrupt == "report":
+        result["error_rows"] = error_rows
+    _summary(out, fmt, dest, to, result, len(segments), input_bytes, nsplits, seconds)
+    out.close()
+    click.get_current_context().exit(EXIT_FINDINGS if error_rows else EXIT_OK)
+
+
+def _summary(
+    out: Output,
+    fmt: str,
+    dest: str,
+    to: str,
+    result: dict[str, Any] | None,
+    segments: int,
+    input_bytes: int,
+    splits: int,
+    seconds: float,
+) -> None:
+    obj: dict[str, Any] = {"type": "summary", "destination": dest, "format": to}
+    obj.update(result or {"rows": None, "files": None, "bytes": None})
+    obj.update(
+        {
+            "segments": segments,
+            "input_bytes": input_bytes,
+            "seconds": round(seconds, 3),
+        }
+    )
+    if splits:
+        obj["splits"] = splits
+    rows = obj.get("rows")
+    if seconds > 0 and rows is not None:
+        obj["records_per_second"] = round(rows / seconds)
+        obj["input_mb_per_second"] = round(input_bytes / seconds / 1e6, 1)
+    if fmt != "text":
+        out.emit(obj)
+        return
+    title = "klogtool export: plan (nothing written)" if result is None else "klogtool export"
+    shown = {k: v for k, v in obj.items() if k != "type" and v is not None}
+    out.table(
+        title,
+        ["", "value"],
+        [[k, f"{v:,}" if isinstance(v, int) else str(v)] for k, v in shown.items()],
+    )

@@ -1,0 +1,161 @@
+"""``klogtool rebuild-index``: rebuild (or --check) .index, .timeindex and .txnindex files."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from klogtool.commands._options import (
+    dry_run_option,
+    force_option,
+    format_option,
+    index_interval_option,
+    jobs_option,
+    paths_argument,
+)
+from klogtool.errors import EXIT_FINDINGS, EXIT_OK
+from klogtool.log import rebuild, targets
+from klogtool.log.atomic import FileOps
+from klogtool.log.files import total_log_bytes
+from klogtool.output import Output
+
+
+@click.command("rebuild-index")
+@paths_argument
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Change nothing: check the existing index files against the log and a rebuild.",
+)
+@index_interval_option
+@jobs_option
+@dry_run_option
+@force_option
+@format_option()
+@click.pass_obj
+def command(
+    settings: Any,
+    paths: tuple[str, ...],
+    check: bool,
+    index_interval_bytes: int,
+    jobs: int,
+    dry_run: bool,
+    force: bool,
+    fmt: str,
+) -> None:
+    """Rebuild .index, .timeindex and .txnindex exactly as the broker's recovery does.
+
+    PATH: a segment (its .log or an index file), a partition directory or a log directory.
+    Offset-index entries (batch last offset, batch position) whenever more than
+    --index-interval-bytes were written since the last entry; time-index entries of the
+    running max timestamp, and the final one; aborted transactions with their last stable
+    offsets, tracking the transactions open across the partition's segments. Batch headers
+    only (plus the one record of each transaction marker), in parallel across segments.
+    Files that would not change are not rewritten; every write is atomic. A segment whose
+    log is damaged is skipped (truncate-recovery repairs it).
+
+    --check changes nothing. An index file is bad when a lookup through it could skip
+    records (an entry off a batch boundary, offsets or timestamps out of order, an entry
+    past the log) or the broker's sanity check fails: the first bad entry is named and the
+    exit status is 1. A valid index that differs from a rebuild (live appends write such
+    indexes) is reported as different, exit status 0.
+
+    Exit status: 0 done, 1 segments skipped (or --check found a bad index), 3 an input cannot
+    be read, 4 a broker holds the log directory's lock (--force overrides).
+    """
+    out = Output(
+        fmt, progress=settings.progress, color=settings.color, verbosity=settings.verbosity
+    )
+    ops = FileOps(dry_run=dry_run or check)
+    opts = rebuild.RebuildOptions(
+        index_interval_bytes=index_interval_bytes,
+        jobs=jobs,
+        check=check,
+        dry_run=dry_run,
+        force=force,
+    )
+    resolved = targets.resolve(list(paths))
+    verbose = settings.verbosity >= 1
+    emit = _text_emitter(out, verbose) if fmt == "text" else out.emit
+    total = total_log_bytes(list(paths)) * (2 if check else 1)
+    with out.progress(total, "checking indexes" if check else "rebuilding indexes") as advance:
+        stats = rebuild.run_rebuild(resolved, opts, ops, emit, progress=advance)
+    if fmt == "text":
+        title = "klogtool rebuild-index" + (
+            " --check" if check else " (dry run: nothing changed)" if dry_run else ""
+        )
+        rows: list[tuple[str, int]] = [
+            ("partitions", stats.partitions),
+            ("segments", stats.segments),
+            ("log bytes", stats.bytes),
+        ]
+        if check:
+            rows += [
+                ("index files as rebuilt", stats.files_unchanged),
+                ("valid but different", stats.files_differing),
+                ("bad", stats.files_bad),
+            ]
+        else:
+            rows += [
+                ("index files written", stats.files_written),
+                ("index files unchanged", stats.files_unchanged),
+                ("segments skipped", stats.segments_skipped),
+            ]
+        rows += [("errors", stats.errors), ("warnings", stats.warnings)]
+        out.table(title, ["", "count"], [[k, f"{v:,}"] for k, v in rows])
+    else:
+        out.emit({"type": "summary", **vars(stats), "check": check, "dry_run": dry_run})
+    out.close()
+    failed = stats.files_bad if check else stats.segments_skipped
+    click.get_current_context().exit(EXIT_FINDINGS if failed or stats.errors else EXIT_OK)
+
+
+def _text_emitter(out: Output, verbose: bool):
+    def emit(obj: dict[str, Any]) -> None:
+        kind = obj["type"]
+        if kind == "index_file":
+            if obj["status"] == "unchanged" and not verbose:
+                return
+            was = obj["previous_entries"]
+            out.line(
+                f"{obj['status']}: {obj['path']} ({obj['entries']} "
+                + ("entry" if obj["entries"] == 1 else "entries")
+                + (f", was {was}" if was is not None and obj["status"] != "unchanged" else "")
+                + ")"
+            )
+        elif kind == "index_check":
+            status = obj["status"]
+            if status in ("ok", "absent") and not verbose:
+                return
+            line = f"{status}: {obj['path']}"
+            if status == "bad" and obj["first_bad_entry"] is not None:
+                line += f": first bad entry {obj['first_bad_entry']}: {obj.get('message', '')}"
+            elif status == "bad":
+                line += f": {obj.get('message', '')}"
+            elif status == "differs" and obj["first_difference"]:
+                d = obj["first_difference"]
+                line += (
+                    f": valid, but differs from a rebuild from entry {d['entry']} "
+                    f"(existing {_entry(d['existing'])}, rebuilt {_entry(d['rebuilt'])})"
+                )
+            elif status == "missing":
+                line += ": no such file (the broker rebuilds a missing .index by recovery)"
+            out.line(line)
+        elif kind == "interrupted_operation":
+            out.line(f"{obj['path']}: interrupted operation {obj['message']}")
+        elif kind == "finding":
+            if obj["code"].split("-", 1)[0] in rebuild.INDEX_KINDS and obj["severity"] == "error":
+                return  # the index_check line names it
+            where = obj["path"] + (f":{obj['position']}" if obj["position"] is not None else "")
+            out.line(f"{obj['severity']}: {obj['code']}: {where}: {obj['message']}")
+        else:
+            out.emit(obj)
+
+    return emit
+
+
+def _entry(e: dict[str, int] | None) -> str:
+    if e is None:
+        return "none"
+    return "(" + ", ".join(f"{k} {v}" for k, v in e.items()) + ")"

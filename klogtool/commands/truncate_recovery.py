@@ -1,0 +1,201 @@
+"""``klogtool truncate-recovery``: the broker's log recovery offline, with a quarantine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from klogtool.commands._options import (
+    dry_run_option,
+    force_option,
+    format_option,
+    index_interval_option,
+    jobs_option,
+    paths_argument,
+)
+from klogtool.errors import EXIT_FINDINGS, EXIT_OK
+from klogtool.log import recovery, targets
+from klogtool.log.atomic import FileOps
+from klogtool.log.files import total_log_bytes
+from klogtool.output import Output
+
+
+@click.command("truncate-recovery")
+@paths_argument
+@click.option(
+    "--from-recovery-point",
+    is_flag=True,
+    help="Recover only from the segment holding the partition's entry in the log dir's "
+    "recovery-point-offset-checkpoint (as the broker does); default: every segment.",
+)
+@click.option(
+    "--quarantine",
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Keep what is cut in DIR/<partition>/<timestamp>/ "
+    "[default: <partition>/.klogtool-quarantine/<timestamp>/].",
+)
+@click.option(
+    "--restore",
+    is_flag=True,
+    help="Put back what an earlier run quarantined. Each PATH is a quarantine directory "
+    "(holding manifest.json) or a partition directory (its newest unrestored quarantine).",
+)
+@index_interval_option
+@jobs_option
+@dry_run_option
+@force_option
+@format_option()
+@click.pass_obj
+def command(
+    settings: Any,
+    paths: tuple[str, ...],
+    from_recovery_point: bool,
+    quarantine: Path | None,
+    restore: bool,
+    index_interval_bytes: int,
+    jobs: int,
+    dry_run: bool,
+    force: bool,
+    fmt: str,
+) -> None:
+    """Truncate damaged logs where the broker's recovery would, keeping every byte cut.
+
+    For each partition (PATH: a segment file, a partition directory or a log directory):
+    complete or roll back leftover .cleaned/.swap files as the broker does, then walk each
+    segment from the recovery point on (--from-recovery-point) or from the start; at the
+    first invalid batch (bad size, CRC or structure, zero fill, torn tail; also a magic
+    outside 0..2 and offsets that do not increase, which the broker's recovery lets
+    through), truncate the segment there and remove every later segment. The truncated
+    segment's indexes are rebuilt, as are those of any recovered segment whose index is
+    missing or would mis-seek; producer snapshots beyond the new log end offset, and leader
+    epochs starting at or beyond it, are dropped; log-dir checkpoints pointing past it are
+    lowered to it. The clean-shutdown marker is removed when bytes are cut, so that the
+    broker runs its own recovery.
+
+    Nothing is deleted: the cut tail, removed segments and snapshots, and the previous
+    contents of rewritten files go to a quarantine directory with a manifest.json (sources,
+    byte ranges, offsets, record counts, SHA-256); --restore puts them back. A crash at any
+    point leaves a directory that a re-run (which resumes the same quarantine) or the broker
+    completes.
+
+    Exit status: 0 done, 1 some partitions skipped (e.g. overlapping segments), 3 an input
+    cannot be read, 4 a broker holds the log directory's lock (--force overrides).
+    """
+    out = Output(
+        fmt, progress=settings.progress, color=settings.color, verbosity=settings.verbosity
+    )
+    ops = FileOps(dry_run=dry_run)
+    text = fmt == "text"
+    emit = _text_emitter(out) if text else out.emit
+    if restore:
+        reports = recovery.run_restore(list(paths), quarantine, ops, emit, force=force)
+        if text:
+            out.table(
+                "klogtool truncate-recovery --restore" + (" (dry run)" if dry_run else ""),
+                ["quarantine", "status", "files", "log bytes"],
+                [
+                    [r["path"], r["status"], str(r["files_restored"]), f"{r['bytes_restored']:,}"]
+                    for r in reports
+                ],
+            )
+        else:
+            out.emit(
+                {
+                    "type": "summary",
+                    "restored": len(reports),
+                    "operations": ops.count,
+                    "dry_run": dry_run,
+                }
+            )
+        out.close()
+        click.get_current_context().exit(EXIT_OK)
+    resolved = targets.resolve(list(paths))
+    opts = recovery.RecoveryOptions(
+        index_interval_bytes=index_interval_bytes,
+        from_recovery_point=from_recovery_point,
+        quarantine=quarantine,
+        jobs=jobs,
+        dry_run=dry_run,
+    )
+    partitions: list[dict[str, Any]] = []
+
+    def collect(obj: dict[str, Any]) -> None:
+        if obj["type"] == "partition":
+            partitions.append(obj)
+        emit(obj)
+
+    with out.progress(total_log_bytes(list(paths)), "recovering") as advance:
+        stats = recovery.run_recovery(resolved, opts, ops, collect, force=force, progress=advance)
+    if text:
+        _text_summary(out, partitions, stats, dry_run)
+    else:
+        out.emit({"type": "summary", **vars(stats), "dry_run": dry_run})
+    out.close()
+    click.get_current_context().exit(EXIT_FINDINGS if stats.skipped else EXIT_OK)
+
+
+def _text_emitter(out: Output):
+    def emit(obj: dict[str, Any]) -> None:
+        kind = obj["type"]
+        if kind == "partition":
+            return  # in the table at the end
+        if kind in ("action", "plan_step"):
+            prefix = "would " if kind == "plan_step" else ""
+            out.line(f"{obj['partition_dir']}: {prefix}{obj['op']}: {obj['message']}")
+        elif kind == "interrupted_operation":
+            out.line(f"{obj['path']}: interrupted operation {obj['message']}")
+        elif kind == "finding":
+            where = obj["path"] + (f":{obj['position']}" if obj["position"] is not None else "")
+            out.line(f"{obj['severity']}: {obj['code']}: {where}: {obj['message']}")
+        elif kind == "note":
+            out.line(f"{obj['path']}: note: {obj['message']}")
+        elif kind == "restore":
+            if obj["status"] == "already-restored":
+                out.line(f"{obj['path']}: already restored")
+        else:
+            out.emit(obj)
+
+    return emit
+
+
+def _text_summary(
+    out: Output, partitions: list[dict[str, Any]], stats: recovery.RecoveryStats, dry_run: bool
+) -> None:
+    for p in partitions:
+        status = p["status"]
+        head = f"{p['path']}: {'would be ' if dry_run and status == 'recovered' else ''}{status}"
+        if p["message"]:
+            head += f" ({p['message']})"
+        before, after = p["log_end_offset_before"], p["log_end_offset"]
+        if after is not None:
+            head += (
+                f"; log end offset {before} -> {after}"
+                if before != after
+                else (f"; log end offset {after}")
+            )
+        out.line(head)
+        if status in ("recovered", "clean"):
+            read = " (in the segments read)" if p["segments_trusted"] else ""
+            line = f"  kept {p['bytes_kept']:,} bytes, {p['records_kept']:,} records{read}"
+            if p["quarantine"]:
+                line += (
+                    f"; quarantined {p['bytes_quarantined']:,} log bytes, "
+                    f"{p['records_quarantined']:,} intact records, in {p['quarantine']}"
+                )
+            out.line(line)
+    title = "klogtool truncate-recovery" + (" (dry run: nothing changed)" if dry_run else "")
+    rows = [
+        ("partitions", stats.partitions),
+        ("recovered" if not dry_run else "to recover", stats.recovered),
+        ("clean", stats.clean),
+        ("skipped", stats.skipped),
+        ("bytes kept", stats.bytes_kept),
+        ("records kept", stats.records_kept),
+        ("bytes quarantined", stats.bytes_quarantined),
+        ("records quarantined", stats.records_quarantined),
+        ("file operations", stats.operations),
+    ]
+    out.table(title, ["", "count"], [[k, f"{v:,}"] for k, v in rows])

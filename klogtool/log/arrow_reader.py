@@ -1,0 +1,778 @@
+"""Segments to Arrow record batches: the split planner and reader behind ``export`` and the
+``kafka-segments`` Spark data source (DESIGN.md §7).
+
+This module is the one core both engines run: the Spark source (``klogtool/spark``) calls
+:func:`plan_splits` on the driver and :func:`read_split` in its tasks; ``export --engine local``
+calls the same two functions from a process pool. It reads through the format layer's
+:class:`~klogtool.formats.records.SegmentScanner` and ``Batch.records()``; nothing here parses
+bytes itself. pyarrow is imported lazily, so the core install works without the ``spark``
+extra; pyspark is never imported here.
+
+**Columns.** :func:`columns` gives the ``(name, kind)`` list for a set of options; the Arrow
+schema (:func:`arrow_schema`) and the Spark schema (``klogtool.spark``) are both derived from
+it. Records: Spark's Kafka source columns first (``key, value, topic, partition, offset,
+timestamp, timestampType, headers``), then klogtool's extras in the JSON field names
+(``segment, position, magic, compression, producer_id, producer_epoch, sequence,
+partition_leader_epoch, is_transactional, is_control``). ``headers`` is null for a record
+without headers (as in Spark's Kafka source). ``onCorrupt=report`` adds ``error_code`` and
+``error_message``.
+
+**Splits.** Segments (``.log`` files) are listed in dump order; segments smaller than the
+target are bin-packed into one split, larger ones are cut into byte ranges. A range owns the
+batches that *start* inside it, so cuts need no planning-time reads: a task whose range starts
+mid-segment walks the batch headers from the segment start (no CRCs, no records) to its first
+batch. The walk stops where the scanner stops, so every split size gives the same rows.
+
+**Corruption** (``on_corrupt``): ``fail`` raises :class:`CorruptSegmentError`; ``skip`` leaves out
+what cannot be read (a batch with a CRC mismatch when ``verify``, a batch whose records do not
+decode, the unreadable tail of a segment: torn, garbage or structurally invalid; a zero-filled
+tail is not corruption); ``report`` leaves it out too but emits one row saying what and where.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import accumulate
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from klogtool.errors import InputError
+from klogtool.formats import codecs, payloads
+from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, Batch, Record
+from klogtool.formats.errors import FormatError
+from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner
+from klogtool.log import layout
+from klogtool.log.dumper import batch_object
+from klogtool.log.files import expand
+from klogtool.log.segment import STDIN, ReleaseBehind, mapped
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+LEVELS = ("records", "batches")
+ON_CORRUPT = ("fail", "skip", "report")
+# How keys and values leave the reader: raw bytes, or text rendered by a payload decoder;
+# ``none`` drops the column.
+PAYLOAD_DECODERS = ("binary", "utf8", "base64", "hex", "none")
+
+DEFAULT_TARGET_SPLIT_BYTES = 128 << 20
+OPEN_COST_BYTES = 1 << 20  # what one more file costs a split (Spark's openCostInBytes idea)
+BATCH_ROWS = 16384  # rows per Arrow record batch
+BATCH_PAYLOAD_BYTES = 32 << 20  # ... or fewer when the payloads add up to this
+
+# Column kinds; the Arrow and Spark types are derived from them.
+BINARY, STRING, INT, LONG, TIMESTAMP, BOOLEAN = "binary", "string", "int", "long", "ts", "bool"
+HEADERS_BINARY, HEADERS_STRING = "headers-binary", "headers-string"
+
+_EXTRAS = [
+    ("segment", LONG),
+    ("position", LONG),
+    ("magic", INT),
+    ("compression", STRING),
+    ("producer_id", LONG),
+    ("producer_epoch", INT),
+    ("sequence", INT),
+    ("partition_leader_epoch", INT),
+    ("is_transactional", BOOLEAN),
+    ("is_control", BOOLEAN),
+]
+BATCH_COLUMNS = [
+    ("topic", STRING),
+    ("partition", INT),
+    ("segment", LONG),
+    ("position", LONG),
+    ("base_offset", LONG),
+    ("last_offset", LONG),
+    ("count", INT),
+    ("magic", INT),
+    ("compression", STRING),
+    ("crc", LONG),
+    ("crc_valid", BOOLEAN),
+    ("size", INT),
+    ("partition_leader_epoch", INT),
+    ("timestamp_type", STRING),
+    ("base_timestamp", LONG),
+    ("max_timestamp", LONG),
+    ("producer_id", LONG),
+    ("producer_epoch", INT),
+    ("base_sequence", INT),
+    ("last_sequence", INT),
+    ("is_transactional", BOOLEAN),
+    ("is_control", BOOLEAN),
+    ("delete_horizon_ms", LONG),
+]
+ERROR_COLUMNS = [("error_code", STRING), ("error_message", STRING)]
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What a reader emits and how it treats bad data (the data source's options)."""
+
+    level: str = "records"
+    verify: bool = True  # check batch CRCs (and legacy inner CRCs) while reading
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    on_corrupt: str = "fail"
+    key_decoder: str = "binary"
+    value_decoder: str = "binary"
+    # pushed-down bounds (rows outside them may still be emitted: Spark re-checks them)
+    min_offset: int | None = None
+    max_offset: int | None = None
+    min_timestamp_us: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.level not in LEVELS:
+            raise ValueError(f"level must be one of {', '.join(LEVELS)}, not {self.level!r}")
+        if self.on_corrupt not in ON_CORRUPT:
+            raise ValueError(
+                f"onCorrupt must be one of {', '.join(ON_CORRUPT)}, not {self.on_corrupt!r}"
+            )
+        for d in (self.key_decoder, self.value_decoder):
+            if d not in PAYLOAD_DECODERS:
+                raise ValueError(f"decoder must be one of {', '.join(PAYLOAD_DECODERS)}, not {d!r}")
+        if self.max_batch_bytes <= 0:
+            raise ValueError("maxBatchBytes must be positive")
+
+
+def columns(opts: ReadOptions) -> list[tuple[str, str]]:
+    """``(name, kind)`` of every column the options produce, in order."""
+    if opts.level == "batches":
+        cols = list(BATCH_COLUMNS)
+    else:
+        cols = []
+        if opts.key_decoder != "none":
+            cols.append(("key", BINARY if opts.key_decoder == "binary" else STRING))
+        if opts.value_decoder != "none":
+            cols.append(("value", BINARY if opts.value_decoder == "binary" else STRING))
+        cols += [
+            ("topic", STRING),
+            ("partition", INT),
+            ("offset", LONG),
+            ("timestamp", TIMESTAMP),
+            ("timestampType", INT),
+            (
+                "headers",
+                HEADERS_BINARY if opts.value_decoder in ("binary", "none") else HEADERS_STRING,
+            ),
+        ]
+        cols += _EXTRAS
+    if opts.on_corrupt == "report":
+        cols += ERROR_COLUMNS
+    return cols
+
+
+def arrow_type(kind: str) -> pa.DataType:
+    import pyarrow as pa
+
+    simple = {
+        BINARY: pa.binary(),
+        STRING: pa.string(),
+        INT: pa.int32(),
+        LONG: pa.int64(),
+        TIMESTAMP: pa.timestamp("us", tz="UTC"),
+        BOOLEAN: pa.bool_(),
+    }
+    if kind in simple:
+        return simple[kind]
+    value = pa.binary() if kind == HEADERS_BINARY else pa.string()
+    # Exactly what pyspark's to_arrow_schema gives for array<struct<key:string,value:...>>.
+    return pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", value)])))
+
+
+def arrow_schema(opts: ReadOptions, names: Sequence[str] | None = None) -> pa.Schema:
+    """The Arrow schema of the reader's output (optionally only ``names``, in that order)."""
+    import pyarrow as pa
+
+    kinds = dict(columns(opts))
+    selected = list(kinds) if names is None else list(names)
+    unknown = [n for n in selected if n not in kinds]
+    if unknown:
+        raise ValueError(
+            f"unknown column(s) {', '.join(unknown)}; the columns are {', '.join(kinds)}"
+        )
+    return pa.schema([pa.field(n, arrow_type(kinds[n])) for n in selected])
+
+
+# -- planning -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SegmentRange:
+    """Batches of one segment that start in ``[start, end)``; ``size`` is the file size at
+    planning time (a growing active segment is read up to there)."""
+
+    path: str  # absolute
+    topic: str | None
+    partition: int | None
+    segment: int | None  # base offset from the file name
+    start: int
+    end: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Split:
+    index: int
+    ranges: tuple[SegmentRange, ...]
+
+    @property
+    def bytes(self) -> int:
+        return sum(r.end - r.start for r in self.ranges)
+
+
+@dataclass(frozen=True)
+class SegmentFile:
+    path: str  # absolute
+    display: str
+    topic: str | None
+    partition: int | None
+    base: int | None
+    next_base: int | None  # the next segment's base offset in the same partition dir
+    size: int
+
+
+@dataclass
+class Prune:
+    """Pushed-down predicates used at planning: whole segments are left out."""
+
+    topics: set[str | None] | None = None
+    partitions: set[int | None] | None = None
+    partition_min: int | None = None
+    partition_max: int | None = None
+    min_offset: int | None = None
+    max_offset: int | None = None
+
+    def keeps(self, seg: SegmentFile) -> bool:
+        if self.topics is not None and seg.topic not in self.topics:
+            return False
+        if self.partitions is not None and seg.partition not in self.partitions:
+            return False
+        if self.partition_min is not None or self.partition_max is not None:
+            if seg.partition is None:
+                return False
+            if self.partition_min is not None and seg.partition < self.partition_min:
+                return False
+            if self.partition_max is not None and seg.partition > self.partition_max:
+                return False
+        if self.min_offset is not None and seg.next_base is not None:
+            if seg.next_base - 1 < self.min_offset:
+                return False
+        if self.max_offset is not None and seg.base is not None and seg.base > self.max_offset:
+            return False
+        return True
+
+
+def list_segments(paths: Sequence[str]) -> list[SegmentFile]:
+    """The ``.log`` segments PATHs stand for (files, partition dirs, log dirs), in dump order.
+
+    Raises :class:`InputError` for a missing path, a directory that is not a Kafka dir, or a
+    file given by name that is not a segment.
+    """
+    found: list[SegmentFile] = []
+    for arg in paths:
+        if arg == STDIN:
+            raise InputError(
+                "reading a segment from stdin is not supported here", path=arg, code="stdin"
+            )
+        is_file = Path(arg).is_file()
+        for f in expand([arg]):
+            if f.kind != layout.LOG:
+                if is_file:
+                    raise InputError(
+                        f"not a log segment (a {f.kind} file); give .log files, partition "
+                        "directories or log directories",
+                        path=arg,
+                        code="not-a-segment",
+                    )
+                continue
+            path = os.path.abspath(f.path)
+            parsed = layout.parse_partition_dir_name(Path(path).parent.name)
+            found.append(
+                SegmentFile(
+                    path=path,
+                    display=f.display,
+                    topic=parsed[0] if parsed else None,
+                    partition=parsed[1] if parsed else None,
+                    base=layout.offset_from_name(f.path),
+                    next_base=None,
+                    size=f.path.stat().st_size,
+                )
+            )
+    # next_base: the following segment of the same directory
+    out: list[SegmentFile] = []
+    for i, seg in enumerate(found):
+        nxt = found[i + 1] if i + 1 < len(found) else None
+        same_dir = nxt is not None and Path(nxt.path).parent == Path(seg.path).parent
+        next_base = nxt.base if same_dir and nxt is not None else None
+        if next_base is not None and seg.base is not None and next_base <= seg.base:
+            next_base = None  # misnamed segments: no pruning by name
+        out.append(
+            SegmentFile(
+                seg.path, seg.display, seg.topic, seg.partition, seg.base, next_base, seg.size
+            )
+        )
+    return out
+
+
+def plan_splits(
+    paths: Sequence[str],
+    *,
+    target_split_bytes: int = DEFAULT_TARGET_SPLIT_BYTES,
+    min_splits: int = 1,
+    prune: Prune | None = None,
+) -> list[Split]:
+    """Bin-pack the segments of PATHs into splits of about ``target_split_bytes``.
+
+    With ``min_splits`` > 1 the target shrinks so that there are enough splits to keep that
+    many cores busy. Segments larger than the target are cut into equal
+    byte ranges (batch boundaries are found by the reader). Planning reads no segment bytes.
+    """
+    segs = [s for s in list_segments(paths) if s.size > 0]
+    if prune is not None:
+        segs = [s for s in segs if prune.keeps(s)]
+    return pack(segs, target_split_bytes=target_split_bytes, min_splits=min_splits)
+
+
+def pack(segs: Sequence[SegmentFile], *, target_split_bytes: int, min_splits: int) -> list[Split]:
+    """Spark's file-source packing: each file costs its size plus an open cost; with
+    ``min_splits`` the target shrinks to the cost per core (not below the open cost)."""
+    total = sum(s.size + OPEN_COST_BYTES for s in segs)
+    target = max(1, target_split_bytes)
+    if min_splits > 1 and total:
+        target = min(target, max(OPEN_COST_BYTES, math.ceil(total / min_splits)))
+    items: list[SegmentRange] = []
+    for s in segs:
+        n = max(1, math.ceil(s.size / target))
+        step = math.ceil(s.size / n)
+        for k in range(n):
+            start = k * step
+            end = s.size if k == n - 1 else (k + 1) * step
+            items.append(SegmentRange(s.path, s.topic, s.partition, s.base, start, end, s.size))
+    splits: list[Split] = []
+    current: list[SegmentRange] = []
+    current_bytes = 0
+    for r in items:
+        if current and current_bytes + (r.end - r.start) > target:
+            splits.append(Split(len(splits), tuple(current)))
+            current, current_bytes = [], 0
+        current.append(r)
+        current_bytes += (r.end - r.start) + OPEN_COST_BYTES
+    if current:
+        splits.append(Split(len(splits), tuple(current)))
+    return splits
+
+
+# -- reading --------------------------------------------------------------------------------
+class CorruptSegmentError(Exception):
+    """Unreadable data met with ``on_corrupt=fail``. Its text carries a marker that survives
+    Spark's exception wrapping, so the driver can turn a failed job back into one line."""
+
+    MARKER = "klogtool-corrupt:"
+
+    def __init__(self, path: str, position: int | None, code: str, message: str):
+        self.path = path
+        self.position = position
+        self.code = code
+        self.message = message
+        payload = json.dumps(
+            {"path": path, "position": position, "code": code, "message": message}
+        ).encode()
+        tag = base64.b64encode(payload).decode("ascii")
+        super().__init__(f"{path}:{position}: {message} ({code}) [{self.MARKER}{tag}]")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable across a process pool
+        return (type(self), (self.path, self.position, self.code, self.message))
+
+    def to_input_error(self, display: str | None = None) -> InputError:
+        return InputError(
+            self.message,
+            path=display or self.path,
+            position=self.position,
+            code=self.code,
+            hint="onCorrupt=skip leaves unreadable data out, onCorrupt=report adds a row "
+            "for each problem (export: --on-corrupt)",
+        )
+
+    @classmethod
+    def find(cls, text: str) -> CorruptSegmentError | None:
+        """The error whose marker appears in ``text`` (e.g. a Spark job failure), if any."""
+        at = text.find("[" + cls.MARKER)
+        if at < 0:
+            return None
+        start = at + 1 + len(cls.MARKER)
+        end = text.find("]", start)
+        try:
+            d = json.loads(base64.b64decode(text[start:end]))
+        except ValueError:
+            return None
+        return cls(d["path"], d["position"], d["code"], d["message"])
+
+
+def read_split(
+    split: Split, opts: ReadOptions, schema: pa.Schema | None = None
+) -> Iterator[pa.RecordBatch]:
+    """Arrow record batches of one split, in file order, with exactly ``schema`` (default:
+    every column of :func:`columns`); each batch holds rows of one segment range."""
+    if schema is None:
+        schema = arrow_schema(opts)
+    for rng in split.ranges:
+        yield from _RangeReader(rng, opts, schema).batches()
+
+
+def read_paths(
+    paths: Sequence[str], opts: ReadOptions, schema: pa.Schema | None = None
+) -> Iterator[pa.RecordBatch]:
+    """Every segment of PATHs as Arrow batches, in one process (tests, small jobs)."""
+    for split in plan_splits(paths):
+        yield from read_split(split, opts, schema)
+
+
+def _ms_to_us(values: Sequence[int]) -> pa.Array:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = pa.array(values, pa.int64())
+    try:
+        us = pc.multiply_checked(arr, 1000)
+    except pa.ArrowInvalid:  # absurd timestamps: null rather than a wrapped-around value
+        limit = (1 << 63) // 1000
+        us = pa.array([v * 1000 if -limit < v < limit else None for v in values], pa.int64())
+    return us.cast(pa.timestamp("us", tz="UTC"))
+
+
+def _binary_array(items: Sequence[Any], typ: pa.DataType) -> pa.Array:
+    """A binary array from memoryviews/bytes/None, built from one joined buffer (far faster
+    than ``pa.array`` over memoryviews)."""
+    import pyarrow as pa
+
+    lengths = [-1 if x is None else len(x) for x in items]
+    nulls = lengths.count(-1)
+    validity = None
+    if nulls:
+        validity = pa.array([n >= 0 for n in lengths], pa.bool_()).buffers()[1]
+        lengths = [0 if n < 0 else n for n in lengths]
+    offsets = pa.array([0, *accumulate(lengths)], pa.int32())
+    data = pa.py_buffer(b"".join(filter(None, items)))
+    return pa.Array.from_buffers(
+        typ, len(items), [validity, offsets.buffers()[1], data], null_count=nulls
+    )
+
+
+def _payload_array(items: Sequence[Any], decoder: str, typ: pa.DataType) -> pa.Array:
+    import pyarrow as pa
+
+    if decoder == "binary":
+        return _binary_array(items, typ)
+    return pa.array([payloads.decode_bytes(decoder, x) for x in items], typ)
+
+
+def _headers_array(headers: Sequence[tuple[Any, ...]], decoder: str, typ: pa.DataType) -> pa.Array:
+    import pyarrow as pa
+
+    counts = [len(h) for h in headers]
+    offsets = pa.array([0, *accumulate(counts)], pa.int32())
+    flat = [kv for h in headers for kv in h]
+    struct_type = typ.value_type
+    keys = pa.array([k for k, _ in flat], pa.string())
+    vals = [v for _, v in flat]
+    value_type = struct_type.field("value").type
+    if value_type == pa.binary():
+        values = _binary_array(vals, value_type)
+    else:
+        values = pa.array(
+            [payloads.decode_bytes(decoder, v) for v in vals], value_type
+        )  # decoded text
+    struct = pa.StructArray.from_arrays([keys, values], fields=list(struct_type))
+    mask = pa.array([c == 0 for c in counts], pa.bool_()) if 0 in counts else None
+    return pa.ListArray.from_arrays(offsets, struct, type=typ, mask=mask)
+
+
+@dataclass
+class _Pending:
+    """Rows gathered for the next Arrow batch: records plus, per batch, its header fields."""
+
+    records: list[Record] = field(default_factory=list)
+    batch_index: list[int] = field(default_factory=list)  # per record: index into batches
+    batches: list[tuple[Any, ...]] = field(default_factory=list)
+    batch_rows: list[dict[str, Any]] = field(default_factory=list)  # level=batches
+    payload_bytes: int = 0
+
+
+class _RangeReader:
+    def __init__(self, rng: SegmentRange, opts: ReadOptions, schema: pa.Schema):
+        self.rng = rng
+        self.opts = opts
+        self.schema = schema
+        self.pending = _Pending()
+
+    # -- problems ------------------------------------------------------------------------
+    def _problem(
+        self,
+        position: int | None,
+        offset: int | None,
+        code: str,
+        message: str,
+        batch: Batch | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        mode = self.opts.on_corrupt
+        if mode == "fail":
+            raise CorruptSegmentError(self.rng.path, position, code, message)
+        if mode == "skip":
+            return
+        yield from self._flush()
+        row: dict[str, Any] = {}
+        if batch is not None:  # what is known of the batch (its header decoded)
+            if self.opts.level == "batches":
+                row.update(self._batch_row(batch, True if self.opts.verify else None))
+            else:
+                row.update(self._batch_fields(batch))
+        row.update(
+            {
+                "topic": self.rng.topic,
+                "partition": self.rng.partition,
+                "segment": self.rng.segment,
+                "position": position,
+                "offset": offset,
+                "error_code": code,
+                "error_message": message,
+            }
+        )
+        if code == "crc-mismatch" and self.opts.level == "batches":
+            row["crc_valid"] = False
+        yield self._rows_to_batch([row])
+
+    def _rows_to_batch(self, rows: list[dict[str, Any]]) -> pa.RecordBatch:
+        import pyarrow as pa
+
+        arrays = []
+        for f in self.schema:
+            vals = [r.get(f.name) for r in rows]
+            if pa.types.is_timestamp(f.type):
+                arrays.append(pa.array(vals, pa.int64()).cast(f.type))
+            else:
+                arrays.append(pa.array(vals, f.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    # -- walking ---------------------------------------------------------------------------
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        rng = self.rng
+        try:
+            with mapped(rng.path) as whole:
+                buf = whole[: min(rng.size, len(whole))]
+                yield from self._walk(buf)
+                yield from self._flush()
+        except OSError as e:
+            yield from self._problem(None, None, "io-error", f"cannot read: {e.strerror or e}")
+
+    def _walk(self, buf: memoryview) -> Iterator[pa.RecordBatch]:
+        rng = self.rng
+        opts = self.opts
+        start = 0
+        release = ReleaseBehind(buf)
+        if rng.start > 0:
+            # Find this range's first batch by walking the headers from the segment start.
+            finder = SegmentScanner(buf, check_crc=False, stop_on_crc=False)
+            found = None
+            for b in finder:
+                release(b.position)
+                if b.position >= rng.start:
+                    found = b.position
+                    break
+            if found is None:
+                res = finder.result
+                if res is not None and rng.start <= res.stopped_at < rng.end:
+                    yield from self._scan_end(res)  # the walk ends in this range
+                return
+            start = found
+        scanner = SegmentScanner(
+            buf[start:], check_crc=opts.verify, stop_on_crc=False, base_position=start
+        )
+        lo, hi = opts.min_offset, opts.max_offset
+        min_ts_ms = None
+        if opts.min_timestamp_us is not None:
+            min_ts_ms = opts.min_timestamp_us // 1000
+        for batch in scanner:
+            pos = batch.position
+            if pos >= rng.end:
+                return  # the next range owns it
+            magic2 = batch.magic >= 2
+            if hi is not None and (magic2 or batch.compression == codecs.NONE):
+                if batch.base_offset > hi:
+                    return  # offsets increase within a segment (the scanner checks it)
+            if lo is not None and batch.last_offset < lo:
+                continue
+            if min_ts_ms is not None and magic2 and batch.max_timestamp < min_ts_ms:
+                continue
+            if opts.verify and not scanner.crc_valid:
+                yield from self._problem(
+                    pos,
+                    batch.last_offset,
+                    "crc-mismatch",
+                    f"batch CRC mismatch (stored {batch.crc}, computed {batch.compute_crc()})",
+                    batch,
+                )
+                continue
+            if opts.level == "batches":
+                self.pending.batch_rows.append(self._batch_row(batch, opts.verify or None))
+                if len(self.pending.batch_rows) >= BATCH_ROWS:
+                    yield from self._flush()
+                    release(pos)
+                continue
+            try:
+                recs = list(batch.records(opts.max_batch_bytes))
+            except FormatError as e:
+                yield from self._problem(
+                    e.position if e.position is not None else pos,
+                    batch.last_offset,
+                    e.code,
+                    f"records cannot be decoded: {e}",
+                    batch,
+                )
+                continue
+            if opts.verify and not magic2 and batch.compression != codecs.NONE:
+                bad = next((r for r in recs if r.crc_valid is False), None)
+                if bad is not None:
+                    yield from self._problem(
+                        pos,
+                        bad.offset,
+                        "inner-crc-mismatch",
+                        f"message at offset {bad.offset} inside the wrapper has a bad CRC",
+                        batch,
+                    )
+                    continue
+            self._add(batch, recs)
+            p = self.pending
+            if len(p.records) >= BATCH_ROWS or p.payload_bytes >= BATCH_PAYLOAD_BYTES:
+                yield from self._flush()
+                release(pos)
+        res = scanner.result
+        if res is not None and rng.start <= res.stopped_at < rng.end:
+            yield from self._scan_end(res)
+
+    def _scan_end(self, res: Any) -> Iterator[pa.RecordBatch]:
+        invalid = res.size - res.stopped_at
+        if res.end == TORN_TAIL:
+            yield from self._problem(
+                res.stopped_at,
+                None,
+                "torn-tail",
+                f"the last {invalid} bytes are an incomplete batch (an interrupted write)",
+            )
+        elif res.end == CORRUPT:
+            err = res.error
+            yield from self._problem(
+                res.stopped_at,
+                None,
+                err.code if err is not None else "corrupt",
+                f"{err}; the {invalid} bytes from here to the end cannot be read",
+            )
+
+    # -- building ------------------------------------------------------------------------
+    def _batch_fields(self, b: Batch) -> dict[str, Any]:
+        return {
+            "position": b.position,
+            "magic": b.magic,
+            "compression": codecs.CODEC_NAMES.get(b.compression, f"unknown({b.compression})"),
+            "producer_id": b.producer_id,
+            "producer_epoch": b.producer_epoch,
+            "partition_leader_epoch": b.partition_leader_epoch,
+            "is_transactional": b.is_transactional,
+            "is_control": b.is_control,
+            "timestampType": b.timestamp_type,
+        }
+
+    def _batch_row(self, b: Batch, crc_valid: bool | None) -> dict[str, Any]:
+        row = batch_object(b)
+        row["crc_valid"] = crc_valid
+        row["topic"] = self.rng.topic
+        row["partition"] = self.rng.partition
+        row["segment"] = self.rng.segment
+        return row
+
+    def _add(self, batch: Batch, recs: list[Record]) -> None:
+        if not recs:
+            return
+        p = self.pending
+        i = len(p.batches)
+        p.batches.append(
+            (
+                batch.position,
+                batch.magic,
+                codecs.CODEC_NAMES.get(batch.compression, f"unknown({batch.compression})"),
+                batch.producer_id,
+                batch.producer_epoch,
+                batch.partition_leader_epoch,
+                batch.is_transactional,
+                batch.is_control,
+                batch.timestamp_type,
+            )
+        )
+        p.records.extend(recs)
+        p.batch_index.extend([i] * len(recs))
+        if batch.compression == codecs.NONE:
+            p.payload_bytes += batch.size
+        else:
+            p.payload_bytes += sum(len(r.value) for r in recs if r.value is not None)
+
+    def _flush(self) -> Iterator[pa.RecordBatch]:
+        p = self.pending
+        if p.records:
+            yield self._records_batch(p)
+        elif p.batch_rows:
+            yield self._rows_to_batch(p.batch_rows)
+        self.pending = _Pending()
+
+    def _records_batch(self, p: _Pending) -> pa.RecordBatch:
+        import pyarrow as pa
+
+        n = len(p.records)
+        cols = list(
+            zip(*p.records, strict=True)
+        )  # offset, timestamp, key, value, headers, sequence, ...
+        idx = pa.array(p.batch_index, pa.int32())
+        per_batch = list(zip(*p.batches, strict=True))
+        batch_col = {
+            "position": 0,
+            "magic": 1,
+            "compression": 2,
+            "producer_id": 3,
+            "producer_epoch": 4,
+            "partition_leader_epoch": 5,
+            "is_transactional": 6,
+            "is_control": 7,
+            "timestampType": 8,
+        }
+        constant = {
+            "topic": self.rng.topic,
+            "partition": self.rng.partition,
+            "segment": self.rng.segment,
+        }
+        opts = self.opts
+        arrays = []
+        for f in self.schema:
+            name = f.name
+            if name == "key":
+                arrays.append(_payload_array(cols[2], opts.key_decoder, f.type))
+            elif name == "value":
+                arrays.append(_payload_array(cols[3], opts.value_decoder, f.type))
+            elif name == "offset":
+                arrays.append(pa.array(cols[0], f.type))
+            elif name == "timestamp":
+                arrays.append(_ms_to_us(cols[1]))
+            elif name == "headers":
+                arrays.append(_headers_array(cols[4], opts.value_decoder, f.type))
+            elif name == "sequence":
+                arrays.append(pa.array(cols[5], f.type))
+            elif name in batch_col:
+                arrays.append(pa.array(per_batch[batch_col[name]], f.type).take(idx))
+            elif name in constant:
+                arrays.append(
+                    pa.nulls(n, f.type)
+                    if constant[name] is None
+                    else pa.repeat(pa.scalar(constant[name], f.type), n)
+                )
+            else:  # error columns: null on data rows
+                arrays.append(pa.nulls(n, f.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)

@@ -1,0 +1,316 @@
+"""``export`` as a library: the destination protocol, the local engine, and the summary.
+
+Both engines write into a temporary directory beside DEST and rename it into place only when
+the job succeeded, so an interrupted or failed export leaves nothing half-written (DESIGN.md
+§5, exit 130). A DEST that exists and is not empty is refused (exit 4) unless ``overwrite``.
+
+The output layout is Spark's: ``part-NNNNN-<uuid>-c000.snappy.parquet`` (or ``.json``) files,
+hive-style ``topic=…/partition=…`` directories with ``partition_by`` (the partition columns
+are then not in the files), and an empty ``_SUCCESS`` marker. The local engine
+(:func:`export_local`) runs the same split reader as the Spark data source
+(:mod:`klogtool.log.arrow_reader`) in a process pool and writes with pyarrow, so both engines
+produce the same rows in the same files. JSON Lines follow klogtool's JSON conventions
+(DESIGN.md §4): timestamps are int64 milliseconds, payloads are text (base64 by default), and
+nulls are written as ``null``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from klogtool.errors import InputError, RefusedError
+from klogtool.log.arrow_reader import (
+    DEFAULT_TARGET_SPLIT_BYTES,
+    ReadOptions,
+    Split,
+    arrow_schema,
+    plan_splits,
+    read_split,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+FORMATS = ("parquet", "jsonl")
+PARTITION_COLUMNS = ("topic", "partition")
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+_URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+# Characters Spark (Hive) escapes in partition directory names.
+_ESCAPED = set("\"#%'*/:=?\\\x7f{[]^") | {chr(i) for i in range(32)}
+
+
+def is_uri(dest: str) -> bool:
+    return bool(_URI.match(dest)) and not dest.startswith("file://")
+
+
+def escape_path_name(value: object) -> str:
+    if value is None:
+        return HIVE_NULL
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in str(value))
+
+
+@dataclass
+class Destination:
+    """Where an export goes: a temp dir beside DEST while writing, DEST once committed.
+
+    For a URI (``hdfs://``, ``s3a://``…, only with Spark), or when the writer is elsewhere
+    (``direct``: a Spark Connect server writes on its own file system), the job writes to DEST
+    itself and Spark's own rules apply (it refuses an existing DEST unless overwriting).
+    """
+
+    dest: str
+    overwrite: bool = False
+    inputs: Sequence[str] = ()
+    direct: bool = False
+    final: str = ""
+    work: str = ""
+    local: bool = True
+
+    def __post_init__(self) -> None:
+        if is_uri(self.dest) or self.direct:
+            self.local = False
+            self.final = self.work = self.dest
+            return
+        path = self.dest.removeprefix("file://")
+        self.final = os.path.abspath(path)
+        final = Path(self.final)
+        if final.exists() and not final.is_dir():
+            raise RefusedError(
+                "the destination exists and is not a directory",
+                path=self.dest,
+                code="destination-not-a-directory",
+            )
+        if final.is_dir() and any(final.iterdir()) and not self.overwrite:
+            raise RefusedError(
+                "the destination is not empty",
+                path=self.dest,
+                code="destination-not-empty",
+                hint="--overwrite replaces it (only once the export has succeeded)",
+            )
+        for arg in self.inputs:
+            src = Path(os.path.abspath(arg))
+            if src.is_dir() and (final == src or src in final.parents):
+                raise RefusedError(
+                    "the destination is inside an input directory",
+                    path=self.dest,
+                    code="destination-inside-input",
+                )
+            if final.is_dir() and (src == final or final in src.parents):
+                raise RefusedError(
+                    "an input lies inside the destination that --overwrite would replace",
+                    path=arg,
+                    code="input-inside-destination",
+                )
+        self.work = str(final.parent / f".{final.name}.klogtool-tmp-{secrets.token_hex(4)}")
+
+    def prepare(self) -> None:
+        """Create DEST's parent directory (nothing else is written before the job)."""
+        if self.local:
+            Path(self.final).parent.mkdir(parents=True, exist_ok=True)
+
+    def commit(self) -> None:
+        if not self.local:
+            return
+        final = Path(self.final)
+        old = None
+        if final.exists():
+            old = final.parent / f".{final.name}.klogtool-old-{secrets.token_hex(4)}"
+            final.rename(old)
+        os.rename(self.work, final)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+    def abort(self) -> None:
+        if self.local and os.path.isdir(self.work):
+            shutil.rmtree(self.work, ignore_errors=True)
+
+
+@dataclass
+class OutputCount:
+    files: int = 0
+    rows: int = 0
+    bytes: int = 0
+    error_rows: int = 0
+    partitions: set[str] = field(default_factory=set)
+
+
+def data_files(root: str) -> Iterator[Path]:
+    """The output files (not ``_SUCCESS``, Hadoop's ``.crc`` files or other hidden ones)."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "_")))
+        for name in sorted(filenames):
+            if not name.startswith((".", "_")):
+                yield Path(dirpath) / name
+
+
+def count_output(root: str, to: str, report: bool = False) -> OutputCount:
+    """Rows, files and bytes written under ``root`` (Parquet: from the footers)."""
+    out = OutputCount()
+    for f in data_files(root):
+        out.files += 1
+        out.bytes += f.stat().st_size
+        if f.parent != Path(root):
+            out.partitions.add(str(f.parent.relative_to(root)))
+        if to == "parquet":
+            import pyarrow.parquet as pq
+
+            pf = pq.ParquetFile(f)
+            out.rows += pf.metadata.num_rows
+            if report and pf.metadata.num_rows:
+                col = pq.read_table(f, columns=["error_code"]).column(0)
+                out.error_rows += len(col) - col.null_count
+        else:
+            with open(f, "rb") as fh:
+                for line in fh:
+                    if line.strip():
+                        out.rows += 1
+                        if report and b'"error_code":null' not in line:
+                            out.error_rows += 1
+    return out
+
+
+# -- the local engine -------------------------------------------------------------------------
+def jsonl_table(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """What a JSON line holds: the timestamp as int64 milliseconds (DESIGN.md §4)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if "timestamp" not in batch.schema.names:
+        return batch
+    i = batch.schema.get_field_index("timestamp")
+    ms = pc.divide(batch.column(i).cast(pa.int64()), 1000)
+    return batch.set_column(i, pa.field("timestamp", pa.int64()), ms)
+
+
+def _json_default(obj: object) -> object:
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        import base64
+
+        return base64.b64encode(bytes(obj)).decode("ascii")
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def jsonl_lines(batch: pa.RecordBatch) -> Iterator[str]:
+    for row in jsonl_table(batch).to_pylist():
+        yield json.dumps(row, ensure_ascii=False, separators=(",", ":"), default=_json_default)
+
+
+@dataclass(frozen=True)
+class LocalJob:
+    to: str
+    work: str
+    read: ReadOptions
+    partition_by: tuple[str, ...] = ()
+    columns: tuple[str, ...] | None = None
+
+
+def write_split(job: LocalJob, split: Split) -> int:
+    """Read one split and write its files (one per partition directory); returns its rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = arrow_schema(job.read, job.columns)
+    keep = [n for n in schema.names if n not in job.partition_by]
+    file_schema = pa.schema([schema.field(n) for n in keep])
+    writers: dict[tuple[Any, ...], Any] = {}
+    rows = 0
+    tag = uuid.uuid4()
+    ext = "snappy.parquet" if job.to == "parquet" else "json"
+    try:
+        for batch in read_split(split, job.read, schema):
+            if batch.num_rows == 0:
+                continue
+            key = tuple(batch.column(n)[0].as_py() for n in job.partition_by)
+            w = writers.get(key)
+            if w is None:
+                sub = Path(job.work).joinpath(
+                    *(
+                        f"{c}={escape_path_name(v)}"
+                        for c, v in zip(job.partition_by, key, strict=True)
+                    )
+                )
+                sub.mkdir(parents=True, exist_ok=True)
+                name = sub / f"part-{split.index:05d}-{tag}-c000.{ext}"
+                if job.to == "parquet":
+                    w = pq.ParquetWriter(name, file_schema, compression="snappy")
+                else:
+                    w = open(name, "w", encoding="utf-8")  # noqa: SIM115
+                writers[key] = w
+            part = batch.select(keep)
+            if isinstance(w, pq.ParquetWriter):
+                w.write_batch(part)
+            else:
+                for line in jsonl_lines(part):
+                    w.write(line + "\n")
+            rows += batch.num_rows
+    finally:
+        for w in writers.values():
+            w.close()
+    return rows
+
+
+def export_local(
+    paths: Sequence[str],
+    job: LocalJob,
+    *,
+    jobs: int = 1,
+    target_split_bytes: int = DEFAULT_TARGET_SPLIT_BYTES,
+    progress: Callable[[int], None] | None = None,
+) -> list[Split]:
+    """Write every split of PATHs into ``job.work`` with ``jobs`` processes; returns the
+    splits. Raises what the reader raises (:class:`CorruptSegmentError` with ``fail``)."""
+    advance = progress or (lambda n: None)
+    splits = plan_splits(paths, target_split_bytes=target_split_bytes, min_splits=jobs)
+    os.makedirs(job.work, exist_ok=True)
+    if jobs <= 1 or len(splits) <= 1:
+        for s in splits:
+            write_split(job, s)
+            advance(s.bytes)
+    else:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(splits))) as pool:
+            futures = {pool.submit(write_split, job, s): s for s in splits}
+            pending = set(futures)
+            try:
+                while pending:
+                    done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                    for fut in done:
+                        fut.result()  # re-raises a worker's error here
+                        advance(futures[fut].bytes)
+            except BaseException:
+                for fut in pending:
+                    fut.cancel()
+                raise
+    if not splits and job.to == "parquet":
+        import pyarrow.parquet as pq
+
+        # An empty result still says what its columns are (Spark writes one such file too).
+        schema = arrow_schema(job.read, job.columns)
+        keep = [schema.field(n) for n in schema.names if n not in job.partition_by]
+        import pyarrow as pa
+
+        pq.write_table(
+            pa.schema(keep).empty_table(),
+            Path(job.work) / f"part-00000-{uuid.uuid4()}-c000.snappy.parquet",
+        )
+    Path(job.work, "_SUCCESS").touch()
+    return splits
+
+
+def check_local_dest(dest: Destination) -> None:
+    if not dest.local:
+        raise InputError(
+            "the local engine writes to local paths only",
+            path=dest.dest,
+            code="remote-destination",
+            hint="use --engine spark for hdfs://, s3a://... destinations",
+        )

@@ -1,0 +1,328 @@
+"""A partition as the broker's ``UnifiedLog`` sees it after loading: segments with their sizes,
+largest timestamps and modification times, the log end offset, and the log dir's checkpoints
+(high watermark, log start offset, cleaner offset). Read-only; used by the retention and
+compaction planners. Batch headers only: records are never decoded here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from klogtool.errors import InputError
+from klogtool.formats import checkpoint, index
+from klogtool.formats.batch import Batch
+from klogtool.formats.errors import FormatError
+from klogtool.formats.index import AbortedTxn
+from klogtool.formats.payloads.control import ABORT, COMMIT, decode_control_key
+from klogtool.formats.records import SegmentScanner
+from klogtool.log import layout
+from klogtool.log.atomic import FileOps, log_dir_of
+from klogtool.log.segment import mapped, read_small
+
+HIGH_WATERMARK = "replication-offset-checkpoint"
+LOG_START = "log-start-offset-checkpoint"
+CLEANER = "cleaner-offset-checkpoint"
+RECOVERY_POINT = "recovery-point-offset-checkpoint"
+
+TIMEINDEX = "timeindex"  # where a segment's largest timestamp came from
+MTIME = "mtime"
+
+
+@dataclass
+class SegmentInfo:
+    base_offset: int
+    files: layout.SegmentFiles
+    size: int
+    mtime_ns: int
+    largest_timestamp: int  # the time index's last entry, else the .log mtime (ms)
+    timestamp_source: str  # TIMEINDEX | MTIME
+    index_bytes: int
+    timeindex_bytes: int
+    next_offset: int | None = None  # filled for the last segment (and by full scans)
+
+    @property
+    def log(self) -> Path:
+        assert self.files.log is not None
+        return self.files.log
+
+    @property
+    def mtime_ms(self) -> int:
+        return self.mtime_ns // 1_000_000
+
+
+@dataclass
+class PartitionView:
+    path: Path
+    topic: str | None
+    partition: int | None
+    log_dir: Path
+    segments: list[SegmentInfo]
+    orphans: list[Path]  # index files whose .log is gone (the broker deletes them on load)
+    snapshots: list[Path]
+    leader_epoch_checkpoint: Path | None
+    log_end_offset: int
+    log_end_clean: bool  # the last segment ends cleanly (no torn tail or corruption)
+    checkpoints: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
+
+    @property
+    def tp(self) -> tuple[str, int] | None:
+        if self.topic is None or self.partition is None:
+            return None
+        return self.topic, self.partition
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def checkpointed(self, name: str) -> int | None:
+        tp = self.tp
+        if tp is None:
+            return None
+        return self.checkpoints.get(name, {}).get(tp)
+
+    @property
+    def first_base(self) -> int:
+        return self.segments[0].base_offset if self.segments else self.log_end_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        """max(log-start-offset-checkpoint, first segment base), as the loader sets it."""
+        cp = self.checkpointed(LOG_START)
+        return max(cp if cp is not None else 0, self.first_base)
+
+    def high_watermark(self, override: int | str | None = None) -> tuple[int, str]:
+        """(high watermark, where it came from), bounded by the log end offset like the
+        broker's. Without a checkpoint entry the broker starts from 0."""
+        leo = self.log_end_offset
+        if override == "log-end":
+            return leo, "--high-watermark log-end"
+        if isinstance(override, int):
+            return min(override, leo), "--high-watermark"
+        cp = self.checkpointed(HIGH_WATERMARK)
+        if cp is None:
+            return 0, f"no {HIGH_WATERMARK} entry (the broker starts from 0)"
+        return min(cp, leo), HIGH_WATERMARK
+
+    def upper_bound(self, i: int) -> int:
+        """The offset below which segment ``i`` lies: the next base, or the log end offset."""
+        if i + 1 < len(self.segments):
+            return self.segments[i + 1].base_offset
+        return self.log_end_offset
+
+
+def read_offset_checkpoint(log_dir: Path, name: str) -> dict[tuple[str, int], int]:
+    path = log_dir / name
+    if not path.is_file():
+        return {}
+    try:
+        return dict(checkpoint.parse_offset_checkpoint(read_small(path)).entries)
+    except FormatError as e:
+        raise InputError(
+            f"{e} (fix or remove the checkpoint file)",
+            path=str(path),
+            position=e.position,
+            code=e.code,
+        ) from None
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", path=str(path), code="unreadable") from e
+
+
+def _largest_timestamp(seg: layout.SegmentFiles, mtime_ns: int) -> tuple[int, str, int]:
+    """The broker's ``LogSegment.largestTimestamp``: the time index's last entry when it is
+    >= 0, else the .log's mtime. Returns (timestamp, source, time index bytes)."""
+    if seg.timeindex is not None:
+        try:
+            buf = read_small(seg.timeindex, 1 << 31)
+        except OSError:
+            buf = b""
+        slots = index.time_index_slots(buf)
+        real = slots - index.time_index_zero_tail(buf)
+        if real > 0:
+            entries = list(
+                index.iter_time_index(
+                    buf[(real - 1) * 12 : real * 12], seg.base_offset, stop_at_zero_fill=False
+                )
+            )
+            if entries and entries[-1].timestamp >= 0:
+                return entries[-1].timestamp, TIMEINDEX, real * 12
+        return mtime_ns // 1_000_000, MTIME, real * 12
+    return mtime_ns // 1_000_000, MTIME, 0
+
+
+def _index_bytes(seg: layout.SegmentFiles) -> int:
+    if seg.index is None:
+        return 0
+    try:
+        buf = read_small(seg.index, 1 << 31)
+    except OSError:
+        return 0
+    return (index.offset_index_slots(buf) - index.offset_index_zero_tail(buf)) * 8
+
+
+def scan_next_offset(path: Path, base: int) -> tuple[int, bool]:
+    """(next offset after the segment's last valid batch, or ``base`` if none; whether the
+    segment ends cleanly)."""
+    with mapped(path) as buf:
+        result = SegmentScanner(buf, check_crc=False, strict=False).scan()
+    end = result.last_offset + 1 if result.last_offset is not None else base
+    return max(end, base), result.end in ("clean", "zero-fill")
+
+
+def load_partition(path: Path, *, scan_all: bool = False) -> PartitionView:
+    """Load ``path`` (a partition dir) and its log dir's checkpoints."""
+    part = layout.scan_partition_dir(path)
+    segments: list[SegmentInfo] = []
+    orphans: list[Path] = []
+    for seg in part.segments:
+        if seg.log is None:
+            orphans += [p for p in (seg.index, seg.timeindex, seg.txnindex) if p is not None]
+            continue
+        try:
+            st = os.stat(seg.log)
+        except OSError as e:
+            raise InputError(f"cannot read: {e.strerror}", path=str(seg.log)) from e
+        ts, source, ti_bytes = _largest_timestamp(seg, st.st_mtime_ns)
+        segments.append(
+            SegmentInfo(
+                seg.base_offset,
+                seg,
+                st.st_size,
+                st.st_mtime_ns,
+                ts,
+                source,
+                _index_bytes(seg),
+                ti_bytes,
+            )
+        )
+    leo = 0
+    clean = True
+    for i, s in enumerate(segments):
+        if scan_all or i == len(segments) - 1:
+            s.next_offset, ok = scan_next_offset(s.log, s.base_offset)
+            clean = clean and (ok or i < len(segments) - 1)
+    if segments:
+        last = segments[-1]
+        assert last.next_offset is not None
+        leo = last.next_offset
+    log_dir = log_dir_of(path)
+    checkpoints = {
+        name: read_offset_checkpoint(log_dir, name) for name in (HIGH_WATERMARK, LOG_START, CLEANER)
+    }
+    if not segments:
+        # An empty partition: its log start offset checkpoint says where the log starts.
+        if part.topic is not None and part.partition is not None:
+            leo = checkpoints[LOG_START].get((part.topic, part.partition), 0)
+    return PartitionView(
+        path=path,
+        topic=part.topic,
+        partition=part.partition,
+        log_dir=log_dir,
+        segments=segments,
+        orphans=orphans,
+        snapshots=part.snapshots,
+        leader_epoch_checkpoint=part.leader_epoch_checkpoint,
+        log_end_offset=leo,
+        log_end_clean=clean,
+        checkpoints=checkpoints,
+    )
+
+
+def update_offset_checkpoint(
+    ops: FileOps, log_dir: Path, name: str, tp: tuple[str, int], offset: int | None
+) -> bool:
+    """Set (or with None remove) ``tp``'s entry in the log dir's checkpoint ``name``, through
+    the atomic protocol. Returns whether anything changed."""
+    path = log_dir / name
+    entries = read_offset_checkpoint(log_dir, name)
+    if offset is None:
+        if tp not in entries:
+            return False
+        del entries[tp]
+    else:
+        if entries.get(tp) == offset:
+            return False
+        entries[tp] = offset
+    ops.replace_file(path, [checkpoint.encode_offset_checkpoint(entries)])
+    return True
+
+
+def is_within(root: Path, path: Path) -> bool:
+    """Whether ``path`` resolves (symlinks followed) to ``root`` or something inside it."""
+    r = root.resolve()
+    p = path.resolve()
+    return p == r or r in p.parents
+
+
+def partition_dirs(arg: Path) -> tuple[list[Path], list[str]]:
+    """The partition dirs a PATH stands for, and warnings for those skipped (a partition dir
+    that is a symlink out of the given log dir is never written to)."""
+    if not arg.exists():
+        raise InputError("no such file or directory", path=str(arg), code="not-found")
+    if not arg.is_dir():
+        raise InputError(
+            "expected a partition directory or a log directory", path=str(arg), code="not-a-dir"
+        )
+    if layout.looks_like_partition_dir(arg):
+        return [arg], []
+    logdir = layout.scan_log_dir(arg)
+    if logdir is None:
+        raise InputError(
+            "not a partition directory or a log directory", path=str(arg), code="not-a-log-dir"
+        )
+    out: list[Path] = []
+    skipped: list[str] = []
+    for p in logdir.partitions:
+        if not is_within(arg, p):
+            skipped.append(f"{p}: skipped: a symlink out of {arg} (never written through)")
+            continue
+        out.append(p)
+    return out, skipped
+
+
+class TxnReplay:
+    """The broker's recovery view of transactions: fed every batch in log order, it yields
+    the aborted transactions to index, each in the segment of its ABORT marker, with the last
+    stable offset at the abort (the earliest other open transaction, else marker + 1)."""
+
+    def __init__(self) -> None:
+        self.open: dict[int, int] = {}  # producer id -> first offset of its open transaction
+
+    def feed(self, batch: Batch) -> AbortedTxn | None:
+        pid = batch.producer_id
+        if pid < 0 or not batch.is_transactional:
+            return None
+        if not batch.is_control:
+            self.open.setdefault(pid, batch.base_offset)
+            return None
+        kind = None
+        for r in batch.records():
+            try:
+                kind = decode_control_key(r.key)[1]
+            except FormatError:
+                kind = None
+            break
+        if kind not in (ABORT, COMMIT):
+            return None
+        first = self.open.pop(pid, None)
+        if kind != ABORT or first is None:
+            return None
+        marker = batch.last_offset
+        lso = min(self.open.values(), default=marker + 1)
+        return AbortedTxn(0, pid, first, marker, min(lso, marker + 1))
+
+
+def replay_aborted_txns(segments: list[tuple[int, Path]]) -> dict[int, list[AbortedTxn]]:
+    """Per segment base offset, the .txnindex entries recovery would write (log order)."""
+    replay = TxnReplay()
+    out: dict[int, list[AbortedTxn]] = {}
+    for base, path in segments:
+        entries: list[AbortedTxn] = []
+        with mapped(path) as buf:
+            for batch in SegmentScanner(buf, check_crc=False, strict=False):
+                txn = replay.feed(batch)
+                if txn is not None:
+                    entries.append(txn)
+        out[base] = entries
+    return out

@@ -1,0 +1,436 @@
+"""Retention, offline: the broker's ``UnifiedLog.deleteOldSegments`` (kafka-spec.md §7).
+
+:func:`plan_retention` is pure (it reads, never writes) and returns a :class:`RetentionPlan`:
+one :class:`SegmentDecision` per segment saying which rule deletes or keeps it and why.
+:func:`apply_retention` carries a plan out through :class:`~klogtool.log.atomic.FileOps`.
+
+The broker's rules, in its order: the log start offset (a segment goes when the next
+segment's base offset is at or below it), then, only if ``cleanup.policy`` contains
+``delete``, size (``retention.bytes``: the oldest segments go while the partition stays at or
+above the limit without them) and time (``retention.ms``: a segment goes when ``now`` minus
+its largest timestamp exceeds it; the largest timestamp is the time index's last entry, else
+the ``.log`` mtime). Each rule walks from the oldest segment and stops at the first it keeps;
+a segment is only deletable when the high watermark has reached its upper bound (the next
+segment's base, or the log end offset); the last segment is kept only when it is empty: when
+every segment goes, a new empty active segment is rolled at the log end offset first.
+Deleted files are renamed ``.deleted`` first (producer snapshots at deleted base offsets
+too), then removed; the log start offset becomes the first remaining base offset (or a
+higher requested one), the leader epoch cache is truncated from the start, and
+``log-start-offset-checkpoint`` records it when it is above the first base offset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from klogtool.formats import checkpoint
+from klogtool.formats.checkpoint import EpochEntry
+from klogtool.formats.errors import FormatError
+from klogtool.log import layout
+from klogtool.log.atomic import DELETED, FileOps
+from klogtool.log.partition import LOG_START, PartitionView, update_offset_checkpoint
+from klogtool.log.segment import read_small
+from klogtool.log.topicconfig import TopicConfig
+
+DELETE = "delete"
+KEEP = "keep"
+
+# rules (stable, part of the JSON output)
+RULE_LOG_START = "log-start-offset"
+RULE_SIZE = "retention.bytes"
+RULE_TIME = "retention.ms"
+RULE_HIGH_WATERMARK = "high-watermark"
+RULE_ACTIVE_EMPTY = "active-empty"
+RULE_NOT_BREACHED = "not-breached"
+RULE_AFTER_KEPT = "after-kept-segment"
+
+
+@dataclass(frozen=True)
+class SegmentDecision:
+    base_offset: int
+    upper_bound: int  # next base offset, or the log end offset
+    size: int
+    largest_timestamp: int
+    timestamp_source: str
+    action: str  # DELETE | KEEP
+    rule: str
+    reason: str
+
+
+@dataclass
+class RetentionPlan:
+    path: Path
+    topic: str | None
+    partition: int | None
+    log_dir: Path
+    config: TopicConfig
+    now: int
+    log_end_offset: int
+    high_watermark: int
+    high_watermark_source: str
+    log_start_offset: int  # before
+    new_log_start_offset: int
+    decisions: list[SegmentDecision]
+    roll: bool  # a new empty active segment is created at the log end offset first
+    snapshots: list[Path]  # producer snapshots at deleted base offsets, or below the start
+    orphans: list[Path]  # index files without a .log, which the broker deletes on load
+    missing_indexes: list[Path]  # of an empty last segment, created empty
+    epochs_before: list[EpochEntry] | None
+    epochs_after: list[EpochEntry] | None
+    checkpoint_before: int | None
+    checkpoint_after: int | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def deleted(self) -> list[SegmentDecision]:
+        return [d for d in self.decisions if d.action == DELETE]
+
+    @property
+    def deleted_bytes(self) -> int:
+        return sum(d.size for d in self.deleted)
+
+    @property
+    def changes(self) -> bool:
+        return bool(
+            self.deleted
+            or self.roll
+            or self.orphans
+            or self.missing_indexes
+            or self.epochs_after != self.epochs_before
+            or self.checkpoint_after != self.checkpoint_before
+        )
+
+
+class RetentionRefused(ValueError):
+    """A requested log start offset the broker would refuse (beyond the high watermark)."""
+
+
+def plan_retention(
+    view: PartitionView,
+    config: TopicConfig,
+    *,
+    now: int,
+    log_start_offset: int | None = None,
+    high_watermark: int | str | None = None,
+) -> RetentionPlan:
+    """What ``deleteOldSegments`` would do to ``view`` at time ``now`` (ms)."""
+    segs = view.segments
+    leo = view.log_end_offset
+    hw, hw_source = view.high_watermark(high_watermark)
+    lso_before = view.log_start_offset
+    lso = lso_before
+    notes: list[str] = []
+    if log_start_offset is not None:
+        if log_start_offset > hw:
+            raise RetentionRefused(
+                f"requested log start offset {log_start_offset} is beyond the high watermark "
+                f"{hw} ({hw_source}); the broker refuses that"
+            )
+        if log_start_offset > lso:
+            lso = log_start_offset
+        else:
+            notes.append(
+                f"requested log start offset {log_start_offset} is not above the current "
+                f"{lso}: nothing to do for it"
+            )
+    decided: dict[int, tuple[str, str]] = {}  # index -> (rule, reason) for deleted segments
+    remaining = list(range(len(segs)))
+    roll = False
+    # index -> [(rule, reason)] from every walk that stopped on it
+    kept_reason: dict[int, list[tuple[str, str]]] = {}
+
+    def walk(rule: str, predicate: Callable[[int, int | None], tuple[bool, str]]) -> None:
+        nonlocal remaining, roll, lso
+        deletable: list[int] = []
+        for pos, i in enumerate(remaining):
+            is_last = pos == len(remaining) - 1
+            seg = segs[i]
+            nxt = None if is_last else remaining[pos + 1]
+            upper = leo if nxt is None else segs[nxt].base_offset
+            if hw < upper:
+                kept_reason.setdefault(i, []).append(
+                    (
+                        RULE_HIGH_WATERMARK,
+                        f"{rule}: the high watermark {hw} ({hw_source}) is below the "
+                        f"segment's upper bound {upper}",
+                    )
+                )
+                break
+            if is_last and seg.size == 0:
+                # the broker evaluates the rule first, but keeps an empty last segment anyway
+                reasons = kept_reason.setdefault(i, [])
+                empty = (RULE_ACTIVE_EMPTY, "the last segment is empty: never deleted")
+                if empty not in reasons:
+                    reasons.append(empty)
+                break
+            ok, why = predicate(i, nxt)
+            if not ok:
+                kept_reason.setdefault(i, []).append((RULE_NOT_BREACHED, f"{rule}: {why}"))
+                break
+            decided[i] = (rule, why)
+            deletable.append(i)
+        if not deletable:
+            return
+        if len(deletable) == len(remaining):
+            roll = True  # the broker rolls a new empty active segment at the log end offset
+        remaining = [i for i in remaining if i not in deletable]
+        first = segs[remaining[0]].base_offset if remaining else leo
+        lso = max(lso, first)
+
+    def by_start(i: int, nxt: int | None) -> tuple[bool, str]:
+        if nxt is None:
+            return False, "the last segment is never deleted by the log start offset"
+        nb = segs[nxt].base_offset
+        if nb <= lso:
+            return True, f"the next segment starts at {nb}, at or below the log start offset {lso}"
+        return False, f"the next segment starts at {nb}, above the log start offset {lso}"
+
+    def age_of(i: int) -> tuple[bool, str]:
+        seg = segs[i]
+        age = now - seg.largest_timestamp
+        src = "time index" if seg.timestamp_source == "timeindex" else ".log mtime"
+        if age > config.retention_ms:
+            return True, (
+                f"largest timestamp {seg.largest_timestamp} ({src}) is {age} ms "
+                f"({human_ms(age)}) old, more than retention.ms {config.retention_ms}"
+            )
+        return False, (
+            f"largest timestamp {seg.largest_timestamp} ({src}) is {age} ms ({human_ms(age)}) "
+            f"old, within retention.ms {config.retention_ms}"
+        )
+
+    walk(RULE_LOG_START, by_start)
+    if config.delete:
+        if config.retention_bytes >= 0:
+            size = sum(segs[i].size for i in remaining)
+            if size >= config.retention_bytes:
+                diff = [size - config.retention_bytes]
+
+                def by_size(i: int, _nxt: int | None) -> tuple[bool, str]:
+                    s = segs[i].size
+                    if diff[0] - s >= 0:
+                        diff[0] -= s
+                        return True, (
+                            f"the partition is {size} bytes, retention.bytes "
+                            f"{config.retention_bytes}: {s} bytes fit in the excess"
+                        )
+                    return False, (
+                        f"deleting these {s} bytes would take the partition below "
+                        f"retention.bytes {config.retention_bytes}"
+                    )
+
+                walk(RULE_SIZE, by_size)
+        if config.retention_ms >= 0:
+
+            def by_time(i: int, _nxt: int | None) -> tuple[bool, str]:
+                return age_of(i)
+
+            walk(RULE_TIME, by_time)
+        else:
+            notes.append("retention.ms < 0: time retention is off")
+    else:
+        notes.append(
+            f"cleanup.policy={','.join(config.cleanup_policy)}: only the log start offset rule "
+            f"applies"
+        )
+    decisions: list[SegmentDecision] = []
+    first_kept: int | None = None
+    for i, seg in enumerate(segs):
+        upper = view.upper_bound(i)
+        if i in decided:
+            rule, why = decided[i]
+            decisions.append(
+                SegmentDecision(
+                    seg.base_offset,
+                    upper,
+                    seg.size,
+                    seg.largest_timestamp,
+                    seg.timestamp_source,
+                    DELETE,
+                    rule,
+                    why,
+                )
+            )
+            continue
+        if first_kept is None:
+            first_kept = i
+            reasons = kept_reason.get(i) or [(RULE_NOT_BREACHED, "no rule applies")]
+            rule = reasons[-1][0]
+            why = "; ".join(r for _, r in reasons)
+        elif i in kept_reason and kept_reason[i][-1][0] == RULE_ACTIVE_EMPTY:
+            rule, why = kept_reason[i][-1]
+        else:
+            rule = RULE_AFTER_KEPT
+            why = "an older segment is kept (retention deletes only a prefix of the log)"
+            if config.delete and config.retention_ms >= 0 and age_of(i)[0]:
+                why += "; on its own it is past retention.ms"
+        decisions.append(
+            SegmentDecision(
+                seg.base_offset,
+                upper,
+                seg.size,
+                seg.largest_timestamp,
+                seg.timestamp_source,
+                KEEP,
+                rule,
+                why,
+            )
+        )
+    deleted_bases = {segs[i].base_offset for i in decided}
+    # the broker's logStartOffset only grows; after deletion it is at least the first base
+    new_first = segs[remaining[0]].base_offset if remaining else leo
+    new_lso = max(lso, new_first)
+    # producer snapshots at the deleted base offsets go with their segments; strays below
+    # the log start offset too (the broker's loader deletes them)
+    snapshots = [
+        p
+        for p in view.snapshots
+        if (o := layout.offset_from_name(p)) is not None and (o in deleted_bases or o < new_lso)
+    ]
+    epochs_before = _read_epochs(view)
+    epochs_after = epochs_before
+    if epochs_before is not None:
+        # as the broker does when the log start offset moves (and when it loads the log)
+        epochs_after = truncate_epochs_from_start(epochs_before, new_lso)
+    # an empty last segment without its indexes (a roll cut short): the broker creates them
+    missing: list[Path] = []
+    if remaining and not roll and segs[remaining[-1]].size == 0:
+        files = segs[remaining[-1]].files
+        for suffix, have in ((".index", files.index), (".timeindex", files.timeindex)):
+            if have is None:
+                missing.append(
+                    view.path / layout.segment_name(segs[remaining[-1]].base_offset, suffix)
+                )
+    cp_before = view.checkpointed(LOG_START)
+    # the broker checkpoints only partitions whose log start is above the first base offset
+    cp_after = new_lso if view.tp is not None and new_lso > new_first else None
+    if new_lso == lso_before and not decided:
+        cp_after = cp_before  # nothing changes: leave the file alone
+    return RetentionPlan(
+        path=view.path,
+        topic=view.topic,
+        partition=view.partition,
+        log_dir=view.log_dir,
+        config=config,
+        now=now,
+        log_end_offset=leo,
+        high_watermark=hw,
+        high_watermark_source=hw_source,
+        log_start_offset=lso_before,
+        new_log_start_offset=new_lso,
+        decisions=decisions,
+        roll=roll,
+        snapshots=snapshots,
+        orphans=list(view.orphans),
+        missing_indexes=missing,
+        epochs_before=epochs_before,
+        epochs_after=epochs_after,
+        checkpoint_before=cp_before,
+        checkpoint_after=cp_after,
+        notes=notes,
+    )
+
+
+def human_ms(ms: int) -> str:
+    """``3d 4h``, ``2h 5m``, ``12s``; negative ages (timestamps in the future) keep their sign."""
+    sign = "-" if ms < 0 else ""
+    s = abs(ms) // 1000
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    if d:
+        return f"{sign}{d}d {h}h"
+    if h:
+        return f"{sign}{h}h {m}m"
+    if m:
+        return f"{sign}{m}m {s}s"
+    return f"{sign}{s}s"
+
+
+def _read_epochs(view: PartitionView) -> list[EpochEntry] | None:
+    path = view.leader_epoch_checkpoint
+    if path is None:
+        return None
+    try:
+        return checkpoint.parse_leader_epoch_checkpoint(read_small(path))
+    except (FormatError, OSError):
+        return None  # left alone: verify reports it
+
+
+def truncate_epochs_from_start(entries: list[EpochEntry], start: int) -> list[EpochEntry]:
+    """``LeaderEpochFileCache.truncateFromStart``: entries starting at or before ``start``
+    collapse into the latest of them, moved to ``start``."""
+    before = [e for e in entries if e.start_offset <= start]
+    after = [e for e in entries if e.start_offset > start]
+    if not before:
+        return list(entries)
+    return [EpochEntry(before[-1].epoch, start)] + after
+
+
+@dataclass
+class RetentionResult:
+    deleted_files: list[Path] = field(default_factory=list)  # renamed to .deleted
+    removed: list[Path] = field(default_factory=list)  # .deleted files removed
+    rolled: Path | None = None
+    checkpoint_updated: bool = False
+    epochs_updated: bool = False
+
+
+def apply_retention(ops: FileOps, plan: RetentionPlan, *, keep_deleted: bool) -> RetentionResult:
+    """Carry out ``plan``: roll, rename to ``.deleted``, update checkpoints, remove."""
+    res = RetentionResult()
+    part = plan.path
+    for p in plan.orphans:
+        ops.unlink(p)
+    if plan.orphans:
+        ops.fsync_dir(part)
+    for p in plan.missing_indexes:
+        ops.write(p, [])
+    if plan.roll:
+        # the new empty active segment: log and indexes (trimmed, as after a clean shutdown)
+        for suffix in (".log", ".index", ".timeindex"):
+            p = part / layout.segment_name(plan.log_end_offset, suffix)
+            if not p.exists():
+                ops.write(p, [])
+        res.rolled = part / layout.segment_name(plan.log_end_offset, ".log")
+        ops.fsync_dir(part)
+    renamed: list[Path] = []
+    for d in plan.deleted:
+        # the broker's order: log, offset index, time index, txn index
+        for suffix in (".log", ".index", ".timeindex", ".txnindex"):
+            p = part / layout.segment_name(d.base_offset, suffix)
+            if p.exists() or p.is_symlink():
+                target = p.with_name(p.name + DELETED)
+                ops.rename(p, target)
+                renamed.append(target)
+    for p in plan.snapshots:
+        if p.exists():
+            target = p.with_name(p.name + DELETED)
+            ops.rename(p, target)
+            renamed.append(target)
+    if renamed:
+        ops.fsync_dir(part)
+    res.deleted_files = renamed
+    if plan.epochs_after is not None and plan.epochs_after != plan.epochs_before:
+        ops.replace_file(
+            part / "leader-epoch-checkpoint",
+            [checkpoint.encode_leader_epoch_checkpoint(plan.epochs_after)],
+        )
+        res.epochs_updated = True
+    if plan.topic is not None and plan.partition is not None:
+        res.checkpoint_updated = update_offset_checkpoint(
+            ops,
+            plan.log_dir,
+            LOG_START,
+            (plan.topic, plan.partition),
+            plan.checkpoint_after,
+        )
+    if not keep_deleted:
+        for p in renamed:
+            ops.unlink(p)
+            res.removed.append(p)
+        if renamed:
+            ops.fsync_dir(part)
+    return res

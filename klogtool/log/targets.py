@@ -1,0 +1,119 @@
+"""What a writing command works on: PATH arguments resolved to partition dirs, grouped by the
+log dir whose lock covers them.
+
+A PATH is a segment file (``.log``, or one of its index files: the command then works on that
+segment of its partition), a partition dir, or a log dir (every partition dir in it).
+Partition dirs inside a log dir that are symlinks to somewhere outside it are not written to
+(DESIGN.md §6: never follow a link out of the given directory when writing); they come back
+as findings.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from klogtool.errors import InputError
+from klogtool.log import atomic, layout
+from klogtool.log.files import detect_kind
+from klogtool.log.findings import Finding
+
+
+@dataclass
+class PartitionTarget:
+    path: Path  # the partition dir
+    display: str  # as the user named it (or under the log dir they named)
+    only_base: int | None = None  # a single segment was named
+
+    @property
+    def log_dir(self) -> Path:
+        return atomic.log_dir_of(self.path)
+
+
+@dataclass
+class Targets:
+    partitions: list[PartitionTarget] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # inputs that are skipped
+
+    def by_log_dir(self) -> list[tuple[Path, list[PartitionTarget]]]:
+        groups: dict[Path, list[PartitionTarget]] = {}
+        for t in self.partitions:
+            groups.setdefault(t.log_dir, []).append(t)
+        return list(groups.items())
+
+
+SEGMENT_KINDS = (layout.LOG, layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX)
+
+
+def resolve(paths: list[str]) -> Targets:
+    """Resolve PATH arguments; raises InputError (exit 3) for one that is not a Kafka path."""
+    out = Targets()
+    seen: set[tuple[Path, int | None]] = set()
+    for arg in paths:
+        path = Path(arg)
+        if not path.exists():
+            raise InputError("no such file or directory", path=arg, code="not-found")
+        found: list[PartitionTarget] = []
+        if path.is_file():
+            kind = detect_kind(path)
+            base = layout.offset_from_name(path)
+            if kind not in SEGMENT_KINDS or base is None:
+                raise InputError(
+                    "not a segment file (<base offset>.log, .index, .timeindex or .txnindex)",
+                    path=arg,
+                    code="not-a-segment",
+                )
+            found.append(PartitionTarget(Path(os.path.abspath(path)).parent, arg, base))
+        elif layout.looks_like_partition_dir(path):
+            found.append(PartitionTarget(path.resolve(), arg))
+        else:
+            logdir = layout.scan_log_dir(path)
+            if logdir is None:
+                raise InputError(
+                    "not a partition directory or a log directory (no segments, partition "
+                    "directories or broker checkpoint files in it)",
+                    path=arg,
+                    code="not-a-log-dir",
+                )
+            root = path.resolve()
+            for p in logdir.partitions:
+                display = str(Path(arg) / p.name)
+                if p.is_symlink() and not _inside(p.resolve(), root):
+                    out.findings.append(
+                        Finding(
+                            "error",
+                            "symlink-outside",
+                            display,
+                            None,
+                            None,
+                            f"a symlink to {p.resolve()}, outside the log directory: not "
+                            f"written to (name the partition directory itself to repair it)",
+                        )
+                    )
+                    continue
+                found.append(PartitionTarget(Path(os.path.abspath(p)), display))
+        for t in found:
+            key = (t.path, t.only_base)
+            if key not in seen:
+                seen.add(key)
+                out.partitions.append(t)
+    return out
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def symlinked_files(part_dir: Path) -> list[Path]:
+    """Files of a partition dir that are symlinks (never written through)."""
+    return sorted(p for p in part_dir.iterdir() if p.is_symlink())
+
+
+@contextmanager
+def locked(log_dir: Path, *, force: bool, dry_run: bool) -> Iterator[None]:
+    """The broker's lock on ``log_dir`` for the duration (refused, exit 4, if held)."""
+    with atomic.log_dir_lock(log_dir, force=force, dry_run=dry_run):
+        yield

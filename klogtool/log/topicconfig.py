@@ -1,0 +1,206 @@
+"""Topic configs for the rewriting commands: Kafka's defaults, broker-level names, overrides.
+
+A value comes from (most specific first): a per-topic setting (``--config topic=key=value``,
+or a ``topic=key=value`` line of a properties file), the command's own option (e.g.
+``--retention-ms``), a plain ``key=value`` line of a properties file (a broker default, under
+its topic name ``retention.ms`` or its broker name ``log.retention.ms``), Kafka's default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from klogtool.errors import InputError
+from klogtool.formats import checkpoint
+from klogtool.formats.errors import FormatError
+
+LONG_MAX = (1 << 63) - 1
+INTERNAL_COMPACTED = ("__consumer_offsets", "__transaction_state")
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    """The settings retention and compaction read, with Kafka's defaults."""
+
+    cleanup_policy: tuple[str, ...] = ("delete",)
+    retention_ms: int = 7 * 24 * 3600 * 1000
+    retention_bytes: int = -1
+    delete_retention_ms: int = 24 * 3600 * 1000
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    min_cleanable_dirty_ratio: float = 0.5
+    segment_bytes: int = 1 << 30
+    segment_index_bytes: int = 10 << 20
+    index_interval_bytes: int = 4096
+    producer_id_expiration_ms: int = 24 * 3600 * 1000  # a broker setting
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+
+# topic config name -> (field, parser); broker names map onto the same fields
+def _int(text: str) -> int:
+    return int(text.strip())
+
+
+def _policy(text: str) -> tuple[str, ...]:
+    parts = tuple(p.strip() for p in text.split(",") if p.strip())
+    if not parts or any(p not in ("delete", "compact") for p in parts):
+        raise ValueError(f"cleanup.policy must be delete, compact or both, not {text!r}")
+    return parts
+
+
+_TOPIC_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
+    "cleanup.policy": ("cleanup_policy", _policy),
+    "retention.ms": ("retention_ms", _int),
+    "retention.bytes": ("retention_bytes", _int),
+    "delete.retention.ms": ("delete_retention_ms", _int),
+    "min.compaction.lag.ms": ("min_compaction_lag_ms", _int),
+    "max.compaction.lag.ms": ("max_compaction_lag_ms", _int),
+    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", float),
+    "segment.bytes": ("segment_bytes", _int),
+    "segment.index.bytes": ("segment_index_bytes", _int),
+    "index.interval.bytes": ("index_interval_bytes", _int),
+    "producer.id.expiration.ms": ("producer_id_expiration_ms", _int),
+}
+_BROKER_KEYS = {
+    "log.cleanup.policy": "cleanup.policy",
+    "log.retention.ms": "retention.ms",
+    "log.retention.bytes": "retention.bytes",
+    "log.cleaner.delete.retention.ms": "delete.retention.ms",
+    "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms": "max.compaction.lag.ms",
+    "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
+    "log.segment.bytes": "segment.bytes",
+    "log.index.size.max.bytes": "segment.index.bytes",
+    "log.index.interval.bytes": "index.interval.bytes",
+}
+# log.retention.ms wins over minutes, which wins over hours (LogConfig)
+_RETENTION_UNITS = {"log.retention.minutes": 60_000, "log.retention.hours": 3_600_000}
+
+
+def known_keys() -> list[str]:
+    return sorted(_TOPIC_KEYS)
+
+
+def _apply(cfg: TopicConfig, key: str, value: str, where: str) -> TopicConfig:
+    name, parse = _TOPIC_KEYS[key]
+    try:
+        parsed = parse(value)
+    except ValueError:
+        raise InputError(f"bad value {value!r} for {key}", path=where, code="bad-config") from None
+    return replace(cfg, **{name: parsed})  # type: ignore[arg-type]
+
+
+@dataclass
+class ConfigSource:
+    """Where topic configs come from; :meth:`for_topic` resolves one topic's."""
+
+    defaults: dict[str, str] = field(default_factory=dict)  # topic config name -> value
+    topics: dict[str, dict[str, str]] = field(default_factory=dict)
+    where: dict[tuple[str | None, str], str] = field(default_factory=dict)  # for messages
+    units: dict[str, tuple[str, str]] = field(default_factory=dict)  # log.retention.hours/min
+
+    def add_topic(self, topic: str, key: str, value: str, where: str) -> None:
+        key = _BROKER_KEYS.get(key, key)
+        if key not in _TOPIC_KEYS:
+            raise InputError(
+                f"unknown topic config {key!r} (known: {', '.join(known_keys())})",
+                path=where,
+                code="bad-config",
+            )
+        self.topics.setdefault(topic, {})[key] = value
+        self.where[(topic, key)] = where
+
+    def add_default(self, key: str, value: str, where: str) -> bool:
+        """A broker-level or topic-level default; False when the key is not one we use."""
+        if key in _RETENTION_UNITS:
+            self.units[key] = (value, where)
+            return True
+        key = _BROKER_KEYS.get(key, key)
+        if key not in _TOPIC_KEYS:
+            return False
+        self.defaults[key] = value
+        self.where[(None, key)] = where
+        return True
+
+    def for_topic(
+        self, topic: str | None, overrides: Mapping[str, object] | None = None
+    ) -> TopicConfig:
+        """The resolved config of ``topic``: per-topic > ``overrides`` (field name -> value,
+        None = not given) > defaults > Kafka's defaults."""
+        cfg = TopicConfig()
+        if topic in INTERNAL_COMPACTED:
+            cfg = replace(cfg, cleanup_policy=("compact",))
+        if "retention.ms" not in self.defaults:
+            for unit in ("log.retention.minutes", "log.retention.hours"):  # minutes win
+                if unit in self.units:
+                    value, where = self.units[unit]
+                    try:
+                        ms = int(value.strip()) * _RETENTION_UNITS[unit]
+                    except ValueError:
+                        raise InputError(
+                            f"bad value {value!r} for {unit}", path=where, code="bad-config"
+                        ) from None
+                    cfg = replace(cfg, retention_ms=ms)
+                    break
+        for key, value in self.defaults.items():
+            cfg = _apply(cfg, key, value, self.where.get((None, key), "config"))
+        given = {k: v for k, v in (overrides or {}).items() if v is not None}
+        if given:
+            cfg = replace(cfg, **given)  # type: ignore[arg-type]
+        if topic is not None:
+            for key, value in self.topics.get(topic, {}).items():
+                cfg = _apply(cfg, key, value, self.where.get((topic, key), "config"))
+        return cfg
+
+
+def parse_config_args(values: Iterable[str]) -> ConfigSource:
+    """``--config`` values: ``topic=key=value``, or the path of a properties file."""
+    src = ConfigSource()
+    for value in values:
+        path = Path(value)
+        if value.count("=") >= 2 and not path.is_file():
+            topic, key, v = value.split("=", 2)
+            if not topic or not key:
+                raise InputError(
+                    f"expected TOPIC=KEY=VALUE or a properties file, not {value!r}",
+                    path="--config",
+                    code="bad-config",
+                )
+            src.add_topic(topic, key.strip(), v, f"--config {value}")
+            continue
+        if not path.is_file():
+            raise InputError(
+                "no such properties file (and not TOPIC=KEY=VALUE)",
+                path=value,
+                code="not-found",
+            )
+        _read_properties(src, path)
+    return src
+
+
+def _read_properties(src: ConfigSource, path: Path) -> None:
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", path=str(path), code="unreadable") from e
+    try:
+        props = checkpoint.parse_properties(raw)
+    except FormatError as e:
+        raise InputError(str(e), path=str(path), position=e.position, code=e.code) from None
+    for key, (pos, value) in props.items():
+        where = f"{path}:{pos}"
+        if "=" in value and (key not in _TOPIC_KEYS and key not in _BROKER_KEYS):
+            # ``topic=key=value``: a per-topic setting
+            k, v = value.split("=", 1)
+            src.add_topic(key, k.strip(), v, where)
+        else:
+            src.add_default(key, value, where)  # unknown broker settings are ignored

@@ -1,0 +1,87 @@
+"""What every writing command does before it changes a partition: take the broker's lock of
+each log dir involved (or refuse, exit 4), and finish or roll back an interrupted swap the way
+the broker's loader would (kafka-spec.md §4.1), so that a re-run after a crash starts from a
+state the broker itself would accept.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from klogtool.log import layout
+from klogtool.log.atomic import CLEANED, FileOps, complete_interrupted, log_dir_lock, log_dir_of
+
+
+@dataclass
+class Session:
+    ops: FileOps
+    completed: dict[Path, list[str]] = field(default_factory=dict)  # partition -> actions
+
+
+@contextmanager
+def writing_session(
+    partitions: list[Path],
+    *,
+    force: bool,
+    dry_run: bool,
+    read_only: list[Path] | None = None,
+) -> Iterator[Session]:
+    """Lock the log dirs of ``partitions`` and complete their interrupted swaps. The log dirs
+    of ``read_only`` paths (inputs that are only read) are checked for a broker's lock
+    without creating a ``.lock`` file in them."""
+    ops = FileOps(dry_run=dry_run)
+    with ExitStack() as stack:
+        seen: set[Path] = set()
+        for p, only_read in [(p, False) for p in partitions] + [(p, True) for p in read_only or []]:
+            log_dir = log_dir_of(p)
+            if log_dir in seen:
+                continue
+            seen.add(log_dir)
+            stack.enter_context(log_dir_lock(log_dir, force=force, dry_run=dry_run or only_read))
+        session = Session(ops)
+        for log_dir in sorted(seen):
+            # a checkpoint rewrite cut short leaves <checkpoint>.cleaned beside it (ours)
+            stale = [
+                log_dir / (name + CLEANED)
+                for name in layout.OFFSET_CHECKPOINTS
+                if (log_dir / (name + CLEANED)).is_file()
+            ]
+            for f in stale:
+                if partitions:
+                    ops.unlink(f)
+                    session.completed.setdefault(log_dir, []).append(f"deleted unfinished {f.name}")
+        for p in partitions:
+            done = complete_interrupted(ops, p)
+            if done:
+                session.completed.setdefault(p, []).extend(done)
+        yield session
+
+
+def now_ms(now: int | None) -> int:
+    return int(time.time() * 1000) if now is None else now
+
+
+def format_ts(ms: int) -> str:
+    """``1700000000000 (2023-11-14T22:13:20Z)``; negative timestamps as they are."""
+    if ms < 0:
+        return str(ms)
+    try:
+        dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+    return f"{ms} ({dt.strftime('%Y-%m-%dT%H:%M:%S')}Z)"
+
+
+SPECIAL_DIR_SUFFIXES = ("-delete", "-future", "-stray")
+
+
+def is_special_partition_dir(path: Path) -> bool:
+    """``<topic>-<partition>.<uuid>-delete|-future|-stray``: not a live partition."""
+    return layout.parse_partition_dir_name(path.name) is not None and path.name.endswith(
+        SPECIAL_DIR_SUFFIXES
+    )

@@ -1,0 +1,205 @@
+"""The Spark jobs behind ``export --engine spark`` and ``verify --engine spark``.
+
+Both read through the ``kafka-segments`` data source, so they run unchanged on ``local[*]``,
+a standalone/YARN/Kubernetes cluster or over Spark Connect. Paths are made absolute on the
+driver: planning runs in a Python worker whose working directory is the JVM's, not ours.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 (the usual name)
+
+from klogtool.errors import KlogtoolError
+from klogtool.log.arrow_reader import DEFAULT_TARGET_SPLIT_BYTES, CorruptSegmentError, plan_splits
+from klogtool.log.fleet_verify import (
+    FleetVerifier,
+    UnitResult,
+    VerifySplit,
+    rows_to_results,
+    splits_to_json,
+)
+from klogtool.spark.source import NAME
+
+Progress = Callable[[int], None]
+
+
+def read(spark: SparkSession, paths: Sequence[str], options: dict[str, str]) -> DataFrame:
+    """``spark.read.format("kafka-segments")`` over PATHs (made absolute here)."""
+    absolute = [os.path.abspath(p) for p in paths]
+    reader = spark.read.format(NAME).options(**options)
+    return reader.load(absolute[0] if len(absolute) == 1 else absolute)
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect has no SparkContext
+        return 2
+
+
+def export(
+    spark: SparkSession,
+    paths: Sequence[str],
+    dest: str,
+    *,
+    to: str,
+    options: dict[str, str],
+    partition_by: Sequence[str] = (),
+    overwrite: bool = False,
+    total_bytes: int = 0,
+    progress: Progress | None = None,
+) -> int:
+    """Write the data source's rows to ``dest`` as Parquet or JSON Lines; returns the number
+    of splits (tasks) the data source plans."""
+    options = {"minSplits": str(default_parallelism(spark)), **options}
+    df = read(spark, paths, options)
+    if to == "jsonl" and "timestamp" in df.columns:
+        df = df.withColumn("timestamp", F.unix_millis("timestamp"))
+    writer = df.write.mode("overwrite" if overwrite else "errorifexists")
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    with failures(), track(spark, total_bytes, progress, "klogtool export"):
+        if to == "parquet":
+            spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+            writer.option("compression", "snappy").parquet(dest)
+        else:
+            writer.option("ignoreNullFields", "false").json(dest)
+    target = options.get("targetSplitBytes")
+    return len(
+        plan_splits(
+            [os.path.abspath(p) for p in paths],
+            target_split_bytes=int(target) if target else DEFAULT_TARGET_SPLIT_BYTES,
+            min_splits=int(options["minSplits"]),
+        )
+    )
+
+
+def drop_checksums(root: str) -> None:
+    """Remove Hadoop's ``.part-….crc`` side files from a local output directory."""
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            if name.startswith(".") and name.endswith(".crc"):
+                os.remove(os.path.join(dirpath, name))
+
+
+def spark_verifier(
+    spark: SparkSession,
+    *,
+    deep: bool,
+    max_batch_bytes: int,
+    target_split_bytes: int,
+    progress: Progress | None = None,
+) -> FleetVerifier:
+    """A :class:`FleetVerifier` whose splits run as the tasks of one Spark job."""
+
+    def run(splits: list[VerifySplit]) -> dict[int, UnitResult]:
+        total = sum(u.size for s in splits for u in s.units)
+        reader = (
+            spark.read.format(NAME)
+            .option("level", "findings")
+            .option("deep", str(deep).lower())
+            .option("maxBatchBytes", str(max_batch_bytes))
+            .option("splits", splits_to_json(splits))
+        )
+        with failures(), track(spark, total, progress, "klogtool verify"):
+            rows = [r.asDict() for r in reader.load().collect()]
+        return rows_to_results(rows)
+
+    # Progress comes from Spark's tracker while the job runs (not from the verifier).
+    return FleetVerifier(
+        run,
+        deep=deep,
+        max_batch_bytes=max_batch_bytes,
+        target_split_bytes=target_split_bytes,
+        min_splits=default_parallelism(spark),
+    )
+
+
+@contextmanager
+def failures() -> Iterator[None]:
+    """A failed Spark job becomes one line: the corrupt input it met, or what went wrong."""
+    try:
+        yield
+    except KlogtoolError:
+        raise
+    except Exception as e:
+        text = str(e)
+        corrupt = CorruptSegmentError.find(text)
+        if corrupt is not None:
+            raise corrupt.to_input_error() from None
+        raise KlogtoolError(
+            f"the Spark job failed: {_summary(text) or type(e).__name__}",
+            code="spark-job-failed",
+            hint=_hint(text),
+        ) from None
+
+
+def _summary(text: str) -> str:
+    """The most telling line of a Spark error (the Python exception, else the first)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if re.match(r"^[\w.]+(Error|Exception): ", ln) and "Py4J" not in ln:
+            return ln[:300]
+    return lines[0][:300] if lines else ""
+
+
+def _hint(text: str) -> str | None:
+    if "No module named 'klogtool'" in text or "No module named 'pyarrow'" in text:
+        return (
+            "the Python on the executors (and the driver's planning worker) must have klogtool "
+            "and pyarrow: set spark.pyspark.python to such an interpreter (see README: export "
+            "on a cluster)"
+        )
+    if "DATA_SOURCE_PUSHDOWN_DISABLED" in text:
+        return "register the source with klogtool.spark.register(spark), which enables pushdown"
+    return None
+
+
+@contextmanager
+def track(
+    spark: SparkSession, total_bytes: int, advance: Progress | None, description: str
+) -> Iterator[None]:
+    """Feed ``advance`` (bytes) from Spark's status tracker while the body runs."""
+    try:
+        sc = spark.sparkContext
+        sc.setJobDescription(description)
+        tracker = sc.statusTracker()
+    except Exception:  # Spark Connect: no SparkContext, no tracker
+        yield
+        return
+    if advance is None or total_bytes <= 0:
+        yield
+        return
+    stop = threading.Event()
+    shown = [0]
+
+    def poll() -> None:
+        while not stop.wait(0.25):
+            done = total = 0
+            for sid in tracker.getActiveStageIds():
+                info = tracker.getStageInfo(sid)
+                if info is not None:
+                    done += info.numCompletedTasks
+                    total += info.numTasks
+            if total:
+                target = total_bytes * done // total
+                if target > shown[0]:
+                    advance(target - shown[0])
+                    shown[0] = target
+
+    thread = threading.Thread(target=poll, name="klogtool-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        if shown[0] < total_bytes:
+            advance(total_bytes - shown[0])

@@ -1,0 +1,119 @@
+"""Fixtures for the Spark tests: ONE session-scoped ``local[2]`` SparkSession, started through
+klogtool's own :func:`klogtool.spark.get_session` (worker Python = this interpreter, loopback
+binding, UI off, few shuffle partitions, the JVM flags measured in spark-notes.md), the real
+corpus's expected rows, and the standalone-cluster run (see standalone.py).
+
+Helpers live in spark_env.py, not here: pytest imports every conftest.py as the module
+``conftest``. Because loading this file replaces ``sys.modules["conftest"]``, the names of
+tests/conftest.py are re-exported below, for the tests elsewhere that
+``from conftest import ...`` and happen to be collected after this directory.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from spark_env import CLUSTER_TESTS, ROOT, TEST_JAVA_OPTIONS, require_spark, spark_available
+
+
+def _reexport_parent_conftest() -> None:
+    path = Path(__file__).resolve().parent.parent / "conftest.py"
+    spec = importlib.util.spec_from_file_location("_klogtool_tests_conftest", path)
+    if spec is None or spec.loader is None:
+        return
+    parent = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(parent)
+    names = getattr(parent, "__all__", None) or [
+        n for n in vars(parent) if not n.startswith(("_", "pytest_"))
+    ]
+    g = globals()
+    for n in names:
+        g.setdefault(n, getattr(parent, n))
+
+
+_reexport_parent_conftest()
+
+
+@pytest.fixture(scope="session")
+def standalone_export(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """``klogtool export`` of fixtures/logs/logdir on a real standalone cluster, running in
+    the background (see standalone.py); the daemons are stopped at the end, always."""
+    require_spark()
+    from standalone import StandaloneExport
+
+    tmp = tmp_path_factory.mktemp("standalone")
+    dest = tmp / "out"
+    args = [
+        "export",
+        str(ROOT / "fixtures" / "logs" / "logdir"),
+        "--to",
+        "parquet",
+        str(dest),
+        "--format",
+        "jsonl",
+        "--conf",
+        "spark.executor.memory=1g",
+        "--conf",
+        f"spark.driver.extraJavaOptions={TEST_JAVA_OPTIONS}",
+        "--conf",
+        f"spark.executor.extraJavaOptions={TEST_JAVA_OPTIONS}",
+    ]
+    run = StandaloneExport(tmp, args, TEST_JAVA_OPTIONS, ROOT).start()
+    run.dest = dest  # type: ignore[attr-defined]
+    try:
+        yield run
+    finally:
+        run.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _start_the_cluster_early(request: pytest.FixtureRequest) -> None:
+    """When the standalone-cluster test is selected, start its background work with the
+    first Spark test: its JVM start-ups then overlap the other tests."""
+    if spark_available() and any(
+        item.nodeid.split("::")[0].endswith(CLUSTER_TESTS) for item in request.session.items
+    ):
+        request.getfixturevalue("standalone_export")
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    require_spark()
+    from klogtool.spark import get_session
+
+    tmp = tmp_path_factory.mktemp("spark")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    session, owned = get_session(
+        "local[2]",
+        conf={
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.local.dir": str(tmp / "local"),
+            "spark.sql.warehouse.dir": str(tmp / "warehouse"),
+            "spark.driver.extraJavaOptions": f"{TEST_JAVA_OPTIONS} "
+            f"-Dderby.system.home={tmp / 'derby'}",
+        },
+        quiet=True,
+    )
+    assert owned
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def corpus() -> tuple[list[str], list[Any]]:
+    """The real corpus's segment directories and their dump rows (computed once)."""
+    from spark_expect import CORPUS, corpus_dirs, dump_rows_for_compare
+
+    if not (CORPUS / "MANIFEST.md").is_file():
+        pytest.skip(f"real-broker corpus not found at {CORPUS}")
+    dirs = corpus_dirs()
+    return dirs, dump_rows_for_compare(dirs)

@@ -1,0 +1,270 @@
+"""The writing commands end to end: a SIGKILL after every file operation of convert-format
+--in-place, compact and retention-sweep leaves a directory the broker (and a re-run) completes
+without losing a record; a broker's lock is refused; bad input is one line."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from cli_helpers import LOGDIR, run
+from rewrite_helpers import (
+    KILLED,
+    T0,
+    assert_verifies,
+    copy_logdir,
+    generate,
+    kp_records,
+    materialise,
+    no_fsync,  # noqa: F401  (a fixture)
+    run_crashing,
+    tree,
+    write_checkpoints,
+    write_partition,
+)
+
+from klogtool.formats import codecs
+from klogtool.formats.batch import Record
+from klogtool.formats.checkpoint import EpochEntry, encode_leader_epoch_checkpoint
+from klogtool.formats.snapshot import encode_snapshot
+from klogtool.formats.v2 import encode_batch
+from klogtool.log.atomic import FileOps, complete_interrupted
+
+pytestmark = pytest.mark.usefixtures("no_fsync")
+
+DAY = 86_400_000
+
+
+def _convert_setup(root: Path) -> Path:
+    return copy_logdir(root, "v2-none-0", "txn-0")
+
+
+def _compact_setup(root: Path) -> Path:
+    g = generate(seed=21, codec=codecs.GZIP, segments=3, batches_per_segment=5)
+    logdir = root / "logdir"
+    materialise(g, logdir)
+    return logdir
+
+
+def _retention_setup(root: Path) -> Path:
+    logdir = root / "logdir"
+    part = logdir / "r-0"
+    segs = []
+    for i, base in enumerate((0, 5, 10)):
+        recs = [Record(o, T0 + 1000 * o, b"k%d" % o, b"v%d" % o) for o in range(base, base + 5)]
+        segs.append((base, [encode_batch(recs, partition_leader_epoch=i)]))
+    write_partition(part, segs)
+    (part / "00000000000000000005.snapshot").write_bytes(encode_snapshot([]))
+    (part / "leader-epoch-checkpoint").write_bytes(
+        encode_leader_epoch_checkpoint([EpochEntry(i, b) for i, b in enumerate((0, 5, 10))])
+    )
+    write_checkpoints(logdir, replication_offset_checkpoint={("r", 0): 15})
+    (logdir / "meta.properties").write_text("version=0\nbroker.id=0\n")
+    return logdir
+
+
+NOW = str(T0 + 3_600_000)
+CASES: dict[str, tuple[Callable[[Path], Path], Callable[[Path], list[str]]]] = {
+    "convert-in-place": (
+        _convert_setup,
+        lambda d: ["convert-format", str(d), "--in-place", "--compression", "lz4"],
+    ),
+    "compact": (_compact_setup, lambda d: ["compact", str(d / "gen-0"), "--now", NOW]),
+    "retention-sweep": (
+        _retention_setup,
+        # everything is past retention: a roll, every segment renamed and removed, the
+        # snapshot, the leader epochs
+        lambda d: ["retention-sweep", str(d), "--now", str(T0 + 30 * DAY)],
+    ),
+}
+
+
+def _logs(logdir: Path) -> dict[str, dict[str, bytes]]:
+    """Per partition, the bytes of each .log."""
+    return {
+        p.name: {f.name: f.read_bytes() for f in sorted(p.glob("*.log"))}
+        for p in sorted(logdir.iterdir())
+        if p.is_dir()
+    }
+
+
+def _data(logdir: Path) -> dict[str, list[tuple]]:
+    return {p.name: kp_records(p) for p in sorted(logdir.iterdir()) if p.is_dir()}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_crash_after_every_file_operation_then_rerun(tmp_path: Path, case: str) -> None:
+    setup, args = CASES[case]
+    clean = setup(tmp_path / "clean")
+    old_data = _data(clean)
+    code = run_crashing(args(clean), tmp_path, None)
+    assert code == 0
+    new_tree = tree(clean)
+    new_data = _data(clean)
+    old_logs = _logs(setup(tmp_path / "old"))
+    new_logs = _logs(clean)
+    assert new_data != old_data or case == "convert-in-place"
+    # how many operations a complete run takes: crash after each of them
+    from klogtool.log import atomic
+
+    counter: list[int] = []
+    real_init = atomic.FileOps.__init__
+
+    def counting_init(self, *a, **kw):  # type: ignore[no-untyped-def]
+        real_init(self, *a, **kw)
+        counter.append(0)
+        counter_ops.append(self)
+
+    counter_ops: list[FileOps] = []
+    again = setup(tmp_path / "count")
+    atomic.FileOps.__init__ = counting_init  # type: ignore[method-assign]
+    try:
+        assert run(*args(again), cwd=tmp_path)[0] == 0
+    finally:
+        atomic.FileOps.__init__ = real_init  # type: ignore[method-assign]
+    total = sum(ops.count for ops in counter_ops)
+    assert total > 10
+    outcomes = set()
+    for n in range(1, total + 1):
+        root = tmp_path / f"n{n}"
+        logdir = setup(root)
+        assert run_crashing(args(logdir), root, n) == KILLED, n
+        # what a broker starting now would see: its loader completes or rolls back the swap
+        loaded = root / "loaded"
+        shutil.copytree(logdir, loaded, symlinks=True)
+        for p in loaded.iterdir():
+            if p.is_dir():
+                complete_interrupted(FileOps(), p)
+        data = _data(loaded)
+        if case == "retention-sweep":
+            # a prefix of the segments is gone, the rest is intact
+            for name, recs in data.items():
+                assert recs == old_data[name][len(old_data[name]) - len(recs) :], n
+        else:
+            assert data in (old_data, new_data), n
+            # each partition is swapped as a whole: all of its segments old, or all new
+            for name, logs in _logs(loaded).items():
+                assert logs in (old_logs[name], new_logs[name]), (n, name)
+                outcomes.add("old" if logs == old_logs[name] else "new")
+        # the loader deletes the indexes of a segment whose swap it completes; a missing
+        # .index makes the broker recover that segment, which rebuilds all three indexes
+        # (and so the .txnindex entries of its aborted transactions)
+        assert_verifies(
+            loaded,
+            allow=(
+                "index-missing",
+                "timeindex-missing",
+                "orphan-index",
+                "txnindex-missing-abort",
+                "leftover-file",  # a checkpoint's temporary file in the log dir
+            ),
+        )
+        # and a re-run finishes the job: the same result as an uninterrupted run
+        code = run_crashing(args(logdir), root, None)
+        assert code == 0, n
+        assert _data(logdir) == new_data, n
+        assert_verifies(logdir)
+        if case != "compact":  # a compaction re-run may clean a second time (markers)
+            assert tree(logdir) == new_tree, n
+        assert not [f for f in tree(logdir) if f.endswith((".cleaned", ".swap", ".deleted"))]
+        shutil.rmtree(root)
+    if case != "retention-sweep":
+        assert outcomes == {"old", "new"}
+
+
+# -- the broker's lock ---------------------------------------------------------------------------
+@pytest.fixture
+def locked_logdir(tmp_path: Path):
+    logdir = copy_logdir(tmp_path, "v2-none-0")
+    lock = logdir / ".lock"
+    lock.touch()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, time\n"
+            f"fd = os.open({str(lock)!r}, os.O_RDWR)\n"
+            "fcntl.lockf(fd, fcntl.LOCK_EX)\n"
+            "print('held', flush=True)\n"
+            "time.sleep(60)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        yield logdir
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["convert-format", "{p}", "--in-place", "--compression", "gzip"],
+        ["convert-format", "{p}", "{out}"],
+        ["compact", "{p}", "--now", NOW],
+        ["compact", "{p}", "--now", NOW, "--dry-run"],
+        ["retention-sweep", "{p}", "--now", str(T0 + 30 * DAY)],
+    ],
+    ids=["convert-in-place", "convert-dest", "compact", "compact-dry-run", "retention"],
+)
+def test_broker_lock_is_refused(locked_logdir: Path, tmp_path: Path, args: list[str]) -> None:
+    part = locked_logdir / "v2-none-0"
+    before = tree(locked_logdir)
+    argv = [a.format(p=part, out=tmp_path / "out") for a in args]
+    code, _out, err = run(*argv, cwd=tmp_path)
+    assert code == 4, err
+    assert "(broker-lock-held)" in err and "--force" in err
+    assert tree(locked_logdir) == before
+    assert not (tmp_path / "out").exists()
+    if "--dry-run" not in argv and "{out}" not in args:
+        code, _out, err = run(*argv, "--force", cwd=tmp_path)
+        assert code == 0, err
+
+
+# -- bad input -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["compact", "{missing}"],
+        ["retention-sweep", "{missing}"],
+        ["compact", "{file}"],
+        ["retention-sweep", "{tmp}", "--now", "yesterday"],
+        ["retention-sweep", "{tmp}", "--config", "x=retention.ms=soon"],
+        ["retention-sweep", "{tmp}", "--config", "x=no.such.config=1"],
+        ["compact", "{corrupt}", "--now", NOW, "--high-watermark", "log-end"],
+    ],
+)
+def test_bad_input_is_one_line(tmp_path: Path, args: list[str]) -> None:
+    from cli_helpers import CORRUPT
+
+    corrupt = copy_logdir(tmp_path / "c") / "v2-none-0"
+    shutil.copy2(CORRUPT / "crc-flip-0" / "00000000000000000000.log", corrupt)
+    (tmp_path / "logdir").mkdir(exist_ok=True)
+    write_partition(tmp_path / "logdir" / "x-0", [(0, [])])
+    argv = [
+        a.format(
+            missing=tmp_path / "nope",
+            file=LOGDIR / "v2-none-0" / "00000000000000000000.log",
+            tmp=tmp_path / "logdir",
+            corrupt=corrupt,
+        )
+        for a in args
+    ]
+    code, out, err = run(*argv, cwd=tmp_path)
+    assert code in (2, 3), (code, err)
+    assert "Traceback" not in err and "internal error" not in err
+    if code == 3:
+        assert err.startswith("klogtool: error: ") and len(err.strip().splitlines()) <= 2
+
+
+def test_man_pages_cover_the_new_commands() -> None:
+    man = Path(__file__).resolve().parent.parent / "man"
+    for cmd in ("convert-format", "compact", "retention-sweep"):
+        assert (man / f"klogtool-{cmd}.1").is_file()
