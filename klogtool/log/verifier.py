@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from klogtool.formats import checkpoint, index
 from klogtool.formats.batch import CREATE_TIME, DEFAULT_MAX_BATCH_BYTES, Batch
@@ -64,6 +65,40 @@ class _TxnState:
     """Transactions open across segments, to check .txnindex against ABORT markers."""
 
     open_first: dict[int, int] = field(default_factory=dict)  # producer id -> first offset
+
+
+@dataclass(frozen=True)
+class _IndexKind:
+    name: str  # finding-code prefix
+    label: str  # for messages
+    entry_size: int
+    sanity_check: Callable[[bytes, int], None]
+    zero_tail: Callable[[bytes], int]
+    entries: Callable[..., Iterator[Any]]
+    out_of_order: Callable[[Any, Any], bool]
+    describe: Callable[[Any], str]
+
+
+_OFFSET_INDEX = _IndexKind(
+    "index",
+    "offset index",
+    8,
+    index.sanity_check_offset_index,
+    index.offset_index_zero_tail,
+    index.iter_offset_index,
+    lambda a, b: b.offset <= a.offset or b.position < a.position,
+    lambda e: f"(offset {e.offset}, position {e.position})",
+)
+_TIME_INDEX = _IndexKind(
+    "timeindex",
+    "time index",
+    12,
+    index.sanity_check_time_index,
+    index.time_index_zero_tail,
+    index.iter_time_index,
+    lambda a, b: b.timestamp <= a.timestamp or b.offset < a.offset,
+    lambda e: f"(timestamp {e.timestamp}, offset {e.offset})",
+)
 
 
 class Verifier:
@@ -263,15 +298,15 @@ class Verifier:
                     f"does not point at the start of a batch",
                 )
             oi += 1
-        for e in time_entries[ti:]:
+        for t in time_entries[ti:]:
             yield Finding(
                 "error",
                 "timeindex-beyond-log",
                 str(seg.timeindex),
                 ti * 12,
-                e.offset,
-                f"time index entry (timestamp {e.timestamp}, offset "
-                f"{e.offset}) points past the last offset of the log",
+                t.offset,
+                f"time index entry (timestamp {t.timestamp}, offset "
+                f"{t.offset}) points past the last offset of the log",
             )
             ti += 1
         if time_entries and not active and running_max > time_entries[-1].timestamp:
@@ -297,126 +332,78 @@ class Verifier:
             )
         yield from self._check_txn_index(seg, aborts, expected_txn)
 
-    def _load_indexes(self, seg: layout.SegmentFiles, active: bool):
+    def _load_indexes(
+        self, seg: layout.SegmentFiles, active: bool
+    ) -> tuple[list[index.OffsetIndexEntry], list[index.TimeIndexEntry], list[Finding]]:
         findings: list[Finding] = []
-        offset_entries: list[index.OffsetIndexEntry] = []
-        time_entries: list[index.TimeIndexEntry] = []
-        base = seg.base_offset
-        if seg.index is not None:
-            self.stats.files += 1
-            buf = read_small(seg.index, 1 << 31)
-            try:
-                index.sanity_check_offset_index(buf, base)
-            except FormatError as e:
+        offsets = self._load_index(seg.index, _OFFSET_INDEX, seg.base_offset, active, findings)
+        times = self._load_index(seg.timeindex, _TIME_INDEX, seg.base_offset, active, findings)
+        return offsets, times, findings
+
+    def _load_index(
+        self,
+        path: Path | None,
+        kind: _IndexKind,
+        base: int,
+        active: bool,
+        findings: list[Finding],
+    ) -> list[Any]:
+        """The entries of an index that a lookup would use, with the broker's sanity check,
+        untrimmed zero slots and entry order reported; entries after a disorder are dropped."""
+        if path is None:
+            return []
+        self.stats.files += 1
+        buf = read_small(path, 1 << 31)
+        try:
+            kind.sanity_check(buf, base)
+        except FormatError as e:
+            findings.append(
+                Finding(
+                    "error",
+                    f"{kind.name}-sanity",
+                    str(path),
+                    e.position,
+                    None,
+                    f"broker sanity check fails: {e}",
+                )
+            )
+        size = kind.entry_size
+        zero_tail = kind.zero_tail(buf)
+        real = len(buf) // size - zero_tail
+        if zero_tail:
+            findings.append(
+                Finding(
+                    "warning" if active else "error",
+                    f"{kind.name}-not-trimmed",
+                    str(path),
+                    real * size,
+                    None,
+                    f"{zero_tail} zero-filled slots after {real} entries "
+                    f"(a preallocated {kind.label} "
+                    + (
+                        "of the active segment: the broker resets it on load)"
+                        if active
+                        else "of an inactive segment: the broker reads every slot as an entry)"
+                    ),
+                )
+            )
+        entries = list(kind.entries(buf[: real * size], base, stop_at_zero_fill=False))
+        for i in range(1, len(entries)):
+            prev, entry = entries[i - 1], entries[i]
+            if kind.out_of_order(prev, entry):
                 findings.append(
                     Finding(
                         "error",
-                        "index-sanity",
-                        str(seg.index),
-                        e.position,
-                        None,
-                        f"broker sanity check fails: {e}",
+                        f"{kind.name}-not-increasing",
+                        str(path),
+                        i * size,
+                        entry.offset,
+                        f"{kind.label} entry {i} {kind.describe(entry)} does not follow "
+                        f"{kind.describe(prev)}",
                     )
                 )
-            zero_tail = index.offset_index_zero_tail(buf)
-            slots = index.offset_index_slots(buf)
-            real = slots - zero_tail
-            if zero_tail and slots > 0:
-                sev = "warning" if active else "error"
-                findings.append(
-                    Finding(
-                        sev,
-                        "index-not-trimmed",
-                        str(seg.index),
-                        real * 8,
-                        None,
-                        f"{zero_tail} zero-filled slots after {real} entries (a preallocated index "
-                        + (
-                            "of the active segment: the broker resets it on load)"
-                            if active
-                            else "of an inactive segment: the broker reads every slot as an entry)"
-                        ),
-                    )
-                )
-            offset_entries = list(
-                index.iter_offset_index(buf[: real * 8], base, stop_at_zero_fill=False)
-            )
-            prev = None
-            for i, entry in enumerate(offset_entries):
-                if prev is not None and (
-                    entry.offset <= prev.offset or entry.position < prev.position
-                ):
-                    findings.append(
-                        Finding(
-                            "error",
-                            "index-not-increasing",
-                            str(seg.index),
-                            i * 8,
-                            entry.offset,
-                            f"offset index entry {i} (offset {entry.offset}, position "
-                            f"{entry.position}) does not follow (offset {prev.offset}, "
-                            f"position {prev.position})",
-                        )
-                    )
-                    offset_entries = offset_entries[:i]
-                    break
-                prev = entry
-        if seg.timeindex is not None:
-            self.stats.files += 1
-            buf = read_small(seg.timeindex, 1 << 31)
-            try:
-                index.sanity_check_time_index(buf, base)
-            except FormatError as e:
-                findings.append(
-                    Finding(
-                        "error",
-                        "timeindex-sanity",
-                        str(seg.timeindex),
-                        e.position,
-                        None,
-                        f"broker sanity check fails: {e}",
-                    )
-                )
-            zero_tail = index.time_index_zero_tail(buf)
-            slots = index.time_index_slots(buf)
-            real = slots - zero_tail
-            if zero_tail and slots > 0:
-                sev = "warning" if active else "error"
-                findings.append(
-                    Finding(
-                        sev,
-                        "timeindex-not-trimmed",
-                        str(seg.timeindex),
-                        real * 12,
-                        None,
-                        f"{zero_tail} zero-filled slots after {real} entries (a preallocated time "
-                        f"index of {'the active' if active else 'an inactive'} segment)",
-                    )
-                )
-            time_entries = list(
-                index.iter_time_index(buf[: real * 12], base, stop_at_zero_fill=False)
-            )
-            prev_t = None
-            for i, t in enumerate(time_entries):
-                if prev_t is not None and (
-                    t.timestamp <= prev_t.timestamp or t.offset < prev_t.offset
-                ):
-                    findings.append(
-                        Finding(
-                            "error",
-                            "timeindex-not-increasing",
-                            str(seg.timeindex),
-                            i * 12,
-                            t.offset,
-                            f"time index entry {i} (timestamp {t.timestamp}, offset "
-                            f"{t.offset}) does not follow (timestamp {prev_t.timestamp}, offset "
-                            f"{prev_t.offset})",
-                        )
-                    )
-                    time_entries = time_entries[:i]
-                    break
-                prev_t = t
-        return offset_entries, time_entries, findings
+                return entries[:i]
+        return entries
 
     def _check_offset_entry(self, seg, e, i: int, batch_pos: int, prev_batch_last: int | None):
         path = str(seg.index)
