@@ -92,6 +92,7 @@ COMMAND_MODULES = (
     "convert_format",
     "compact",
     "retention_sweep",
+    "explain",
 )
 
 

@@ -1,0 +1,182 @@
+"""``klogtool explain``: why a partition is (not) compacted, deleted, or slow to load."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import click
+
+from klogtool.commands._options import (
+    format_option,
+    high_watermark_option,
+    max_batch_bytes_option,
+    now_option,
+    topic_config_option,
+)
+from klogtool.errors import EXIT_OK
+from klogtool.log import layout
+from klogtool.log.explain import PartitionExplain, explain_partition
+from klogtool.log.retention import human_ms
+from klogtool.log.topicconfig import parse_config_args
+from klogtool.log.writing import format_ts, now_ms
+from klogtool.output import Output
+
+_REMOVED = ("superseded", "tombstones_expired", "aborted", "keyless", "markers_removed")
+
+
+@click.command("explain")
+@click.argument("path", metavar="PARTITION_DIR")
+@now_option
+@topic_config_option
+@high_watermark_option
+@format_option()
+@max_batch_bytes_option
+@click.pass_obj
+def command(
+    settings: Any,
+    path: str,
+    now: int | None,
+    configs: tuple[str, ...],
+    high_watermark: int | str | None,
+    fmt: str,
+    max_batch_bytes: int,
+) -> None:
+    """Explain one partition: why it is not being compacted or deleted, and what makes the
+    broker slow to load it. Read-only: nothing is written, no lock is taken.
+
+    Per segment: its offsets, size, largest timestamp, whether it is the active segment; what
+    compaction would do to it (the dry run of `klogtool compact`: status in the dirty range
+    and the records it would remove); what retention would do (the dry run of `klogtool
+    retention-sweep`: keep or delete, and the rule); the health of its indexes (the checks of
+    `klogtool verify`); whether a producer snapshot covers it. For the partition: the dirty
+    ratio and whether the cleaner would pick the log, the high watermark, the producer
+    snapshots and how many bytes the broker scans to rebuild producer state, and leftover
+    temporary files with what the broker's loader would do about them (only reported).
+
+    Topic configs: Kafka's defaults, then --config (as for compact and retention-sweep).
+
+    Output: text (tables and notes), or jsonl/json: one "segment_explain" object per segment
+    then a "partition_explain" summary.
+
+    Exit status: 0 explained, 3 PARTITION_DIR is not a partition directory or cannot be read.
+    """
+    out = Output(fmt, progress=False, color=settings.color, verbosity=settings.verbosity)
+    source = parse_config_args(configs)
+    p = Path(path)
+    parsed = layout.parse_partition_dir_name(p.name)
+    cfg = source.for_topic(parsed[0] if parsed else None)
+    ex = explain_partition(
+        p, cfg, now=now_ms(now), high_watermark=high_watermark, max_batch_bytes=max_batch_bytes
+    )
+    if fmt == "text":
+        _text(out, ex)
+    else:
+        for s in ex.segments:
+            out.emit(s.as_obj(str(ex.path)))
+        out.emit(ex.summary_obj())
+    out.close()
+    click.get_current_context().exit(EXIT_OK)
+
+
+def _iso(ms: int) -> str:
+    if ms < 0:
+        return str(ms)
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+
+
+def _text(out: Output, ex: PartitionExplain) -> None:
+    name = ex.path.name
+    rows = []
+    details: list[str] = []
+    for s in ex.segments:
+        sc, sr = s.compaction, s.retention
+        if sc is None:
+            comp = "?"
+        else:
+            comp = sc.status
+            if sc.group is not None:
+                comp += f" -{sc.removed}/{sc.records_in}"
+                removed = ", ".join(
+                    f"{k.replace('_', ' ')} {v}" for k in _REMOVED if (v := getattr(sc, k))
+                )
+                if removed:
+                    details.append(f"segment {s.base_offset}: compaction would remove {removed}")
+        idx = s.index_health
+        if s.log_findings:
+            idx += ", log bad" if any(f.severity == "error" for f in s.log_findings) else ""
+        for f in s.index_findings + s.log_findings:
+            details.append(f"segment {s.base_offset}: {f.severity} {f.code}: {f.message}")
+        rows.append(
+            [
+                f"{s.base_offset}" + (" (active)" if s.active else ""),
+                f"{s.upper_bound - 1}" if s.upper_bound > s.base_offset else "-",
+                f"{s.size:,}",
+                _iso(s.largest_timestamp) + (" (mtime)" if s.timestamp_source == "mtime" else ""),
+                human_ms(ex.now - s.largest_timestamp),
+                comp,
+                f"{sr.action} {sr.rule}" if sr else "?",
+                idx,
+                "yes" if s.snapshot_at_end else "",
+            ]
+        )
+    out.table(
+        f"{name}: log {ex.log_start_offset}..{ex.log_end_offset}, high watermark "
+        f"{ex.high_watermark} ({ex.high_watermark_source}), now {format_ts(ex.now)}",
+        [
+            "segment",
+            "last",
+            "bytes",
+            "largest timestamp",
+            "age",
+            "compaction",
+            "retention",
+            "indexes",
+            "snapshot",
+        ],
+        rows,
+        left=frozenset({"largest timestamp", "compaction", "retention", "indexes"}),
+    )
+    lines: list[str] = []
+    c = ex.compaction
+    if c is not None:
+        lines.append(
+            f"compaction: dirty range {c.first_dirty_offset} ({c.first_dirty_source}) to "
+            f"{c.first_uncleanable_offset} ({c.uncleanable_reason}); {c.eligibility}"
+        )
+        if c.why_not:
+            lines.append(f"compaction: nothing to clean: {c.why_not}")
+    r = ex.retention
+    if r is not None:
+        if r.deleted:
+            lines.append(
+                f"retention: would delete {len(r.deleted)} segment(s), {r.deleted_bytes:,} "
+                f"bytes; log start {r.log_start_offset} -> {r.new_log_start_offset}"
+            )
+        else:
+            first = r.decisions[0] if r.decisions else None
+            why = f": {first.reason}" if first else ""
+            lines.append(f"retention: nothing to delete{why}")
+    lines += details
+    latest = ex.latest_snapshot
+    lines.append(
+        "producer snapshots: "
+        + (", ".join(str(o) for o in ex.snapshots) if ex.snapshots else "none")
+        + "; loading rebuilds producer state from "
+        + (f"offset {latest}" if latest is not None else "the log start")
+        + f", scanning {ex.producer_state_scan_bytes:,} bytes"
+    )
+    for f in ex.snapshot_problems:
+        lines.append(f"snapshot {Path(f.path).name}: {f.code}: {f.message}")
+    if ex.leftovers:
+        lines.append("leftover files: " + ", ".join(ex.leftovers))
+        lines += [f"  on load the broker would have: {w}" for w in ex.on_load]
+    if ex.orphans:
+        lines.append("index files without a .log (deleted on load): " + ", ".join(ex.orphans))
+    lines += ex.notes
+    for line in lines:
+        out.line(f"  {name}: {line}")

@@ -1,0 +1,147 @@
+"""``explain``: the per-segment answers are the planners' own (compact, retention-sweep,
+verify), leftovers are reported and never touched, and the CLI's text/jsonl/json output."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from cli_helpers import CORRUPT, LOGDIR, jsonl, run
+from rewrite_helpers import T0, generate, materialise, tree
+
+from klogtool.formats import codecs
+from klogtool.log.cleaner import plan_compaction
+from klogtool.log.explain import PartitionExplain, explain_partition
+from klogtool.log.partition import load_partition
+from klogtool.log.retention import DELETE, plan_retention
+from klogtool.log.topicconfig import TopicConfig
+
+NOW = T0 + 3_600_000
+
+
+def _assert_reuses_planners(
+    ex: PartitionExplain, part: Path, cfg: TopicConfig, hw: int | str | None = None
+) -> None:
+    view = load_partition(part)
+    cplan = plan_compaction(view, cfg, now=NOW, high_watermark=hw, simulate=True)
+    rplan = plan_retention(view, cfg, now=NOW, high_watermark=hw)
+    assert [s.base_offset for s in ex.segments] == [s.base_offset for s in cplan.segments]
+    assert [s.base_offset for s in ex.segments] == [d.base_offset for d in rplan.decisions]
+    for s, c, r in zip(ex.segments, cplan.segments, rplan.decisions, strict=True):
+        assert s.compaction is not None and s.retention is not None
+        assert (s.compaction.status, s.compaction.why, s.compaction.group) == (
+            c.status,
+            c.why,
+            c.group,
+        )
+        assert s.compaction.counts() == c.counts()
+        assert s.compaction.bytes_after == c.bytes_after
+        assert s.retention == r
+    assert ex.compaction is not None and ex.retention is not None
+    assert ex.compaction.dirty_ratio == cplan.dirty_ratio
+    assert ex.compaction.eligibility == cplan.eligibility
+    assert ex.retention.new_log_start_offset == rplan.new_log_start_offset
+    assert [s.active for s in ex.segments] == [False] * (len(ex.segments) - 1) + [True]
+
+
+def test_fixture_partition_matches_planners() -> None:
+    part = LOGDIR / "v2-none-0"
+    cfg = dataclasses.replace(TopicConfig(), retention_ms=1_000)  # everything is old
+    before = tree(part)
+    ex = explain_partition(part, cfg, now=NOW)
+    _assert_reuses_planners(ex, part, cfg)
+    assert ex.retention is not None and ex.retention.deleted  # the rule is reported
+    assert ex.segments[0].retention is not None
+    assert ex.segments[0].retention.action == DELETE
+    assert ex.segments[0].retention.rule == "retention.ms"
+    assert all(s.index_health == "ok" for s in ex.segments)
+    assert ex.snapshots == [17, 27] and ex.latest_snapshot == 27
+    assert [s.snapshot_at_end for s in ex.segments] == [True, True]
+    assert ex.leftovers == [] and ex.on_load == []
+    assert tree(part) == before  # read-only
+
+
+def test_generated_compacted_partition(tmp_path: Path) -> None:
+    g = generate(seed=7, codec=codecs.LZ4, segments=4, batches_per_segment=6)
+    part = materialise(g, tmp_path / "logdir", "orders-0")
+    cfg = dataclasses.replace(TopicConfig(), cleanup_policy=("compact",))
+    before = tree(tmp_path)
+    ex = explain_partition(part, cfg, now=NOW)
+    _assert_reuses_planners(ex, part, cfg)
+    assert ex.compaction is not None and ex.compaction.eligible
+    cleaned = [s for s in ex.segments if s.compaction and s.compaction.group is not None]
+    assert cleaned and sum(s.compaction.removed for s in cleaned if s.compaction) > 0
+    assert ex.segments[-1].compaction is not None
+    assert ex.segments[-1].compaction.status == "active"
+    assert not any("never compacts" in n for n in ex.notes)
+    assert tree(tmp_path) == before
+    # with the high watermark forced to 0 nothing is cleanable, and both planners agree
+    ex0 = explain_partition(part, cfg, now=NOW, high_watermark=0)
+    _assert_reuses_planners(ex0, part, cfg, hw=0)
+    assert ex0.compaction is not None and ex0.compaction.why_not is not None
+
+
+def test_leftover_swap_reported_not_applied() -> None:
+    part = CORRUPT / "leftover-swap-0"
+    before = tree(part)
+    ex = explain_partition(part, TopicConfig(), now=NOW)
+    assert "00000000000000000000.log.swap" in ex.leftovers
+    assert "00000000000000000017.log.cleaned" in ex.leftovers
+    assert any("completed swap" in w for w in ex.on_load)
+    assert tree(part) == before
+
+
+def test_index_health() -> None:
+    ex = explain_partition(CORRUPT / "bad-index-0", TopicConfig(), now=NOW)
+    first, last = ex.segments
+    assert first.index_health == "bad"
+    assert {f.code for f in first.index_findings} == {"index-not-on-batch", "index-not-increasing"}
+    assert last.index_health == "ok" and not first.log_findings
+    missing = explain_partition(CORRUPT / "missing-index-0", TopicConfig(), now=NOW)
+    assert missing.segments[0].index_health == "warning"
+    assert [f.code for f in missing.segments[0].index_findings] == ["index-missing"]
+
+
+def test_corrupt_log_is_explained_not_fatal() -> None:
+    ex = explain_partition(CORRUPT / "torn-tail-0", TopicConfig(), now=NOW)
+    assert ex.compaction is None and any("compaction cannot be planned" in n for n in ex.notes)
+    assert ex.retention is not None
+    assert [f.code for f in ex.segments[-1].log_findings] == ["torn-tail"]
+    assert not ex.log_end_clean
+
+
+def test_cli_text() -> None:
+    code, out, err = run("explain", "corrupt/leftover-swap-0", "--now", str(NOW))
+    assert code == 0, err
+    assert "(active)" in out
+    assert "leftover files: 00000000000000000000.log.swap" in out
+    assert "Traceback" not in out + err
+    code, out, _ = run("explain", "corrupt/bad-index-0", "--now", str(NOW))
+    assert code == 0 and "index-not-on-batch" in out
+
+
+def test_cli_jsonl_and_json() -> None:
+    args = ("explain", "logdir/v2-none-0", "--now", str(NOW), "--config")
+    code, out, err = run(*args, "v2-none=cleanup.policy=compact", "--format", "jsonl")
+    assert code == 0, err
+    objs = jsonl(out)
+    assert [o["type"] for o in objs] == ["segment_explain", "segment_explain", "partition_explain"]
+    assert [o["active"] for o in objs[:2]] == [False, True]
+    assert objs[0]["compaction_status"] == "dirty" and objs[0]["compaction"]["superseded"] > 0
+    summary = objs[-1]
+    assert summary["cleanup_policy"] == "compact" and summary["compaction_eligible"] is True
+    assert summary["high_watermark"] == 27
+    code, out, _ = run(*args[:-1], "--format", "json", "--high-watermark", "0")
+    assert code == 0
+    arr = json.loads(out)
+    assert arr[-1]["type"] == "partition_explain" and arr[-1]["high_watermark"] == 0
+
+
+@pytest.mark.parametrize("path", ["logdir", "nowhere-0", "logdir/meta.properties"])
+def test_cli_not_a_partition_dir(path: str) -> None:
+    code, out, err = run("explain", path)
+    assert code == 3
+    assert err.startswith("klogtool: error: ") and "Traceback" not in err
+    assert out == ""
