@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 # Real broker-written files: read by path, never copied into the project.
-CORPUS = Path(os.environ.get("KLOGTOOL_CORPUS", "/work/shared/corpus/real"))
+from corpus_path import CORPUS
 
 needs_corpus = pytest.mark.skipif(
     not (CORPUS / "MANIFEST.md").is_file(), reason=f"real-broker corpus not found at {CORPUS}"

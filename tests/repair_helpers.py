@@ -17,13 +17,14 @@ from typing import Any
 import pytest
 from cli_helpers import CORRUPT, LOGDIR, generator
 
+# The real-broker corpus (read-only: copied to tmp_path when a test writes). Defined here rather
+# than imported from ``conftest`` so that another directory's conftest.py cannot shadow it.
+from corpus_path import CORPUS  # noqa: E402
+
 from klogtool.formats.checkpoint import encode_offset_checkpoint
 from klogtool.formats.records import SegmentScanner
 from klogtool.log.atomic import CRASH_ENV
 
-# The real-broker corpus (read-only: copied to tmp_path when a test writes). Defined here rather
-# than imported from ``conftest`` so that another directory's conftest.py cannot shadow it.
-CORPUS = Path(os.environ.get("KLOGTOOL_CORPUS", "/work/shared/corpus/real"))
 needs_corpus = pytest.mark.skipif(
     not (CORPUS / "MANIFEST.md").is_file(), reason=f"real-broker corpus not found at {CORPUS}"
 )

@@ -4,7 +4,6 @@ Dumper's JSON objects), and the normalisation that makes both sides comparable."
 from __future__ import annotations
 
 import base64
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 LOGS = ROOT / "fixtures" / "logs"
 LOGDIR = LOGS / "logdir"
 CORRUPT = LOGS / "corrupt"
-CORPUS = Path(os.environ.get("KLOGTOOL_CORPUS", "/work/shared/corpus/real"))
+from corpus_path import CORPUS  # noqa: E402
 
 # (topic, partition, segment, offset, timestamp ms, timestampType, key, value, headers,
 #  sequence, position, magic, compression, producer_id, producer_epoch, partition_leader_epoch,
