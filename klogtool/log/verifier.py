@@ -101,6 +101,33 @@ _TIME_INDEX = _IndexKind(
 )
 
 
+# A checkpoint entry beyond the partition's log end: (severity, code, message).
+_CHECKPOINT_BEYOND_END = {
+    "log-start-offset-checkpoint": (
+        "error",
+        "log-start-beyond-log-end",
+        "log start offset {offset} is beyond the log end offset {leo}: the broker would "
+        "delete every segment",
+    ),
+    "recovery-point-offset-checkpoint": (
+        "warning",
+        "recovery-point-beyond-log-end",
+        "recovery point {offset} is beyond the log end offset {leo} (flushed data is missing, "
+        "or the checkpoint is stale)",
+    ),
+    "replication-offset-checkpoint": (
+        "warning",
+        "high-watermark-beyond-log-end",
+        "high watermark {offset} is beyond the log end offset {leo}",
+    ),
+    "cleaner-offset-checkpoint": (
+        "warning",
+        "cleaner-checkpoint-beyond-log-end",
+        "cleaner checkpoint {offset} is beyond the log end offset {leo}; the cleaner resets it",
+    ),
+}
+
+
 class Verifier:
     """Run :meth:`verify` over PATH arguments; findings stream out, :attr:`stats` adds up."""
 
@@ -971,50 +998,20 @@ class Verifier:
                 f"{len(missing)} partitions named in {name} have no directory here "
                 f"({shown}{', ...' if len(missing) > 5 else ''})",
             )
+        bound = _CHECKPOINT_BEYOND_END.get(name)
+        if bound is None:
+            return
+        severity, code, what = bound
         for (topic, part), offset in sorted(cp.entries.items()):
-            first, leo = ends.get((topic, part), (None, None))
-            if leo is None:
-                continue
-            where = f"{topic}-{part}"
-            if name == "log-start-offset-checkpoint" and offset > leo:
+            _first, leo = ends.get((topic, part), (None, None))
+            if leo is not None and offset > leo:
                 yield Finding(
-                    "error",
-                    "log-start-beyond-log-end",
+                    severity,
+                    code,
                     str(path),
                     None,
                     offset,
-                    f"{where}: log start offset {offset} is beyond the log end offset "
-                    f"{leo}: the broker would delete every segment",
-                )
-            elif name == "recovery-point-offset-checkpoint" and offset > leo:
-                yield Finding(
-                    "warning",
-                    "recovery-point-beyond-log-end",
-                    str(path),
-                    None,
-                    offset,
-                    f"{where}: recovery point {offset} is beyond the log end "
-                    f"offset {leo} (flushed data is missing, or the checkpoint is "
-                    f"stale)",
-                )
-            elif name == "replication-offset-checkpoint" and offset > leo:
-                yield Finding(
-                    "warning",
-                    "high-watermark-beyond-log-end",
-                    str(path),
-                    None,
-                    offset,
-                    f"{where}: high watermark {offset} is beyond the log end offset {leo}",
-                )
-            elif name == "cleaner-offset-checkpoint" and offset > leo:
-                yield Finding(
-                    "warning",
-                    "cleaner-checkpoint-beyond-log-end",
-                    str(path),
-                    None,
-                    offset,
-                    f"{where}: cleaner checkpoint {offset} is beyond the log "
-                    f"end offset {leo}; the cleaner resets it",
+                    f"{topic}-{part}: {what.format(offset=offset, leo=leo)}",
                 )
 
     def _text_file(self, path: Path, kind: str) -> Iterator[Finding]:

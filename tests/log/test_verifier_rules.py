@@ -42,3 +42,26 @@ def test_missing_txnindex_entry_is_a_warning_when_the_broker_recovers_the_segmen
     found = _findings(part)
     assert found.get("txnindex-missing-abort") == "warning"
     assert "error" not in found.values()
+
+
+LOGDIR = TXN.parent
+
+
+def test_checkpoints_beyond_the_log_end(tmp_path: Path) -> None:
+    from klogtool.formats.checkpoint import encode_offset_checkpoint
+
+    logdir = tmp_path / "logdir"
+    shutil.copytree(LOGDIR, logdir)
+    far = {("txn", 0): 10**6}
+    for name in (
+        "log-start-offset-checkpoint",
+        "recovery-point-offset-checkpoint",
+        "replication-offset-checkpoint",
+        "cleaner-offset-checkpoint",
+    ):
+        (logdir / name).write_bytes(encode_offset_checkpoint(far))
+    found = {(f.code, f.severity, f.offset) for f in Verifier().verify([str(logdir)])}
+    assert ("log-start-beyond-log-end", "error", 10**6) in found
+    assert ("recovery-point-beyond-log-end", "warning", 10**6) in found
+    assert ("high-watermark-beyond-log-end", "warning", 10**6) in found
+    assert ("cleaner-checkpoint-beyond-log-end", "warning", 10**6) in found
