@@ -67,6 +67,8 @@ class Output:
             soft_wrap=True,
             force_terminal=True if color else None,
         )
+        if not self.data.is_terminal and "COLUMNS" not in os.environ:
+            self.data.width = 200  # a file or a pipe has no screen to fit: do not squeeze tables
         self.show_progress = progress and self.err.is_terminal
         self._json_count = 0
 
