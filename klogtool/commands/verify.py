@@ -98,7 +98,7 @@ def command(
         out.table(
             f"klogtool verify: {verdict}",
             ["checked", "count"],
-            [[k, f"{v:,}"] for k, v in vars(st).items()],
+            [[k, f"{v:,}"] for k, v in vars(st).items() if deep or k != "records"],
         )
     else:
         out.emit({"type": "summary", **vars(st)})

@@ -581,7 +581,8 @@ class Verifier:
                 f"records cannot be decoded: {e}",
             )
             return
-        st.records += n
+        if self.deep:  # without --deep only control records are read: not a record count
+            st.records += n
         if batch.magic < 2 and batch.compression and prev != batch.last_offset:
             yield Finding(
                 "error",
