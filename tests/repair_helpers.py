@@ -17,9 +17,8 @@ from typing import Any
 import pytest
 from cli_helpers import CORRUPT, LOGDIR, generator
 
-# The real-broker corpus (read-only: copied to tmp_path when a test writes). Defined here rather
-# than imported from ``conftest`` so that another directory's conftest.py cannot shadow it.
-from corpus_path import CORPUS  # noqa: E402
+# The real-broker corpus (read-only: copied to tmp_path when a test writes).
+from shared_helpers import CORPUS  # noqa: E402
 
 from klogtool.formats.checkpoint import encode_offset_checkpoint
 from klogtool.formats.records import SegmentScanner

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import CORRUPT, LOGS, errors, findings, generator, jsonl, run
-from conftest import CORPUS, needs_corpus
+from shared_helpers import CORPUS, needs_corpus
 
 from klogtool.log import layout
 

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CORPUS
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from shared_helpers import CORPUS
 
 from klogtool.formats.checkpoint import (
     KIND_CLEAN_SHUTDOWN,

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, needs_corpus, norm_record
+from shared_helpers import CORPUS, needs_corpus, norm_record
 
 from klogtool.formats import codecs, legacy, v2
 from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME

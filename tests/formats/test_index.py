@@ -6,9 +6,9 @@ import struct
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shared_helpers import CORPUS
 
 from klogtool.formats.errors import FormatError, UnsupportedError
 from klogtool.formats.index import (

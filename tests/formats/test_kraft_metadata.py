@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, needs_corpus
+from shared_helpers import CORPUS, needs_corpus
 
 from klogtool.formats.batch import Record
 from klogtool.formats.errors import FormatError

@@ -3,8 +3,8 @@ __transaction_state and the decoder registry.
 
 Expected bytes come from three independent places: struct.pack by hand, kafka-python's own
 schema-driven encoder (its ApiData classes, fed JSON schemas written here), and real
-broker-written segments from the corpus (``conftest.CORPUS``), read with a tiny extractor local
-to this file so that these tests do not depend on klogtool's record reader.
+broker-written segments from the corpus (``shared_helpers.CORPUS``), read with a tiny
+extractor local to this file so that these tests do not depend on klogtool's record reader.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CORPUS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shared_helpers import CORPUS
 
 from klogtool.formats.errors import (
     CorruptRecordError,

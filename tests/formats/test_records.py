@@ -13,7 +13,7 @@ import zlib
 
 import crc32c
 import pytest
-from conftest import norm_record
+from shared_helpers import norm_record
 
 from klogtool.formats import codecs, legacy, v2
 from klogtool.formats.batch import Record

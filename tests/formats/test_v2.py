@@ -12,11 +12,11 @@ import struct
 
 import crc32c
 import pytest
-from conftest import norm_record
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
+from shared_helpers import norm_record
 
 from klogtool.formats import codecs, v2, varint
 from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, Record

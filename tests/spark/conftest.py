@@ -4,40 +4,19 @@ binding, UI off, few shuffle partitions, the JVM flags measured in spark-notes.m
 corpus's expected rows, and the standalone-cluster run (see standalone.py).
 
 Helpers live in spark_env.py, not here: pytest imports every conftest.py as the module
-``conftest``. Because loading this file replaces ``sys.modules["conftest"]``, the names of
-tests/conftest.py are re-exported below, for the tests elsewhere that
-``from conftest import ...`` and happen to be collected after this directory.
+``conftest``, so helpers shared between test modules live in named modules
+(tests/shared_helpers.py, spark_env.py).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from spark_env import CLUSTER_TESTS, ROOT, TEST_JAVA_OPTIONS, require_spark, spark_available
-
-
-def _reexport_parent_conftest() -> None:
-    path = Path(__file__).resolve().parent.parent / "conftest.py"
-    spec = importlib.util.spec_from_file_location("_klogtool_tests_conftest", path)
-    if spec is None or spec.loader is None:
-        return
-    parent = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(parent)
-    names = getattr(parent, "__all__", None) or [
-        n for n in vars(parent) if not n.startswith(("_", "pytest_"))
-    ]
-    g = globals()
-    for n in names:
-        g.setdefault(n, getattr(parent, n))
-
-
-_reexport_parent_conftest()
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 LOGS = ROOT / "fixtures" / "logs"
 LOGDIR = LOGS / "logdir"
 CORRUPT = LOGS / "corrupt"
-from corpus_path import CORPUS  # noqa: E402
+from shared_helpers import CORPUS  # noqa: E402
 
 # (topic, partition, segment, offset, timestamp ms, timestampType, key, value, headers,
 #  sequence, position, magic, compression, producer_id, producer_epoch, partition_leader_epoch,

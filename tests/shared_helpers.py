@@ -1,0 +1,35 @@
+"""Helpers shared by test modules (a named module: every ``conftest.py`` is imported as
+``conftest``, so importing from one is ambiguous).
+
+The real broker-written corpus is ``../shared/corpus/real`` beside the checkout (as CI lays it
+out), or ``KLOGTOOL_CORPUS``; it is read by path, never copied into the project."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+_BESIDE = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
+CORPUS = Path(os.environ.get("KLOGTOOL_CORPUS", str(_BESIDE)))
+
+needs_corpus = pytest.mark.skipif(
+    not (CORPUS / "MANIFEST.md").is_file(), reason=f"real-broker corpus not found at {CORPUS}"
+)
+
+
+def _b(x: object) -> bytes | None:
+    return None if x is None else bytes(x)  # type: ignore[call-overload]
+
+
+def norm_record(r: object) -> tuple:
+    """``(offset, timestamp, key, value, headers)`` with payloads as ``bytes``; works for
+    klogtool records and kafka-python records alike."""
+    return (
+        r.offset,  # type: ignore[attr-defined]
+        r.timestamp,  # type: ignore[attr-defined]
+        _b(r.key),  # type: ignore[attr-defined]
+        _b(r.value),  # type: ignore[attr-defined]
+        tuple((k, _b(v)) for k, v in r.headers),  # type: ignore[attr-defined]
+    )
