@@ -7,6 +7,10 @@ out), or ``KLOGTOOL_CORPUS``; it is read by path, never copied into the project.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -33,3 +37,29 @@ def norm_record(r: object) -> tuple:
         _b(r.value),  # type: ignore[attr-defined]
         tuple((k, _b(v)) for k, v in r.headers),  # type: ignore[attr-defined]
     )
+
+
+@contextmanager
+def lock_held_by_another_process(log_dir: Path) -> Iterator[None]:
+    """Another process holds ``log_dir/.lock`` with an fcntl lock, as a running broker does."""
+    lock = log_dir / ".lock"
+    lock.touch()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, time\n"
+            f"fd = os.open({str(lock)!r}, os.O_RDWR)\n"
+            "fcntl.lockf(fd, fcntl.LOCK_EX)\n"
+            "print('held', flush=True)\n"
+            "time.sleep(60)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()

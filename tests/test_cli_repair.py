@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cli_helpers import ERROR_LINE, jsonl, run
 from repair_helpers import INTERVAL, copy_scenario, files, middle_crc_logdir
+from shared_helpers import lock_held_by_another_process
 
 
 @pytest.fixture
@@ -21,27 +20,8 @@ def held_lock(tmp_path: Path) -> Iterator[Path]:
     logdir = tmp_path / "logdir"
     logdir.mkdir()
     copy_scenario("torn-tail", logdir)
-    lock = logdir / ".lock"
-    lock.touch()
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import fcntl, os, sys, time\n"
-            f"fd = os.open({str(lock)!r}, os.O_RDWR)\n"
-            "fcntl.lockf(fd, fcntl.LOCK_EX)\n"
-            "print('held', flush=True)\n"
-            "time.sleep(60)\n",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with lock_held_by_another_process(logdir):
         yield logdir
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,6 @@ without losing a record; a broker's lock is refused; bad input is one line."""
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,6 +24,7 @@ from rewrite_helpers import (
     write_checkpoints,
     write_partition,
 )
+from shared_helpers import lock_held_by_another_process
 
 from klogtool.formats import codecs
 from klogtool.formats.batch import Record
@@ -180,27 +179,8 @@ def test_crash_after_every_file_operation_then_rerun(tmp_path: Path, case: str) 
 @pytest.fixture
 def locked_logdir(tmp_path: Path):
     logdir = copy_logdir(tmp_path, "v2-none-0")
-    lock = logdir / ".lock"
-    lock.touch()
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import fcntl, os, time\n"
-            f"fd = os.open({str(lock)!r}, os.O_RDWR)\n"
-            "fcntl.lockf(fd, fcntl.LOCK_EX)\n"
-            "print('held', flush=True)\n"
-            "time.sleep(60)\n",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with lock_held_by_another_process(logdir):
         yield logdir
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from shared_helpers import lock_held_by_another_process
 
 from klogtool.errors import RefusedError
 from klogtool.formats.batch import Record
@@ -114,31 +115,12 @@ def test_replace_file_leaves_old_or_new(tmp_path: Path) -> None:
 
 
 def test_broker_lock_held_by_another_process_is_refused(tmp_path: Path) -> None:
-    lock = tmp_path / ".lock"
-    lock.touch()
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import fcntl, os, sys, time\n"
-            f"fd = os.open({str(lock)!r}, os.O_RDWR)\n"
-            "fcntl.lockf(fd, fcntl.LOCK_EX)\n"
-            "print('held', flush=True)\n"
-            "time.sleep(60)\n",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with lock_held_by_another_process(tmp_path):
         with pytest.raises(RefusedError) as exc, log_dir_lock(tmp_path):
             pass
         assert exc.value.exit_code == 4 and exc.value.code == "broker-lock-held"
         with log_dir_lock(tmp_path, force=True):
             pass  # --force goes ahead
-    finally:
-        holder.kill()
-        holder.wait()
     with log_dir_lock(tmp_path):
         pass  # free again once the holder is gone
 
