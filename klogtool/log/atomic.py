@@ -322,7 +322,8 @@ def log_dir_lock(log_dir: Path, *, force: bool = False, dry_run: bool = False) -
     if dry_run and not lock.exists():
         yield
         return
-    flags = os.O_RDONLY if dry_run else os.O_RDWR | os.O_CREAT
+    # O_NOFOLLOW: a .lock symlinked elsewhere is refused, never followed (or created).
+    flags = (os.O_RDONLY if dry_run else os.O_RDWR | os.O_CREAT) | os.O_NOFOLLOW
     try:
         fd = os.open(lock, flags, 0o644)
     except OSError as e:

@@ -129,3 +129,14 @@ def test_dry_run_does_not_create_a_lock_file(tmp_path: Path) -> None:
     with log_dir_lock(tmp_path, dry_run=True):
         pass
     assert not (tmp_path / ".lock").exists()
+
+
+def test_a_symlinked_lock_file_is_refused_not_followed(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    logdir = tmp_path / "logdir"
+    logdir.mkdir()
+    (logdir / ".lock").symlink_to(target)
+    with pytest.raises(RefusedError) as exc, log_dir_lock(logdir):
+        pass
+    assert exc.value.code == "lock-unavailable"
+    assert not target.exists()
