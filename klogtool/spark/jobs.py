@@ -62,7 +62,8 @@ def export(
     df = read(spark, paths, options)
     if to == "jsonl" and "timestamp" in df.columns:
         df = df.withColumn("timestamp", F.unix_millis("timestamp"))
-    writer = df.write.mode("overwrite" if overwrite else "errorifexists")
+    # "error" (= errorifexists): the Spark Connect client knows only this spelling
+    writer = df.write.mode("overwrite" if overwrite else "error")
     if partition_by:
         writer = writer.partitionBy(*partition_by)
     with failures(), track(spark, total_bytes, progress, "klogtool export"):
