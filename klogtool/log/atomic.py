@@ -81,22 +81,10 @@ class FileOps:
 
     def copy_range(self, src: Path, start: int, end: int, dst: Path) -> int:
         """Write bytes ``[start, end)`` of ``src`` to a new file ``dst``, fsynced."""
-
-        def chunks() -> Iterator[bytes]:
-            with open(src, "rb") as f:
-                f.seek(start)
-                left = end - start
-                while left > 0:
-                    block = f.read(min(left, 1 << 20))
-                    if not block:
-                        return
-                    left -= len(block)
-                    yield block
-
         if self.dry_run:
             self._step(f"copy {src}[{start}:{end}] -> {dst}")
             return end - start
-        return self.write(dst, chunks())
+        return self.write(dst, read_range(src, start, end))
 
     def rename(self, src: Path, dst: Path) -> None:
         if not self._step(f"rename {src} -> {dst}"):
@@ -158,6 +146,19 @@ class FileOps:
         self.rename(temp, target)
         self.fsync_dir(target.parent)
         return n
+
+
+def read_range(path: Path, start: int, end: int) -> Iterator[bytes]:
+    """Bytes ``[start, end)`` of a file, in 1 MiB blocks (flat memory for any size)."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        left = end - start
+        while left > 0:
+            block = f.read(min(left, 1 << 20))
+            if not block:
+                return
+            left -= len(block)
+            yield block
 
 
 @dataclass

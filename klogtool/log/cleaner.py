@@ -49,7 +49,7 @@ from klogtool.formats.index import (
 )
 from klogtool.formats.legacy import encode_wrapper
 from klogtool.formats.payloads.control import ABORT, COMMIT, decode_control_key
-from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
+from klogtool.formats.records import SegmentScanner
 from klogtool.formats.v2 import DefaultBatch, encode_batch
 from klogtool.log import layout
 from klogtool.log.atomic import CLEANED, FileOps, swap_in_cleaned
@@ -57,6 +57,7 @@ from klogtool.log.indexer import build_indexes
 from klogtool.log.partition import CLEANER, PartitionView, TxnReplay, update_offset_checkpoint
 from klogtool.log.segment import mapped, read_small
 from klogtool.log.topicconfig import TopicConfig
+from klogtool.log.writing import require_readable_end, unreadable
 
 INT32_MAX = (1 << 31) - 1
 
@@ -318,7 +319,7 @@ class _Cleaner:
                                 if r.key is not None and r.offset >= first_dirty:
                                     omap[md5(r.key).digest()] = r.offset
                 except FormatError as e:
-                    raise _input_error(e, s.path) from None
+                    raise unreadable(e, s.path) from None
         self.latest_offset = end - 1
         self.end_offset = end
 
@@ -347,7 +348,7 @@ class _Cleaner:
                             st.bytes_after += len(out)
                             yield out
                 except FormatError as e:
-                    raise _input_error(e, s.path) from None
+                    raise unreadable(e, s.path) from None
 
     def _last_of_producer(self, batch: Batch) -> bool:
         p = self.active.get(batch.producer_id)
@@ -494,15 +495,6 @@ class _Cleaner:
         return retain
 
 
-def _input_error(e: FormatError, path: Path) -> InputError:
-    return InputError(
-        f"{e}; repair the segment first (truncate-recovery)",
-        path=str(path),
-        position=e.position,
-        code=e.code,
-    )
-
-
 # ------------------------------------------------------------------------------ planning
 def _scan(view: PartitionView, max_batch_bytes: int) -> tuple[list[_Segment], dict[int, Producer]]:
     """Every segment's batch headers: next offsets, first batch timestamps and the producer
@@ -529,17 +521,8 @@ def _scan(view: PartitionView, max_batch_bytes: int) -> tuple[list[_Segment], di
                         recovered.append(aborted)
                     _track_producer(producers, batch, max_batch_bytes)
             except FormatError as e:
-                raise _input_error(e, path) from None
-            result = scanner.result
-            assert result is not None
-            if result.end not in (CLEAN, ZERO_FILL):
-                err = result.error
-                raise InputError(
-                    f"{err or result.end}; repair the segment first (truncate-recovery)",
-                    path=str(path),
-                    position=result.stopped_at,
-                    code=err.code if err is not None else result.end,
-                )
+                raise unreadable(e, path) from None
+            require_readable_end(scanner, path)
         txns: list[AbortedTxn] = []
         if info.files.index is None:
             # the broker recovers a segment whose offset index is missing (e.g. after it

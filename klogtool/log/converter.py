@@ -41,13 +41,14 @@ from klogtool.formats.batch import (
 from klogtool.formats.errors import FormatError
 from klogtool.formats.index import encode_offset_index, encode_time_index, encode_txn_index
 from klogtool.formats.legacy import encode_message, encode_wrapper
-from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
+from klogtool.formats.records import SegmentScanner
 from klogtool.formats.v2 import DefaultBatch, encode_batch, reencode
 from klogtool.log import layout
 from klogtool.log.atomic import CLEANED, FileOps, swap_in_cleaned
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES, build_indexes
 from klogtool.log.partition import is_within, replay_aborted_txns
 from klogtool.log.segment import mapped
+from klogtool.log.writing import require_readable_end, unreadable
 
 INT32_MAX = (1 << 31) - 1
 SEGMENT, PARTITION, LOG_DIR = "segment", "partition", "log-dir"
@@ -261,8 +262,8 @@ def plan_segment(path: Path, base: int, txnindex: Path | None, opts: ConvertOpti
                 if kept:
                     last_out = batch.last_offset
         except FormatError as e:
-            raise _input_error(e, path) from None
-        _check_end(scanner, path)
+            raise unreadable(e, path) from None
+        require_readable_end(scanner, path)
         size = len(buf)
     if opts.batch_bytes is not None and batches:
         action = CONVERT  # re-batching may merge or split: always rewritten
@@ -278,28 +279,6 @@ def plan_segment(path: Path, base: int, txnindex: Path | None, opts: ConvertOpti
         last_in,
         last_out,
     )
-
-
-def _input_error(e: FormatError, path: Path) -> InputError:
-    return InputError(
-        f"{e}; repair the segment first (truncate-recovery)",
-        path=str(path),
-        position=e.position,
-        code=e.code,
-    )
-
-
-def _check_end(scanner: SegmentScanner, path: Path) -> None:
-    result = scanner.result
-    assert result is not None
-    if result.end not in (CLEAN, ZERO_FILL):
-        err = result.error
-        raise InputError(
-            f"{err or result.end}; repair the segment first (truncate-recovery)",
-            path=str(path),
-            position=result.stopped_at,
-            code=err.code if err is not None else result.end,
-        )
 
 
 def _target_codec(batch: Batch, opts: ConvertOptions) -> int:
@@ -493,8 +472,8 @@ def convert_segment(buf: memoryview, opts: ConvertOptions, path: Path) -> Iterat
         if rebatch is not None:
             yield from rebatch.flush()
     except FormatError as e:
-        raise _input_error(e, path) from None
-    _check_end(scanner, path)
+        raise unreadable(e, path) from None
+    require_readable_end(scanner, path)
 
 
 # ---------------------------------------------------------------------------------- writing

@@ -306,13 +306,7 @@ class Dumper:
             return
         batches = self._sibling_batches(f)
         if batches is None:
-            yield finding(
-                "warning",
-                "log-missing",
-                f.display,
-                None,
-                "no sibling .log: entries are not checked against the log",
-            )
+            yield _log_missing(f)
         by_pos = {b.position: b for b in batches or ()}
         for i, e in enumerate(index.iter_offset_index(buf, base, stop_at_zero_fill=True)):
             if not opts.verify_index_only:
@@ -344,13 +338,7 @@ class Dumper:
             return
         batches = self._sibling_batches(f)
         if batches is None:
-            yield finding(
-                "warning",
-                "log-missing",
-                f.display,
-                None,
-                "no sibling .log: entries are not checked against the log",
-            )
+            yield _log_missing(f)
         by_last = {b.last_offset: b for b in batches or ()}
         prev_ts = -1
         for i, e in enumerate(index.iter_time_index(buf, base, stop_at_zero_fill=True)):
@@ -484,6 +472,16 @@ def _text_entries(kind: str, name: str, data: bytes) -> Iterator[Obj]:
     elif kind == layout.CLEAN_SHUTDOWN:
         cs = checkpoint.parse_clean_shutdown(data)
         yield {"type": "clean_shutdown", "version": cs.version, "broker_epoch": cs.broker_epoch}
+
+
+def _log_missing(f: InputFile) -> Obj:
+    return finding(
+        "warning",
+        "log-missing",
+        f.display,
+        None,
+        "no sibling .log: entries are not checked against the log",
+    )
 
 
 class BatchSummary(NamedTuple):

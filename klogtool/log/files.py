@@ -41,20 +41,29 @@ def expand(paths: list[str]) -> Iterator[InputFile]:
             yield InputFile(path, detect_kind(path), arg)
 
 
-def _expand_dir(path: Path, display: str) -> Iterator[InputFile]:
+def classify_dir(path: Path, display: str | None = None) -> layout.LogDir | None:
+    """A directory PATH: None for a partition dir, its :class:`~layout.LogDir` for a log dir;
+    anything else is an input error (exit 3)."""
     if layout.looks_like_partition_dir(path):
-        part = layout.scan_partition_dir(path)
-        for f in part.files():
-            yield InputFile(f, layout.file_kind(f), str(Path(display) / f.name))
-        return
+        return None
     logdir = layout.scan_log_dir(path)
     if logdir is None:
         raise InputError(
             "not a partition directory or a log directory (no segments, partition "
             "directories or broker checkpoint files in it)",
-            path=display,
+            path=display if display is not None else str(path),
             code="not-a-log-dir",
         )
+    return logdir
+
+
+def _expand_dir(path: Path, display: str) -> Iterator[InputFile]:
+    logdir = classify_dir(path, display)
+    if logdir is None:
+        part = layout.scan_partition_dir(path)
+        for f in part.files():
+            yield InputFile(f, layout.file_kind(f), str(Path(display) / f.name))
+        return
     for f in logdir.files:
         kind = layout.file_kind(f)
         if kind in (layout.LOCK, layout.LEFTOVER):

@@ -27,7 +27,7 @@ from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES
 from klogtool.formats.errors import FormatError
 from klogtool.log import layout
 from klogtool.log.arrow_reader import DEFAULT_TARGET_SPLIT_BYTES, INT, LONG, STRING
-from klogtool.log.files import detect_kind
+from klogtool.log.files import classify_dir, detect_kind
 from klogtool.log.findings import Finding
 from klogtool.log.verifier import Stats, Verifier
 
@@ -117,16 +117,10 @@ def plan(paths: Sequence[str]) -> VerifyPlan:
             if not path.exists():
                 raise InputError("no such file or directory", path=str(path), code="not-found")
             if path.is_dir():
-                if layout.looks_like_partition_dir(path):
+                logdir = classify_dir(path)
+                if logdir is None:
                     p.steps.append(("unit", unit(PARTITION, path, _log_bytes(path))))
                     continue
-                logdir = layout.scan_log_dir(path)
-                if logdir is None:
-                    raise InputError(
-                        "not a partition directory or a log directory",
-                        path=str(path),
-                        code="not-a-log-dir",
-                    )
                 idxs = [unit(PARTITION, d, _log_bytes(d)) for d in logdir.partitions]
                 p.steps.append(("logdir", logdir, idxs))
             else:

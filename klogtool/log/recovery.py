@@ -58,7 +58,13 @@ from klogtool.formats.errors import FormatError
 from klogtool.formats.records import ZERO_FILL, SegmentScanner
 from klogtool.formats.snapshot import parse_snapshot
 from klogtool.log import layout, rebuild
-from klogtool.log.atomic import FileOps, complete_interrupted, log_dir_lock, log_dir_of
+from klogtool.log.atomic import (
+    FileOps,
+    complete_interrupted,
+    log_dir_lock,
+    log_dir_of,
+    read_range,
+)
 from klogtool.log.findings import Finding
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES
 from klogtool.log.segment import mapped, read_small
@@ -945,18 +951,6 @@ def partition_of(qdir: Path, manifest: dict[str, Any]) -> Path:
     return Path(manifest["partition"])
 
 
-def _chunks(path: Path, start: int, end: int) -> Iterator[bytes]:
-    with open(path, "rb") as f:
-        f.seek(start)
-        left = end - start
-        while left > 0:
-            block = f.read(min(left, 1 << 20))
-            if not block:
-                return
-            left -= len(block)
-            yield block
-
-
 def _zeros(n: int) -> Iterator[bytes]:
     block = bytes(1 << 20)
     while n > 0:
@@ -1060,8 +1054,8 @@ def restore(qdir: Path, ops: FileOps, emit: Emit) -> dict[str, Any]:
             chunks: Iterator[bytes] = _zeros(p.end - p.start)
         else:
             assert p.stored is not None
-            chunks = _chunks(qdir / p.stored, 0, p.end - p.start)
-        head = _chunks(src, 0, p.start)
+            chunks = read_range(qdir / p.stored, 0, p.end - p.start)
+        head = read_range(src, 0, p.start)
         ops.replace_file(src, _chain(head, chunks))
         report["bytes_restored"] += p.end - p.start
         report["files_restored"] += 1
@@ -1106,7 +1100,7 @@ def restore(qdir: Path, ops: FileOps, emit: Emit) -> dict[str, Any]:
         dst = where(p)
         if dst.is_file() and _sha256(dst) == p.sha256:
             continue
-        ops.replace_file(dst, _chunks(qdir / p.stored, 0, p.end))
+        ops.replace_file(dst, read_range(qdir / p.stored, 0, p.end))
         report["files_restored"] += 1
         step("restore", dst, f"restore the previous {p.source}")
     for p in pieces:

@@ -26,7 +26,7 @@ from klogtool.formats.records import CLEAN, CORRUPT, TORN_TAIL, ZERO_FILL, Segme
 from klogtool.formats.snapshot import parse_snapshot
 from klogtool.formats.v2 import DefaultBatch
 from klogtool.log import layout
-from klogtool.log.files import detect_kind
+from klogtool.log.files import classify_dir, detect_kind
 from klogtool.log.findings import Finding
 from klogtool.log.segment import ReleaseBehind, mapped, read_small
 
@@ -159,17 +159,11 @@ class Verifier:
         if not path.exists():
             raise InputError("no such file or directory", path=str(path), code="not-found")
         if path.is_dir():
-            if layout.looks_like_partition_dir(path):
-                yield from self.verify_partition(path)
-                return
-            logdir = layout.scan_log_dir(path)
+            logdir = classify_dir(path)
             if logdir is None:
-                raise InputError(
-                    "not a partition directory or a log directory",
-                    path=str(path),
-                    code="not-a-log-dir",
-                )
-            yield from self.verify_log_dir(logdir)
+                yield from self.verify_partition(path)
+            else:
+                yield from self.verify_log_dir(logdir)
             return
         kind = detect_kind(path)
         if kind == layout.LOG:
@@ -195,14 +189,7 @@ class Verifier:
                 seg, SegmentSummary(base), _TxnState(), active=True, missing_index_ok=True
             )
         elif kind == layout.KRAFT_SNAPSHOT:
-            yield from self.verify_segment(
-                layout.SegmentFiles(0, log=path),
-                SegmentSummary(0),
-                _TxnState(),
-                active=True,
-                missing_index_ok=True,
-                check_base=False,
-            )
+            yield from self._kraft_snapshot(path)
         elif kind == layout.SNAPSHOT:
             yield from self._snapshot(path, None)
         else:
@@ -791,14 +778,7 @@ class Verifier:
         for p in part.snapshots:
             yield from self._snapshot(p, leo)
         for p in part.kraft_snapshots:
-            yield from self.verify_segment(
-                layout.SegmentFiles(0, log=p),
-                SegmentSummary(0),
-                _TxnState(),
-                active=True,
-                missing_index_ok=True,
-                check_base=False,
-            )
+            yield from self._kraft_snapshot(p)
         if part.partition_metadata is not None:
             yield from self._text_file(part.partition_metadata, layout.PARTITION_METADATA)
         if part.leader_epoch_checkpoint is not None:
@@ -854,6 +834,17 @@ class Verifier:
                     )
                 prev_last = summary.last_offset
         return summaries
+
+    def _kraft_snapshot(self, path: Path) -> Iterator[Finding]:
+        """A KRaft snapshot is a log of batches with no indexes and no base-offset rule."""
+        yield from self.verify_segment(
+            layout.SegmentFiles(0, log=path),
+            SegmentSummary(0),
+            _TxnState(),
+            active=True,
+            missing_index_ok=True,
+            check_base=False,
+        )
 
     def _snapshot(self, path: Path, leo: int | None) -> Iterator[Finding]:
         self.stats.files += 1

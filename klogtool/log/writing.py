@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from klogtool.errors import InputError
+from klogtool.formats.errors import FormatError
+from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.log import layout
 from klogtool.log.atomic import CLEANED, FileOps, complete_interrupted, log_dir_lock, log_dir_of
 
@@ -85,3 +88,26 @@ def is_special_partition_dir(path: Path) -> bool:
     return layout.parse_partition_dir_name(path.name) is not None and path.name.endswith(
         SPECIAL_DIR_SUFFIXES
     )
+
+
+def unreadable(e: FormatError, path: Path) -> InputError:
+    """A segment a rewriting command cannot read: one line, and what to do about it."""
+    return InputError(
+        f"{e}; repair the segment first (truncate-recovery)",
+        path=str(path),
+        position=e.position,
+        code=e.code,
+    )
+
+
+def require_readable_end(scanner: SegmentScanner, path: Path) -> None:
+    """Refuse a segment whose walk ended on damage (a zero-filled tail is fine)."""
+    result = scanner.result
+    if result is not None and result.end not in (CLEAN, ZERO_FILL):
+        err = result.error
+        raise InputError(
+            f"{err or result.end}; repair the segment first (truncate-recovery)",
+            path=str(path),
+            position=result.stopped_at,
+            code=err.code if err is not None else result.end,
+        )
