@@ -12,8 +12,12 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from klogtool.formats import v2
+from klogtool.formats.batch import LOG_APPEND_TIME, Record
 
 _BESIDE = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
 CORPUS = Path(os.environ.get("KLOGTOOL_CORPUS", str(_BESIDE)))
@@ -37,6 +41,27 @@ def norm_record(r: object) -> tuple:
         _b(r.value),  # type: ignore[attr-defined]
         tuple((k, _b(v)) for k, v in r.headers),  # type: ignore[attr-defined]
     )
+
+
+def careful_records(batch: Any) -> list[tuple]:
+    """Every record of a v2 ``batch`` through the careful one-record decoder alone, as
+    ``norm_record(r) + (sequence, attributes)``: the reference the fast decode loop must match."""
+    area = batch.records_area()
+    buf = bytes(area)
+    pos, out = 0, []
+    for _ in range(batch.count):
+        rec, pos = v2._decode_record(
+            buf, area, pos, batch.base_offset, batch.base_timestamp, batch.base_sequence, None, 0
+        )
+        out.append(rec)
+    assert pos == len(buf)
+    if batch.timestamp_type == LOG_APPEND_TIME:
+        out = [r[:1] + (batch.max_timestamp,) + r[2:] for r in out]
+    return [full_record(Record(*r)) for r in out]
+
+
+def full_record(r: Any) -> tuple:
+    return norm_record(r) + (r.sequence, r.attributes)
 
 
 @contextmanager

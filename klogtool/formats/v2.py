@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator, Sequence
+from functools import partial
+from itertools import chain
 
 from klogtool.formats import codecs
 from klogtool.formats.batch import (
@@ -199,7 +201,7 @@ def sequence_at(base_sequence: int, delta: int) -> int:
 def _slow_varint(
     buf: memoryview | bytes, pos: int, max_bytes: int, anchor: int | None, batch_pos: int
 ):
-    """Multi-byte varint; returns (zig-zag-decoded value, new pos)."""
+    """Any varint; returns (zig-zag-decoded value, new pos)."""
     value = 0
     shift = 0
     start = pos
@@ -225,14 +227,27 @@ def _slow_varint(
             )
     # Java's readVarint/readVarlong shift surplus high bits of the last byte out of the int/long
     value &= 0xFFFFFFFF if max_bytes == 5 else 0xFFFFFFFFFFFFFFFF
-    return (value >> 1) ^ -(value & 1), pos
+    return _zigzag(value), pos
 
 
-_new_record = tuple.__new__  # Record(...) goes through a Python-level __new__: twice as slow
+def _zigzag(value: int) -> int:
+    return (value >> 1) ^ -(value & 1)
+
+
+# Zig-zag values of one-byte varints (_ZIGZAG1[b0]) and two-byte ones (_ZIGZAG2[b1][b0]).
+_ZIGZAG1 = tuple(_zigzag(v) for v in range(1 << 7))
+_ZIGZAG2 = tuple(
+    tuple(0 if b0 < 0x80 else _zigzag((b0 & 0x7F) | b1 << 7) for b0 in range(1 << 8))
+    for b1 in range(1 << 7)
+)
+_FAST_MAX_DELTA = (1 << 13) - 1  # the largest offset delta a two-byte varint holds
+_CHUNK_RECORDS = 1024  # records decoded per call: bounds memory whatever the batch holds
+
+_new_record = partial(tuple.__new__, Record)  # Record(...) runs a Python-level __new__
 
 
 def _decode_records(
-    buf: memoryview | bytes,
+    area: memoryview | bytes,
     count: int,
     base_offset: int,
     base_timestamp: int,
@@ -241,159 +256,266 @@ def _decode_records(
     anchor: int | None,
     batch_pos: int,
 ) -> Iterator[Record]:
-    """The hot loop. Varints of one and two bytes (nearly all of them: lengths under 8 KiB,
-    deltas under 8192) are decoded inline; longer ones call :func:`_slow_varint`."""
-    end = len(buf)
+    """Records of a batch, decoded a chunk at a time. Keys and values slice ``area`` (zero-copy
+    for uncompressed batches); varints are read from ``bytes``, which index faster than views.
+    Records before a corrupt one are yielded before its error is raised."""
+    buf = area if isinstance(area, bytes) else bytes(area)
+    chunks = _record_chunks(
+        buf, area, count, base_offset, base_timestamp, fixed_ts, base_sequence, anchor, batch_pos
+    )
+    return chain.from_iterable(chunks)
+
+
+def _record_chunks(
+    buf: bytes,
+    view: memoryview | bytes,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    fixed_ts: int | None,
+    base_sequence: int,
+    anchor: int | None,
+    batch_pos: int,
+) -> Iterator[Iterable[Record]]:
+    # Sequences that may wrap past Int.MAX are left to the careful decoder.
+    wraps = base_sequence > _INT32_MAX - _FAST_MAX_DELTA
     pos = 0
-    slow = _slow_varint
-    for _ in range(count):
-        rec_start = pos
-        try:
-            # length
-            b = buf[pos]
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                pos += 1
-            elif buf[pos + 1] < 0x80:
-                length = (b & 0x7F) | (buf[pos + 1] << 7)
-                length = (length >> 1) ^ -(length & 1)
-                pos += 2
-            else:
-                length, pos = slow(buf, pos, 5, anchor, batch_pos)
-            body = pos
-            rec_end = pos + length
-            if length < 0 or rec_end > end:
-                raise _corrupt(
-                    f"record length {length} runs past the end of the batch",
-                    anchor,
-                    rec_start,
-                    batch_pos,
+    left = count
+    while left > 0:
+        n = min(left, _CHUNK_RECORDS)
+        chunk: list[tuple] = []
+        while len(chunk) < n:
+            if not wraps:
+                try:
+                    pos = _decode_fast(
+                        chunk, buf, view, pos, n - len(chunk), base_offset, base_timestamp,
+                        base_sequence,
+                    )  # fmt: skip
+                    break
+                except _CarefulFrom as slow:
+                    pos = slow.pos
+            try:
+                record, pos = _decode_record(
+                    buf, view, pos, base_offset, base_timestamp, base_sequence, anchor, batch_pos
                 )
-            attributes = buf[pos]
-            pos += 1
-            # timestamp delta (varlong)
-            b = buf[pos]
-            if b < 0x80:
-                ts_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
-            elif buf[pos + 1] < 0x80:
-                ts_delta = (b & 0x7F) | (buf[pos + 1] << 7)
-                ts_delta = (ts_delta >> 1) ^ -(ts_delta & 1)
-                pos += 2
-            else:
-                ts_delta, pos = slow(buf, pos, 10, anchor, batch_pos)
-            # offset delta
-            b = buf[pos]
-            if b < 0x80:
-                off_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
-            elif buf[pos + 1] < 0x80:
-                off_delta = (b & 0x7F) | (buf[pos + 1] << 7)
-                off_delta = (off_delta >> 1) ^ -(off_delta & 1)
-                pos += 2
-            else:
-                off_delta, pos = slow(buf, pos, 5, anchor, batch_pos)
-            # key
-            b = buf[pos]
-            if b < 0x80:
-                klen = (b >> 1) ^ -(b & 1)
-                pos += 1
-            elif buf[pos + 1] < 0x80:
-                klen = (b & 0x7F) | (buf[pos + 1] << 7)
-                klen = (klen >> 1) ^ -(klen & 1)
-                pos += 2
-            else:
-                klen, pos = slow(buf, pos, 5, anchor, batch_pos)
-            if klen >= 0:
-                if pos + klen > rec_end:
-                    raise _corrupt(
-                        f"key length {klen} runs past the record", anchor, rec_start, batch_pos
-                    )
-                key = buf[pos : pos + klen]
-                pos += klen
-            elif klen == -1:
-                key = None
-            else:
-                raise _corrupt(f"invalid key length {klen}", anchor, rec_start, batch_pos)
-            # value
-            b = buf[pos]
-            if b < 0x80:
-                vlen = (b >> 1) ^ -(b & 1)
-                pos += 1
-            elif buf[pos + 1] < 0x80:
-                vlen = (b & 0x7F) | (buf[pos + 1] << 7)
-                vlen = (vlen >> 1) ^ -(vlen & 1)
-                pos += 2
-            else:
-                vlen, pos = slow(buf, pos, 5, anchor, batch_pos)
-            if vlen >= 0:
-                if pos + vlen > rec_end:
-                    raise _corrupt(
-                        f"value length {vlen} runs past the record", anchor, rec_start, batch_pos
-                    )
-                value = buf[pos : pos + vlen]
-                pos += vlen
-            elif vlen == -1:
-                value = None
-            else:
-                raise _corrupt(f"invalid value length {vlen}", anchor, rec_start, batch_pos)
-            # headers
-            b = buf[pos]
-            if b == 0:
-                headers: tuple[Header, ...] = ()
-                pos += 1
-            else:
-                if b < 0x80:
-                    hcount = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    hcount, pos = slow(buf, pos, 5, anchor, batch_pos)
-                headers, pos = _decode_headers(
-                    buf, pos, rec_end, hcount, anchor, rec_start, batch_pos
-                )
-        except IndexError:
-            raise TruncatedError(
-                "record runs past the end of the batch",
-                batch_pos if anchor is None else anchor + rec_start,
-                "corrupt-record",
-            ) from None
-        if pos != rec_end:
-            raise _corrupt(
-                f"Invalid record size: expected to read {length} bytes in record payload, "
-                f"but instead read {pos - body}",
-                anchor,
-                rec_start,
-                batch_pos,
-            )
-        if base_sequence < 0:
-            seq = -1
-        else:
-            seq = base_sequence + off_delta
-            if seq > _INT32_MAX:
-                seq -= _INT32_MAX + 1
-        yield _new_record(
-            Record,
-            (
-                base_offset + off_delta,
-                base_timestamp + ts_delta if fixed_ts is None else fixed_ts,
-                key,
-                value,
-                headers,
-                seq,
-                attributes,
-                None,
-                None,
-            ),
-        )
-    if pos != end:
+            except FormatError:
+                yield map(_new_record, _log_append_time(chunk, fixed_ts))
+                raise
+            chunk.append(record)
+        yield map(_new_record, _log_append_time(chunk, fixed_ts))
+        left -= n
+    if pos != len(buf):
         raise _corrupt(
             f"Incorrect declared batch size, records still remaining in file "
-            f"({end - pos} bytes after {count} records)",
+            f"({len(buf) - pos} bytes after {count} records)",
             anchor,
             pos,
             batch_pos,
             "bad-record-count",
         )
+
+
+def _log_append_time(chunk: list[tuple], fixed_ts: int | None) -> list[tuple]:
+    """LogAppendTime batches give every record the batch's max timestamp (kept out of the
+    hot loop: such batches are rare)."""
+    if fixed_ts is None:
+        return chunk
+    return [(o, fixed_ts, k, v, h, s, a, c, cv) for (o, _, k, v, h, s, a, c, cv) in chunk]
+
+
+class _CarefulFrom(Exception):
+    """The fast loop met a record it does not handle: decode it carefully from ``pos``."""
+
+    def __init__(self, pos: int):
+        self.pos = pos
+
+
+def _decode_fast(
+    out: list[tuple],
+    buf: bytes,
+    view: memoryview | bytes,
+    pos: int,
+    n: int,
+    base_offset: int,
+    base_timestamp: int,
+    base_sequence: int,
+) -> int:
+    """The hot loop: appends ``n`` records to ``out`` and returns the new position. One- and
+    two-byte varints (nearly all of them) are decoded inline by table. Anything unusual (a bad
+    length, a sequence that wraps, the end of the buffer) raises :class:`_CarefulFrom` at the
+    start of that record, and :func:`_decode_record` decodes it or says what is wrong."""
+    z1 = _ZIGZAG1
+    z2 = _ZIGZAG2
+    slow = _slow_varint
+    append = out.append
+    idempotent = base_sequence >= 0
+    for _ in range(n):
+        start = pos
+        try:
+            b = buf[pos]
+            if b < 0x80:
+                length = z1[b]
+                pos += 1
+            elif (b1 := buf[pos + 1]) < 0x80:
+                length = z2[b1][b]
+                pos += 2
+            else:
+                length, pos = slow(buf, pos, 5, None, 0)
+            rec_end = pos + length
+            attributes = buf[pos]
+            b = buf[pos + 1]
+            if b < 0x80:
+                ts_delta = z1[b]
+                pos += 2
+            elif (b1 := buf[pos + 2]) < 0x80:
+                ts_delta = z2[b1][b]
+                pos += 3
+            else:
+                ts_delta, pos = slow(buf, pos + 1, 10, None, 0)
+            b = buf[pos]
+            if b < 0x80:
+                off_delta = z1[b]
+                pos += 1
+            elif (b1 := buf[pos + 1]) < 0x80:
+                off_delta = z2[b1][b]
+                pos += 2
+            else:
+                off_delta, pos = slow(buf, pos, 5, None, 0)
+                if base_sequence + off_delta > _INT32_MAX:
+                    raise _CarefulFrom(start)
+            b = buf[pos]
+            if b < 0x80:
+                klen = z1[b]
+                pos += 1
+            elif (b1 := buf[pos + 1]) < 0x80:
+                klen = z2[b1][b]
+                pos += 2
+            else:
+                klen, pos = slow(buf, pos, 5, None, 0)
+            if klen >= 0:
+                end = pos + klen
+                key = view[pos:end]
+                pos = end
+            elif klen == -1:
+                key = None
+            else:
+                raise _CarefulFrom(start)
+            b = buf[pos]
+            if b < 0x80:
+                vlen = z1[b]
+                pos += 1
+            elif (b1 := buf[pos + 1]) < 0x80:
+                vlen = z2[b1][b]
+                pos += 2
+            else:
+                vlen, pos = slow(buf, pos, 5, None, 0)
+            if vlen >= 0:
+                end = pos + vlen
+                value = view[pos:end]
+                pos = end
+            elif vlen == -1:
+                value = None
+            else:
+                raise _CarefulFrom(start)
+            if buf[pos] == 0:
+                headers: tuple[Header, ...] = ()
+                pos += 1
+            else:
+                hcount, pos = slow(buf, pos, 5, None, 0)
+                headers, pos = _decode_headers(buf, view, pos, rec_end, hcount, 0)
+        except (IndexError, FormatError):
+            raise _CarefulFrom(start) from None
+        # Slices past the end of the buffer are cut short, so a record whose lengths disagree
+        # with its length field, or with the buffer, cannot end exactly at rec_end.
+        if pos != rec_end:
+            raise _CarefulFrom(start)
+        append(
+            (
+                base_offset + off_delta,
+                base_timestamp + ts_delta,
+                key,
+                value,
+                headers,
+                base_sequence + off_delta if idempotent else -1,
+                attributes,
+                None,
+                None,
+            )
+        )
+    return pos
+
+
+def _decode_record(
+    buf: bytes,
+    view: memoryview | bytes,
+    pos: int,
+    base_offset: int,
+    base_timestamp: int,
+    base_sequence: int,
+    anchor: int | None,
+    batch_pos: int,
+) -> tuple[tuple, int]:
+    """One record, every field checked as Kafka's ``DefaultRecord.readFrom`` checks it:
+    returns (record fields, new position) or raises at the position of the record."""
+    start = pos
+    try:
+        length, pos = _slow_varint(buf, pos, 5, anchor, batch_pos)
+        body = pos
+        rec_end = pos + length
+        if length < 0 or rec_end > len(buf):
+            raise _corrupt(
+                f"record length {length} runs past the end of the batch",
+                anchor,
+                start,
+                batch_pos,
+            )
+        attributes = buf[pos]
+        ts_delta, pos = _slow_varint(buf, pos + 1, 10, anchor, batch_pos)
+        off_delta, pos = _slow_varint(buf, pos, 5, anchor, batch_pos)
+        fields: list[memoryview | bytes | None] = []
+        for what in ("key", "value"):
+            size, pos = _slow_varint(buf, pos, 5, anchor, batch_pos)
+            if size >= 0:
+                if pos + size > rec_end:
+                    raise _corrupt(
+                        f"{what} length {size} runs past the record", anchor, start, batch_pos
+                    )
+                fields.append(view[pos : pos + size])
+                pos += size
+            elif size == -1:
+                fields.append(None)
+            else:
+                raise _corrupt(f"invalid {what} length {size}", anchor, start, batch_pos)
+        hcount, pos = _slow_varint(buf, pos, 5, anchor, batch_pos)
+        headers, pos = _decode_headers(
+            buf, view, pos, rec_end, hcount, batch_pos if anchor is None else anchor + start
+        )
+    except IndexError:
+        raise TruncatedError(
+            "record runs past the end of the batch",
+            batch_pos if anchor is None else anchor + start,
+            "corrupt-record",
+        ) from None
+    if pos != rec_end:
+        raise _corrupt(
+            f"Invalid record size: expected to read {length} bytes in record payload, "
+            f"but instead read {pos - body}",
+            anchor,
+            start,
+            batch_pos,
+        )
+    record = (
+        base_offset + off_delta,
+        base_timestamp + ts_delta,
+        fields[0],
+        fields[1],
+        headers,
+        sequence_at(base_sequence, off_delta),
+        attributes,
+        None,
+        None,
+    )
+    return record, pos
 
 
 def _corrupt(
@@ -404,28 +526,27 @@ def _corrupt(
 
 
 def _decode_headers(
-    buf: memoryview | bytes,
+    buf: bytes,
+    view: memoryview | bytes,
     pos: int,
     rec_end: int,
     hcount: int,
-    anchor: int | None,
-    rec_start: int,
-    batch_pos: int,
+    where: int,
 ) -> tuple[tuple[Header, ...], int]:
-    where = batch_pos if anchor is None else anchor + rec_start
+    """``hcount`` headers from ``pos``, up to ``rec_end``; errors are reported at ``where``."""
     # Each header takes at least 2 bytes: reject counts that cannot fit before allocating.
-    if hcount < 0 or hcount * 2 > rec_end - pos:
+    if hcount < 0 or hcount * 2 > rec_end - pos or rec_end > len(buf):
         raise CorruptRecordError(
             f"Found invalid number of record headers {hcount}", where, "corrupt-record"
         )
     headers: list[Header] = []
     for _ in range(hcount):
-        hklen, pos = _varint(buf, pos, anchor, batch_pos)
+        hklen, pos = _slow_varint(buf, pos, 5, None, where)
         if hklen < 0 or pos + hklen > rec_end:
             raise CorruptRecordError(f"invalid header key length {hklen}", where, "corrupt-record")
         hkey = str(buf[pos : pos + hklen], "utf-8", "replace")
         pos += hklen
-        hvlen, pos = _varint(buf, pos, anchor, batch_pos)
+        hvlen, pos = _slow_varint(buf, pos, 5, None, where)
         if hvlen < 0:
             if hvlen != -1:
                 raise CorruptRecordError(
@@ -437,19 +558,10 @@ def _decode_headers(
                 raise CorruptRecordError(
                     f"header value length {hvlen} runs past the record", where, "corrupt-record"
                 )
-            hval = buf[pos : pos + hvlen]
+            hval = view[pos : pos + hvlen]
             pos += hvlen
         headers.append((hkey, hval))
     return tuple(headers), pos
-
-
-def _varint(
-    buf: memoryview | bytes, pos: int, anchor: int | None, batch_pos: int
-) -> tuple[int, int]:
-    b = buf[pos]
-    if b < 0x80:
-        return (b >> 1) ^ -(b & 1), pos + 1
-    return _slow_varint(buf, pos, 5, anchor, batch_pos)
 
 
 # -- encoding -----------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from shared_helpers import CORPUS, needs_corpus, norm_record
+from shared_helpers import CORPUS, careful_records, full_record, needs_corpus, norm_record
 
 from klogtool.formats import codecs, legacy, v2
 from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME
@@ -105,6 +105,7 @@ def test_corpus_v2_reencode(path):
         assert isinstance(batch, v2.DefaultBatch)
         original = bytes(batch.data)
         recs = [norm_record(r) for r in batch.records()]
+        assert [full_record(r) for r in batch.records()] == careful_records(batch)
         again = v2.reencode(batch)
         if batch.compression == codecs.NONE and batch.timestamp_type == CREATE_TIME:
             assert again == original, batch.position  # byte for byte

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
-from shared_helpers import norm_record
+from shared_helpers import careful_records, full_record, norm_record
 
 from klogtool.formats import codecs, v2, varint
 from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, Record
@@ -650,6 +650,7 @@ def test_random_batches_round_trip(case):
     else:
         assert batch.last_offset == recs[-1].offset
     got = list(batch.records())
+    assert [full_record(r) for r in got] == careful_records(batch)
     log_append = kw["timestamp_type"] == LOG_APPEND_TIME
     want = [
         (r.offset, kw["max_timestamp"] if log_append else r.timestamp, r.key, r.value, r.headers)
@@ -674,3 +675,57 @@ def test_random_batches_round_trip(case):
     # and a rebuild of the decoded batch is the same batch
     if not log_append:
         assert v2.reencode(batch) == buf
+
+
+# -- the fast decode loop against the careful one-record decoder --------------------------------
+def _mixed_records(n: int) -> list[Record]:
+    """Records whose varints take every width the fast loop meets: big values and keys
+    (3-byte lengths), timestamp deltas of hours either way, offset gaps that push deltas past
+    8191, many headers (a 2-byte count), nulls."""
+    recs = []
+    for i in range(n):
+        ts = T0 + (i % 50) + (10**7 if i % 53 == 0 else 0) - (10**6 if i % 59 == 0 else 0)
+        key = None if i % 7 == 0 else (b"k" * 200 if i % 101 == 0 else b"key-%d" % i)
+        value = None if i % 11 == 0 else (b"v" * 9000 if i % 97 == 0 else b"value-%d" % i)
+        headers: tuple = ()
+        if i % 13 == 0:
+            headers = (("h", b"x"), ("null", None))
+        if i == 1500:
+            headers = tuple((f"h{j}", b"%d" % j) for j in range(70))
+        recs.append(Record(i * 5, ts, key, value, headers))
+    return recs
+
+
+@pytest.mark.parametrize("codec", [codecs.NONE, codecs.GZIP])
+@pytest.mark.parametrize("base_sequence", [-1, 7, INT32_MAX - 3000, INT32_MAX - 10])
+def test_fast_decoder_matches_careful_decoder_and_kafka_python(codec, base_sequence):
+    recs = _mixed_records(2600)  # three chunks of the fast loop
+    buf = v2.encode_batch(
+        recs, compression=codec, producer_id=9 if base_sequence >= 0 else -1,
+        producer_epoch=0 if base_sequence >= 0 else -1, base_sequence=base_sequence,
+    )  # fmt: skip
+    batch = only_batch(buf)
+    got = [full_record(r) for r in batch.records()]
+    assert got == careful_records(batch)
+    assert [g[:5] for g in got] == [norm_record(r) for r in recs]
+    assert [g[5] for g in got] == [v2.sequence_at(base_sequence, r.offset) for r in recs]
+    (kb,) = kp_batches(buf)
+    assert [norm_record(r) for r in kb] == [g[:5] for g in got]
+
+
+def test_corrupt_record_mid_chunk_yields_the_records_before_it():
+    recs = [Record(i, T0 + i, b"k%d" % i, b"v%d" % i) for i in range(1500)]
+    buf = bytearray(v2.encode_batch(recs))
+    bad = 1200
+    start = 61 + sum(
+        len(v2.encode_record(r.offset, r.timestamp - T0, r.key, r.value)) for r in recs[:bad]
+    )
+    assert buf[start] < 0x80  # a one-byte length
+    buf[start] += 2  # the length grows by one: the body no longer matches it
+    seen = []
+    with pytest.raises(CorruptRecordError) as ei:
+        for r in v2.DefaultBatch(memoryview(bytes(buf)), 5000).records():
+            seen.append(r)
+    assert [norm_record(r) for r in seen] == [norm_record(r) for r in recs[:bad]]
+    assert ei.value.position == 5000 + start
+    assert "Invalid record size" in str(ei.value)
