@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,15 @@ def _size(_c: click.Context, _p: click.Parameter, v: str | None) -> int | None:
     "open transaction) survives as an empty batch [default: 86400000].",
 )
 @click.option(
+    "--dedupe-buffer-size",
+    callback=_size,
+    metavar="SIZE",
+    help="log.cleaner.dedupe.buffer.size: the offset map's memory in the broker (24 bytes a "
+    "key, filled to 90%%). When the dirty range has more keys, a pass cleans up to where the "
+    "map filled and compact runs further passes, like the broker's next cleanings. klogtool "
+    "holds a key in about 150 bytes of RAM [default: 128M].",
+)
+@click.option(
     "--only-eligible",
     is_flag=True,
     help="Only compact logs the broker's cleaner would pick now (dirty ratio above "
@@ -111,6 +121,7 @@ def command(
     segment_index_bytes: int | None,
     index_interval_bytes: int | None,
     producer_id_expiration_ms: int | None,
+    dedupe_buffer_size: int | None,
     only_eligible: bool,
     now: int | None,
     configs: tuple[str, ...],
@@ -156,6 +167,7 @@ def command(
         "segment_index_bytes": segment_index_bytes,
         "index_interval_bytes": index_interval_bytes,
         "producer_id_expiration_ms": producer_id_expiration_ms,
+        "dedupe_buffer_size": dedupe_buffer_size,
     }
     now = now_ms(now)
     parts: list[Path] = []
@@ -190,42 +202,47 @@ def command(
             for what in done:
                 out.warn(f"{p}: {verb} an interrupted operation first: {what}")
         for p in parts:
-            try:
-                view = load_partition(p)
-                parsed = layout.parse_partition_dir_name(p.name)
-                cfg = source.for_topic(parsed[0] if parsed else None, overrides)
-                plan = plan_compaction(
-                    view,
-                    cfg,
-                    now=now,
-                    high_watermark=high_watermark,
-                    simulate=dry_run,
-                    max_batch_bytes=max_batch_bytes,
-                )
-            except (KlogtoolError, FormatError) as e:
-                if len(parts) == 1:
-                    raise
-                out.warn(f"{p}: skipped: {e}")
-                skipped += 1
-                continue
-            totals["partitions"] += 1
-            run = not dry_run and not plan.nothing_to_clean
-            if only_eligible and not plan.eligible:
-                run = False
-                plan.notes.append("--only-eligible: not compacted")
-            if run:
-                res = execute_compaction(session.ops, plan)
-                totals["partitions_compacted"] += 1
-                totals["segments_replaced"] += res.segments_replaced
-                totals["bytes_before"] += res.bytes_before
-                totals["bytes_after"] += res.bytes_after
-            elif dry_run:
-                for s in plan.segments:
-                    if s.group is not None:
-                        totals["bytes_before"] += s.size
-                        totals["bytes_after"] += s.bytes_after or 0
-                        totals["segments_replaced"] += 1
-            _show(out, plan, dry_run=dry_run, ran=run)
+            for n_pass in itertools.count(1):
+                try:
+                    view = load_partition(p)
+                    parsed = layout.parse_partition_dir_name(p.name)
+                    cfg = source.for_topic(parsed[0] if parsed else None, overrides)
+                    plan = plan_compaction(
+                        view,
+                        cfg,
+                        now=now,
+                        high_watermark=high_watermark,
+                        simulate=dry_run,
+                        max_batch_bytes=max_batch_bytes,
+                    )
+                except (KlogtoolError, FormatError) as e:
+                    if len(parts) == 1:
+                        raise
+                    out.warn(f"{p}: skipped: {e}")
+                    skipped += 1
+                    break
+                totals["partitions"] += n_pass == 1
+                run = not dry_run and not plan.nothing_to_clean
+                if only_eligible and not plan.eligible:
+                    run = False
+                    plan.notes.append("--only-eligible: not compacted")
+                if run:
+                    res = execute_compaction(session.ops, plan)
+                    totals["partitions_compacted"] += n_pass == 1
+                    totals["segments_replaced"] += res.segments_replaced
+                    totals["bytes_before"] += res.bytes_before
+                    totals["bytes_after"] += res.bytes_after
+                elif dry_run:
+                    for s in plan.segments:
+                        if s.group is not None:
+                            totals["bytes_before"] += s.size
+                            totals["bytes_after"] += s.bytes_after or 0
+                            totals["segments_replaced"] += 1
+                _show(out, plan, dry_run=dry_run, ran=run, n_pass=n_pass)
+                # A full offset map left dirty records: clean on from the new checkpoint, as
+                # the broker's next cleaning would (a dry run only sees the first pass).
+                if not (run and plan.map_full):
+                    break
     if fmt == "text":
         title = "klogtool compact: " + ("dry run, nothing changed" if dry_run else "done")
         out.table(title, ["", "count"], [[k, f"{v:,}"] for k, v in totals.items()])
@@ -238,8 +255,8 @@ def command(
 _REMOVED = ("superseded", "tombstones_expired", "aborted", "keyless", "markers_removed")
 
 
-def _show(out: Output, plan: CompactionPlan, *, dry_run: bool, ran: bool) -> None:
-    name = plan.path.name
+def _show(out: Output, plan: CompactionPlan, *, dry_run: bool, ran: bool, n_pass: int) -> None:
+    name = plan.path.name if n_pass == 1 else f"{plan.path.name} (pass {n_pass})"
     measured = plan.simulated or ran
     if out.fmt != "text":
         for s in plan.segments:
@@ -280,7 +297,10 @@ def _show(out: Output, plan: CompactionPlan, *, dry_run: bool, ran: bool) -> Non
                 "eligibility": plan.eligibility,
                 "end_offset": plan.end_offset,
                 "groups": plan.groups,
+                "pass": n_pass,
                 "keys_mapped": plan.map_size,
+                "map_capacity": plan.map_capacity,
+                "map_full": plan.map_full,
                 "active_producers": plan.active_producers,
                 "compacted": ran,
                 "why_not": plan.why_not,

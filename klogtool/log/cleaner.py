@@ -164,6 +164,8 @@ class CompactionPlan:
     groups: list[list[int]]  # base offsets of the segments of each group
     segments: list[SegmentStats]
     map_size: int
+    map_capacity: int
+    map_full: bool  # the dirty range did not fit: a further pass has more to clean
     legacy_delete_horizon_ms: int
     active_producers: int
     simulated: bool
@@ -272,6 +274,7 @@ class _Cleaner:
         self.offset_map: dict[bytes, int] = {}
         self.latest_offset = -1
         self.end_offset = 0
+        self.map_full = False
         self.legacy_horizon = 0
         self.active = {
             pid: p
@@ -298,15 +301,25 @@ class _Cleaner:
         return out
 
     # -- the offset map ---------------------------------------------------------------------
+    @property
+    def map_capacity(self) -> int:
+        """Keys the broker's SkimpyOffsetMap takes before it is full: 24-byte slots (MD5 +
+        offset) of the dedupe buffer (at most 2 GiB), times the load factor."""
+        slots = min(self.config.dedupe_buffer_size, INT32_MAX) // 24
+        return int(slots * self.config.dedupe_load_factor)
+
     def build_map(self, first_dirty: int, end: int) -> None:
+        """``Cleaner.buildOffsetMap``: the last offset of each key over [first_dirty, end),
+        until the map is full. ``end_offset`` is where this pass's cleaning stops (the new
+        checkpoint): past the last mapped offset, or ``end`` when everything fit."""
         tracker = _TxnTracker()
         tracker.add(self.collect_aborted(first_dirty, end))
         omap = self.offset_map
         md5 = hashlib.md5
-        for s in self.segments:
-            upper = s.next_offset
-            if s.base_offset >= end or upper <= first_dirty:
-                continue
+        capacity = self.map_capacity
+        latest = -1
+        dirty = [s for s in self.segments if s.base_offset < end and s.next_offset > first_dirty]
+        for i, s in enumerate(dirty):
             with mapped(s.path) as buf:
                 try:
                     for batch in SegmentScanner(buf):
@@ -317,11 +330,17 @@ class _Cleaner:
                         elif not tracker.on_batch(batch):
                             for r in batch.records(self.max_batch_bytes):
                                 if r.key is not None and r.offset >= first_dirty:
-                                    omap[md5(r.key).digest()] = r.offset
+                                    if len(omap) >= capacity:
+                                        self.map_full = True
+                                        self.latest_offset, self.end_offset = latest, latest + 1
+                                        return
+                                    omap[md5(r.key).digest()] = latest = r.offset
+                        latest = batch.last_offset
                 except FormatError as e:
                     raise unreadable(e, s.path) from None
-        self.latest_offset = end - 1
-        self.end_offset = end
+            # past gaps at the segment's end, up to the next segment
+            latest = dirty[i + 1].base_offset - 1 if i + 1 < len(dirty) else end - 1
+        self.latest_offset, self.end_offset = end - 1, end
 
     # -- cleaning -------------------------------------------------------------------------------
     def clean_group(
@@ -723,8 +742,25 @@ def plan_compaction(
     end_offset: int | None = None
     groups: list[list[int]] = []
     if first_dirty < first_uncleanable:
+        if cleaner.map_capacity < 1:
+            raise InputError(
+                f"a dedupe buffer of {config.dedupe_buffer_size} bytes holds no key "
+                f"(log.cleaner.dedupe.buffer.size: 24 bytes a key, at load factor "
+                f"{config.dedupe_load_factor})",
+                path=str(view.path),
+                code="bad-config",
+            )
         cleaner.build_map(first_dirty, first_uncleanable)
         end_offset = cleaner.end_offset
+        if cleaner.map_full:
+            notes.append(
+                f"the offset map is full ({cleaner.map_capacity:,} keys for a dedupe buffer of "
+                f"{config.dedupe_buffer_size:,} bytes): this pass cleans up to offset "
+                f"{end_offset - 1}; the rest of the dirty range is left to the next pass"
+            )
+            for st in stats.values():
+                if st.status == DIRTY and st.base_offset >= end_offset:
+                    st.why = "in the dirty range, left to the next pass (the offset map is full)"
         # "legacy delete horizon": the last clean-section segment's mtime - delete.retention.ms
         clean_section = _log_segments(segs, 0, first_dirty)
         last_clean_mtime = segs[clean_section[-1]].mtime_ns // 1_000_000 if clean_section else 0
@@ -766,6 +802,8 @@ def plan_compaction(
         groups=groups,
         segments=[stats[s.base_offset] for s in segs],
         map_size=len(cleaner.offset_map),
+        map_capacity=cleaner.map_capacity,
+        map_full=cleaner.map_full,
         legacy_delete_horizon_ms=cleaner.legacy_horizon,
         active_producers=len(cleaner.active),
         simulated=simulate,

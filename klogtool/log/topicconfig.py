@@ -35,6 +35,9 @@ class TopicConfig:
     segment_index_bytes: int = 10 << 20
     index_interval_bytes: int = 4096
     producer_id_expiration_ms: int = 24 * 3600 * 1000  # a broker setting
+    # the cleaner's offset map (broker settings): 24 bytes a slot, filled to the load factor
+    dedupe_buffer_size: int = 128 << 20
+    dedupe_load_factor: float = 0.9
 
     @property
     def delete(self) -> bool:
@@ -69,6 +72,8 @@ _TOPIC_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "segment.index.bytes": ("segment_index_bytes", _int),
     "index.interval.bytes": ("index_interval_bytes", _int),
     "producer.id.expiration.ms": ("producer_id_expiration_ms", _int),
+    "log.cleaner.dedupe.buffer.size": ("dedupe_buffer_size", _int),
+    "log.cleaner.io.buffer.load.factor": ("dedupe_load_factor", float),
 }
 _BROKER_KEYS = {
     "log.cleanup.policy": "cleanup.policy",

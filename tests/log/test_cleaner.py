@@ -22,6 +22,7 @@ from rewrite_helpers import (
     kp_records,
     materialise,
     no_fsync,  # noqa: F401  (a fixture)
+    records,
     tree,
     write_checkpoints,
     write_partition,
@@ -463,3 +464,71 @@ def test_undecodable_records_are_one_line_and_nothing_is_swapped(tmp_path: Path)
     assert err.startswith("klogtool: error: ") and "00000000000000000000.log" in err
     assert "Traceback" not in err
     assert tree(logdir) == before
+
+
+# -- a full offset map: the broker stops there, and compact cleans on in further passes ---------
+def _eight_keys(tmp_path: Path) -> Path:
+    """Offsets 0-27 in batches of 4 (segments 0, 12 and the active 24), keys k0..k7 in turn."""
+    part = tmp_path / "logdir" / "m-0"
+    key = lambda o: b"k%d" % (o % 8)  # noqa: E731
+    segs = [
+        (base, [encode_batch(records(range(b, b + 4), key=key)) for b in range(base, base + 12, 4)])
+        for base in (0, 12)
+    ]
+    segs.append((24, [encode_batch(records(range(24, 28), key=key))]))
+    write_partition(part, segs)
+    write_checkpoints(tmp_path / "logdir", replication_offset_checkpoint={("m", 0): 28})
+    return part
+
+
+def test_offset_map_capacity_is_the_brokers() -> None:
+    from klogtool.log.cleaner import _Cleaner
+
+    def capacity(size: int) -> int:
+        return _Cleaner([], TopicConfig(dedupe_buffer_size=size), 0, {}, 1 << 20).map_capacity
+
+    # "offset map can fit only 5033164" is what a broker with the default buffer logs
+    assert capacity(128 << 20) == 5_033_164
+    assert capacity(144) == 5  # 6 slots of 24 bytes, 90% of them
+    assert capacity(4 << 30) == capacity((1 << 31) - 1)  # the buffer is an int in the broker
+
+
+def test_full_offset_map_stops_where_the_broker_stops(tmp_path: Path) -> None:
+    part = _eight_keys(tmp_path)
+    plan = plan_compaction(load_partition(part), TopicConfig(dedupe_buffer_size=144), now=T0)
+    # k0..k4 (offsets 0-4) fill the map; the keyed record at 5 finds it full: the pass cleans
+    # up to offset 4 and checkpoints 5, the broker's SkimpyOffsetMap.latestOffset + 1
+    assert (plan.map_size, plan.map_full, plan.end_offset, plan.groups) == (5, True, 5, [[0]])
+    assert any("offset map is full" in n for n in plan.notes)
+    assert plan.segments[1].why.startswith("in the dirty range, left to the next pass")
+    whole = plan_compaction(load_partition(part), TopicConfig(), now=T0)
+    assert (whole.map_size, whole.map_full, whole.end_offset) == (8, False, 24)
+
+
+def test_compact_runs_passes_until_the_dirty_range_is_clean(tmp_path: Path) -> None:
+    part = _eight_keys(tmp_path)
+    args = ("compact", str(part), "--now", str(T0), "--format", "jsonl")
+    code, out, err = run(*args, "--dedupe-buffer-size", "144")
+    assert code == 0, err
+    passes = [o for o in map(json.loads, out.splitlines()) if o["type"] == "partition"]
+    assert [(p["pass"], p["end_offset"], p["map_full"]) for p in passes] == [
+        (1, 5, True),
+        (2, 10, True),
+        (3, 15, True),
+        (4, 20, True),
+        (5, 24, False),
+    ]
+    # the latest record of each key below the active segment, and the active segment
+    want = [(o, b"k%d" % (o % 8), b"v%d" % o) for o in range(16, 28)]
+    assert data(part) == want
+    assert_verifies(part.parent)
+    # one pass with room for every key ends in the same place
+    other = _eight_keys(tmp_path / "one")
+    assert run("compact", str(other), "--now", str(T0))[0] == 0
+    assert data(other) == want
+
+
+def test_dedupe_buffer_too_small_for_one_key(tmp_path: Path) -> None:
+    part = _eight_keys(tmp_path)
+    code, _o, err = run("compact", str(part), "--dedupe-buffer-size", "24", "--now", str(T0))
+    assert code == 3 and "holds no key" in err and len(err.strip().splitlines()) == 1
