@@ -50,7 +50,7 @@ from klogtool.formats.index import (
 from klogtool.formats.legacy import encode_wrapper
 from klogtool.formats.payloads.control import ABORT, COMMIT, decode_control_key
 from klogtool.formats.records import SegmentScanner
-from klogtool.formats.v2 import DefaultBatch, encode_batch
+from klogtool.formats.v2 import DefaultBatch, reencode
 from klogtool.log import layout
 from klogtool.log.atomic import CLEANED, FileOps, swap_in_cleaned
 from klogtool.log.indexer import build_indexes
@@ -441,18 +441,11 @@ class _Cleaner:
                 )
                 if horizon is not None and (tombstones or marker_for_empty_txn):
                     st.delete_horizon_ms = horizon
-                return encode_batch(
+                # MemoryRecordsBuilder: the base timestamp is the first retained record's
+                return reencode(
+                    batch,
                     retained,
-                    base_offset=batch.base_offset,
-                    last_offset_delta=batch.last_offset_delta,
-                    partition_leader_epoch=batch.partition_leader_epoch,
-                    compression=batch.compression,
-                    timestamp_type=batch.timestamp_type,
-                    is_transactional=batch.is_transactional,
-                    is_control=batch.is_control,
-                    producer_id=batch.producer_id,
-                    producer_epoch=batch.producer_epoch,
-                    base_sequence=batch.base_sequence,
+                    base_timestamp=None,
                     max_timestamp=(
                         batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None
                     ),
@@ -471,20 +464,8 @@ class _Cleaner:
         if retention == _RETAIN_EMPTY and is_v2:
             assert isinstance(batch, DefaultBatch)
             st.empty_batches_kept += 1
-            return encode_batch(
-                [],
-                base_offset=batch.base_offset,
-                last_offset_delta=batch.last_offset_delta,
-                partition_leader_epoch=batch.partition_leader_epoch,
-                compression=codecs.NONE,
-                timestamp_type=batch.timestamp_type,
-                is_transactional=batch.is_transactional,
-                is_control=batch.is_control,
-                producer_id=batch.producer_id,
-                producer_epoch=batch.producer_epoch,
-                base_sequence=batch.base_sequence,
-                base_timestamp=-1,
-                max_timestamp=batch.max_timestamp,
+            return reencode(
+                batch, [], compression=codecs.NONE, base_timestamp=-1, delete_horizon_ms=None
             )
         # DELETE_EMPTY; or RETAIN_EMPTY of a legacy entry, where Kafka's cleaner throws
         # ("Empty batches are only supported for magic v2"): dropped here.
