@@ -32,6 +32,7 @@ from klogtool.log.segment import ReleaseBehind, mapped, read_small
 
 INT32_MAX = (1 << 31) - 1
 ABORT = 0
+_PROGRESS_STEP = 8 << 20  # bytes between progress updates inside one segment
 
 
 @dataclass
@@ -246,10 +247,14 @@ class Verifier:
             scanner = SegmentScanner(buf, stop_on_crc=False)
             release = ReleaseBehind(buf)
             prev_batch_last = prev_last
+            reported = 0  # bytes of this segment passed to the progress bar
             for batch in scanner:
                 st.batches += 1
                 pos = batch.position
                 release(pos)
+                if pos - reported >= _PROGRESS_STEP:  # a huge segment moves the bar too
+                    self.progress(pos - reported)
+                    reported = pos
                 last = batch.last_offset
                 # offset index entries pointing at or before this batch start
                 while oi < len(offset_entries) and offset_entries[oi].position <= pos:
@@ -288,7 +293,7 @@ class Verifier:
             result = scanner.result
         assert result is not None
         summary.max_timestamp = running_max
-        self.progress(result.size)
+        self.progress(result.size - reported)
         yield from self._segment_end(seg, result, summary, active)
         for e in offset_entries[oi:]:  # entries past the start of the last batch
             if e.position >= result.stopped_at:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
+from klogtool.log import verifier
 from klogtool.log.verifier import Verifier
 
 TXN = Path(__file__).resolve().parents[2] / "fixtures" / "logs" / "logdir" / "txn-0"
@@ -65,3 +68,15 @@ def test_checkpoints_beyond_the_log_end(tmp_path: Path) -> None:
     assert ("recovery-point-beyond-log-end", "warning", 10**6) in found
     assert ("high-watermark-beyond-log-end", "warning", 10**6) in found
     assert ("cleaner-checkpoint-beyond-log-end", "warning", 10**6) in found
+
+
+def test_progress_moves_inside_a_segment_and_adds_up_to_its_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(verifier, "_PROGRESS_STEP", 100)
+    part = _copy(tmp_path)
+    steps: list[int] = []
+    assert not list(Verifier(progress=steps.append).verify([str(part)]))
+    logs = sorted(part.glob("*.log"))
+    assert sum(steps) == sum(p.stat().st_size for p in logs)
+    assert len(steps) > 2 * len(logs) and max(steps) < max(p.stat().st_size for p in logs)
