@@ -234,7 +234,8 @@ def _zigzag(value: int) -> int:
     return (value >> 1) ^ -(value & 1)
 
 
-# Zig-zag values of one-byte varints (_ZIGZAG1[b0]) and two-byte ones (_ZIGZAG2[b1][b0]).
+# Zig-zag values of one-byte varints (_ZIGZAG1[b0]) and two-byte ones (_ZIGZAG2[b1][b0]); a
+# second byte >= 0x80 (a longer varint) is out of _ZIGZAG2's range.
 _ZIGZAG1 = tuple(_zigzag(v) for v in range(1 << 7))
 _ZIGZAG2 = tuple(
     tuple(0 if b0 < 0x80 else _zigzag((b0 & 0x7F) | b1 << 7) for b0 in range(1 << 8))
@@ -340,10 +341,13 @@ def _decode_fast(
     base_timestamp: int,
     base_sequence: int,
 ) -> int:
-    """The hot loop: appends ``n`` records to ``out`` and returns the new position. One- and
-    two-byte varints (nearly all of them) are decoded inline by table. Anything unusual (a bad
-    length, a sequence that wraps, the end of the buffer) raises :class:`_CarefulFrom` at the
-    start of that record, and :func:`_decode_record` decodes it or says what is wrong."""
+    """The hot loop: appends ``n`` records to ``out`` and returns the new position.
+
+    One- and two-byte varints (nearly all of them) are decoded inline by table, longer ones by
+    :func:`_slow_varint`; timestamp deltas test for those first, as after a delete horizon all
+    of them are long. Anything unusual (a bad length, a sequence that wraps, the end of the
+    buffer) raises :class:`_CarefulFrom` at the start of that record, and
+    :func:`_decode_record` decodes it or says what is wrong."""
     z1 = _ZIGZAG1
     z2 = _ZIGZAG2
     slow = _slow_varint
@@ -356,11 +360,12 @@ def _decode_fast(
             if b < 0x80:
                 length = z1[b]
                 pos += 1
-            elif (b1 := buf[pos + 1]) < 0x80:
-                length = z2[b1][b]
-                pos += 2
             else:
-                length, pos = slow(buf, pos, 5, None, 0)
+                try:
+                    length = z2[buf[pos + 1]][b]
+                    pos += 2
+                except IndexError:  # a longer varint, or the end of the buffer
+                    length, pos = slow(buf, pos, 5, None, 0)
             rec_end = pos + length
             attributes = buf[pos]
             b = buf[pos + 1]
@@ -376,22 +381,24 @@ def _decode_fast(
             if b < 0x80:
                 off_delta = z1[b]
                 pos += 1
-            elif (b1 := buf[pos + 1]) < 0x80:
-                off_delta = z2[b1][b]
-                pos += 2
             else:
-                off_delta, pos = slow(buf, pos, 5, None, 0)
-                if base_sequence + off_delta > _INT32_MAX:
-                    raise _CarefulFrom(start)
+                try:
+                    off_delta = z2[buf[pos + 1]][b]
+                    pos += 2
+                except IndexError:  # a longer varint, or the end of the buffer
+                    off_delta, pos = slow(buf, pos, 5, None, 0)
+                    if base_sequence + off_delta > _INT32_MAX:
+                        raise _CarefulFrom(start) from None
             b = buf[pos]
             if b < 0x80:
                 klen = z1[b]
                 pos += 1
-            elif (b1 := buf[pos + 1]) < 0x80:
-                klen = z2[b1][b]
-                pos += 2
             else:
-                klen, pos = slow(buf, pos, 5, None, 0)
+                try:
+                    klen = z2[buf[pos + 1]][b]
+                    pos += 2
+                except IndexError:  # a longer varint, or the end of the buffer
+                    klen, pos = slow(buf, pos, 5, None, 0)
             if klen >= 0:
                 end = pos + klen
                 key = view[pos:end]
@@ -404,11 +411,12 @@ def _decode_fast(
             if b < 0x80:
                 vlen = z1[b]
                 pos += 1
-            elif (b1 := buf[pos + 1]) < 0x80:
-                vlen = z2[b1][b]
-                pos += 2
             else:
-                vlen, pos = slow(buf, pos, 5, None, 0)
+                try:
+                    vlen = z2[buf[pos + 1]][b]
+                    pos += 2
+                except IndexError:  # a longer varint, or the end of the buffer
+                    vlen, pos = slow(buf, pos, 5, None, 0)
             if vlen >= 0:
                 end = pos + vlen
                 value = view[pos:end]
