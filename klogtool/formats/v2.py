@@ -177,7 +177,11 @@ class DefaultBatch(Batch):
             fixed_ts = self.max_timestamp
         else:
             fixed_ts = None
-        return _decode_records(
+        # Keys and values slice ``area`` (zero-copy when uncompressed); varints are read from
+        # ``bytes``, which index faster than views.
+        buf = area if isinstance(area, bytes) else bytes(area)
+        chunks = _record_chunks(
+            buf,
             area,
             count,
             self._base_offset,
@@ -188,6 +192,7 @@ class DefaultBatch(Batch):
             None if compressed else self.position + RECORD_BATCH_OVERHEAD,
             self.position,
         )
+        return chain.from_iterable(chunks)
 
 
 def sequence_at(base_sequence: int, delta: int) -> int:
@@ -247,26 +252,6 @@ _CHUNK_RECORDS = 1024  # records decoded per call: bounds memory whatever the ba
 _new_record = partial(tuple.__new__, Record)  # Record(...) runs a Python-level __new__
 
 
-def _decode_records(
-    area: memoryview | bytes,
-    count: int,
-    base_offset: int,
-    base_timestamp: int,
-    fixed_ts: int | None,
-    base_sequence: int,
-    anchor: int | None,
-    batch_pos: int,
-) -> Iterator[Record]:
-    """Records of a batch, decoded a chunk at a time. Keys and values slice ``area`` (zero-copy
-    for uncompressed batches); varints are read from ``bytes``, which index faster than views.
-    Records before a corrupt one are yielded before its error is raised."""
-    buf = area if isinstance(area, bytes) else bytes(area)
-    chunks = _record_chunks(
-        buf, area, count, base_offset, base_timestamp, fixed_ts, base_sequence, anchor, batch_pos
-    )
-    return chain.from_iterable(chunks)
-
-
 def _record_chunks(
     buf: bytes,
     view: memoryview | bytes,
@@ -278,6 +263,8 @@ def _record_chunks(
     anchor: int | None,
     batch_pos: int,
 ) -> Iterator[Iterable[Record]]:
+    """The records of a batch a chunk at a time (bounded memory whatever the batch holds).
+    Records before a corrupt one are yielded before its error is raised."""
     # Sequences that may wrap past Int.MAX are left to the careful decoder.
     wraps = base_sequence > _INT32_MAX - _FAST_MAX_DELTA
     pos = 0
