@@ -11,3 +11,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "filterwarnings", "ignore:(read_text|open_text) is deprecated:DeprecationWarning"
     )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The Spark tests run last: their JVM gateway threads and background cluster must not be
+    # alive when other tests fork (the crash harness forks the CLI).
+    items.sort(key=lambda item: item.nodeid.startswith("tests/spark/"))

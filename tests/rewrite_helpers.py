@@ -10,6 +10,7 @@ import random
 import shutil
 import signal
 import sys
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,7 +166,16 @@ def run_crashing(args: Sequence[str], cwd: Path, crash_after: int | None) -> int
             code, _out, _err = run(*args, cwd=cwd)
         finally:
             os._exit(code)
-    _, status = os.waitpid(pid, 0)
+    deadline = time.monotonic() + 300
+    while True:  # a child that hangs fails the test instead of the whole run
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise AssertionError(f"klogtool {' '.join(args)} hung in the forked child")
+        time.sleep(0.01)
     if os.WIFSIGNALED(status):
         return -os.WTERMSIG(status)
     return os.WEXITSTATUS(status)

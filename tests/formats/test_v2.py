@@ -504,6 +504,7 @@ def test_v2_decoder_varints_follow_java_int_overflow():
 
 
 # -- varints ------------------------------------------------------------------------------------
+@settings(deadline=None)
 @given(st.integers(-(2**31), 2**31 - 1))
 def test_varint_round_trip(n):
     enc = varint.encode_varint(n)
@@ -512,6 +513,7 @@ def test_varint_round_trip(n):
     assert varint.read_varint(b"\x00" + enc, 1) == (n, len(enc) + 1)
 
 
+@settings(deadline=None)
 @given(st.integers(-(2**63), 2**63 - 1))
 def test_varlong_round_trip(n):
     enc = varint.encode_varlong(n)
@@ -527,6 +529,7 @@ def test_varlong_round_trip(n):
     assert kp_decode(bytearray(enc), 0) == (n, len(enc))
 
 
+@settings(deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_uvarint_round_trip(n):
     enc = varint.encode_uvarint(n)
@@ -558,6 +561,7 @@ def test_varint_range_edges():
         varint.encode_uvarint(-1)
 
 
+@settings(deadline=None)
 @given(st.integers(0, 4), st.binary(min_size=0, max_size=3))
 def test_varint_over_long_is_an_error(extra, tail):
     over = b"\x80" * (5 + extra) + b"\x00" + tail  # 6+ bytes for an int32
@@ -570,6 +574,7 @@ def test_varint_over_long_is_an_error(extra, tail):
         varint.read_varlong(b"\x80" * (10 + extra) + b"\x00" + tail, 0)
 
 
+@settings(deadline=None)
 @given(st.integers(-(2**63), 2**63 - 1), st.data())
 def test_varint_truncated_is_an_error(n, data):
     enc = varint.encode_varlong(n)

@@ -25,9 +25,19 @@ LOOPBACK = "127.0.0.1"
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free loopback ports (all held open until each is bound)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind((LOOPBACK, 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def kill_group(p: subprocess.Popen) -> None:
@@ -117,7 +127,7 @@ class StandaloneExport:
 
     def _cluster(self) -> None:
         spark_class = str(self.home / "bin" / "spark-class")
-        port, ui, wport, wui = free_port(), free_port(), free_port(), free_port()
+        port, ui, wport, wui = free_ports(4)
         self.master_url = f"spark://{LOOPBACK}:{port}"
         self._spawn(
             [spark_class, "org.apache.spark.deploy.master.Master", "--host", LOOPBACK,

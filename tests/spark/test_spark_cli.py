@@ -117,7 +117,10 @@ def test_no_java_is_a_one_line_error(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    env = {**os.environ, "PATH": os.path.dirname(sys.executable), "NO_COLOR": "1"}
+    bindir = tmp_path / "bin"  # only Python on the PATH (apt puts java beside /usr/bin/python3)
+    bindir.mkdir()
+    (bindir / "python3").symlink_to(sys.executable)
+    env = {**os.environ, "PATH": str(bindir), "NO_COLOR": "1"}
     env.pop("JAVA_HOME", None)
     r = subprocess.run(
         [sys.executable, "-m", "klogtool", "verify", "--engine", "spark", str(LOGDIR)],

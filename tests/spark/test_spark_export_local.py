@@ -147,16 +147,17 @@ def test_on_corrupt_modes(tmp_path: Path) -> None:
     assert code == 0
 
 
-def test_usage_errors() -> None:
+def test_usage_errors(tmp_path: Path) -> None:
+    x = str(tmp_path / "x")
     code, _, err = run(
-        "export", "logdir", "--engine", "local", "--master", "local[2]", "--to", "parquet", "/tmp/x"
+        "export", "logdir", "--engine", "local", "--master", "local[2]", "--to", "parquet", x
     )
     assert code == 2 and "--engine spark" in err
-    code, _, err = run("export", "logdir", "--to", "csv", "/tmp/x")
+    code, _, err = run("export", "logdir", "--to", "csv", x)
     assert code == 2
-    code, _, err = run("export", "logdir", "--to", "parquet", "/tmp/x", "--partition-by", "key")
+    code, _, err = run("export", "logdir", "--to", "parquet", x, "--partition-by", "key")
     assert code == 2
-    code, _, err = run("export", "nope", "--to", "parquet", "/tmp/x")
+    code, _, err = run("export", "nope", "--to", "parquet", x)
     assert code == 3 and "no such file" in err
 
 
@@ -207,7 +208,7 @@ def test_fleet_rows_round_trip(tmp_path: Path) -> None:
     shutil.rmtree(tmp_path)
 
 
-def test_missing_extras_are_one_line_errors(monkeypatch) -> None:
+def test_missing_extras_are_one_line_errors(monkeypatch, tmp_path: Path) -> None:
     import sys
 
     monkeypatch.setitem(sys.modules, "klogtool.spark", None)  # as if pyspark were missing
@@ -216,9 +217,10 @@ def test_missing_extras_are_one_line_errors(monkeypatch) -> None:
     assert err.splitlines()[0].startswith("klogtool: error: the Spark engine is not installed")
     assert "pip install 'klogtool[spark]'" in err
     monkeypatch.setitem(sys.modules, "pyarrow", None)
-    code, _, err = run("export", "logdir", "--engine", "local", "--to", "parquet", "/tmp/never")
+    never = tmp_path / "never"
+    code, _, err = run("export", "logdir", "--engine", "local", "--to", "parquet", str(never))
     assert code == 3 and "pyarrow" in err.splitlines()[0]
-    assert not Path("/tmp/never").exists()
+    assert not never.exists()
 
 
 def test_empty_input_still_writes_a_schema(tmp_path: Path) -> None:
