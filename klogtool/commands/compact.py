@@ -243,6 +243,14 @@ def command(
                 # the broker's next cleaning would (a dry run only sees the first pass).
                 if not (run and plan.map_full):
                     break
+                if not res.checkpoint_updated:  # the next pass would start from the same place
+                    out.warn(
+                        f"{p}: the offset map filled at offset {plan.end_offset}, but no "
+                        f"cleaner-offset-checkpoint entry moved there (is the directory named "
+                        f"TOPIC-PARTITION?): rerun with a larger --dedupe-buffer-size"
+                    )
+                    skipped += 1
+                    break
     if fmt == "text":
         title = "klogtool compact: " + ("dry run, nothing changed" if dry_run else "done")
         out.table(title, ["", "count"], [[k, f"{v:,}"] for k, v in totals.items()])

@@ -532,3 +532,14 @@ def test_dedupe_buffer_too_small_for_one_key(tmp_path: Path) -> None:
     part = _eight_keys(tmp_path)
     code, _o, err = run("compact", str(part), "--dedupe-buffer-size", "24", "--now", str(T0))
     assert code == 3 and "holds no key" in err and len(err.strip().splitlines()) == 1
+
+
+def test_passes_stop_when_no_checkpoint_can_record_progress(tmp_path: Path) -> None:
+    part = _eight_keys(tmp_path)
+    odd = part.rename(part.parent / "not_a_partition_name")  # no topic-partition to checkpoint
+    args = ("--dedupe-buffer-size", "144", "--high-watermark", "log-end", "--now", str(T0))
+    code, out, err = run("compact", str(odd), *args, "--format", "jsonl")
+    assert code == 1 and "rerun with a larger --dedupe-buffer-size" in err
+    passes = [o for o in map(json.loads, out.splitlines()) if o["type"] == "partition"]
+    assert [p["pass"] for p in passes] == [1]
+    assert_verifies(odd)
