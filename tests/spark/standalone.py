@@ -55,6 +55,10 @@ def kill_group(p: subprocess.Popen) -> None:
             continue
 
 
+class _DaemonExited(RuntimeError):
+    pass
+
+
 class StandaloneExport:
     def __init__(self, tmp: Path, args: list[str], java_options: str, cwd: Path):
         import pyspark
@@ -99,7 +103,7 @@ class StandaloneExport:
             "SPARK_LOCAL_DIRS": str(self.tmp / "local"),
             "PYSPARK_PYTHON": sys.executable,
             "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
-            "SPARK_DAEMON_JAVA_OPTS": self.java_options,
+            "SPARK_DAEMON_JAVA_OPTS": f"{self.java_options} -Dspark.port.maxRetries=0",
             "NO_COLOR": "1",
         }
 
@@ -126,25 +130,38 @@ class StandaloneExport:
             self.error = e
 
     def _cluster(self) -> None:
+        # A free port can be taken by another process before the JVM binds it; the daemons
+        # then fail (spark.port.maxRetries=0, see _env) and the cluster starts on new ports.
+        for attempt in range(1, 4):
+            try:
+                return self._start_daemons(attempt)
+            except _DaemonExited:
+                if attempt == 3:
+                    raise
+                for p in reversed(self.procs):
+                    kill_group(p)
+                self.procs.clear()
+
+    def _start_daemons(self, attempt: int) -> None:
         spark_class = str(self.home / "bin" / "spark-class")
         port, ui, wport, wui = free_ports(4)
         self.master_url = f"spark://{LOOPBACK}:{port}"
         self._spawn(
             [spark_class, "org.apache.spark.deploy.master.Master", "--host", LOOPBACK,
              "--port", str(port), "--webui-port", str(ui)],
-            "master.log",
+            f"master-{attempt}.log",
         )  # fmt: skip
         self._spawn(
             [spark_class, "org.apache.spark.deploy.worker.Worker", self.master_url,
              "--host", LOOPBACK, "--port", str(wport), "--webui-port", str(wui),
              "--cores", "2", "--memory", "2g", "--work-dir", str(self.tmp / "work")],
-            "worker.log",
+            f"worker-{attempt}.log",
         )  # fmt: skip
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and not self._stopping.is_set():
             for p in self.procs:
                 if p.poll() is not None:
-                    raise RuntimeError(
+                    raise _DaemonExited(
                         f"a standalone daemon exited ({p.returncode}); see {self.tmp}/*.log"
                     )
             try:
