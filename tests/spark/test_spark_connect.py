@@ -39,30 +39,43 @@ def _wait_for_port(port: int, proc: subprocess.Popen, timeout: float) -> None:
     raise TimeoutError(f"the Spark Connect server did not listen on {port} in {timeout} s")
 
 
+def _start_server(home: Path, tmp_path: Path) -> tuple[subprocess.Popen, int]:
+    """A Connect server on a free port. Another process can take the port before the JVM
+    binds it: the server then exits (spark.port.maxRetries=0) and starts again on another."""
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP=LOOPBACK)
+    for attempt in range(1, 4):
+        port = free_port()
+        with open(tmp_path / f"server-{attempt}.log", "wb") as log:
+            server = subprocess.Popen(
+                [
+                    str(home / "bin" / "spark-submit"),
+                    "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+                    "--master", "local[2]",
+                    "--conf", f"spark.connect.grpc.binding.address={LOOPBACK}",
+                    "--conf", f"spark.connect.grpc.binding.port={port}",
+                    "--conf", "spark.port.maxRetries=0",
+                    "--conf", f"spark.driver.bindAddress={LOOPBACK}",
+                    "--conf", f"spark.driver.host={LOOPBACK}",
+                    "--conf", "spark.ui.enabled=false",
+                    "--conf", f"spark.pyspark.python={sys.executable}",
+                    "spark-internal",
+                ],
+                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+        try:
+            _wait_for_port(port, server, 120)
+            return server, port
+        except RuntimeError:
+            if attempt == 3:
+                raise
+    raise AssertionError("unreachable")
+
+
 def test_export_through_spark_connect(tmp_path: Path) -> None:
     import pyspark
 
-    home = Path(pyspark.__file__).resolve().parent
-    port = free_port()
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP=LOOPBACK)
-    log = open(tmp_path / "server.log", "wb")
-    server = subprocess.Popen(
-        [
-            str(home / "bin" / "spark-submit"),
-            "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-            "--master", "local[2]",
-            "--conf", f"spark.connect.grpc.binding.address={LOOPBACK}",
-            "--conf", f"spark.connect.grpc.binding.port={port}",
-            "--conf", f"spark.driver.bindAddress={LOOPBACK}",
-            "--conf", f"spark.driver.host={LOOPBACK}",
-            "--conf", "spark.ui.enabled=false",
-            "--conf", f"spark.pyspark.python={sys.executable}",
-            "spark-internal",
-        ],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+    server, port = _start_server(Path(pyspark.__file__).resolve().parent, tmp_path)
     try:
-        _wait_for_port(port, server, 120)
         dest = tmp_path / "out"
         r = subprocess.run(
             [
@@ -73,7 +86,6 @@ def test_export_through_spark_connect(tmp_path: Path) -> None:
         )  # fmt: skip
     finally:
         kill_group(server)
-        log.close()
     assert r.returncode == 0, r.stderr[-3000:]
     summary = json.loads(r.stdout.splitlines()[-1])
     assert summary["type"] == "summary" and summary["rows"] == 190
