@@ -178,8 +178,8 @@ class DefaultBatch(Batch):
         else:
             fixed_ts = None
         # Keys and values slice ``area`` (zero-copy when uncompressed); varints are read from
-        # ``bytes``, which index faster than views.
-        buf = area if isinstance(area, bytes) else bytes(area)
+        # ``bytes``, which index faster than views, unless the copy would pass the memory bound.
+        buf = area if isinstance(area, bytes) or len(area) > max_batch_bytes else bytes(area)
         chunks = _record_chunks(
             buf,
             area,
@@ -253,7 +253,7 @@ _new_record = partial(tuple.__new__, Record)  # Record(...) runs a Python-level 
 
 
 def _record_chunks(
-    buf: bytes,
+    buf: bytes | memoryview,
     view: memoryview | bytes,
     count: int,
     base_offset: int,
@@ -320,7 +320,7 @@ class _CarefulFrom(Exception):
 
 def _decode_fast(
     out: list[tuple],
-    buf: bytes,
+    buf: bytes | memoryview,
     view: memoryview | bytes,
     pos: int,
     n: int,
@@ -441,7 +441,7 @@ def _decode_fast(
 
 
 def _decode_record(
-    buf: bytes,
+    buf: bytes | memoryview,
     view: memoryview | bytes,
     pos: int,
     base_offset: int,
@@ -521,7 +521,7 @@ def _corrupt(
 
 
 def _decode_headers(
-    buf: bytes,
+    buf: bytes | memoryview,
     view: memoryview | bytes,
     pos: int,
     rec_end: int,
