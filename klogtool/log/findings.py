@@ -29,3 +29,16 @@ class Finding:
             "message": self.message,
             **extra,
         }
+
+
+class FindingCounts:
+    """Mixin for a stats dataclass with ``errors`` and ``warnings`` fields."""
+
+    errors: int
+    warnings: int
+
+    def count(self, f: Finding) -> None:
+        if f.severity == ERROR:
+            self.errors += 1
+        else:
+            self.warnings += 1

@@ -295,18 +295,12 @@ class FleetVerifier:
                     ends[parsed] = bounds
             local = Verifier(deep=self.deep, max_batch_bytes=self.max_batch_bytes)
             for f in local.verify_log_dir_files(logdir, ends):
-                self._count(f)
+                self.stats.count(f)
                 yield f
             for name in ("files", "partitions", "segments", "batches", "records", "bytes"):
                 setattr(st, name, getattr(st, name) + getattr(local.stats, name))
         if p.error is not None:
             raise p.error
-
-    def _count(self, f: Finding) -> None:
-        if f.severity == "error":
-            self.stats.errors += 1
-        else:
-            self.stats.warnings += 1
 
     def _unit(self, unit: VerifyUnit, results: dict[int, UnitResult]) -> Iterator[Finding]:
         res = results.get(unit.index)
@@ -317,7 +311,7 @@ class FleetVerifier:
                 code="lost-result",
             )
         for f in res.findings:
-            self._count(f)
+            self.stats.count(f)
             yield f
         st = self.stats
         for name in ("files", "partitions", "segments", "batches", "records", "bytes"):

@@ -57,7 +57,7 @@ from klogtool.formats.v2 import (
 )
 from klogtool.log import atomic, layout
 from klogtool.log.atomic import FileOps
-from klogtool.log.findings import Finding
+from klogtool.log.findings import Finding, FindingCounts
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES, build_indexes
 from klogtool.log.segment import mapped, read_small
 from klogtool.log.targets import PartitionTarget, Targets
@@ -718,7 +718,7 @@ class RebuildOptions:
 
 
 @dataclass
-class RebuildStats:
+class RebuildStats(FindingCounts):
     partitions: int = 0
     segments: int = 0
     bytes: int = 0
@@ -754,10 +754,7 @@ def run_rebuild(
     stats = RebuildStats()
 
     def finding(f: Finding) -> None:
-        if f.severity == "error":
-            stats.errors += 1
-        else:
-            stats.warnings += 1
+        stats.count(f)
         emit(f.as_obj())
 
     for f in targets.findings:

@@ -65,7 +65,7 @@ from klogtool.log.atomic import (
     log_dir_of,
     read_range,
 )
-from klogtool.log.findings import Finding
+from klogtool.log.findings import Finding, FindingCounts
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES
 from klogtool.log.segment import mapped, read_small
 from klogtool.log.targets import PartitionTarget, Targets, symlinked_files
@@ -1146,7 +1146,7 @@ def _chain(*parts: Iterator[bytes]) -> Iterator[bytes]:
 
 
 @dataclass
-class RecoveryStats:
+class RecoveryStats(FindingCounts):
     partitions: int = 0
     recovered: int = 0
     clean: int = 0
@@ -1174,10 +1174,7 @@ def run_recovery(
     stats = RecoveryStats()
 
     def finding(f: Finding) -> None:
-        if f.severity == "error":
-            stats.errors += 1
-        else:
-            stats.warnings += 1
+        stats.count(f)
         emit(f.as_obj())
 
     for f in targets.findings:

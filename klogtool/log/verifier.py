@@ -27,7 +27,7 @@ from klogtool.formats.snapshot import parse_snapshot
 from klogtool.formats.v2 import DefaultBatch
 from klogtool.log import layout
 from klogtool.log.files import classify_dir, detect_kind
-from klogtool.log.findings import Finding
+from klogtool.log.findings import Finding, FindingCounts
 from klogtool.log.segment import ReleaseBehind, mapped, read_small
 
 INT32_MAX = (1 << 31) - 1
@@ -36,7 +36,7 @@ _PROGRESS_STEP = 8 << 20  # bytes between progress updates inside one segment
 
 
 @dataclass
-class Stats:
+class Stats(FindingCounts):
     files: int = 0
     partitions: int = 0
     segments: int = 0
@@ -148,10 +148,7 @@ class Verifier:
     def verify(self, paths: list[str]) -> Iterator[Finding]:
         for arg in paths:
             for f in self._path(Path(arg)):
-                if f.severity == "error":
-                    self.stats.errors += 1
-                else:
-                    self.stats.warnings += 1
+                self.stats.count(f)
                 yield f
 
     def _path(self, path: Path) -> Iterator[Finding]:
