@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from klogtool.formats import v2
-from klogtool.formats.batch import LOG_APPEND_TIME, Record
+from klogtool.formats.batch import LOG_APPEND_TIME
 
 _BESIDE = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
 CORPUS = Path(os.environ.get("KLOGTOOL_CORPUS", str(_BESIDE)))
@@ -56,8 +56,8 @@ def careful_records(batch: Any) -> list[tuple]:
         out.append(rec)
     assert pos == len(buf)
     if batch.timestamp_type == LOG_APPEND_TIME:
-        out = [r[:1] + (batch.max_timestamp,) + r[2:] for r in out]
-    return [full_record(Record(*r)) for r in out]
+        out = [r._replace(timestamp=batch.max_timestamp) for r in out]
+    return [full_record(r) for r in out]
 
 
 def full_record(r: Any) -> tuple:

@@ -7,7 +7,8 @@ on nothing but the attributes defined here. Field names are Kafka's, in snake_ca
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NamedTuple
+from operator import attrgetter
+from typing import Any
 
 NO_TIMESTAMP_TYPE = -1
 CREATE_TIME = 0
@@ -25,18 +26,106 @@ DEFAULT_MAX_BATCH_BYTES = 64 * 1024 * 1024
 Header = tuple[str, "memoryview | bytes | None"]
 
 
-class Record(NamedTuple):
-    """One logical record. ``key``/``value`` are zero-copy views (``None`` = null)."""
+class Record:
+    """One logical record. ``key``/``value`` are zero-copy views (``None`` = null).
+
+    It behaves like a named tuple of its nine fields (unpacking, indexing, equality with records
+    and tuples, hashing, ``_replace``, ``_asdict``) but is a ``__slots__`` class, not a
+    ``tuple``: the decode loop fills slots directly, which costs less than building a tuple
+    subclass, and reading a slot costs less than a named tuple's field getter. Unlike a named
+    tuple's, its fields can be assigned; no two decoded records share one object."""
+
+    __slots__ = (
+        "offset",
+        "timestamp",
+        "key",
+        "value",
+        "headers",
+        "sequence",
+        "attributes",
+        "crc",
+        "crc_valid",
+    )
+    __match_args__ = (
+        "offset",
+        "timestamp",
+        "key",
+        "value",
+        "headers",
+        "sequence",
+        "attributes",
+        "crc",
+        "crc_valid",
+    )
+    _fields = __match_args__
 
     offset: int
     timestamp: int
     key: memoryview | bytes | None
     value: memoryview | bytes | None
-    headers: tuple[Header, ...] = ()
-    sequence: int = -1
-    attributes: int = 0
-    crc: int | None = None  # legacy messages only
-    crc_valid: bool | None = None  # legacy messages only
+    headers: tuple[Header, ...]
+    sequence: int
+    attributes: int
+    crc: int | None  # legacy messages only
+    crc_valid: bool | None  # legacy messages only
+
+    def __init__(
+        self,
+        offset: int,
+        timestamp: int,
+        key: memoryview | bytes | None,
+        value: memoryview | bytes | None,
+        headers: tuple[Header, ...] = (),
+        sequence: int = -1,
+        attributes: int = 0,
+        crc: int | None = None,
+        crc_valid: bool | None = None,
+    ):
+        self.offset = offset
+        self.timestamp = timestamp
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.sequence = sequence
+        self.attributes = attributes
+        self.crc = crc
+        self.crc_valid = crc_valid
+
+    def _astuple(self) -> tuple:
+        return record_fields(self)  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator:
+        return iter(record_fields(self))
+
+    def __len__(self) -> int:
+        return 9
+
+    def __getitem__(self, index: int | slice) -> Any:
+        return record_fields(self)[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Record):
+            return self._astuple() == other._astuple()
+        if isinstance(other, tuple):
+            return self._astuple() == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._astuple())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(map("{}={!r}".format, self._fields, self._astuple()))
+        return f"Record({fields})"
+
+    def _replace(self, **changes: Any) -> Record:
+        return Record(**{**self._asdict(), **changes})
+
+    def _asdict(self) -> dict[str, Any]:
+        return dict(zip(self._fields, self._astuple(), strict=True))
+
+
+# The nine fields of a record as a tuple, in C (what ``zip(*records)`` would give per record).
+record_fields = attrgetter(*Record._fields)
 
 
 class Batch:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator, Sequence
-from functools import partial
 from itertools import chain
 
 from klogtool.formats import codecs
@@ -249,8 +248,6 @@ _ZIGZAG2 = tuple(
 _FAST_MAX_DELTA = (1 << 13) - 1  # the largest offset delta a two-byte varint holds
 _CHUNK_RECORDS = 1024  # records decoded per call: bounds memory whatever the batch holds
 
-_new_record = partial(tuple.__new__, Record)  # Record(...) runs a Python-level __new__
-
 
 def _record_chunks(
     buf: bytes | memoryview,
@@ -271,7 +268,7 @@ def _record_chunks(
     left = count
     while left > 0:
         n = min(left, _CHUNK_RECORDS)
-        chunk: list[tuple] = []
+        chunk: list[Record] = []
         while len(chunk) < n:
             if not wraps:
                 try:
@@ -287,10 +284,10 @@ def _record_chunks(
                     buf, view, pos, base_offset, base_timestamp, base_sequence, anchor, batch_pos
                 )
             except FormatError:
-                yield map(_new_record, _log_append_time(chunk, fixed_ts))
+                yield _log_append_time(chunk, fixed_ts)
                 raise
             chunk.append(record)
-        yield map(_new_record, _log_append_time(chunk, fixed_ts))
+        yield _log_append_time(chunk, fixed_ts)
         left -= n
     if pos != len(buf):
         raise _corrupt(
@@ -303,12 +300,13 @@ def _record_chunks(
         )
 
 
-def _log_append_time(chunk: list[tuple], fixed_ts: int | None) -> list[tuple]:
+def _log_append_time(chunk: list[Record], fixed_ts: int | None) -> list[Record]:
     """LogAppendTime batches give every record the batch's max timestamp (kept out of the
     hot loop: such batches are rare)."""
-    if fixed_ts is None:
-        return chunk
-    return [(o, fixed_ts, k, v, h, s, a, c, cv) for (o, _, k, v, h, s, a, c, cv) in chunk]
+    if fixed_ts is not None:
+        for r in chunk:
+            r.timestamp = fixed_ts
+    return chunk
 
 
 class _CarefulFrom(Exception):
@@ -319,7 +317,7 @@ class _CarefulFrom(Exception):
 
 
 def _decode_fast(
-    out: list[tuple],
+    out: list[Record],
     buf: bytes | memoryview,
     view: memoryview | bytes,
     pos: int,
@@ -339,6 +337,7 @@ def _decode_fast(
     z2 = _ZIGZAG2
     slow = _slow_varint
     append = out.append
+    new = object.__new__
     idempotent = base_sequence >= 0
     for _ in range(n):
         start = pos
@@ -424,19 +423,17 @@ def _decode_fast(
         # with its length field, or with the buffer, cannot end exactly at rec_end.
         if pos != rec_end:
             raise _CarefulFrom(start)
-        append(
-            (
-                base_offset + off_delta,
-                base_timestamp + ts_delta,
-                key,
-                value,
-                headers,
-                base_sequence + off_delta if idempotent else -1,
-                attributes,
-                None,
-                None,
-            )
-        )
+        r = new(Record)
+        r.offset = base_offset + off_delta
+        r.timestamp = base_timestamp + ts_delta
+        r.key = key
+        r.value = value
+        r.headers = headers
+        r.sequence = base_sequence + off_delta if idempotent else -1
+        r.attributes = attributes
+        r.crc = None
+        r.crc_valid = None
+        append(r)
     return pos
 
 
@@ -449,7 +446,7 @@ def _decode_record(
     base_sequence: int,
     anchor: int | None,
     batch_pos: int,
-) -> tuple[tuple, int]:
+) -> tuple[Record, int]:
     """One record, every field checked as Kafka's ``DefaultRecord.readFrom`` checks it:
     returns (record fields, new position) or raises at the position of the record."""
     start = pos
@@ -499,7 +496,7 @@ def _decode_record(
             start,
             batch_pos,
         )
-    record = (
+    record = Record(
         base_offset + off_delta,
         base_timestamp + ts_delta,
         fields[0],
@@ -507,8 +504,6 @@ def _decode_record(
         headers,
         sequence_at(base_sequence, off_delta),
         attributes,
-        None,
-        None,
     )
     return record, pos
 

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from klogtool.errors import InputError
 from klogtool.formats import codecs, payloads
-from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, Batch, Record
+from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, Batch, Record, record_fields
 from klogtool.formats.errors import FormatError
 from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner
 from klogtool.log import layout
@@ -728,9 +728,8 @@ class _RangeReader:
         import pyarrow as pa
 
         n = len(p.records)
-        cols = list(
-            zip(*p.records, strict=True)
-        )  # offset, timestamp, key, value, headers, sequence, ...
+        # offset, timestamp, key, value, headers, sequence, ...
+        cols = list(zip(*map(record_fields, p.records), strict=True))
         idx = pa.array(p.batch_index, pa.int32())
         per_batch = list(zip(*p.batches, strict=True))
         batch_col = {
