@@ -9,6 +9,9 @@ import struct
 import time
 import tracemalloc
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from unittest import mock
 
 import kafka.codec as kcodec
 import lz4.block
@@ -19,7 +22,9 @@ import xxhash
 import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from isal import isal_zlib
 
+from klogtool.formats import codecs
 from klogtool.formats.codecs import (
     CODEC_IDS,
     CODEC_NAMES,
@@ -426,7 +431,40 @@ def test_gzip_format() -> None:
     assert packed[10:-8] == zlib.compress(data, 6)[2:-4]
 
 
-def test_gzip_members_and_trailing_data() -> None:
+# gzip is inflated by python-isal when it is installed (a test dependency), else by zlib: the
+# gzip tests run with each.
+INFLATERS = {"isal": isal_zlib, "zlib": zlib}
+
+
+@contextmanager
+def inflating_with(name: str) -> Iterator[None]:
+    with mock.patch.object(codecs, "gzip_inflater", lambda: INFLATERS[name]):
+        yield
+
+
+@pytest.fixture(params=list(INFLATERS))
+def inflater(request: pytest.FixtureRequest) -> Iterator[str]:
+    with inflating_with(request.param):
+        yield request.param
+
+
+def test_gzip_inflater_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    codecs.gzip_inflater.cache_clear()
+    try:
+        monkeypatch.delenv("KLOGTOOL_GZIP", raising=False)
+        assert codecs.gzip_inflater() is isal_zlib
+        codecs.gzip_inflater.cache_clear()
+        monkeypatch.setenv("KLOGTOOL_GZIP", "zlib")
+        assert codecs.gzip_inflater() is zlib
+        codecs.gzip_inflater.cache_clear()
+        monkeypatch.delenv("KLOGTOOL_GZIP")
+        with mock.patch.dict("sys.modules", {"isal": None}):  # not installed
+            assert codecs.gzip_inflater() is zlib
+    finally:
+        codecs.gzip_inflater.cache_clear()
+
+
+def test_gzip_members_and_trailing_data(inflater: str) -> None:
     a, b = sample(5000, seed=1), sample(70_000, seed=2)
     two = compress(GZIP, a, magic=2) + gzip.compress(b, mtime=0)
     assert decompress(GZIP, two, magic=2, limit=BIG) == a + b
@@ -590,6 +628,12 @@ BOMBS = {
 def test_decompression_bomb(name: str) -> None:
     codec, build = BOMBS[name]
     bomb = build()
+    for inflater in INFLATERS if codec == GZIP else ["zlib"]:
+        with inflating_with(inflater):
+            _check_bounded(codec, bomb)
+
+
+def _check_bounded(codec: int, bomb: bytes) -> None:
     tracemalloc.start()
     started = time.perf_counter()
     try:
@@ -649,3 +693,29 @@ def test_corrupted_streams_raise_format_error_only(
     if cut is not None:
         del data[int(cut * len(data)) :]
     _try(pair[0], bytes(data), pair[1])
+
+
+def _outcome(data: bytes, inflater: str) -> bytes | type:
+    with inflating_with(inflater):
+        try:
+            return decompress(GZIP, data, magic=2, limit=MiB)
+        except FormatError as e:
+            return type(e)
+
+
+@settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    edits=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 255)), max_size=4),
+    cut=st.one_of(st.none(), st.floats(0, 1)),
+    members=st.integers(1, 3),
+)
+def test_isal_and_zlib_agree_on_damaged_gzip(
+    edits: list[tuple[float, int]], cut: float | None, members: int
+) -> None:
+    """Whatever the damage, both inflaters return the same bytes or the same error class."""
+    data = bytearray(_CORPUS[(GZIP, 2)] * members)
+    for where, value in edits:
+        data[int(where * len(data))] = value
+    if cut is not None:
+        del data[int(cut * len(data)) :]
+    assert _outcome(bytes(data), "isal") == _outcome(bytes(data), "zlib")
