@@ -24,9 +24,11 @@ does not decode raises :mod:`klogtool.formats.errors` exceptions with ``position
 the value and a Kafka-like message (:func:`kafka_error_message` gives the exact text
 kafka-dump-log prints after ``Error at {offset}, skipping.``).
 
-Schemas marked UNSURE were transcribed from memory or from one stored version only:
-``UserScramCredentialRecord`` (the KIP-900 layout written since 3.5), ``ClearElrRecord`` (28)
-and ``UnregisterControllerRecord`` (29).
+One schema is UNSURE: ``UserScramCredentialRecord`` (the KIP-900 layout written since 3.5) was
+transcribed from memory; its field names match Kafka's own code that builds these records, but
+its wire order was not checked against Kafka's JSON. ``ClearElrRecord`` (28) and
+``UnregisterControllerRecord`` (29) were checked against Kafka's JSON schemas, ``ConfigRecord``
+(flexible, nullable ``Value``) against Kafka's generated ``ConfigRecordData``.
 """
 
 from __future__ import annotations
