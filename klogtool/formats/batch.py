@@ -35,17 +35,6 @@ class Record:
     subclass, and reading a slot costs less than a named tuple's field getter. Unlike a named
     tuple's, its fields can be assigned; no two decoded records share one object."""
 
-    __slots__ = (
-        "offset",
-        "timestamp",
-        "key",
-        "value",
-        "headers",
-        "sequence",
-        "attributes",
-        "crc",
-        "crc_valid",
-    )
     __match_args__ = (
         "offset",
         "timestamp",
@@ -57,6 +46,7 @@ class Record:
         "crc",
         "crc_valid",
     )
+    __slots__ = __match_args__
     _fields = __match_args__
 
     offset: int

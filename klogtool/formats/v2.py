@@ -337,7 +337,7 @@ def _decode_fast(
     z2 = _ZIGZAG2
     slow = _slow_varint
     append = out.append
-    new = object.__new__
+    new = object.__new__  # Record(...) would run __init__ in Python: fill the slots here
     idempotent = base_sequence >= 0
     for _ in range(n):
         start = pos
