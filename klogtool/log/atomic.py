@@ -542,6 +542,8 @@ def log_dir_lock(log_dir: Path, *, force: bool = False, dry_run: bool = False) -
     if dry_run and not lock.exists():
         yield
         return
+    # a .lock klogtool creates (the broker had none) is removed again when done
+    created = not dry_run and not os.path.lexists(lock)
     # O_NOFOLLOW: a .lock symlinked elsewhere is refused, never followed (or created).
     flags = (os.O_RDONLY if dry_run else os.O_RDWR | os.O_CREAT) | os.O_NOFOLLOW
     try:
@@ -570,6 +572,9 @@ def log_dir_lock(log_dir: Path, *, force: bool = False, dry_run: bool = False) -
             yield
         finally:
             if held:
+                if created:
+                    with suppress(OSError):
+                        os.unlink(lock)  # still holding it: nobody else locked this file
                 fcntl.lockf(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)

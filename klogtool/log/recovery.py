@@ -542,9 +542,12 @@ def plan_partition(
             else:
                 plan.created.append(Piece(CREATED, path.name, kind=kind))
 
-    # leader epochs starting at or beyond the new end (LeaderEpochFileCache.truncateFromEnd)
+    # leader epochs starting at or beyond the new end (LeaderEpochFileCache.truncateFromEnd),
+    # when data was cut: where nothing was, the broker's own load does the same, and an entry
+    # at the end of an untouched log (an empty partition's "0 0") is no reason for a quarantine
+    cut = plan.truncate is not None or any(m.kind == layout.LOG for m in plan.moves)
     lec = part.leader_epoch_checkpoint
-    if lec is not None:
+    if lec is not None and cut:
         try:
             entries = checkpoint.parse_leader_epoch_checkpoint(read_small(lec))
         except (FormatError, OSError) as e:
@@ -861,6 +864,19 @@ def apply_plan(plan: PartitionPlan, opts: RecoveryOptions, ops: FileOps, emit: E
     if not plan.changes:
         plan.status = "recovered"
         plan.message = "finished the recovery an interrupted run had started"
+    if old is None and not (plan.cuts or plan.moves or plan.copies or plan.checkpoints):
+        # nothing is cut, moved or overwritten (only missing indexes are created): there is
+        # nothing to keep, so no quarantine directory either
+        for r in plan.rewrites:
+            ops.replace_file(r.path, [r.data])
+            step(
+                "create",
+                r.path,
+                f"create {r.path.name} (rebuilt: {_n(r.entries, 'entry', 'entries')})",
+                entries=r.entries,
+            )
+        plan.operations = ops.count
+        return
     qdir = resumed or _new_run_dir(root)
     plan.quarantine = qdir
     pieces: list[Piece] = []
