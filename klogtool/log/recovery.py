@@ -545,9 +545,9 @@ def plan_partition(
     # leader epochs starting at or beyond the new end (LeaderEpochFileCache.truncateFromEnd),
     # when data was cut: where nothing was, the broker's own load does the same, and an entry
     # at the end of an untouched log (an empty partition's "0 0") is no reason for a quarantine
-    cut = plan.truncate is not None or any(m.kind == layout.LOG for m in plan.moves)
+    data_cut = plan.truncate is not None or any(m.kind == layout.LOG for m in plan.moves)
     lec = part.leader_epoch_checkpoint
-    if lec is not None and cut:
+    if lec is not None and data_cut:
         try:
             entries = checkpoint.parse_leader_epoch_checkpoint(read_small(lec))
         except (FormatError, OSError) as e:
@@ -1439,6 +1439,25 @@ def run_recovery(
     for f in targets.findings:
         finding(f)
         stats.skipped += 1
+    try:
+        _recover_groups(targets, opts, ops, emit, stats, finding, force, progress)
+    except BaseException:
+        ops.discard_partial()  # a failed run (a full disk) leaves no half-written .cleaned
+        raise
+    stats.operations = ops.count
+    return stats
+
+
+def _recover_groups(
+    targets: Targets,
+    opts: RecoveryOptions,
+    ops: FileOps,
+    emit: Emit,
+    stats: RecoveryStats,
+    finding: Callable[[Finding], None],
+    force: bool,
+    progress: Callable[[int], None] | None,
+) -> None:
     for log_dir, group in targets.by_log_dir():
         with log_dir_lock(log_dir, force=force, dry_run=opts.dry_run):
             for t in group:
@@ -1471,8 +1490,6 @@ def run_recovery(
                 stats.bytes_quarantined += plan.bytes_quarantined
                 stats.records_quarantined += plan.records_quarantined
                 emit(plan.report(opts.dry_run))
-    stats.operations = ops.count
-    return stats
 
 
 def _restore_targets(path: Path, custom: Path | None) -> list[tuple[Path, Path | None]]:
@@ -1550,7 +1567,11 @@ def run_restore(
             with log_dir_lock(log_dir_of(part_dir), force=force, dry_run=ops.dry_run):
                 for message in complete_interrupted(ops, part_dir):
                     emit(rebuild.interrupted_obj(str(part_dir), message, ops.dry_run))
-                report = restore(qdir, ops, emit, part_dir)
+                try:
+                    report = restore(qdir, ops, emit, part_dir)
+                except BaseException:
+                    ops.discard_partial()  # no half-written .cleaned left on a full disk
+                    raise
             emit(report)
             reports.append(report)
     return reports

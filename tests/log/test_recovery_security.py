@@ -273,3 +273,36 @@ def test_no_quarantine_where_nothing_was_cut(tmp_path: Path) -> None:
     assert not (part / ".klogtool-quarantine").exists()
     assert (part / f"{S0}.index").exists()
     assert not (logdir / ".lock").exists()
+
+
+def test_a_full_disk_names_the_file_in_one_line_and_leaves_no_cleaned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import errno
+
+    from klogtool.cli import main
+
+    part = copy_scenario("crc-flip", tmp_path / "logs")
+    before = files(part)
+    real_write = os.write
+    calls: list[int] = []
+
+    def full(fd: int, data: Any) -> int:
+        calls.append(1)
+        if len(calls) > 1:  # the manifest is written; the copy of the cut tail fills the disk
+            real_write(fd, bytes(data)[:10])
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(SystemExit) as e:
+        main(["truncate-recovery", "--index-interval-bytes", INTERVAL, str(part)])
+    monkeypatch.setattr(os, "write", real_write)
+    code = e.value.code
+    err = capsys.readouterr().err
+    (qrun,) = quarantine_runs(part)
+    stored = qrun / f"{S0}.log.242-816"
+    assert code == 3
+    assert err == f"klogtool: error: {stored}: No space left on device (io-error)\n"
+    assert not stored.exists() and files(part) == before
+    assert not [p for p in qrun.iterdir() if p.name.endswith(".cleaned")]
