@@ -285,3 +285,13 @@ def test_a_full_disk_in_a_writing_session_removes_its_cleaned_files(
     monkeypatch.setattr(os, "write", real_write)
     assert e.value.filename == str(part / "00000000000000000000.index.cleaned")
     assert _contents(part) == before
+
+
+def test_a_lock_file_klogtool_created_is_removed_and_a_brokers_is_kept(tmp_path: Path) -> None:
+    with log_dir_lock(tmp_path):
+        assert (tmp_path / ".lock").exists()  # held while klogtool works
+    assert not (tmp_path / ".lock").exists()  # the broker had none: none is left (issue 10)
+    (tmp_path / ".lock").write_bytes(b"")
+    with log_dir_lock(tmp_path):
+        pass
+    assert (tmp_path / ".lock").exists()
