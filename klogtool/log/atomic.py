@@ -73,21 +73,31 @@ def _in_dir(path: Path) -> Iterator[tuple[int, str]]:
         os.close(fd)
 
 
-def open_nofollow(path: Path, flags: int, expect: Identity | None = None, mode: int = 0o644) -> int:
-    """Open ``path`` without following a link in its place; with ``expect``, refuse (EXDEV
-    style ``RefusedError``) a file that is not the one planned (another device/inode: it was
-    swapped since the plan)."""
-    with _in_dir(path) as (dfd, name):
-        try:
-            fd = os.open(name, flags | NOFOLLOW, mode, dir_fd=dfd)
-        except OSError as e:
-            if e.errno == errno.ELOOP:
-                raise RefusedError(
-                    "is a symlink: klogtool does not write through links",
-                    path=str(path),
-                    code="symlink",
-                ) from None
-            raise _named(e, path) from None
+def open_nofollow(
+    path: Path,
+    flags: int,
+    expect: Identity | None = None,
+    mode: int = 0o644,
+    *,
+    in_dir: bool = True,
+) -> int:
+    """Open ``path`` without following a link in its place (and, with ``in_dir``, relative
+    to its directory opened without following a link either); with ``expect``, refuse a
+    file that is not the one planned (another device/inode: it was swapped since)."""
+    try:
+        if in_dir:
+            with _in_dir(path) as (dfd, name):
+                fd = os.open(name, flags | NOFOLLOW, mode, dir_fd=dfd)
+        else:
+            fd = os.open(path, flags | NOFOLLOW, mode)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise RefusedError(
+                "is a symlink: klogtool does not write through links, nor copy from them",
+                path=str(path),
+                code="symlink",
+            ) from None
+        raise _named(e, path) from None
     st = os.fstat(fd)
     if expect is not None and (st.st_dev, st.st_ino) != expect:
         os.close(fd)
@@ -181,7 +191,9 @@ class FileOps:
         if self.dry_run:
             self._step(f"copy {src}[{start}:{end}] -> {dst}")
             return end - start
-        fd = open_nofollow(src, os.O_RDONLY, expect)
+        # read: the file itself is not a link (and is the one planned); the directories
+        # above it may be (an operator may name a log dir through a link)
+        fd = open_nofollow(src, os.O_RDONLY, expect, in_dir=False)
         try:
             return self.write(dst, _read_fd(fd, start, end))
         finally:
@@ -364,7 +376,7 @@ def _read_fd(fd: int, start: int, end: int) -> Iterator[bytes]:
 def read_range(path: Path, start: int, end: int, expect: Identity | None = None) -> Iterator[bytes]:
     """Bytes ``[start, end)`` of a file, in 1 MiB blocks (flat memory for any size); the file
     is opened without following a link."""
-    fd = open_nofollow(path, os.O_RDONLY, expect)
+    fd = open_nofollow(path, os.O_RDONLY, expect, in_dir=False)
     try:
         yield from _read_fd(fd, start, end)
     finally:
