@@ -23,8 +23,8 @@ from klogtool.log.converter import (
     ConvertOptions,
     describe_losses,
     execute_conversion,
-    partial_dir,
     plan_conversion,
+    refuse_foreign_partial,
     source_partitions,
 )
 from klogtool.log.partition import is_within
@@ -235,13 +235,7 @@ def _check_dest(src: Path, dest: Path) -> None:
         raise click.UsageError("DEST must not be inside SRC (or SRC inside DEST)")
     if not dest.parent.is_dir():
         raise click.UsageError(f"the parent of DEST does not exist: {dest.parent}")
-    partial = partial_dir(dest)
-    if partial.exists() and not (partial / ".klogtool-partial").exists():
-        raise RefusedError(
-            "a directory with the name klogtool uses for partial output exists",
-            path=str(partial),
-            code="destination-not-empty",
-        )
+    refuse_foreign_partial(dest)  # a link or a directory klogtool did not write: exit 4
 
 
 def _show_plan(out: Output, plan: ConversionPlan, dry_run: bool) -> None:

@@ -40,8 +40,9 @@ from klogtool.output import Output
 @click.option(
     "--restore",
     is_flag=True,
-    help="Put back what an earlier run quarantined. Each PATH is a quarantine directory "
-    "(holding manifest.json) or a partition directory (its newest unrestored quarantine).",
+    help="Put back what an earlier run quarantined, then remove that quarantine. Each PATH "
+    "is a quarantine directory (holding manifest.json), a partition directory (its newest "
+    "unrestored quarantine) or a log directory (that of each of its partitions).",
 )
 @index_interval_option
 @jobs_option
@@ -77,9 +78,11 @@ def command(
 
     Nothing is deleted: the cut tail, removed segments and snapshots, and the previous
     contents of rewritten files go to a quarantine directory with a manifest.json (sources,
-    byte ranges, offsets, record counts, SHA-256); --restore puts them back. A crash at any
-    point leaves a directory that a re-run (which resumes the same quarantine) or the broker
-    completes.
+    byte ranges, offsets, record counts, SHA-256); --restore puts them back byte for byte and
+    removes the quarantine. Where nothing is cut, moved or overwritten (only missing indexes
+    are created) no quarantine is made. A manifest naming anything klogtool does not write
+    (a path, a link, another partition) is refused, not followed. A crash at any point leaves
+    a directory that a re-run (which resumes the same quarantine) or the broker completes.
 
     Exit status: 0 done, 1 some partitions skipped (e.g. overlapping segments), 3 an input
     cannot be read, 4 a broker holds the log directory's lock (--force overrides).

@@ -20,8 +20,9 @@ import errno
 import fcntl
 import os
 import signal
+import stat
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,10 +36,88 @@ SWAP = ".swap"
 DELETED = ".deleted"
 
 
+NOFOLLOW = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+Identity = tuple[int, int]  # (st_dev, st_ino) of a file as planned
+
+
+def identity(path: Path) -> Identity:
+    """(device, inode) of ``path`` itself (a link is not followed)."""
+    st = os.lstat(path)
+    return (st.st_dev, st.st_ino)
+
+
+def _named(e: OSError, path: Path) -> OSError:
+    """The same error, naming the file (``error: : No space left on device`` named none)."""
+    if e.filename:
+        return e
+    err = OSError(e.errno, e.strerror or str(e), str(path))
+    return err
+
+
+def open_dir(path: Path) -> int:
+    """An fd of directory ``path``, refusing a link in its place (ELOOP/ENOTDIR)."""
+    return os.open(path, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW)
+
+
+@contextmanager
+def _in_dir(path: Path) -> Iterator[tuple[int, str]]:
+    """(fd of ``path``'s directory, ``path``'s name): operations relative to the directory
+    fd act on the entry in the directory that was opened, never through a link."""
+    try:
+        fd = open_dir(path.parent)
+    except OSError as e:
+        raise _named(e, path.parent) from None
+    try:
+        yield fd, path.name
+    finally:
+        os.close(fd)
+
+
+def open_nofollow(
+    path: Path,
+    flags: int,
+    expect: Identity | None = None,
+    mode: int = 0o644,
+    *,
+    in_dir: bool = True,
+) -> int:
+    """Open ``path`` without following a link in its place (and, with ``in_dir``, relative
+    to its directory opened without following a link either); with ``expect``, refuse a
+    file that is not the one planned (another device/inode: it was swapped since)."""
+    try:
+        if in_dir:
+            with _in_dir(path) as (dfd, name):
+                fd = os.open(name, flags | NOFOLLOW, mode, dir_fd=dfd)
+        else:
+            fd = os.open(path, flags | NOFOLLOW, mode)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise RefusedError(
+                "is a symlink: klogtool does not write through links, nor copy from them",
+                path=str(path),
+                code="symlink",
+            ) from None
+        raise _named(e, path) from None
+    st = os.fstat(fd)
+    if expect is not None and (st.st_dev, st.st_ino) != expect:
+        os.close(fd)
+        raise RefusedError(
+            "is not the file that was planned (replaced since): not touching it",
+            path=str(path),
+            code="file-replaced",
+        )
+    return fd
+
+
 class FileOps:
     """Every mutating file-system call klogtool makes, counted for crash testing.
 
-    ``dry_run`` records the plan (``self.log``) and changes nothing.
+    ``dry_run`` records the plan (``self.log``) and changes nothing. Every call acts on the
+    directory entry itself: files are opened ``O_NOFOLLOW`` relative to their directory's fd
+    (itself opened ``O_NOFOLLOW``), created ``O_EXCL``; a link where a file is expected is
+    refused, never followed. Errors name the file. The ``.cleaned`` temporaries this run
+    created and did not rename yet are tracked, so that :meth:`discard_partial` can remove
+    them when the run fails (a full disk must not keep a half-written copy).
     """
 
     def __init__(self, *, dry_run: bool = False):
@@ -47,6 +126,7 @@ class FileOps:
         crash = os.environ.get(CRASH_ENV)
         self.crash_after = int(crash) if crash and crash.isdigit() else None
         self.log: list[str] = []
+        self.partial: list[Path] = []  # temporaries of this run, not yet renamed
 
     def _step(self, what: str) -> bool:
         """Record one operation; False in dry-run mode (the caller then does nothing)."""
@@ -61,11 +141,14 @@ class FileOps:
             os.kill(os.getpid(), signal.SIGKILL)  # the crash harness: die like a power cut
 
     def write(self, path: Path, chunks: Iterable[bytes | memoryview]) -> int:
-        """Create ``path`` (must not exist) with ``chunks``, fsynced. Returns bytes written."""
+        """Create ``path`` (must not exist) with ``chunks``, fsynced. Returns bytes written.
+        On an error (a full disk) the half-written file is removed and the error names it."""
         if not self._step(f"write {path}"):
             return sum(len(c) for c in chunks)
         n = 0
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        if path.name.endswith(CLEANED):
+            self.partial.append(path)
         try:
             for c in chunks:
                 view = memoryview(c)
@@ -74,40 +157,92 @@ class FileOps:
                     view = view[written:]
                     n += written
             os.fsync(fd)
-        finally:
+        except OSError as e:
             os.close(fd)
+            self._discard(path)
+            raise _named(e, path) from None
+        except BaseException:
+            os.close(fd)
+            self._discard(path)
+            raise
+        os.close(fd)
         self._done()
         return n
 
-    def copy_range(self, src: Path, start: int, end: int, dst: Path) -> int:
-        """Write bytes ``[start, end)`` of ``src`` to a new file ``dst``, fsynced."""
+    def _discard(self, path: Path) -> None:
+        with suppress(OSError), _in_dir(path) as (dfd, name):
+            os.unlink(name, dir_fd=dfd)
+        if path in self.partial:
+            self.partial.remove(path)
+
+    def discard_partial(self) -> list[Path]:
+        """Remove the ``.cleaned`` temporaries this run wrote and did not rename (called when
+        the run fails); returns them. Never anything renamed into place."""
+        gone = list(self.partial)
+        for path in gone:
+            self._discard(path)
+        return gone
+
+    def copy_range(
+        self, src: Path, start: int, end: int, dst: Path, expect: Identity | None = None
+    ) -> int:
+        """Write bytes ``[start, end)`` of ``src`` to a new file ``dst``, fsynced. ``src`` is
+        opened once, not through a link (and checked against ``expect``)."""
         if self.dry_run:
             self._step(f"copy {src}[{start}:{end}] -> {dst}")
             return end - start
-        return self.write(dst, read_range(src, start, end))
+        # read: the file itself is not a link (and is the one planned); the directories
+        # above it may be (an operator may name a log dir through a link)
+        fd = open_nofollow(src, os.O_RDONLY, expect, in_dir=False)
+        try:
+            return self.write(dst, _read_fd(fd, start, end))
+        finally:
+            os.close(fd)
 
     def rename(self, src: Path, dst: Path) -> None:
+        """Rename the entry ``src`` (a file, never a link: a link is refused) to ``dst``."""
         if not self._step(f"rename {src} -> {dst}"):
             return
-        os.rename(src, dst)
+        with _in_dir(src) as (sfd, sname), _in_dir(dst) as (dfd, dname):
+            try:
+                st = os.lstat(sname, dir_fd=sfd)
+                if stat.S_ISLNK(st.st_mode):
+                    raise RefusedError(
+                        "is a symlink: klogtool does not move links",
+                        path=str(src),
+                        code="symlink",
+                    )
+                os.rename(sname, dname, src_dir_fd=sfd, dst_dir_fd=dfd)
+            except OSError as e:
+                raise _named(e, src) from None
+        if src in self.partial:
+            self.partial.remove(src)
         self._done()
 
     def unlink(self, path: Path) -> None:
+        """Remove the entry ``path`` (a link is removed as a link, never followed)."""
         if not self._step(f"delete {path}"):
             return
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
+        with _in_dir(path) as (dfd, name):
+            try:
+                os.unlink(name, dir_fd=dfd)
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                raise _named(e, path) from None
+        if path in self.partial:
+            self.partial.remove(path)
         self._done()
 
-    def truncate(self, path: Path, size: int) -> None:
+    def truncate(self, path: Path, size: int, expect: Identity | None = None) -> None:
         if not self._step(f"truncate {path} to {size} bytes"):
             return
-        fd = os.open(path, os.O_WRONLY)
+        fd = open_nofollow(path, os.O_WRONLY, expect)
         try:
             os.ftruncate(fd, size)
             os.fsync(fd)
+        except OSError as e:
+            raise _named(e, path) from None
         finally:
             os.close(fd)
         self._done()
@@ -117,19 +252,97 @@ class FileOps:
         time retention falls back to)."""
         if not self._step(f"set mtime of {path}"):
             return
-        os.utime(path, ns=(mtime_ns, mtime_ns))
+        fd = open_nofollow(path, os.O_RDONLY)
+        try:
+            os.utime(fd, ns=(mtime_ns, mtime_ns))
+        except OSError as e:
+            raise _named(e, path) from None
+        finally:
+            os.close(fd)
         self._done()
 
     def mkdir(self, path: Path) -> None:
+        """Create directory ``path`` (and missing parents); an existing link in its place is
+        refused."""
         if not self._step(f"mkdir {path}"):
             return
-        path.mkdir(parents=True, exist_ok=True)
+        if not os.path.lexists(path.parent):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        with _in_dir(path) as (dfd, name):
+            try:
+                os.mkdir(name, 0o755, dir_fd=dfd)
+            except FileExistsError:
+                if not stat.S_ISDIR(os.lstat(name, dir_fd=dfd).st_mode):
+                    raise RefusedError(
+                        "exists and is not a plain directory (a link?): not using it",
+                        path=str(path),
+                        code="symlink",
+                    ) from None
+            except OSError as e:
+                raise _named(e, path) from None
         self._done()
+
+    def rmdir(self, path: Path) -> None:
+        if not self._step(f"rmdir {path}"):
+            return
+        with _in_dir(path) as (dfd, name):
+            try:
+                os.rmdir(name, dir_fd=dfd)
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                raise _named(e, path) from None
+        self._done()
+
+    def remove_tree(self, path: Path) -> None:
+        """Remove directory ``path`` and everything in it without following any link: the
+        directory is opened ``O_NOFOLLOW`` and walked through fds, a link inside is unlinked
+        as a link. A link in the place of ``path`` itself is refused."""
+        if not self._step(f"remove tree {path}"):
+            return
+        with _in_dir(path) as (pfd, name):
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW, dir_fd=pfd)
+            except FileNotFoundError:
+                return
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise RefusedError(
+                        "is not a plain directory (a link?): not removing through it",
+                        path=str(path),
+                        code="symlink",
+                    ) from None
+                raise _named(e, path) from None
+            try:
+                self._empty_dir(fd, path)
+            finally:
+                os.close(fd)
+            try:
+                os.rmdir(name, dir_fd=pfd)
+            except OSError as e:
+                raise _named(e, path) from None
+        self._done()
+
+    def _empty_dir(self, fd: int, path: Path) -> None:
+        for entry in list(os.scandir(fd)):
+            if entry.is_dir(follow_symlinks=False):
+                sub = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW, dir_fd=fd)
+                try:
+                    self._empty_dir(sub, path / entry.name)
+                finally:
+                    os.close(sub)
+                os.rmdir(entry.name, dir_fd=fd)
+            else:
+                os.unlink(entry.name, dir_fd=fd)
+            self._done()
 
     def fsync_dir(self, path: Path) -> None:
         if self.dry_run:
             return
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fd = open_dir(path)
+        except OSError as e:
+            raise _named(e, path) from None
         try:
             os.fsync(fd)
         finally:
@@ -140,25 +353,34 @@ class FileOps:
     def replace_file(self, target: Path, chunks: Iterable[bytes | memoryview]) -> int:
         """Atomically give ``target`` new contents (``.cleaned`` then rename over)."""
         temp = target.with_name(target.name + CLEANED)
-        if temp.exists() and not self.dry_run:
-            self.unlink(temp)  # left by an earlier crash: never trust its contents
+        if os.path.lexists(temp) and not self.dry_run:
+            self.unlink(temp)  # left by an earlier crash (a link too): never trust it
         n = self.write(temp, chunks)
         self.rename(temp, target)
         self.fsync_dir(target.parent)
         return n
 
 
-def read_range(path: Path, start: int, end: int) -> Iterator[bytes]:
-    """Bytes ``[start, end)`` of a file, in 1 MiB blocks (flat memory for any size)."""
-    with open(path, "rb") as f:
-        f.seek(start)
-        left = end - start
-        while left > 0:
-            block = f.read(min(left, 1 << 20))
-            if not block:
-                return
-            left -= len(block)
-            yield block
+def _read_fd(fd: int, start: int, end: int) -> Iterator[bytes]:
+    left = end - start
+    pos = start
+    while left > 0:
+        block = os.pread(fd, min(left, 1 << 20), pos)
+        if not block:
+            return
+        left -= len(block)
+        pos += len(block)
+        yield block
+
+
+def read_range(path: Path, start: int, end: int, expect: Identity | None = None) -> Iterator[bytes]:
+    """Bytes ``[start, end)`` of a file, in 1 MiB blocks (flat memory for any size); the file
+    is opened without following a link."""
+    fd = open_nofollow(path, os.O_RDONLY, expect, in_dir=False)
+    try:
+        yield from _read_fd(fd, start, end)
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -178,8 +400,8 @@ def replace_segments(
     for seg in new:
         for suffix, chunks in seg.files.items():
             path = part_dir / (layout.segment_name(seg.base_offset, suffix) + CLEANED)
-            if path.exists() and not ops.dry_run:
-                ops.unlink(path)
+            if os.path.lexists(path) and not ops.dry_run:
+                ops.unlink(path)  # a leftover (a link too): removed, never followed
             ops.write(path, chunks)
             if suffix == ".log" and seg.mtime_ns is not None:
                 ops.set_mtime(path, seg.mtime_ns)
@@ -227,7 +449,16 @@ def complete_interrupted(ops: FileOps, part_dir: Path) -> list[str]:
     files whose offsets fall in the swapped range, then strip ``.swap``.
     """
     done: list[str] = []
-    children = sorted(p for p in part_dir.iterdir() if p.is_file())
+    children: list[Path] = []
+    for p in sorted(part_dir.iterdir()):
+        if p.is_symlink():
+            # the broker never writes links: a leftover name that is one is removed as a
+            # link (never followed); it would otherwise block the next write for good
+            if p.name.endswith((CLEANED, SWAP, DELETED)):
+                ops.unlink(p)
+                done.append(f"deleted leftover link {p.name}")
+        elif p.is_file():
+            children.append(p)
     cleaned = [p for p in children if p.name.endswith(CLEANED)]
     swaps = [p for p in children if p.name.endswith(SWAP)]
     for p in children:
@@ -323,6 +554,8 @@ def log_dir_lock(log_dir: Path, *, force: bool = False, dry_run: bool = False) -
     if dry_run and not lock.exists():
         yield
         return
+    # a .lock klogtool creates (the broker had none) is removed again when done
+    created = not dry_run and not os.path.lexists(lock)
     # O_NOFOLLOW: a .lock symlinked elsewhere is refused, never followed (or created).
     flags = (os.O_RDONLY if dry_run else os.O_RDWR | os.O_CREAT) | os.O_NOFOLLOW
     try:
@@ -351,6 +584,9 @@ def log_dir_lock(log_dir: Path, *, force: bool = False, dry_run: bool = False) -
             yield
         finally:
             if held:
+                if created:
+                    with suppress(OSError):
+                        os.unlink(lock)  # still holding it: nobody else locked this file
                 fcntl.lockf(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)

@@ -24,11 +24,12 @@ through the ``.cleaned``/``.swap`` protocol.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from klogtool.errors import InputError
+from klogtool.errors import InputError, RefusedError
 from klogtool.formats import codecs
 from klogtool.formats.batch import (
     CREATE_TIME,
@@ -44,7 +45,7 @@ from klogtool.formats.legacy import encode_message, encode_wrapper
 from klogtool.formats.records import SegmentScanner
 from klogtool.formats.v2 import DefaultBatch, encode_batch, reencode
 from klogtool.log import layout
-from klogtool.log.atomic import CLEANED, FileOps, swap_in_cleaned
+from klogtool.log.atomic import CLEANED, FileOps, read_range, swap_in_cleaned
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES, build_indexes
 from klogtool.log.partition import is_within, replay_aborted_txns
 from klogtool.log.segment import mapped
@@ -622,8 +623,43 @@ def _ensure_indexes(
     return len(missing)
 
 
+PARTIAL_TEXT = b"klogtool convert-format output being written\n"
+
+
 def partial_dir(dest: Path) -> Path:
     return dest.with_name(f".{dest.name}{PARTIAL_MARK}")
+
+
+def partial_state(dest: Path) -> str:
+    """``"none"``, ``"ours"`` (a partial output directory an interrupted run of klogtool left:
+    a plain directory holding klogtool's marker, a plain file with klogtool's text), or
+    ``"foreign"`` (anything else with that name, a link above all: never followed, never
+    removed). Only checks that follow no link (lstat, O_NOFOLLOW) decide."""
+    tmp = partial_dir(dest)
+    if not os.path.lexists(tmp):
+        return "none"
+    if not stat.S_ISDIR(os.lstat(tmp).st_mode):
+        return "foreign"
+    mark = tmp / PARTIAL_MARK
+    try:
+        st = os.lstat(mark)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != len(PARTIAL_TEXT):
+            return "foreign"
+        if b"".join(read_range(mark, 0, st.st_size)) != PARTIAL_TEXT:
+            return "foreign"
+    except (OSError, RefusedError):
+        return "foreign"
+    return "ours"
+
+
+def refuse_foreign_partial(dest: Path) -> None:
+    if partial_state(dest) == "foreign":
+        raise RefusedError(
+            "something that klogtool did not write has the name klogtool uses for partial "
+            "output (a link, or a directory without its marker): not touching it",
+            path=str(partial_dir(dest)),
+            code="destination-not-empty",
+        )
 
 
 def _to_dest(ops: FileOps, plan: ConversionPlan, dest: Path) -> ConversionResult:
@@ -631,14 +667,16 @@ def _to_dest(ops: FileOps, plan: ConversionPlan, dest: Path) -> ConversionResult
     leaves no half-converted ``dest`` (the next run removes the partial directory)."""
     res = ConversionResult(destination=dest)
     tmp = partial_dir(dest)
-    if tmp.exists() and (tmp / PARTIAL_MARK).exists():
-        _remove_tree(ops, tmp)
+    refuse_foreign_partial(dest)
+    if partial_state(dest) == "ours":
+        _remove_partial(ops, tmp)  # a stale one of an interrupted run
     ops.mkdir(tmp)
-    ops.write(tmp / PARTIAL_MARK, [b"klogtool convert-format output being written\n"])
+    ops.write(tmp / PARTIAL_MARK, [PARTIAL_TEXT])
     try:
         _fill_dest(ops, plan, tmp, res)
-    except (InputError, FormatError):
-        _remove_tree(ops, tmp)  # a record the plan did not decode is bad: no output at all
+    except BaseException:
+        # a bad record, a full disk, Ctrl-C: no output at all, nothing half-written left
+        _remove_partial(ops, tmp)
         raise
     ops.unlink(tmp / PARTIAL_MARK)
     ops.fsync_dir(tmp)
@@ -678,11 +716,18 @@ def ops_rmdir(ops: FileOps, path: Path) -> None:
     os.rmdir(path)
 
 
-def _remove_tree(ops: FileOps, path: Path) -> None:
-    """Remove a partial output directory of an interrupted run (never following links)."""
-    for child in sorted(path.iterdir(), reverse=True):
+def _remove_partial(ops: FileOps, tmp: Path) -> None:
+    """Remove our partial output directory without following any link, its marker last (a
+    removal cut short leaves a directory the next run still recognises as its own)."""
+    if ops.dry_run:
+        ops.remove_tree(tmp)
+        return
+    for child in sorted(tmp.iterdir()):
+        if child.name == PARTIAL_MARK:
+            continue
         if child.is_dir() and not child.is_symlink():
-            _remove_tree(ops, child)
+            ops.remove_tree(child)
         else:
-            ops.unlink(child)
-    ops_rmdir(ops, path)
+            ops.unlink(child)  # a link is removed as a link
+    ops.unlink(tmp / PARTIAL_MARK)
+    ops.rmdir(tmp)

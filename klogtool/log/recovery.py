@@ -59,8 +59,11 @@ from klogtool.formats.records import ZERO_FILL, SegmentScanner
 from klogtool.formats.snapshot import parse_snapshot
 from klogtool.log import layout, rebuild
 from klogtool.log.atomic import (
+    CLEANED,
     FileOps,
+    Identity,
     complete_interrupted,
+    identity,
     log_dir_lock,
     log_dir_of,
     read_range,
@@ -154,6 +157,7 @@ class PartitionPlan:
     reason: str | None = None  # the error code of the first invalid batch
     message: str | None = None
     truncate: tuple[Path, int, int] | None = None  # (.log, valid bytes, size)
+    truncate_id: Identity | None = None  # the .log's (device, inode) when planned
     truncated_base: int | None = None
     moves: list[Piece] = field(default_factory=list)  # in execution order
     cuts: list[Piece] = field(default_factory=list)
@@ -219,9 +223,12 @@ class PartitionPlan:
 
 
 def _sha256(path: Path, start: int = 0, end: int | None = None) -> str:
+    """SHA-256 of bytes ``[start, end)``, read without following a link."""
     h = hashlib.sha256()
-    with mapped(path) as buf:
-        h.update(buf[start : len(buf) if end is None else end])
+    if end is None:
+        end = os.lstat(path).st_size
+    for block in read_range(path, start, end):
+        h.update(block)
     return h.hexdigest()
 
 
@@ -397,6 +404,8 @@ def plan_partition(
         plan.truncated_base = t_seg.base_offset
         if t_scan.valid_bytes < t_scan.size:
             plan.truncate = (t_seg.log, t_scan.valid_bytes, t_scan.size)
+            # checked again when copying and truncating: a file swapped in since is refused
+            plan.truncate_id = identity(t_seg.log)
             if t_scan.end == ZERO_FILL:
                 cut = Piece(
                     ZEROS,
@@ -533,9 +542,12 @@ def plan_partition(
             else:
                 plan.created.append(Piece(CREATED, path.name, kind=kind))
 
-    # leader epochs starting at or beyond the new end (LeaderEpochFileCache.truncateFromEnd)
+    # leader epochs starting at or beyond the new end (LeaderEpochFileCache.truncateFromEnd),
+    # when data was cut: where nothing was, the broker's own load does the same, and an entry
+    # at the end of an untouched log (an empty partition's "0 0") is no reason for a quarantine
+    data_cut = plan.truncate is not None or any(m.kind == layout.LOG for m in plan.moves)
     lec = part.leader_epoch_checkpoint
-    if lec is not None:
+    if lec is not None and data_cut:
         try:
             entries = checkpoint.parse_leader_epoch_checkpoint(read_small(lec))
         except (FormatError, OSError) as e:
@@ -617,19 +629,110 @@ def quarantine_root(part_dir: Path, custom: Path | None) -> Path:
     return part_dir / QUARANTINE_DIR if custom is None else custom / part_dir.name
 
 
+def _read_manifest_text(path: Path) -> str:
+    """A manifest's text, read without following a link (a planted link is refused)."""
+    size = os.lstat(path).st_size
+    if size > 64 << 20:
+        raise ValueError("too large for a manifest")
+    return b"".join(read_range(path, 0, size)).decode("utf-8")
+
+
 def load_manifest(qdir: Path) -> dict[str, Any]:
     path = qdir / MANIFEST
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(_read_manifest_text(path))
         if not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION:
             raise ValueError("not a klogtool quarantine manifest (version 1)")
         data["pieces"] = [Piece(**p) for p in data.get("pieces", [])]
         data["checkpoints"] = [CheckpointChange(**c) for c in data.get("checkpoints", [])]
-    except (OSError, ValueError, TypeError) as e:
+    except (OSError, ValueError, TypeError, RefusedError) as e:
         raise InputError(
             f"cannot read the quarantine manifest: {e}", path=str(path), code="bad-manifest"
         ) from None
+    check_manifest(data, path)
     return data
+
+
+# what a manifest may name: only files klogtool itself moves, copies or creates
+_PARTITION_KINDS = {
+    layout.LOG,
+    layout.INDEX,
+    layout.TIMEINDEX,
+    layout.TXNINDEX,
+    layout.SNAPSHOT,
+    layout.LEADER_EPOCH_CHECKPOINT,
+}
+_LOG_DIR_NAMES = {CLEAN_SHUTDOWN, *layout.OFFSET_CHECKPOINTS}
+_ACTIONS = {CUT, ZEROS, MOVE, COPY, CREATED}
+
+
+def _plain_name(name: object) -> bool:
+    """A file name without any directory part (no ``/``, not ``.`` or ``..``)."""
+    return (
+        isinstance(name, str)
+        and name not in ("", ".", "..")
+        and "/" not in name
+        and "\0" not in name
+    )
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def check_manifest(manifest: dict[str, Any], path: Path) -> None:
+    """Refuse (exit 4) a manifest that names anything klogtool would not have written: a
+    ``source`` that is not a plain name of a segment, index, snapshot or leader-epoch file
+    of the partition (or a checkpoint / the clean-shutdown marker of the log dir), a
+    ``stored`` name that is not a plain name inside the run dir, odd byte ranges."""
+
+    def bad(what: str) -> RefusedError:
+        return RefusedError(
+            f"the quarantine manifest {what}: not acting on it",
+            path=str(path),
+            code="bad-manifest",
+            hint="klogtool writes plain file names only; this manifest was changed or is "
+            "not klogtool's",
+        )
+
+    for p in manifest["pieces"]:
+        if p.action not in _ACTIONS:
+            raise bad(f"has an unknown action {p.action!r}")
+        if not _plain_name(p.source):
+            raise bad(f"names a source {p.source!r} outside its directory")
+        if p.where == "partition":
+            kind = layout.file_kind(Path(p.source))
+            if kind not in _PARTITION_KINDS or kind != p.kind:
+                raise bad(f"names {p.source!r}, not a file klogtool quarantines")
+            if p.action in (CUT, ZEROS) and kind != layout.LOG:
+                raise bad(f"cuts {p.source!r}, which is not a .log")
+        elif p.where == "log_dir":
+            if p.source not in _LOG_DIR_NAMES or p.action not in (MOVE, COPY):
+                raise bad(f"names {p.source!r} in the log dir")
+        else:
+            raise bad(f"has an unknown place {p.where!r}")
+        if p.action in (CUT, MOVE, COPY):
+            if not _plain_name(p.stored) or p.stored == MANIFEST or p.stored.endswith(CLEANED):
+                raise bad(f"names a stored file {p.stored!r} outside its run directory")
+        elif p.stored is not None:
+            raise bad(f"stores {p.stored!r} for a {p.action} piece")
+        if not (_is_int(p.start) and _is_int(p.end) and 0 <= p.start <= p.end):
+            raise bad(f"has a bad byte range for {p.source!r}")
+        if p.sha256 is not None and not isinstance(p.sha256, str):
+            raise bad(f"has a bad SHA-256 for {p.source!r}")
+        if not _is_int(p.seq):
+            raise bad("has a bad sequence number")
+    for c in manifest["checkpoints"]:
+        if c.file not in layout.OFFSET_CHECKPOINTS or not (
+            isinstance(c.topic, str) and _is_int(c.partition) and _is_int(c.old) and _is_int(c.new)
+        ):
+            raise bad(f"has a bad checkpoint change {c.file!r}")
+    if not isinstance(manifest.get("partition"), str):
+        raise bad("names no partition")
+    if manifest.get("truncated_segment") is not None and not _is_int(manifest["truncated_segment"]):
+        raise bad("has a bad truncated segment")
+    if manifest.get("state") not in (IN_PROGRESS, COMPLETE, RESTORED):
+        raise bad("has an unknown state")
 
 
 def _dump_manifest(manifest: dict[str, Any]) -> bytes:
@@ -637,6 +740,27 @@ def _dump_manifest(manifest: dict[str, Any]) -> bytes:
     out["pieces"] = [asdict(p) for p in manifest["pieces"]]
     out["checkpoints"] = [asdict(c) for c in manifest["checkpoints"]]
     return (json.dumps(out, indent=1) + "\n").encode()
+
+
+def edit_checkpoint(data: bytes, changes: dict[tuple[str, int], tuple[int, int]]) -> bytes:
+    """``data`` (an offset checkpoint) with each ``(topic, partition): (from, to)`` entry's
+    offset changed where it is ``from``; every other byte kept (no re-sorting), so that
+    restore gives back exactly the file the recovery changed."""
+    checkpoint.parse_offset_checkpoint(data)  # refuse what is not a checkpoint
+    lines = data.split(b"\n")
+    for i, line in enumerate(lines[2:], start=2):
+        fields = line.split(b" ")
+        if len(fields) != 3:
+            continue
+        try:
+            key = (fields[0].decode("utf-8"), int(fields[1]))
+            offset = int(fields[2])
+        except ValueError:
+            continue
+        change = changes.get(key)
+        if change is not None and offset == change[0]:
+            lines[i] = b" ".join([fields[0], fields[1], str(change[1]).encode()])
+    return b"\n".join(lines)
 
 
 def _resumable(root: Path) -> Path | None:
@@ -662,7 +786,7 @@ def _new_run_dir(root: Path) -> Path:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     run = root / stamp
     n = 1
-    while run.exists():
+    while os.path.lexists(run):  # a dangling link with the name is taken too
         n += 1
         run = root / f"{stamp}-{n}"
     return run
@@ -673,6 +797,7 @@ def _valid_copy(qdir: Path, piece: Piece) -> bool:
     return (
         piece.stored is not None
         and stored.is_file()
+        and not stored.is_symlink()
         and stored.stat().st_size == piece.end - piece.start
         and _sha256(stored) == piece.sha256
     )
@@ -685,7 +810,7 @@ def _move(ops: FileOps, src: Path, dst: Path) -> None:
     except OSError as e:
         if e.errno != errno.EXDEV:
             raise
-        ops.copy_range(src, 0, src.stat().st_size, dst)
+        ops.copy_range(src, 0, src.lstat().st_size, dst)
         ops.fsync_dir(dst.parent)
         ops.unlink(src)
 
@@ -721,23 +846,55 @@ def apply_plan(plan: PartitionPlan, opts: RecoveryOptions, ops: FileOps, emit: E
     resumed = _resumable(root)
     old: dict[str, Any] | None = None
     if resumed is not None and (resumed / MANIFEST).is_file():
-        old = load_manifest(resumed)
+        # resume only what this tool wrote for this partition: a manifest that fails the
+        # checks, or names another partition, is left alone (nothing in it is touched)
+        try:
+            old = load_manifest(resumed)
+            if Path(old["partition"]).name != part_dir.name:
+                raise RefusedError(
+                    f"the interrupted quarantine names another partition ({old['partition']})",
+                    path=str(resumed / MANIFEST),
+                    code="bad-manifest",
+                )
+        except (InputError, RefusedError) as e:
+            plan.skip("bad-manifest", f"{e.message}: not resuming it", str(resumed / MANIFEST))
+            return
     if not plan.changes and old is None:
         return
     if not plan.changes:
         plan.status = "recovered"
         plan.message = "finished the recovery an interrupted run had started"
+    if old is None and not (plan.cuts or plan.moves or plan.copies or plan.checkpoints):
+        # nothing is cut, moved or overwritten (only missing indexes are created): there is
+        # nothing to keep, so no quarantine directory either
+        for r in plan.rewrites:
+            ops.replace_file(r.path, [r.data])
+            step(
+                "create",
+                r.path,
+                f"create {r.path.name} (rebuilt: {_n(r.entries, 'entry', 'entries')})",
+                entries=r.entries,
+            )
+        plan.operations = ops.count
+        return
     qdir = resumed or _new_run_dir(root)
     plan.quarantine = qdir
     pieces: list[Piece] = []
     changes: list[CheckpointChange] = []
+    if resumed is not None:
+        step("resume", qdir, f"resume the interrupted recovery recorded in {qdir}")
     if old is not None:
         for p in old["pieces"]:
             if p.action in (CUT, COPY):
                 if _valid_copy(qdir, p):
                     pieces.append(p)
-                elif p.stored and (qdir / p.stored).exists():
+                elif p.stored and os.path.lexists(qdir / p.stored):
                     ops.unlink(qdir / p.stored)  # a copy cut short by the crash
+                    step(
+                        "delete",
+                        qdir / p.stored,
+                        f"delete {qdir / p.stored}, a copy the interrupted run did not finish",
+                    )
             elif p.action == MOVE:
                 if p.stored and (qdir / p.stored).exists():
                     pieces.append(p)
@@ -748,8 +905,6 @@ def apply_plan(plan: PartitionPlan, opts: RecoveryOptions, ops: FileOps, emit: E
             elif p.action == CREATED and (part_dir / p.source).exists():
                 pieces.append(p)
         changes = list(old["checkpoints"])
-    if resumed is not None:
-        step("resume", qdir, f"resume the interrupted recovery recorded in {qdir}")
     taken = {p.stored for p in pieces if p.stored}
     seq = max((p.seq for p in pieces), default=0)
     new_pieces: list[Piece] = []
@@ -760,7 +915,7 @@ def apply_plan(plan: PartitionPlan, opts: RecoveryOptions, ops: FileOps, emit: E
         if p.stored is not None:
             name = p.stored
             n = 1
-            while name in taken or (qdir / name).exists():
+            while name in taken or os.path.lexists(qdir / name):
                 n += 1
                 name = f"{p.stored}.{n}"
             p.stored = name
@@ -802,7 +957,13 @@ def apply_plan(plan: PartitionPlan, opts: RecoveryOptions, ops: FileOps, emit: E
     for p in new_pieces:
         if p.action in (CUT, COPY):
             assert p.stored is not None
-            ops.copy_range(part_dir / p.source, p.start, p.end, qdir / p.stored)
+            ops.copy_range(
+                part_dir / p.source,
+                p.start,
+                p.end,
+                qdir / p.stored,
+                expect=plan.truncate_id if p.action == CUT else None,
+            )
             step(
                 "copy",
                 part_dir / p.source,
@@ -840,10 +1001,10 @@ def apply_plan(plan: PartitionPlan, opts: RecoveryOptions, ops: FileOps, emit: E
         )
     for name in sorted({c.file for c in plan.checkpoints}):
         cp = log_dir / name
-        values = dict(checkpoint.parse_offset_checkpoint(read_small(cp)).entries)
+        edits: dict[tuple[str, int], tuple[int, int]] = {}
         for c in plan.checkpoints:
             if c.file == name:
-                values[(c.topic, c.partition)] = c.new
+                edits[(c.topic, c.partition)] = (c.old, c.new)
                 step(
                     "checkpoint",
                     cp,
@@ -853,7 +1014,8 @@ def apply_plan(plan: PartitionPlan, opts: RecoveryOptions, ops: FileOps, emit: E
                     old=c.old,
                     new=c.new,
                 )
-        ops.replace_file(cp, [checkpoint.encode_offset_checkpoint(values)])
+        # only the changed lines: the file keeps its order and bytes otherwise
+        ops.replace_file(cp, [edit_checkpoint(_read_nofollow(cp), edits)])
     for p in [m for m in moves if m.where == "partition"]:
         assert p.stored is not None
         _move(ops, part_dir / p.source, qdir / p.stored)
@@ -873,7 +1035,7 @@ def apply_plan(plan: PartitionPlan, opts: RecoveryOptions, ops: FileOps, emit: E
     # 3. the truncation
     if plan.truncate is not None:
         log, valid, size = plan.truncate
-        ops.truncate(log, valid)
+        ops.truncate(log, valid, expect=plan.truncate_id)
         step(
             "truncate",
             log,
@@ -924,31 +1086,75 @@ def _offsets(p: Piece) -> str:
 # -- restoring --------------------------------------------------------------------------------
 
 
+def _read_nofollow(path: Path, limit: int = 16 << 20) -> bytes:
+    size = os.lstat(path).st_size
+    if size > limit:
+        raise InputError(f"larger than {limit} bytes", path=str(path), code="too-large")
+    return b"".join(read_range(path, 0, size))
+
+
+def _runs(root: Path) -> list[Path]:
+    """Run dirs (plain directories holding a manifest.json) under a quarantine root, newest
+    first."""
+    if root.is_symlink() or not root.is_dir():
+        return []
+    return [
+        p
+        for p in sorted(root.iterdir(), reverse=True)
+        if p.is_dir() and not p.is_symlink() and (p / MANIFEST).is_file()
+    ]
+
+
 def find_quarantine(path: Path, custom: Path | None) -> Path:
     """A quarantine run dir from a --restore PATH: the run dir itself, or a partition dir (its
     newest run not yet restored; the newest run when all are)."""
     if (path / MANIFEST).is_file():
         return path
-    root = quarantine_root(path, custom)
-    if root.is_dir():
-        runs = [p for p in sorted(root.iterdir(), reverse=True) if (p / MANIFEST).is_file()]
-        for run in runs:
-            if load_manifest(run).get("state") != RESTORED:
-                return run
-        if runs:
-            return runs[0]  # all restored: the newest one reports that
+    runs = _runs(quarantine_root(path, custom))
+    for run in runs:
+        if load_manifest(run).get("state") != RESTORED:
+            return run
+    if runs:
+        return runs[0]  # all restored: the newest one reports that
     raise InputError(
         "no quarantine to restore here (name a quarantine directory holding manifest.json, "
-        "or a partition directory with an unrestored one)",
+        "a partition directory with an unrestored one, or a log directory)",
         path=str(path),
         code="no-quarantine",
     )
 
 
-def partition_of(qdir: Path, manifest: dict[str, Any]) -> Path:
+def partition_of(qdir: Path, manifest: dict[str, Any], given: Path | None = None) -> Path:
+    """The partition a quarantine belongs to: the directory it sits in (default place), or
+    the partition PATH given; only a run dir in a --quarantine DIR is placed by its manifest,
+    and then only in a partition of the name its own directory has. Never the manifest's
+    word alone: a changed manifest must not redirect a restore."""
     if qdir.parent.name == QUARANTINE_DIR:
-        return qdir.parent.parent
-    return Path(manifest["partition"])
+        part = qdir.parent.parent
+    elif given is not None:
+        part = given
+    else:
+        part = Path(manifest["partition"])
+        if not part.is_absolute() or part.name != qdir.parent.name:
+            raise RefusedError(
+                f"the manifest names the partition {part}, not one named like the directory "
+                f"the quarantine sits in ({qdir.parent.name})",
+                path=str(qdir / MANIFEST),
+                code="bad-manifest",
+            )
+    if Path(manifest["partition"]).name != part.name:
+        raise RefusedError(
+            f"the quarantine is of {manifest['partition']}, not of {part}",
+            path=str(qdir / MANIFEST),
+            code="bad-manifest",
+        )
+    if part.is_symlink() or layout.parse_partition_dir_name(part.name) is None:
+        raise RefusedError(
+            "not a plain partition directory: not restoring into it",
+            path=str(part),
+            code="bad-manifest",
+        )
+    return part
 
 
 def _zeros(n: int) -> Iterator[bytes]:
@@ -958,7 +1164,7 @@ def _zeros(n: int) -> Iterator[bytes]:
         n -= len(block)
 
 
-def restore(qdir: Path, ops: FileOps, emit: Emit) -> dict[str, Any]:
+def restore(qdir: Path, ops: FileOps, emit: Emit, part_dir: Path | None = None) -> dict[str, Any]:
     """Put back everything a truncate-recovery moved to ``qdir``; returns the report object.
 
     Refuses (exit 4) when the partition has changed since in a way that restoring would break:
@@ -967,7 +1173,8 @@ def restore(qdir: Path, ops: FileOps, emit: Emit) -> dict[str, Any]:
     Re-runnable after a crash: every step checks whether it is already done.
     """
     manifest = load_manifest(qdir)
-    part_dir = partition_of(qdir, manifest)
+    if part_dir is None:
+        part_dir = partition_of(qdir, manifest)
     log_dir = part_dir.parent
     report: dict[str, Any] = {
         "type": "restore",
@@ -979,6 +1186,8 @@ def restore(qdir: Path, ops: FileOps, emit: Emit) -> dict[str, Any]:
         "bytes_restored": 0,
     }
     if manifest["state"] == RESTORED:
+        # a restore that died before removing its run dir: finish that
+        _remove_run(ops, qdir)
         report["status"] = "already-restored"
         return report
     kind = "plan_step" if ops.dry_run else "action"
@@ -1013,7 +1222,9 @@ def restore(qdir: Path, ops: FileOps, emit: Emit) -> dict[str, Any]:
     tails = [p for p in pieces if p.action in (CUT, ZEROS)]
     for p in tails:
         src = where(p)
-        size = src.stat().st_size if src.is_file() else -1
+        if src.is_symlink():
+            raise refuse(f"{p.source} is a symlink: klogtool does not write through links", src)
+        size = src.lstat().st_size if src.is_file() else -1
         if size not in (p.start, p.end):
             raise refuse(
                 f"{p.source} is {size} bytes, neither the {p.start} left by the truncation nor "
@@ -1023,9 +1234,9 @@ def restore(qdir: Path, ops: FileOps, emit: Emit) -> dict[str, Any]:
         if size == p.start and p.action == CUT and not _valid_copy(qdir, p):
             raise refuse(f"the stored tail {p.stored} is missing or damaged", qdir)
     for p in pieces:
-        if p.action != MOVE or p.stored is None or not (qdir / p.stored).exists():
+        if p.action != MOVE or p.stored is None or not os.path.lexists(qdir / p.stored):
             continue
-        if where(p).exists():
+        if os.path.lexists(where(p)):
             raise refuse(f"{p.source} exists again: not overwriting it", where(p))
         if p.sha256 and _sha256(qdir / p.stored) != p.sha256:
             raise refuse(f"{p.stored} does not match its SHA-256 in the manifest", qdir / p.stored)
@@ -1034,7 +1245,10 @@ def restore(qdir: Path, ops: FileOps, emit: Emit) -> dict[str, Any]:
         pending = {
             p.source
             for p in pieces
-            if p.action == MOVE and p.kind == layout.LOG and p.stored and (qdir / p.stored).exists()
+            if p.action == MOVE
+            and p.kind == layout.LOG
+            and p.stored
+            and os.path.lexists(qdir / p.stored)
         }
         back = {p.source for p in pieces if p.action == MOVE and p.kind == layout.LOG} - pending
         for seg in layout.scan_partition_dir(part_dir).segments:
@@ -1048,7 +1262,7 @@ def restore(qdir: Path, ops: FileOps, emit: Emit) -> dict[str, Any]:
     # 1. data tails, so that the log is whole again before later segments come back
     for p in tails:
         src = where(p)
-        if src.stat().st_size == p.end:
+        if src.lstat().st_size == p.end:
             continue
         if p.action == ZEROS:
             chunks: Iterator[bytes] = _zeros(p.end - p.start)
@@ -1080,7 +1294,7 @@ def restore(qdir: Path, ops: FileOps, emit: Emit) -> dict[str, Any]:
     for p in moves:
         assert p.stored is not None
         stored = qdir / p.stored
-        if not stored.exists():
+        if not os.path.lexists(stored):
             continue  # already back (or never moved)
         _move(ops, stored, where(p))
         moved = True
@@ -1104,21 +1318,21 @@ def restore(qdir: Path, ops: FileOps, emit: Emit) -> dict[str, Any]:
         report["files_restored"] += 1
         step("restore", dst, f"restore the previous {p.source}")
     for p in pieces:
-        if p.action == CREATED and where(p).exists():
+        if p.action == CREATED and os.path.lexists(where(p)):
             ops.unlink(where(p))
             step("delete", where(p), f"delete {p.source}, which the recovery created")
     # 4. checkpoint values the recovery lowered
     for name in sorted({c.file for c in manifest["checkpoints"]}):
         cp = log_dir / name
-        if not cp.is_file():
+        if not cp.is_file() or cp.is_symlink():
             continue
-        values = dict(checkpoint.parse_offset_checkpoint(read_small(cp)).entries)
-        changed = False
+        data = _read_nofollow(cp)
+        values = dict(checkpoint.parse_offset_checkpoint(data).entries)
+        edits: dict[tuple[str, int], tuple[int, int]] = {}
         for c in manifest["checkpoints"]:
             key = (c.topic, c.partition)
             if c.file == name and values.get(key) == c.new and c.new != c.old:
-                values[key] = c.old
-                changed = True
+                edits[key] = (c.new, c.old)
                 step(
                     "checkpoint",
                     cp,
@@ -1128,13 +1342,58 @@ def restore(qdir: Path, ops: FileOps, emit: Emit) -> dict[str, Any]:
                     old=c.new,
                     new=c.old,
                 )
-        if changed:
-            ops.replace_file(cp, [checkpoint.encode_offset_checkpoint(values)])
+        if edits:
+            # only those lines: the file comes back byte for byte
+            ops.replace_file(cp, [edit_checkpoint(data, edits)])
     manifest["state"] = RESTORED
     ops.replace_file(qdir / MANIFEST, [_dump_manifest(manifest)])
+    # everything is back: the run dir goes (marked restored first, so that a crash in
+    # between leaves a run that the next --restore recognises and removes)
+    _remove_run(ops, qdir)
+    step("remove", qdir, f"remove the restored quarantine {qdir}")
     if ops.dry_run:
         report["status"] = "would-restore"
     return report
+
+
+def _remove_run(ops: FileOps, qdir: Path) -> None:
+    """Remove a restored run dir (its manifest last: until then a re-run knows the run as
+    restored), and the default quarantine root once it is empty."""
+    if ops.dry_run:
+        ops.remove_tree(qdir)
+        return
+    for child in sorted(qdir.iterdir()):
+        if child.name == MANIFEST:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            ops.remove_tree(child)
+        else:
+            ops.unlink(child)  # a link is removed as a link
+    ops.unlink(qdir / MANIFEST)
+    ops.rmdir(qdir)
+    _remove_empty_root(ops, qdir.parent)
+
+
+def _remove_empty_root(ops: FileOps, root: Path) -> None:
+    if root.name == QUARANTINE_DIR and not root.is_symlink() and not any(root.iterdir()):
+        ops.rmdir(root)
+
+
+def _sweep_finished(ops: FileOps, root: Path) -> bool:
+    """Remove empty run dirs (left by a restore that died right after deleting the
+    manifest); True when there were any."""
+    if root.is_symlink() or not root.is_dir():
+        return False
+    empty = [
+        p for p in root.iterdir() if p.is_dir() and not p.is_symlink() and not any(p.iterdir())
+    ]
+    for p in empty:
+        ops.rmdir(p)
+    if ops.dry_run:
+        return bool(empty)
+    finished = bool(empty) or (root.name == QUARANTINE_DIR and not any(root.iterdir()))
+    _remove_empty_root(ops, root)  # an empty root alone: the crash came after the run's rmdir
+    return finished
 
 
 def _chain(*parts: Iterator[bytes]) -> Iterator[bytes]:
@@ -1180,6 +1439,25 @@ def run_recovery(
     for f in targets.findings:
         finding(f)
         stats.skipped += 1
+    try:
+        _recover_groups(targets, opts, ops, emit, stats, finding, force, progress)
+    except BaseException:
+        ops.discard_partial()  # a failed run (a full disk) leaves no half-written .cleaned
+        raise
+    stats.operations = ops.count
+    return stats
+
+
+def _recover_groups(
+    targets: Targets,
+    opts: RecoveryOptions,
+    ops: FileOps,
+    emit: Emit,
+    stats: RecoveryStats,
+    finding: Callable[[Finding], None],
+    force: bool,
+    progress: Callable[[int], None] | None,
+) -> None:
     for log_dir, group in targets.by_log_dir():
         with log_dir_lock(log_dir, force=force, dry_run=opts.dry_run):
             for t in group:
@@ -1212,8 +1490,33 @@ def run_recovery(
                 stats.bytes_quarantined += plan.bytes_quarantined
                 stats.records_quarantined += plan.records_quarantined
                 emit(plan.report(opts.dry_run))
-    stats.operations = ops.count
-    return stats
+
+
+def _restore_targets(path: Path, custom: Path | None) -> list[tuple[Path, Path | None]]:
+    """(run dir, partition PATH given or None) for one --restore PATH: a run dir, a
+    partition dir, or a log dir (the newest run of each partition that has one)."""
+    if (path / MANIFEST).is_file() or layout.parse_partition_dir_name(path.name) is not None:
+        given = None if (path / MANIFEST).is_file() else path
+        return [(find_quarantine(path, custom), given)]
+    out: list[tuple[Path, Path | None]] = []
+    for child in sorted(path.iterdir()):
+        if (
+            child.is_symlink()
+            or not child.is_dir()
+            or layout.parse_partition_dir_name(child.name) is None
+        ):
+            continue
+        runs = _runs(quarantine_root(child, custom))
+        if runs:
+            out.append((find_quarantine(child, custom), child))
+    if not out:
+        raise InputError(
+            "no quarantine to restore here (name a quarantine directory holding manifest.json, "
+            "a partition directory with an unrestored one, or a log directory)",
+            path=str(path),
+            code="no-quarantine",
+        )
+    return out
 
 
 def run_restore(
@@ -1224,25 +1527,51 @@ def run_restore(
     *,
     force: bool = False,
 ) -> list[dict[str, Any]]:
-    """``--restore``: each PATH a quarantine dir, or a partition dir (its newest one)."""
+    """``--restore``: each PATH a quarantine dir, a partition dir (its newest one), or a log
+    dir (the newest one of each of its partitions)."""
     reports = []
     for arg in paths:
         path = Path(arg)
         if not path.exists():
             raise InputError("no such file or directory", path=arg, code="not-found")
-        qdir = find_quarantine(path.absolute(), custom)
-        manifest = load_manifest(qdir)
-        part_dir = partition_of(qdir, manifest)
-        if not part_dir.is_dir():
-            raise InputError(
-                "the partition directory of this quarantine is gone",
-                path=str(part_dir),
-                code="not-found",
-            )
-        with log_dir_lock(log_dir_of(part_dir), force=force, dry_run=ops.dry_run):
-            for message in complete_interrupted(ops, part_dir):
-                emit(rebuild.interrupted_obj(str(part_dir), message, ops.dry_run))
-            report = restore(qdir, ops, emit)
-        emit(report)
-        reports.append(report)
+        path = path.absolute()
+        root = quarantine_root(path, custom)
+        if (
+            not (path / MANIFEST).is_file()
+            and layout.parse_partition_dir_name(path.name) is not None
+            and not _runs(root)
+            and _sweep_finished(ops, root)
+        ):
+            # the restore was done; only its empty run dir was left
+            report = {
+                "type": "restore",
+                "path": str(root),
+                "partition": str(path),
+                "status": "already-restored",
+                "dry_run": ops.dry_run,
+                "files_restored": 0,
+                "bytes_restored": 0,
+            }
+            emit(report)
+            reports.append(report)
+            continue
+        for qdir, given in _restore_targets(path, custom):
+            manifest = load_manifest(qdir)
+            part_dir = partition_of(qdir, manifest, given)
+            if not part_dir.is_dir():
+                raise InputError(
+                    "the partition directory of this quarantine is gone",
+                    path=str(part_dir),
+                    code="not-found",
+                )
+            with log_dir_lock(log_dir_of(part_dir), force=force, dry_run=ops.dry_run):
+                for message in complete_interrupted(ops, part_dir):
+                    emit(rebuild.interrupted_obj(str(part_dir), message, ops.dry_run))
+                try:
+                    report = restore(qdir, ops, emit, part_dir)
+                except BaseException:
+                    ops.discard_partial()  # no half-written .cleaned left on a full disk
+                    raise
+            emit(report)
+            reports.append(report)
     return reports

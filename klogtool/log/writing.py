@@ -62,7 +62,11 @@ def writing_session(
             done = complete_interrupted(ops, p)
             if done:
                 session.completed.setdefault(p, []).extend(done)
-        yield session
+        try:
+            yield session
+        except BaseException:
+            ops.discard_partial()  # a failed run (a full disk) leaves no half-written .cleaned
+            raise
 
 
 def now_ms(now: int | None) -> int:

@@ -140,3 +140,158 @@ def test_a_symlinked_lock_file_is_refused_not_followed(tmp_path: Path) -> None:
         pass
     assert exc.value.code == "lock-unavailable"
     assert not target.exists()
+
+
+# -- security review (issue 11): no write through a link, errors name the file ---------------
+
+
+def _victim(tmp_path: Path) -> Path:
+    outside = tmp_path / "outside"
+    outside.mkdir(exist_ok=True)
+    victim = outside / "victim"
+    victim.write_bytes(b"precious " * 100)
+    return victim
+
+
+def test_every_write_refuses_a_link_in_place_of_the_file(tmp_path: Path) -> None:
+    victim = _victim(tmp_path)
+    part = tmp_path / "part"
+    part.mkdir()
+    link = part / "00000000000000000000.log"
+    link.symlink_to(victim)
+    ops = FileOps()
+    with pytest.raises(RefusedError):
+        ops.truncate(link, 3)
+    with pytest.raises(RefusedError):
+        ops.set_mtime(link, 0)
+    with pytest.raises(RefusedError):
+        ops.copy_range(link, 0, 5, part / "copy")
+    with pytest.raises(RefusedError):
+        ops.rename(link, part / "moved")
+    with pytest.raises(OSError):
+        ops.write(link, [b"x"])  # O_EXCL | O_NOFOLLOW: never created through the link
+    assert victim.read_bytes() == b"precious " * 100
+    assert not (part / "copy").exists()
+    ops.unlink(link)  # removed as a link
+    assert not os.path.lexists(link) and victim.read_bytes() == b"precious " * 100
+
+
+def test_truncate_refuses_a_file_swapped_since_the_plan(tmp_path: Path) -> None:
+    from klogtool.log.atomic import identity
+
+    part = tmp_path / "part"
+    part.mkdir()
+    log = part / "00000000000000000000.log"
+    log.write_bytes(b"a" * 100)
+    planned = identity(log)
+    other = part / "other"
+    other.write_bytes(b"b" * 100)
+    os.replace(other, log)  # the segment swapped for another file after planning
+    with pytest.raises(RefusedError, match="not the file that was planned"):
+        FileOps().truncate(log, 10, expect=planned)
+    assert log.read_bytes() == b"b" * 100
+
+
+def test_a_dangling_cleaned_link_is_removed_not_blocking(tmp_path: Path) -> None:
+    victim_dir = tmp_path / "outside"
+    victim_dir.mkdir()
+    part = tmp_path / "part"
+    part.mkdir()
+    target = part / "leader-epoch-checkpoint"
+    target.write_bytes(b"0\n0\n")
+    (part / "leader-epoch-checkpoint.cleaned").symlink_to(victim_dir / "created-by-link")
+    FileOps().replace_file(target, [b"0\n1\n0 0\n"])
+    assert target.read_bytes() == b"0\n1\n0 0\n"
+    assert not os.path.lexists(part / "leader-epoch-checkpoint.cleaned")
+    assert list(victim_dir.iterdir()) == []
+    # complete_interrupted removes leftover links as links too
+    _setup(tmp_path / "p2")
+    (tmp_path / "p2" / "00000000000000000000.log.cleaned").symlink_to(victim_dir / "nothing")
+    (tmp_path / "p2" / "00000000000000000003.log.swap").symlink_to(victim_dir / "nothing")
+    done = complete_interrupted(FileOps(), tmp_path / "p2")
+    assert len(done) == 2 and list(victim_dir.iterdir()) == []
+    assert not [p for p in (tmp_path / "p2").iterdir() if p.is_symlink()]
+
+
+def test_remove_tree_never_follows_links(tmp_path: Path) -> None:
+    victim = _victim(tmp_path)
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "sub" / "f").write_bytes(b"x")
+    (tree / "link-to-dir").symlink_to(victim.parent, target_is_directory=True)
+    (tree / "sub" / "link-to-file").symlink_to(victim)
+    FileOps().remove_tree(tree)
+    assert not tree.exists() and victim.read_bytes() == b"precious " * 100
+    linked = tmp_path / "linked-tree"
+    linked.symlink_to(victim.parent, target_is_directory=True)
+    with pytest.raises(RefusedError):
+        FileOps().remove_tree(linked)
+    assert victim.read_bytes() == b"precious " * 100
+
+
+def test_a_full_disk_names_the_file_and_leaves_no_partial_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    part = tmp_path / "part"
+    part.mkdir()
+    target = part / "00000000000000000000.index"
+    target.write_bytes(b"old")
+    ops = FileOps()
+    ops.write(part / "00000000000000000000.log.cleaned", [b"first of the run"])
+    real_write = os.write
+
+    def full(fd: int, data: object) -> int:
+        real_write(fd, b"ha")  # part of the data made it before the disk filled
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(OSError) as e:
+        ops.replace_file(target, [b"new contents"])
+    monkeypatch.setattr(os, "write", real_write)
+    assert e.value.filename == str(part / "00000000000000000000.index.cleaned")
+    assert e.value.errno == errno.ENOSPC
+    assert not (part / "00000000000000000000.index.cleaned").exists()
+    assert target.read_bytes() == b"old"
+    assert ops.discard_partial() == [part / "00000000000000000000.log.cleaned"]
+    assert sorted(p.name for p in part.iterdir()) == ["00000000000000000000.index"]
+
+
+def test_a_full_disk_in_a_writing_session_removes_its_cleaned_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from klogtool.log.writing import writing_session
+
+    part = tmp_path / "logdir" / "t-0"
+    _setup(part)
+    before = _contents(part)
+    real_write = os.write
+    calls = []
+
+    def full(fd: int, data: object) -> int:
+        calls.append(1)
+        if len(calls) > 1:
+            raise OSError(errno.EFBIG, "File too large")
+        return real_write(fd, data)  # type: ignore[arg-type]
+
+    with pytest.raises(OSError) as e:
+        with writing_session([part], force=False, dry_run=False) as s:
+            monkeypatch.setattr(os, "write", full)
+            s.ops.write(part / "00000000000000000000.log.cleaned", [b"one"])
+            s.ops.write(part / "00000000000000000000.index.cleaned", [b"two"])
+    monkeypatch.setattr(os, "write", real_write)
+    assert e.value.filename == str(part / "00000000000000000000.index.cleaned")
+    assert _contents(part) == before
+
+
+def test_a_lock_file_klogtool_created_is_removed_and_a_brokers_is_kept(tmp_path: Path) -> None:
+    with log_dir_lock(tmp_path):
+        assert (tmp_path / ".lock").exists()  # held while klogtool works
+    assert not (tmp_path / ".lock").exists()  # the broker had none: none is left (issue 10)
+    (tmp_path / ".lock").write_bytes(b"")
+    with log_dir_lock(tmp_path):
+        pass
+    assert (tmp_path / ".lock").exists()

@@ -130,6 +130,11 @@ def test_recovery_scenario(
     assert p["records_kept"] == len(partition_records(part))
     expected_files, expected_quarantine = _expected(scenario, original)
     assert files(part) == expected_files
+    if scenario in ("missing-index", "leftover-swap"):
+        # nothing was cut, moved or overwritten (indexes only created): no quarantine
+        assert quarantine_runs(part) == [] and not (part / ".klogtool-quarantine").exists()
+        _verify_clean(part)
+        return
     (qrun,) = quarantine_runs(part)
     assert files(qrun).keys() - {"manifest.json"} == expected_quarantine.keys()
     for name, data in expected_quarantine.items():
@@ -154,7 +159,7 @@ def test_recovery_scenario(
         restored = {k: v for k, v in restored.items() if not k.startswith(S0 + ".")}
         restored[f"{S0}.log"] = original[f"{S0}.log.swap"]
     assert files(part) == restored
-    assert manifest(qrun)["state"] == "restored"
+    assert not qrun.exists() and not (part / ".klogtool-quarantine").exists()  # removed
 
 
 def test_zero_fill_is_recorded_not_copied(tmp_path: Path) -> None:
@@ -255,11 +260,10 @@ def test_custom_quarantine_dir_and_restore(tmp_path: Path) -> None:
     code, _, err = run("truncate-recovery", "--restore", "--quarantine", str(q), str(part))
     assert code == 0, err
     assert files(part) == original
-    # nothing left to restore, whichever way it is named
-    code, out, _ = run("truncate-recovery", "--restore", "--quarantine", str(q), str(part))
-    assert code == 0 and "already restored" in out
-    code, out, _ = run("truncate-recovery", "--restore", str(qrun))
-    assert code == 0 and "already restored" in out
+    # the restored run is removed: nothing left to restore, whichever way it is named
+    assert not qrun.exists()
+    code, _, err = run("truncate-recovery", "--restore", "--quarantine", str(q), str(part))
+    assert code == 3 and "no quarantine to restore" in err
     code, _, err = run("truncate-recovery", "--restore", str(part))  # not in the default place
     assert code == 3 and "no quarantine to restore" in err
 
