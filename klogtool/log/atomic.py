@@ -26,7 +26,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from klogtool.errors import RefusedError
+from klogtool.errors import InputError, RefusedError
 from klogtool.log import layout
 
 CRASH_ENV = "KLOGTOOL_CRASH_AFTER_OPS"
@@ -531,62 +531,122 @@ def _delete_indexes(ops: FileOps, base_file: Path, done: list[str]) -> None:
 
 # -- the broker's lock ---------------------------------------------------------------------
 def log_dir_of(path: Path) -> Path:
-    """The log dir holding ``path`` (a partition dir, or a log dir itself)."""
-    path = path.resolve()
+    """The log dir holding ``path`` (a segment file, a partition dir, or a log dir itself).
+
+    The path is made absolute but never resolved: the broker locks the log dir it was
+    configured with, so a partition dir named through a symlink belongs to the log dir the
+    user's path names, not to wherever the link leads. A directory named ``<topic>-<n>`` or
+    holding segments is always a partition dir (its parent is the log dir), whatever stray
+    ``.lock`` or ``meta.properties`` it holds.
+    """
+    path = Path(os.path.abspath(path))
     if path.is_file():
         path = path.parent
-    if (path / LOCK_FILE).exists() or (path / "meta.properties").exists():
-        return path
-    if layout.parse_partition_dir_name(path.name) is not None:
+    if layout.parse_partition_dir_name(path.name) is not None or layout.holds_segments(path):
         return path.parent
     return path
 
 
 @contextmanager
-def log_dir_lock(log_dir: Path, *, force: bool = False, dry_run: bool = False) -> Iterator[None]:
+def log_dir_lock(
+    log_dir: Path, *, force: bool = False, dry_run: bool = False, shared: bool = False
+) -> Iterator[None]:
     """Hold the log dir's ``.lock`` like a broker does (an fcntl lock), or refuse (exit 4).
 
-    A running broker holds this lock for as long as it runs; two klogtool runs cannot
-    interleave either. ``force`` skips the refusal (the lock is still taken when free).
-    In ``dry_run`` mode the lock is only tested, and no ``.lock`` file is created.
+    A running broker holds this lock exclusively for as long as it runs; klogtool's writers
+    take it exclusively too, so two runs cannot interleave. ``shared`` is for a log dir that
+    is only read but must stay stable (convert-format's SRC): readers exclude writers, not
+    each other. ``force`` skips the refusal (the lock is still taken when free). In
+    ``dry_run`` mode the lock is only tested, and no ``.lock`` file is created. A ``.lock``
+    that klogtool created (the broker had none) is removed again when done.
     """
     lock = log_dir / LOCK_FILE
-    if dry_run and not lock.exists():
+    if dry_run and not os.path.lexists(lock):
         yield
         return
-    # a .lock klogtool creates (the broker had none) is removed again when done
-    created = not dry_run and not os.path.lexists(lock)
-    # O_NOFOLLOW: a .lock symlinked elsewhere is refused, never followed (or created).
-    flags = (os.O_RDONLY if dry_run else os.O_RDWR | os.O_CREAT) | os.O_NOFOLLOW
-    try:
-        fd = os.open(lock, flags, 0o644)
-    except OSError as e:
-        raise RefusedError(
-            f"cannot open the lock file: {e.strerror}", path=str(lock), code="lock-unavailable"
-        ) from e
-    try:
-        try:
-            fcntl.lockf(fd, (fcntl.LOCK_SH if dry_run else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-            held = True
-        except OSError as e:
-            if e.errno not in (errno.EACCES, errno.EAGAIN):
-                raise
-            held = False
-            if not force:
-                raise RefusedError(
-                    "the log directory is locked by another process (a running Kafka broker, "
-                    "or another klogtool run)",
-                    path=str(lock),
-                    code="broker-lock-held",
-                    hint="stop the broker first; --force overrides this check at your own risk",
-                ) from None
-        try:
+    for _attempt in range(3):
+        fd, created = _open_lock(lock, create=not dry_run, shared=shared)
+        if fd is None:  # a read-only input on a file system where no .lock can be created
             yield
+            return
+        try:
+            mode = fcntl.LOCK_SH if dry_run or shared else fcntl.LOCK_EX
+            held = _try_lock(fd, mode, lock, force=force)
+            if held and not _same_file(fd, lock):
+                continue  # another run removed the .lock we opened: lock the one there now
+            try:
+                yield
+            finally:
+                if held:
+                    _release_lock(fd, lock, created=created)
+            return
         finally:
-            if held:
-                if created:
-                    with suppress(OSError):
-                        os.unlink(lock)  # still holding it: nobody else locked this file
-                fcntl.lockf(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+            os.close(fd)
+    raise RefusedError(
+        "the lock file keeps being replaced (another klogtool run?)",
+        path=str(lock),
+        code="broker-lock-held",
+    )
+
+
+def _open_lock(lock: Path, *, create: bool, shared: bool) -> tuple[int | None, bool]:
+    """The lock file's fd (opened without following links) and whether this call created it."""
+    existed = os.path.lexists(lock)
+    # O_NOFOLLOW: a .lock symlinked elsewhere is refused, never followed (or created).
+    flags = (os.O_RDWR | os.O_CREAT if create else os.O_RDONLY) | os.O_NOFOLLOW
+    try:
+        return os.open(lock, flags, 0o644), not existed
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise RefusedError(
+                "the lock file is a symbolic link: refused (never followed)",
+                path=str(lock),
+                code="lock-unavailable",
+            ) from None
+        if shared and not existed and e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            return None, False  # nobody can create a lock there to write under either
+        raise InputError(
+            f"cannot open the lock file: {e.strerror}", path=str(lock), code="io-error"
+        ) from e
+
+
+def _try_lock(fd: int, mode: int, lock: Path, *, force: bool) -> bool:
+    try:
+        fcntl.lockf(fd, mode | fcntl.LOCK_NB)
+        return True
+    except OSError as e:
+        if e.errno not in (errno.EACCES, errno.EAGAIN):
+            raise InputError(
+                f"cannot lock the lock file: {e.strerror}", path=str(lock), code="io-error"
+            ) from e
+    if force:
+        return False
+    raise RefusedError(
+        "the log directory is locked by another process (a running Kafka broker, "
+        "or another klogtool run)",
+        path=str(lock),
+        code="broker-lock-held",
+        hint="stop the broker first; --force overrides this check at your own risk",
+    )
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    here = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (here.st_dev, here.st_ino)
+
+
+def _release_lock(fd: int, lock: Path, *, created: bool) -> None:
+    # Remove a .lock we created only while holding it exclusively: a shared holder that
+    # is still reading keeps it (and with it, writers out).
+    if created:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if _same_file(fd, lock):
+                os.unlink(lock)
+        except OSError:
+            pass
+    fcntl.lockf(fd, fcntl.LOCK_UN)

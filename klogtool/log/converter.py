@@ -182,15 +182,20 @@ class ConversionPlan:
 def source_partitions(src: Path) -> list[Path]:
     """The partition dirs ``src`` (a segment, partition dir or log dir) lies in or holds (not
     those that are symlinks out of a log dir ``src``)."""
+    src = Path(os.path.abspath(src))  # "." keeps its name; a link keeps the named log dir
     if src.is_file():
-        return [src.parent]
-    if not src.is_dir():
+        found = [src.parent]
+    elif not src.is_dir():
         return []
-    if layout.looks_like_partition_dir(src):
-        return [src]
-    logdir = layout.scan_log_dir(src)
-    # never those that are symlinks out of the log dir: nothing is written through them
-    return [p for p in logdir.partitions if is_within(src, p)] if logdir is not None else []
+    elif layout.looks_like_partition_dir(src):
+        found = [src]
+    else:
+        logdir = layout.scan_log_dir(src)
+        # never those that are symlinks out of the log dir: nothing is written through them
+        found = [p for p in logdir.partitions if is_within(src, p)] if logdir is not None else []
+    for p in found:
+        layout.check_partition_name(p)
+    return found
 
 
 def plan_conversion(src: Path, opts: ConvertOptions, *, confine: bool = False) -> ConversionPlan:

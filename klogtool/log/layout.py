@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from klogtool.errors import InputError
+
 LOG = "log"
 INDEX = "index"
 TIMEINDEX = "timeindex"
@@ -78,6 +80,23 @@ def offset_from_name(path: Path) -> int | None:
 
 def segment_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
+
+
+# Kafka's legal topic names (org.apache.kafka.common.internals.Topic.validate).
+_LEGAL_TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+
+
+def check_partition_name(path: Path) -> None:
+    """Refuse (exit 3) a partition dir whose topic no broker could have created: writing
+    commands name the topic in checkpoint files, so they check it before changing anything."""
+    parsed = parse_partition_dir_name(path.name)
+    if parsed is not None and (not _LEGAL_TOPIC_RE.match(parsed[0]) or parsed[0] in (".", "..")):
+        raise InputError(
+            f"{parsed[0]!r} is not a legal Kafka topic name (letters, digits, '.', '_', '-'; "
+            "at most 249): not a partition directory a broker wrote; nothing was changed",
+            path=str(path),
+            code="bad-partition-name",
+        )
 
 
 def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
@@ -151,6 +170,14 @@ def scan_partition_dir(path: Path) -> PartitionDir:
     part.segments = [segments[k] for k in sorted(segments)]
     part.snapshots.sort(key=lambda p: offset_from_name(p) or 0)
     return part
+
+
+def holds_segments(path: Path) -> bool:
+    """Whether the directory ``path`` holds a ``<offset>.log`` file."""
+    try:
+        return any(file_kind(c) == LOG and c.is_file() for c in path.iterdir())
+    except OSError:
+        return False
 
 
 def looks_like_partition_dir(path: Path) -> bool:

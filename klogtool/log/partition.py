@@ -260,11 +260,15 @@ def partition_dirs(arg: Path) -> tuple[list[Path], list[str]]:
     that is a symlink out of the given log dir is never written to)."""
     if not arg.exists():
         raise InputError("no such file or directory", path=str(arg), code="not-found")
+    # absolute, not resolved: "." keeps its name (topic and partition), and a link keeps the
+    # log dir the user named
+    arg = Path(os.path.abspath(arg))
     if not arg.is_dir():
         raise InputError(
             "expected a partition directory or a log directory", path=str(arg), code="not-a-dir"
         )
     if layout.looks_like_partition_dir(arg):
+        layout.check_partition_name(arg)
         return [arg], []
     logdir = layout.scan_log_dir(arg)
     if logdir is None:
@@ -277,6 +281,7 @@ def partition_dirs(arg: Path) -> tuple[list[Path], list[str]]:
         if not is_within(arg, p):
             skipped.append(f"{p}: skipped: a symlink out of {arg} (never written through)")
             continue
+        layout.check_partition_name(p)
         out.append(p)
     return out, skipped
 

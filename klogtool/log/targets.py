@@ -68,7 +68,9 @@ def resolve(paths: list[str]) -> Targets:
                 )
             found.append(PartitionTarget(Path(os.path.abspath(path)).parent, arg, base))
         elif layout.looks_like_partition_dir(path):
-            found.append(PartitionTarget(path.resolve(), arg))
+            # absolute, not resolved: the log dir (and its lock) is the one the user's path
+            # names, even when the partition dir is a symlink to elsewhere
+            found.append(PartitionTarget(Path(os.path.abspath(path)), arg))
         else:
             logdir = layout.scan_log_dir(path)
             if logdir is None:
@@ -96,6 +98,7 @@ def resolve(paths: list[str]) -> Targets:
                     continue
                 found.append(PartitionTarget(Path(os.path.abspath(p)), display))
         for t in found:
+            layout.check_partition_name(t.path)
             key = (t.path, t.only_base)
             if key not in seen:
                 seen.add(key)

@@ -35,8 +35,8 @@ def writing_session(
     read_only: list[Path] | None = None,
 ) -> Iterator[Session]:
     """Lock the log dirs of ``partitions`` and complete their interrupted swaps. The log dirs
-    of ``read_only`` paths (inputs that are only read) are checked for a broker's lock
-    without creating a ``.lock`` file in them."""
+    of ``read_only`` paths (inputs that are only read but must not change meanwhile) are
+    locked shared: no broker or klogtool writer can hold them while this runs."""
     ops = FileOps(dry_run=dry_run)
     with ExitStack() as stack:
         seen: set[Path] = set()
@@ -45,7 +45,9 @@ def writing_session(
             if log_dir in seen:
                 continue
             seen.add(log_dir)
-            stack.enter_context(log_dir_lock(log_dir, force=force, dry_run=dry_run or only_read))
+            stack.enter_context(
+                log_dir_lock(log_dir, force=force, dry_run=dry_run, shared=only_read)
+            )
         session = Session(ops)
         for log_dir in sorted(seen):
             # a checkpoint rewrite cut short leaves <checkpoint>.cleaned beside it (ours)
