@@ -57,7 +57,7 @@ from klogtool.log.indexer import build_indexes
 from klogtool.log.partition import CLEANER, PartitionView, TxnReplay, update_offset_checkpoint
 from klogtool.log.segment import mapped, read_small
 from klogtool.log.topicconfig import TopicConfig
-from klogtool.log.writing import require_readable_end, unreadable
+from klogtool.log.writing import check_batch_offsets, require_readable_end, unreadable
 
 INT32_MAX = (1 << 31) - 1
 
@@ -502,15 +502,19 @@ def _scan(view: PartitionView, max_batch_bytes: int) -> tuple[list[_Segment], di
     segments: list[_Segment] = []
     producers: dict[int, Producer] = {}
     replay = TxnReplay()
+    floor = 0
     for info in view.segments:
         recovered: list[AbortedTxn] = []
         path = info.log
         next_offset = info.base_offset
         first_ts = -1
+        floor = max(floor, info.base_offset)
         with mapped(path) as buf:
             scanner = SegmentScanner(buf)
             try:
                 for batch in scanner:
+                    check_batch_offsets(batch, info.base_offset, floor, path)
+                    floor = batch.last_offset + 1
                     if next_offset == info.base_offset and first_ts == -1:
                         first_ts = batch.max_timestamp  # getFirstBatchTimestamp
                     next_offset = batch.last_offset + 1

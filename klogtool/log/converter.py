@@ -49,7 +49,7 @@ from klogtool.log.atomic import CLEANED, FileOps, read_range, swap_in_cleaned
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES, build_indexes
 from klogtool.log.partition import is_within, replay_aborted_txns
 from klogtool.log.segment import mapped
-from klogtool.log.writing import require_readable_end, unreadable
+from klogtool.log.writing import check_batch_offsets, require_readable_end, unreadable
 
 INT32_MAX = (1 << 31) - 1
 SEGMENT, PARTITION, LOG_DIR = "segment", "partition", "log-dir"
@@ -69,19 +69,30 @@ class ConvertOptions:
 
 @dataclass
 class Losses:
-    """What a conversion drops. The first five are lossy (refused without --allow-lossy)."""
+    """What a conversion drops. All but the delete horizon are lossy (refused without
+    --allow-lossy): a consumer, the producer state or the leader-epoch history would see
+    something else afterwards."""
 
     headers: int = 0  # records whose headers are dropped (into v0/v1)
     timestamps: int = 0  # records whose timestamp is dropped (into v0)
     control_batches: int = 0  # transaction markers and other control batches dropped
     transactional_batches: int = 0  # lose the flag: aborted data becomes visible
     zstd_batches: int = 0  # zstd does not exist before v2: written uncompressed
-    producer_batches: int = 0  # producer id/epoch/sequence dropped (informational)
-    empty_batches: int = 0  # emptied batches (producer state only) dropped (informational)
-    leader_epoch_batches: int = 0  # partition leader epoch dropped (informational)
+    producer_batches: int = 0  # producer id/epoch/sequence dropped: idempotence state lost
+    empty_batches: int = 0  # emptied batches (producer state only) dropped
+    leader_epoch_batches: int = 0  # partition leader epoch dropped: epoch history lost
     delete_horizon_batches: int = 0  # KIP-534 delete horizon dropped (informational)
 
-    LOSSY = ("headers", "timestamps", "control_batches", "transactional_batches", "zstd_batches")
+    LOSSY = (
+        "headers",
+        "timestamps",
+        "control_batches",
+        "transactional_batches",
+        "zstd_batches",
+        "producer_batches",
+        "empty_batches",
+        "leader_epoch_batches",
+    )
 
     def add(self, other: Losses) -> None:
         for f in fields(self):
@@ -237,19 +248,28 @@ def plan_conversion(src: Path, opts: ConvertOptions, *, confine: bool = False) -
 def plan_partition(path: Path, opts: ConvertOptions) -> PartitionPlan:
     part = layout.scan_partition_dir(path)
     segments: list[SegmentPlan] = []
+    floor = 0
     for seg in part.segments:
         if seg.log is None:
             continue  # an orphan index: the broker deletes it, nothing to convert
-        segments.append(plan_segment(seg.log, seg.base_offset, seg.txnindex, opts))
+        plan = plan_segment(seg.log, seg.base_offset, seg.txnindex, opts, floor=floor)
+        segments.append(plan)
+        if plan.last_offset_in is not None:
+            floor = plan.last_offset_in + 1
     carried = list(part.snapshots) + list(part.kraft_snapshots)
     carried += [p for p in (part.leader_epoch_checkpoint, part.partition_metadata) if p]
     ignored = list(part.other) + list(part.leftovers)
     return PartitionPlan(path, segments, carried, ignored)
 
 
-def plan_segment(path: Path, base: int, txnindex: Path | None, opts: ConvertOptions) -> SegmentPlan:
-    """Walk a segment like the conversion will, counting losses, without encoding."""
+def plan_segment(
+    path: Path, base: int, txnindex: Path | None, opts: ConvertOptions, *, floor: int = 0
+) -> SegmentPlan:
+    """Walk a segment like the conversion will, counting losses, without encoding. Every
+    batch is validated the same way whatever the target (records decoded, offsets above
+    ``floor`` and the segment's base), so a copied batch is as sound as a converted one."""
     losses = Losses()
+    floor = max(floor, base)
     batches = 0
     action = COPY
     last_in: int | None = None
@@ -258,9 +278,13 @@ def plan_segment(path: Path, base: int, txnindex: Path | None, opts: ConvertOpti
         scanner = SegmentScanner(buf)
         try:
             for batch in scanner:
+                check_batch_offsets(batch, base, floor, path)
+                floor = batch.last_offset + 1
                 batches += 1
                 last_in = batch.last_offset
                 if _is_copy(batch, opts):
+                    for _ in batch.records(opts.max_batch_bytes):
+                        pass  # undecodable records are refused, not copied through
                     last_out = batch.last_offset
                     continue
                 action = CONVERT
@@ -341,8 +365,7 @@ def _account(batch: Batch, opts: ConvertOptions, losses: Losses) -> bool:
             losses.zstd_batches += 1
     elif isinstance(batch, DefaultBatch) and (batch.is_control or batch.records_count == 0):
         return True
-    if target >= 2 and isinstance(batch, DefaultBatch):
-        return True  # nothing to count (the CRC was checked; records decode when converted)
+    # decoded whatever the target: a batch that cannot be converted is refused while planning
     for r in batch.records(opts.max_batch_bytes):
         if target < 2 and r.headers:
             losses.headers += 1

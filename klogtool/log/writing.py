@@ -14,7 +14,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from klogtool.errors import InputError
-from klogtool.formats.errors import FormatError
+from klogtool.formats.batch import Batch
+from klogtool.formats.errors import FormatError, LimitExceededError
 from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.log import layout
 from klogtool.log.atomic import CLEANED, FileOps, complete_interrupted, log_dir_lock, log_dir_of
@@ -86,6 +87,8 @@ def format_ts(ms: int) -> str:
     return f"{ms} ({dt.strftime('%Y-%m-%dT%H:%M:%S')}Z)"
 
 
+INT32_MAX = (1 << 31) - 1
+
 SPECIAL_DIR_SUFFIXES = ("-delete", "-future", "-stray")
 
 
@@ -98,8 +101,13 @@ def is_special_partition_dir(path: Path) -> bool:
 
 def unreadable(e: FormatError, path: Path) -> InputError:
     """A segment a rewriting command cannot read: one line, and what to do about it."""
+    if isinstance(e, LimitExceededError):
+        # a sound batch, only larger than the memory bound: repairing would cut good data
+        todo = "raise --max-batch-bytes if this batch is expected to be that large"
+    else:
+        todo = "repair the segment first (klogtool truncate-recovery)"
     return InputError(
-        f"{e}; repair the segment first (truncate-recovery)",
+        f"{e}; {todo}",
         path=str(path),
         position=e.position,
         code=e.code,
@@ -116,4 +124,34 @@ def require_readable_end(scanner: SegmentScanner, path: Path) -> None:
             path=str(path),
             position=result.stopped_at,
             code=err.code if err is not None else result.end,
+        )
+
+
+def check_batch_offsets(batch: Batch, segment_base: int, floor: int, path: Path) -> None:
+    """Refuse (exit 3) a batch a rewrite cannot carry over: its first offset is below
+    ``floor`` (the segment's base offset, or the offset past the previous segment's last, so
+    offsets increase across segments too) or its last offset is more than 2^31-1 past the
+    segment's base (no index entry can hold it). The v2 base offset is not under the CRC, so
+    a corrupt one passes every other check."""
+    first = batch.base_offset if batch.magic >= 2 else batch.last_offset  # no decompression
+    if first < floor:
+        where = (
+            f"the segment's base offset {segment_base}"
+            if floor == segment_base
+            else f"{floor}, where the previous segment ended"
+        )
+        raise InputError(
+            f"batch offset {first} is below {where}: offsets must increase; "
+            "repair the partition first (klogtool truncate-recovery)",
+            path=str(path),
+            position=batch.position,
+            code="offset-below-segment-base" if floor == segment_base else "offset-not-increasing",
+        )
+    if batch.last_offset - segment_base > INT32_MAX:
+        raise InputError(
+            f"last offset {batch.last_offset} is more than 2^31-1 past the segment's base offset "
+            f"{segment_base}; repair the partition first (klogtool truncate-recovery)",
+            path=str(path),
+            position=batch.position,
+            code="offset-overflow",
         )

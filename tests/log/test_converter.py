@@ -263,7 +263,13 @@ def test_plan_is_pure_and_counts_losses() -> None:
     losses = plan.losses
     assert isinstance(losses, Losses)
     assert losses.headers == 18 and losses.timestamps == 27
-    assert losses.lossy() == {"headers": 18, "timestamps": 27}
+    # producer ids and leader epochs are lost too (issue 10: lossy, not informational)
+    assert losses.lossy() == {
+        "headers": 18,
+        "timestamps": 27,
+        "producer_batches": 10,
+        "leader_epoch_batches": 10,
+    }
     assert [s.action for s in plan.segments] == ["convert", "convert"]
     assert plan_conversion(LOGDIR / "v2-none-0", ConvertOptions(to_magic=2)).losses.lossy() == {}
 
