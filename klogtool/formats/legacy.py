@@ -9,7 +9,8 @@ the offset of the LAST inner message. See kafka-spec.md §1.2-1.3.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 
 from klogtool.formats import codecs
 from klogtool.formats.batch import (
@@ -22,7 +23,12 @@ from klogtool.formats.batch import (
     Record,
 )
 from klogtool.formats.crc import crc32
-from klogtool.formats.errors import CorruptRecordError, FormatError, UnsupportedError
+from klogtool.formats.errors import (
+    CorruptRecordError,
+    FormatError,
+    LimitExceededError,
+    UnsupportedError,
+)
 
 # offset, size, crc, magic, attributes
 ENTRY_HEADER = struct.Struct(">qiIbb")
@@ -112,7 +118,7 @@ class LegacyBatch(Batch):
         self._msg = _Message(data, position)
         self.size = len(data)
         self.position = position
-        self._inner: list[Record] | None = None
+        self._inner: _Unpacked | None = None
 
     @property
     def data(self) -> memoryview:  # type: ignore[override]
@@ -160,42 +166,50 @@ class LegacyBatch(Batch):
     def base_offset(self) -> int:
         if self.compression == codecs.NONE:
             return self._msg.offset
-        return self._records()[0].offset
+        return self._wrapper().first_offset
 
     @property
     def count(self) -> int:
         if self.compression == codecs.NONE:
             return 1
-        return len(self._records())
+        return self._wrapper().n_records
 
     def compute_crc(self) -> int:
         return self._msg.compute_crc()
 
     def records(self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> Iterator[Record]:
-        return iter(self._records(max_batch_bytes))
+        msg = self._msg
+        if self.compression == codecs.NONE:
+            record = Record(
+                msg.offset,
+                msg.timestamp,
+                msg.key,
+                msg.value,
+                (),
+                -1,
+                msg.attributes,
+                msg.crc,
+                msg.compute_crc() == msg.crc,
+            )
+            return iter((record,))
+        return self._inner_records(self._wrapper(max_batch_bytes))
 
-    def _records(self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> list[Record]:
+    def _wrapper(self, limit: int = DEFAULT_MAX_BATCH_BYTES) -> _Unpacked:
+        """The decompressed inner message set, checked whole once (so that every error is
+        raised before the first record) and kept as bytes only: records are made one at a
+        time, so a wrapper of millions of tiny messages costs its decompressed size, not a
+        Python object per message. Every call holds ``limit``, also when an earlier call
+        (a larger limit, or none) already decompressed it."""
         if self._inner is None:
-            msg = self._msg
-            if self.compression == codecs.NONE:
-                self._inner = [
-                    Record(
-                        msg.offset,
-                        msg.timestamp,
-                        msg.key,
-                        msg.value,
-                        (),
-                        -1,
-                        msg.attributes,
-                        msg.crc,
-                        msg.compute_crc() == msg.crc,
-                    )
-                ]
-            else:
-                self._inner = self._decode_wrapper(max_batch_bytes)
+            self._inner = self._unpack(limit)
+        elif len(self._inner.raw) > limit:
+            raise LimitExceededError(
+                f"decompressed data of {len(self._inner.raw)} bytes exceeds the limit of {limit}",
+                self.position,
+            )
         return self._inner
 
-    def _decode_wrapper(self, limit: int) -> list[Record]:
+    def _unpack(self, limit: int) -> _Unpacked:
         msg = self._msg
         pos0 = self.position
         codec = self.compression
@@ -213,34 +227,19 @@ class LegacyBatch(Batch):
             raw = memoryview(codecs.decompress(codec, msg.value, magic=msg.magic, limit=limit))
         except FormatError as e:
             raise e.at(pos0) from None  # positions inside the compressed value are relative
-        inner: list[_Message] = []
-        pos = 0
-        while pos < len(raw):
-            if pos + LOG_OVERHEAD > len(raw):
-                raise CorruptRecordError(
-                    "compressed message set ends inside an entry header", pos0, "corrupt-record"
-                )
-            (size,) = LENGTH.unpack_from(raw, pos + 8)
-            if size < MIN_RECORD_SIZE or pos + LOG_OVERHEAD + size > len(raw):
-                raise CorruptRecordError(
-                    f"invalid inner message size {size} in compressed message set",
-                    pos0,
-                    "corrupt-record",
-                )
-            m = _Message(raw[pos : pos + LOG_OVERHEAD + size], pos0)
-            if m.attributes & COMPRESSION_MASK:
-                raise CorruptRecordError(
-                    "Inner messages must not be compressed", pos0, "corrupt-record"
-                )
-            inner.append(m)
-            pos += LOG_OVERHEAD + size
-        if not inner:
+        count = 0
+        first_rel = last_rel = 0
+        for m in _inner_messages(raw, pos0):
+            if count == 0:
+                first_rel = m.offset
+            last_rel = m.offset
+            count += 1
+        if count == 0:
             raise CorruptRecordError(
                 "Found invalid compressed record set with no inner records", pos0, "corrupt-record"
             )
         wrapper_offset = msg.offset
         if msg.magic >= 1:
-            last_rel = inner[-1].offset
             if wrapper_offset == 0:
                 shift = 0  # librdkafka compatibility: a wrapper at offset 0 means base 0
             elif wrapper_offset < last_rel:
@@ -254,9 +253,14 @@ class LegacyBatch(Batch):
                 shift = wrapper_offset - last_rel
         else:
             shift = 0
+        return _Unpacked(raw, shift, count, first_rel + shift)
+
+    def _inner_records(self, unpacked: _Unpacked) -> Iterator[Record]:
+        msg = self._msg
+        shift = unpacked.shift
         log_append = msg.magic >= 1 and msg.attributes & TIMESTAMP_TYPE_MASK
-        return [
-            Record(
+        for m in _inner_messages(unpacked.raw, self.position):
+            yield Record(
                 m.offset + shift,
                 msg.timestamp if log_append else m.timestamp,
                 m.key,
@@ -267,8 +271,38 @@ class LegacyBatch(Batch):
                 m.crc,
                 m.compute_crc() == m.crc,
             )
-            for m in inner
-        ]
+
+
+class _Unpacked(NamedTuple):
+    raw: memoryview  # the decompressed inner message set
+    shift: int  # added to inner offsets (v1 relative offsets)
+    n_records: int
+    first_offset: int
+
+
+def _inner_messages(raw: memoryview, pos0: int) -> Iterator[_Message]:
+    """The inner messages of a decompressed wrapper value, one at a time, checked."""
+    pos = 0
+    n = len(raw)
+    while pos < n:
+        if pos + LOG_OVERHEAD > n:
+            raise CorruptRecordError(
+                "compressed message set ends inside an entry header", pos0, "corrupt-record"
+            )
+        (size,) = LENGTH.unpack_from(raw, pos + 8)
+        if size < MIN_RECORD_SIZE or pos + LOG_OVERHEAD + size > n:
+            raise CorruptRecordError(
+                f"invalid inner message size {size} in compressed message set",
+                pos0,
+                "corrupt-record",
+            )
+        m = _Message(raw[pos : pos + LOG_OVERHEAD + size], pos0)
+        if m.attributes & COMPRESSION_MASK:
+            raise CorruptRecordError(
+                "Inner messages must not be compressed", pos0, "corrupt-record"
+            )
+        yield m
+        pos += LOG_OVERHEAD + size
 
 
 # -- encoding -----------------------------------------------------------------------------------
@@ -301,7 +335,7 @@ def encode_message(
 
 
 def encode_wrapper(
-    records: Sequence[Record],
+    records: Iterable[Record],
     *,
     magic: int,
     compression: int,
@@ -312,46 +346,51 @@ def encode_wrapper(
     """A compressed wrapper holding ``records`` (absolute offsets, gaps kept).
 
     Inner offsets are absolute for v0 and relative to the first record for v1; the wrapper
-    carries the last record's offset and the max timestamp (or the append time).
+    carries the last record's offset and the max timestamp (or the append time). One pass over
+    ``records`` (any iterable), each encoded as it comes: memory is the encoded size.
     """
-    if not records:
-        raise ValueError("a wrapper needs at least one record")
     if compression == codecs.NONE:
         raise ValueError("a wrapper must be compressed")
     if magic == 0:
         timestamp_type = CREATE_TIME
-    first = records[0].offset
-    inner_ts: list[int] = []
-    parts = []
+    if magic > 0 and timestamp_type == LOG_APPEND_TIME and log_append_time is None:
+        raise ValueError("LogAppendTime wrappers need log_append_time")
+    first: int | None = None
+    last = 0
+    largest: int | None = None
+    inner = bytearray()
     for r in records:
+        if first is None:
+            first = r.offset
         if magic == 0:
             ts = -1
         elif timestamp_type == LOG_APPEND_TIME:
-            if log_append_time is None:
-                raise ValueError("LogAppendTime wrappers need log_append_time")
+            assert log_append_time is not None
             ts = log_append_time
         else:
             ts = r.timestamp
-        inner_ts.append(ts)
-        parts.append(
-            encode_message(
-                r.offset if magic == 0 else r.offset - first,
-                r.key,
-                r.value,
-                magic=magic,
-                timestamp=ts,
-                timestamp_type=timestamp_type,
-            )
+        if largest is None or ts > largest:
+            largest = ts
+        last = r.offset
+        inner += encode_message(
+            r.offset if magic == 0 else r.offset - first,
+            r.key,
+            r.value,
+            magic=magic,
+            timestamp=ts,
+            timestamp_type=timestamp_type,
         )
-    payload = codecs.compress(compression, b"".join(parts), magic=magic, level=compression_level)
+    if first is None or largest is None:
+        raise ValueError("a wrapper needs at least one record")
+    payload = codecs.compress(compression, bytes(inner), magic=magic, level=compression_level)
     if magic == 0:
         wrapper_ts = -1
     elif timestamp_type == LOG_APPEND_TIME:
         wrapper_ts = log_append_time if log_append_time is not None else -1
     else:
-        wrapper_ts = max(inner_ts)
+        wrapper_ts = largest
     return encode_message(
-        records[-1].offset,
+        last,
         None,
         payload,
         magic=magic,

@@ -7,7 +7,7 @@ The 61-byte batch header decodes eagerly; records decode (and decompress) only w
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from itertools import chain
 
 from klogtool.formats import codecs
@@ -594,7 +594,7 @@ def encode_record(
 
 
 def encode_batch(
-    records: Sequence[Record],
+    records: Iterable[Record],
     *,
     base_offset: int | None = None,
     last_offset_delta: int | None = None,
@@ -621,37 +621,50 @@ def encode_batch(
     ``max_timestamp`` defaults to the largest record timestamp (CreateTime) and must be given
     for LogAppendTime.
     """
+    # One pass over ``records`` (any iterable): each record is encoded as it comes, so a batch
+    # of millions of tiny records costs its encoded size, not a Python object per record.
+    it = iter(records)
+    first = next(it, None)
+    if first is None and (base_offset is None or last_offset_delta is None):
+        raise ValueError("an empty batch needs an explicit base_offset and last_offset_delta")
     if base_offset is None:
-        if not records:
-            raise ValueError("an empty batch needs an explicit base_offset")
-        base_offset = records[0].offset
-    if last_offset_delta is None:
-        if not records:
-            raise ValueError("an empty batch needs an explicit last_offset_delta")
-        last_offset_delta = records[-1].offset - base_offset
+        assert first is not None
+        base_offset = first.offset
     if delete_horizon_ms is not None:
         base_timestamp = delete_horizon_ms
     elif base_timestamp is None:
-        base_timestamp = records[0].timestamp if records else -1
-    if max_timestamp is None:
-        if timestamp_type == LOG_APPEND_TIME:
-            raise ValueError("LogAppendTime batches need an explicit max_timestamp")
-        max_timestamp = max((r.timestamp for r in records), default=-1)
+        base_timestamp = first.timestamp if first is not None else -1
+    if max_timestamp is None and timestamp_type == LOG_APPEND_TIME:
+        raise ValueError("LogAppendTime batches need an explicit max_timestamp")
     if compression not in codecs.CODEC_NAMES:
         raise ValueError(f"unknown compression id {compression}")
-    body = b"".join(
-        encode_record(
-            r.offset - base_offset,
-            r.timestamp - base_timestamp,
-            r.key,
-            r.value,
-            r.headers,
-            r.attributes,
-        )
-        for r in records
-    )
+    body = bytearray()
+    count = 0
+    largest: int | None = None
+    last = first
+    if first is not None:
+        for r in chain((first,), it):
+            body += encode_record(
+                r.offset - base_offset,
+                r.timestamp - base_timestamp,
+                r.key,
+                r.value,
+                r.headers,
+                r.attributes,
+            )
+            count += 1
+            if largest is None or r.timestamp > largest:
+                largest = r.timestamp
+            last = r
+    if last_offset_delta is None:
+        assert last is not None
+        last_offset_delta = last.offset - base_offset
+    if max_timestamp is None:
+        max_timestamp = -1 if largest is None else largest
     if compression != codecs.NONE:
-        body = codecs.compress(compression, body, magic=MAGIC, level=compression_level)
+        body = bytearray(
+            codecs.compress(compression, memoryview(body), magic=MAGIC, level=compression_level)
+        )
     attributes = compression
     if timestamp_type == LOG_APPEND_TIME:
         attributes |= TIMESTAMP_TYPE_MASK
@@ -678,14 +691,14 @@ def encode_batch(
         producer_id,
         producer_epoch,
         base_sequence,
-        len(records),
+        count,
     )
     out += body
     struct.pack_into(">I", out, 17, crc32c(memoryview(out)[CRC_START:]))
     return bytes(out)
 
 
-def reencode(batch: DefaultBatch, records: Sequence[Record] | None = None, **overrides) -> bytes:
+def reencode(batch: DefaultBatch, records: Iterable[Record] | None = None, **overrides) -> bytes:
     """Rebuild ``batch`` (optionally with other records) keeping every header field."""
     fields = dict(
         base_offset=batch.base_offset,
@@ -704,4 +717,4 @@ def reencode(batch: DefaultBatch, records: Sequence[Record] | None = None, **ove
     if batch.delete_horizon_ms is None:
         fields["base_timestamp"] = batch.base_timestamp
     fields.update(overrides)
-    return encode_batch(list(batch.records()) if records is None else records, **fields)
+    return encode_batch(batch.records() if records is None else records, **fields)

@@ -407,30 +407,43 @@ class _Cleaner:
                 st.records_in += n
                 st.aborted += n
             return None
-        records = list(batch.records(self.max_batch_bytes))
-        if not batch.is_control:
-            st.records_in += len(records)
-        retained: list[Record] = []
+        # Two passes over the batch's records, none kept as objects: the first decides which
+        # records stay (one byte each), the second encodes them. A batch of millions of tiny
+        # records then costs its decompressed size, not a Python object per record.
+        keep = bytearray()
         tombstones = 0
-        for r in records:
+        for r in batch.records(self.max_batch_bytes):
             if discard_records:
                 if not batch.is_control:
                     st.aborted += 1
+                keep.append(0)
                 continue
             if batch.is_control or self._retain(r, batch, retain_legacy, st):
-                retained.append(r)
+                keep.append(1)
                 if r.value is None and not batch.is_control:
                     tombstones += 1
-        if retained:
+            else:
+                keep.append(0)
+        n_records = len(keep)
+        n_retained = keep.count(1)
+        if not batch.is_control:
+            st.records_in += n_records
+
+        def retained() -> Iterator[Record]:
+            for r, k in zip(batch.records(self.max_batch_bytes), keep, strict=True):
+                if k:
+                    yield r
+
+        if n_retained:
             if not batch.is_control:
-                st.kept += len(retained)
+                st.kept += n_retained
                 st.tombstones_kept += tombstones
             if is_v2:
                 assert isinstance(batch, DefaultBatch)
                 need_horizon = (
                     tombstones > 0 or marker_for_empty_txn
                 ) and batch.delete_horizon_ms is None
-                if len(retained) == len(records) and not need_horizon:
+                if n_retained == n_records and not need_horizon:
                     if batch.delete_horizon_ms is not None and tombstones:
                         st.delete_horizon_ms = batch.delete_horizon_ms
                     return bytes(batch.data)
@@ -444,18 +457,18 @@ class _Cleaner:
                 # MemoryRecordsBuilder: the base timestamp is the first retained record's
                 return reencode(
                     batch,
-                    retained,
+                    retained(),
                     base_timestamp=None,
                     max_timestamp=(
                         batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None
                     ),
                     delete_horizon_ms=horizon,
                 )
-            if len(retained) == len(records) or batch.compression == codecs.NONE:
+            if n_retained == n_records or batch.compression == codecs.NONE:
                 return bytes(batch.data)
             lat = batch.timestamp_type == LOG_APPEND_TIME
             return encode_wrapper(
-                retained,
+                retained(),
                 magic=batch.magic,
                 compression=batch.compression,
                 timestamp_type=batch.timestamp_type if batch.magic > 0 else 0,

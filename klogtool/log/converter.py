@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -375,9 +375,10 @@ def _account(batch: Batch, opts: ConvertOptions, losses: Losses) -> bool:
 
 
 # ---------------------------------------------------------------------------------- encoding
-def _plain(records: list[Record]) -> list[Record]:
-    """Records as plain (offset, timestamp, key, value, headers): no legacy attributes."""
-    return [Record(r.offset, r.timestamp, r.key, r.value, r.headers) for r in records]
+def _plain(records: Iterable[Record]) -> Iterator[Record]:
+    """Records as plain (offset, timestamp, key, value, headers): no legacy attributes. A
+    generator, so a batch is re-encoded record by record (memory bounded by its size)."""
+    return (Record(r.offset, r.timestamp, r.key, r.value, r.headers) for r in records)
 
 
 def _group_key(batch: Batch, opts: ConvertOptions) -> tuple:
@@ -389,7 +390,7 @@ def _group_key(batch: Batch, opts: ConvertOptions) -> tuple:
     return (ts_type, lat, epoch, _target_codec(batch, opts))
 
 
-def _encode_group(records: list[Record], key: tuple, opts: ConvertOptions) -> Iterator[bytes]:
+def _encode_group(records: Iterable[Record], key: tuple, opts: ConvertOptions) -> Iterator[bytes]:
     ts_type, lat, epoch, codec = key
     magic = opts.to_magic
     level = opts.compression_level if opts.compression is not None else None
@@ -444,7 +445,7 @@ class _Rebatcher:
         key = _group_key(batch, self.opts)
         limit = self.opts.batch_bytes or 0
         overhead = 61 if self.opts.to_magic >= 2 else 34
-        for r in _plain(list(batch.records(self.opts.max_batch_bytes))):
+        for r in _plain(batch.records(self.opts.max_batch_bytes)):
             est = _record_estimate(r, self.opts.to_magic)
             if self.records and (
                 key != self.key
@@ -482,7 +483,7 @@ def convert_batch(batch: Batch, opts: ConvertOptions) -> Iterator[bytes]:
             level = opts.compression_level if opts.compression is not None else None
             yield reencode(batch, compression=_target_codec(batch, opts), compression_level=level)
             return
-    records = _plain(list(batch.records(opts.max_batch_bytes)))
+    records = _plain(batch.records(opts.max_batch_bytes))
     yield from _encode_group(records, _group_key(batch, opts), opts)
 
 

@@ -1,0 +1,121 @@
+"""Object-count bombs (issue 11 item 7): one compressed batch within --max-batch-bytes that
+holds 400,000 tiny records. Every command that decodes records streams them out of the
+decompressed buffer, so its peak memory is bounded by the batch's size, not by a Python object
+per record (before: 1.3-2.2 GB for 2.4 M records; ~300 bytes a record)."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import crc32c
+import pytest
+
+from klogtool.formats.legacy import encode_message
+from klogtool.formats.v2 import BATCH_HEADER, CRC_START, RECORD_BATCH_OVERHEAD
+
+N = 400_000
+LIMIT_KB = 80 * 1024  # fixed: 37-53 MB; before: 96-376 MB (verify and dump of v2 streamed already)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _v2_bomb(n: int) -> bytes:
+    """A gzip v2 batch of ``n`` records, all with key b"k" and an empty value."""
+    body = bytearray()
+    for i in range(n):
+        rec = b"\x00\x00" + _varint(i << 1) + b"\x02k\x00\x00"  # zigzag varints
+        body += _varint(len(rec) << 1) + rec
+    payload = gzip.compress(bytes(body), 1)
+    out = bytearray(RECORD_BATCH_OVERHEAD)
+    length = RECORD_BATCH_OVERHEAD - 12 + len(payload)
+    BATCH_HEADER.pack_into(out, 0, 0, length, 0, 2, 0, 1, n - 1, 0, 0, -1, -1, -1, n)
+    out += payload
+    struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[CRC_START:])))
+    return bytes(out)
+
+
+def _v0_bomb(n: int) -> bytes:
+    """A gzip v0 wrapper of ``n`` empty inner messages."""
+    empty = encode_message(0, None, b"", magic=0)
+    inner = b"".join(struct.pack(">q", i) + empty[8:] for i in range(n))
+    return encode_message(n - 1, None, gzip.compress(inner, 1), magic=0, compression=1)
+
+
+@pytest.fixture(scope="module")
+def bombs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("bombs")
+    out = {}
+    for name, data in (("v2", _v2_bomb(N)), ("v0", _v0_bomb(N))):
+        part = root / "data" / f"{name}-0"
+        part.mkdir(parents=True)
+        (part / "00000000000000000000.log").write_bytes(data)
+        # a small active segment after it, so compaction may clean the bomb's segment
+        tail = encode_message(N, b"k", b"v", magic=0)
+        (part / f"{N:020d}.log").write_bytes(tail)
+        out[name] = part
+    return out
+
+
+def _peak_kb(args: list[str], cwd: Path) -> tuple[int, int, str]:
+    """Run the CLI in a fresh interpreter: (exit code, its peak RSS in KB, stderr)."""
+    code = (
+        "import sys\n"
+        "from klogtool.cli import main\n"
+        "try:\n"
+        f"    main({args!r})\n"
+        "except SystemExit as e:\n"
+        "    rc = e.code or 0\n"
+        # VmHWM, not ru_maxrss: Linux carries the forking parent's (pytest's) peak into
+        # ru_maxrss across exec
+        "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
+        "print(hwm.split()[1], file=sys.stderr)\n"
+        "sys.exit(rc)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=300,
+    )
+    lines = p.stderr.strip().splitlines()
+    return p.returncode, int(lines[-1]), "\n".join(lines[:-1])
+
+
+@pytest.mark.parametrize("magic", ["v2", "v0"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["verify", "--deep"],
+        ["dump-segments", "--deep-iteration"],
+        ["convert-format", "DEST", "--to-magic", "2", "--compression", "lz4"],
+        ["compact", "--high-watermark", "log-end", "--min-cleanable-dirty-ratio", "0"],
+    ],
+    ids=lambda c: c[0],
+)
+def test_a_million_record_batch_keeps_memory_bounded(
+    bombs: dict[str, Path], tmp_path: Path, magic: str, command: list[str]
+) -> None:
+    part = tmp_path / "data" / bombs[magic].name
+    shutil.copytree(bombs[magic], part)
+    target = str(part / "00000000000000000000.log") if command[0] == "dump-segments" else str(part)
+    args = [command[0], target] + [str(tmp_path / "out") if a == "DEST" else a for a in command[1:]]
+    rc, peak, err = _peak_kb(args, tmp_path)
+    assert rc in (0, 1), err  # verify may report findings; nothing may fail
+    assert peak < LIMIT_KB, f"{command[0]} on the {magic} bomb peaked at {peak // 1024} MB"
