@@ -338,3 +338,18 @@ def test_memory_stays_flat_on_a_large_segment(tmp_path: Path) -> None:
     assert big / 1024 < 150, f"max RSS {big / 1024:.0f} MiB for a {size >> 20} MiB segment"
     assert growth_mib < (size >> 20) / 4, f"RSS grew {growth_mib:.0f} MiB"
     assert batches > 10_000
+
+
+@pytest.mark.parametrize("part", ["v0-snappy-0", "v1-gzip-0"])
+def test_max_batch_bytes_holds_for_legacy_wrappers(part: str) -> None:
+    # the batch line computes the record count first; the bound must still hold afterwards
+    # (issue 10: every inner record was printed with exit 0)
+    code, out, err = run(
+        "dump-segments",
+        "--deep-iteration",
+        "--max-batch-bytes",
+        "10",
+        f"logdir/{part}/00000000000000000000.log",
+    )
+    assert "limit-exceeded" in out + err
+    assert not [line for line in out.splitlines() if line.startswith("  offset")]
