@@ -46,11 +46,22 @@ def run(*args: str, cwd: Path = LOGS) -> tuple[int, str, str]:
 
 
 def run_subprocess(
-    *args: str, cwd: Path = LOGS, stdin: Any = None, module: bool = False
+    *args: str,
+    cwd: Path = LOGS,
+    stdin: Any = None,
+    module: bool = False,
+    stdin_bytes: bytes | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``klogtool ARGS`` as a real process (for stdin, pipes, exit paths and memory)."""
     cmd = [sys.executable, "-m", "klogtool", *args]
     env = {**os.environ, "NO_COLOR": "1"}
+    if stdin_bytes is not None:
+        p = subprocess.run(
+            cmd, cwd=cwd, input=stdin_bytes, capture_output=True, env=env, timeout=120
+        )
+        return subprocess.CompletedProcess(
+            p.args, p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode()
+        )
     return subprocess.run(
         cmd, cwd=cwd, stdin=stdin, capture_output=True, text=True, env=env, timeout=120
     )

@@ -214,7 +214,7 @@ def test_index_sanity_check_failure(tmp_path: Path) -> None:
     code, out, _ = run(
         "dump-segments", "--format", "jsonl", "--index-sanity-check", str(d), cwd=tmp_path
     )
-    assert code == 0
+    assert code == 1  # the dump met an error (issue 11 item 16: a distinct exit status)
     bad = [o for o in errors(out) if o["path"].endswith("00000000000000000000.index")]
     assert len(bad) == 1 and bad[0]["position"] is not None, out
     assert "sanity_check" not in {o["type"] for o in jsonl(out) if o.get("path") == bad[0]["path"]}

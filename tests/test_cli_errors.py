@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import click
 import pytest
-from cli_helpers import ERROR_LINE, errors, jsonl, run, run_subprocess
+from cli_helpers import ERROR_LINE, LOGS, errors, jsonl, run, run_subprocess
 
 from klogtool.cli import cli
 
@@ -60,10 +61,13 @@ def test_random_bytes_named_log_dump_exits_3() -> None:
 
 
 def test_random_bytes_named_log_verify_reports_an_error_at_0() -> None:
+    # not a Kafka file: exit 3 as in dump-segments (issue 10), the finding still in the jsonl
     rc, out, err = run("verify", "--format", "jsonl", "hostile/random.log")
-    assert (rc, err) == (1, "")
+    assert rc == 3
+    assert _one_error_line(err, "hostile/random.log", 0).endswith("(not-a-log)")
     found = errors(out)
     assert found and found[0]["position"] == 0 and found[0]["path"] == "hostile/random.log"
+    assert found[0]["code"] == "not-a-log"
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -137,3 +141,66 @@ def test_no_command_is_a_usage_error() -> None:
     rc, out, err = run()
     assert (rc, out) == (2, "")  # click shows the group's help on stderr
     assert err.startswith("Usage: klogtool [OPTIONS] COMMAND") and "Traceback" not in err
+
+
+# -- garbage from byte 0 is "not a Kafka file" everywhere (issue 10) ---------------------------
+JPEG_HEAD = bytes.fromhex("ffd8ffe000104a46494600010100000100010000ffdb0043")
+
+
+def _garbage(kind: str) -> bytes:
+    import random
+
+    rnd = random.Random(7).randbytes
+    return JPEG_HEAD + rnd(50_000) if kind == "jpeg" else rnd(1 << 20)
+
+
+@pytest.mark.parametrize("kind", ["jpeg", "random"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["dump-segments"],
+        ["verify"],
+        ["verify", "--deep"],
+        ["rebuild-index", "--check"],
+        ["rebuild-index"],
+    ],
+    ids=" ".join,
+)
+def test_garbage_from_byte_0_is_not_a_kafka_file(
+    tmp_path: Path, kind: str, command: list[str]
+) -> None:
+    part = tmp_path / "photos-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(_garbage(kind))
+    code, _out, err = run(*command, str(part), cwd=tmp_path)
+    assert code == 3, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].endswith("(not-a-log)"), err
+    assert "00000000000000000000.log:0: not a Kafka log segment" in lines[0]
+
+
+@pytest.mark.parametrize("kind", ["jpeg", "random"])
+def test_garbage_on_stdin_exits_like_a_file(tmp_path: Path, kind: str) -> None:
+    data = _garbage(kind)
+    p = run_subprocess("dump-segments", "-", cwd=tmp_path, stdin_bytes=data)
+    assert p.returncode == 3, p.stderr
+    assert p.stderr.strip().endswith("(not-a-log)")
+    assert f"== - (log, {len(data):,} bytes" in p.stdout  # the bytes are counted
+
+
+def test_a_torn_tail_is_a_valid_prefix_and_exits_1(tmp_path: Path) -> None:
+    seg = LOGS / "logdir" / "v2-none-0" / "00000000000000000000.log"
+    (tmp_path / "t-0").mkdir()
+    (tmp_path / "t-0" / seg.name).write_bytes(seg.read_bytes() + seg.read_bytes()[:40])
+    code, out, err = run("dump-segments", str(tmp_path / "t-0" / seg.name), cwd=tmp_path)
+    assert code == 1, err  # the dump met an error in the data, and printed what it could
+    assert "torn write after 6 complete batches" in out + err
+
+
+def test_stdin_kind_reads_an_index(tmp_path: Path) -> None:
+    idx = LOGS / "logdir" / "v2-none-0" / "00000000000000000000.index"
+    p = run_subprocess(
+        "dump-segments", "--kind", "index", "-", cwd=tmp_path, stdin_bytes=idx.read_bytes()
+    )
+    assert p.returncode == 0, p.stderr
+    assert "(index, 24 bytes" in p.stdout and "offset: 3 position: 147" in p.stdout

@@ -9,10 +9,11 @@ from typing import Any
 import click
 
 from klogtool.commands._options import format_option, max_batch_bytes_option, paths_argument
-from klogtool.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
+from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.formats import payloads
 from klogtool.log import layout
 from klogtool.log.dumper import Dumper, DumpOptions, Obj
+from klogtool.log.files import STDIN_KINDS
 from klogtool.output import Output, to_json
 
 BYTE_DECODERS = payloads.BYTE_DECODERS
@@ -89,6 +90,14 @@ def _parse_offsets(_ctx: click.Context, _param: click.Parameter, value: str | No
     is_flag=True,
     help="Check index entries against the log; print only the problems.",
 )
+@click.option(
+    "--kind",
+    "stdin_kind",
+    type=click.Choice(STDIN_KINDS),
+    default=layout.LOG,
+    show_default=True,
+    help="What a PATH of - (stdin) holds; files and directories are recognised by name.",
+)
 @format_option("kafka")
 @max_batch_bytes_option
 @click.pass_obj
@@ -104,6 +113,7 @@ def command(
     offsets: tuple[int, int] | None,
     index_sanity_check: bool,
     verify_index_only: bool,
+    stdin_kind: str,
     fmt: str,
     max_batch_bytes: int,
 ) -> None:
@@ -114,7 +124,9 @@ def command(
     directory, or - for a segment on stdin. Output goes to stdout; problems found on the way
     are reported as findings. --format kafka prints the lines kafka-dump-log.sh prints.
 
-    Exit status: 0 when everything was dumped, 3 when an input is not a Kafka file.
+    Exit status: 0 when everything was dumped; 1 when the dump met errors in the data
+    (records that do not decode, a CRC mismatch, a torn or corrupt tail: everything readable
+    was printed, and the errors are in the output); 3 when an input is not a Kafka file.
     """
     default = "base64" if fmt in ("json", "jsonl") else "utf8"
     kd = key_decoder or default
@@ -130,6 +142,7 @@ def command(
         index_sanity_check=index_sanity_check,
         verify_index_only=verify_index_only,
         max_batch_bytes=max_batch_bytes,
+        stdin_kind=stdin_kind,
     )
     out = Output(
         "text" if fmt == "kafka" else fmt,
@@ -141,8 +154,10 @@ def command(
     first_bad: Obj | None = None
     renderer = KafkaRenderer(out) if fmt == "kafka" else None
     for obj in dumper.objects():
-        if obj["type"] == "finding" and obj["code"] in ("not-a-log",) and first_bad is None:
-            first_bad = obj
+        if obj["type"] == "finding" and obj["code"] == "not-a-log":
+            first_bad = first_bad or obj
+            if fmt != "jsonl" and fmt != "json":
+                continue  # said once, as the one-line error below
         if renderer is not None:
             renderer.render(obj)
         elif obj["type"] == "summary" and fmt == "text":
@@ -163,7 +178,7 @@ def command(
             position=first_bad["position"],
             code="not-a-log",
         )
-    click.get_current_context().exit(EXIT_OK if first_bad is None else EXIT_BAD_INPUT)
+    click.get_current_context().exit(EXIT_FINDINGS if dumper.counts["errors"] else EXIT_OK)
 
 
 def _opt_long(v: int | None) -> str:

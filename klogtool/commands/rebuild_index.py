@@ -14,7 +14,7 @@ from klogtool.commands._options import (
     jobs_option,
     paths_argument,
 )
-from klogtool.errors import EXIT_FINDINGS, EXIT_OK
+from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.log import rebuild, targets
 from klogtool.log.atomic import FileOps
 from klogtool.log.files import total_log_bytes
@@ -77,7 +77,16 @@ def command(
     )
     resolved = targets.resolve(list(paths))
     verbose = settings.verbosity >= 1
-    emit = _text_emitter(out, verbose) if fmt == "text" else out.emit
+    not_kafka: list[dict[str, Any]] = []  # files that are not Kafka files at all: exit 3
+
+    def emit(obj: dict[str, Any]) -> None:
+        if obj["type"] == "finding" and obj["code"] == "not-a-log":
+            not_kafka.append(obj)
+            if fmt == "text":
+                return  # said once, as the one-line error at the end
+        render(obj)
+
+    render = _text_emitter(out, verbose) if fmt == "text" else out.emit
     total = total_log_bytes(list(paths)) * (2 if check else 1)
     with out.progress(total, "checking indexes" if check else "rebuilding indexes") as advance:
         stats = rebuild.run_rebuild(resolved, opts, ops, emit, progress=advance)
@@ -107,6 +116,11 @@ def command(
     else:
         out.emit({"type": "summary", **vars(stats), "check": check, "dry_run": dry_run})
     out.close()
+    if not_kafka:
+        first = not_kafka[0]
+        raise InputError(
+            first["message"], path=first["path"], position=first["position"], code="not-a-log"
+        )
     failed = stats.files_bad if check else stats.segments_skipped
     click.get_current_context().exit(EXIT_FINDINGS if failed or stats.errors else EXIT_OK)
 
@@ -140,7 +154,12 @@ def _text_emitter(out: Output, verbose: bool):
                     f"(existing {_entry(d['existing'])}, rebuilt {_entry(d['rebuilt'])})"
                 )
             elif status == "missing":
-                line += ": no such file (the broker rebuilds a missing .index by recovery)"
+                line += (
+                    ": no such file (the broker rebuilds a missing .index by recovering the "
+                    "segment)"
+                    if obj["path"].endswith(".index")
+                    else ": no such file (the broker rebuilds it when it loads the segment)"
+                )
             out.line(line)
         elif kind == "interrupted_operation":
             out.line(f"{obj['path']}: interrupted operation {obj['message']}")

@@ -14,9 +14,10 @@ from klogtool.commands._options import (
     spark_options,
 )
 from klogtool.commands._spark import check_target, spark_session
-from klogtool.errors import EXIT_FINDINGS, EXIT_OK
+from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.log.arrow_reader import DEFAULT_TARGET_SPLIT_BYTES
 from klogtool.log.files import total_log_bytes
+from klogtool.log.findings import Finding
 from klogtool.log.fleet_verify import FleetVerifier
 from klogtool.log.verifier import Verifier
 from klogtool.output import Output
@@ -68,6 +69,7 @@ def command(
         fmt, progress=settings.progress, color=settings.color, verbosity=settings.verbosity
     )
     verifier: Verifier | FleetVerifier
+    not_kafka: Finding | None = None  # a file that is not a Kafka file at all: exit 3
     with ExitStack() as stack, out.progress(total_log_bytes(list(paths)), "verifying") as advance:
         if engine == "spark":
             spark, jobs = stack.enter_context(
@@ -83,6 +85,10 @@ def command(
         else:
             verifier = Verifier(deep=deep, max_batch_bytes=max_batch_bytes, progress=advance)
         for f in verifier.verify(list(paths)):
+            if f.code == "not-a-log":
+                not_kafka = not_kafka or f
+                if fmt == "text":
+                    continue  # said once, as the one-line error at the end
             if fmt == "text":
                 out.line(
                     f"{f.severity}: {f.code}: {f.path}"
@@ -103,4 +109,8 @@ def command(
     else:
         out.emit({"type": "summary", **vars(st)})
     out.close()
+    if not_kafka is not None:
+        raise InputError(
+            not_kafka.message, path=not_kafka.path, position=not_kafka.position, code="not-a-log"
+        )
     click.get_current_context().exit(EXIT_FINDINGS if st.errors else EXIT_OK)

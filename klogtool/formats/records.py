@@ -53,6 +53,16 @@ class ScanResult:
         return self.size - self.valid_bytes
 
 
+def not_a_log(result: ScanResult) -> FormatError | None:
+    """Why a whole ``.log`` is not a Kafka file, or None: no entry could be read from byte 0
+    (an impossible header or structure; a CRC mismatch alone is corruption, not this). A
+    torn tail, by contrast, is a valid prefix followed by an incomplete entry or zeros."""
+    if result.batches == 0 and result.end == CORRUPT and result.stopped_at == 0:
+        if result.error is not None and not isinstance(result.error, CrcMismatchError):
+            return result.error
+    return None
+
+
 def sniff_magic(buf: bytes | memoryview, pos: int = 0) -> int | None:
     """The magic byte of the entry at ``pos`` (byte 16 in every format), or None if too short."""
     if len(buf) - pos < HEADER_SIZE_UP_TO_MAGIC:
@@ -149,11 +159,21 @@ class SegmentScanner:
                 break
             entry_end = pos + LOG_OVERHEAD + size
             if entry_end > n:
+                # An incomplete entry is only a torn write if its header looks like one: a
+                # magic of 0..2, an offset a broker could have assigned (>= 0), a size a
+                # batch of that magic can have.
                 if self.strict and magic not in (0, 1, 2):
-                    # An incomplete entry is only a torn write if its header looks like one.
                     end = CORRUPT
                     first_error = first_error or CorruptRecordError(
                         f"Invalid magic found in record: {magic}", base + pos, "bad-magic"
+                    )
+                elif self.strict and (offset < 0 or (magic >= 2 and size < MIN_LENGTH)):
+                    end = CORRUPT
+                    first_error = first_error or CorruptRecordError(
+                        f"an incomplete entry with an impossible header (offset {offset}, "
+                        f"size {size}, magic {magic}): not a torn write",
+                        base + pos,
+                        "bad-entry-header",
                     )
                 else:
                     end = TORN_TAIL

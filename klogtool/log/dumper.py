@@ -9,20 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from klogtool.formats import checkpoint, codecs, index, payloads
 from klogtool.formats.batch import (
     DEFAULT_MAX_BATCH_BYTES,
-    HEADER_SIZE_UP_TO_MAGIC,
     TIMESTAMP_TYPE_NAMES,
     Batch,
     Record,
 )
 from klogtool.formats.errors import FormatError
 from klogtool.formats.payloads.control import decode_control_record
-from klogtool.formats.records import CLEAN, CORRUPT, TORN_TAIL, ZERO_FILL, SegmentScanner
+from klogtool.formats.records import CLEAN, CORRUPT, ZERO_FILL, SegmentScanner, not_a_log
 from klogtool.formats.snapshot import parse_snapshot
 from klogtool.log import layout
 from klogtool.log.files import InputFile, expand
@@ -45,6 +43,7 @@ class DumpOptions:
     index_sanity_check: bool = False
     verify_index_only: bool = False
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    stdin_kind: str = layout.LOG  # what `-` is read as
 
 
 def finding(
@@ -108,7 +107,7 @@ class Dumper:
         }
 
     def objects(self) -> Iterator[Obj]:
-        for f in expand(self.paths):
+        for f in expand(self.paths, stdin_kind=self.opts.stdin_kind):
             for obj in self._file(f):
                 if obj["type"] == "finding":
                     self.counts["errors" if obj["severity"] == "error" else "warnings"] += 1
@@ -118,7 +117,7 @@ class Dumper:
     # -- per kind -----------------------------------------------------------------------------
     def _file(self, f: InputFile) -> Iterator[Obj]:
         self.counts["files"] += 1
-        size = 0 if str(f.path) == STDIN else f.path.stat().st_size
+        size = f.path.stat().st_size
         self.counts["bytes"] += size
         head: Obj = {"type": "file", "path": f.display, "kind": f.kind, "size": size}
         base = layout.offset_from_name(f.path)
@@ -163,6 +162,8 @@ class Dumper:
                 self.counts["batches"] += 1
                 obj = batch_object(batch)
                 obj["crc_valid"] = scanner.crc_valid
+                if not scanner.crc_valid:
+                    self.counts["errors"] += 1  # shown on the batch line; counted for the exit
                 yield obj
                 if not deep:
                     continue
@@ -182,16 +183,12 @@ class Dumper:
                         batch.last_offset,
                     )
             result = scanner.result
-            # a "torn" first entry whose magic byte is not 0..2 is not a Kafka entry at all
-            bad_head = len(buf) >= HEADER_SIZE_UP_TO_MAGIC and buf[16] not in (0, 1, 2)
         if result is None:  # the walk was cut short by --offsets
             return
         if result.end != CLEAN and opts.max_bytes is None:
             invalid = result.size - result.stopped_at
-            unreadable = result.end == CORRUPT or (result.end == TORN_TAIL and bad_head)
-            if result.batches == 0 and unreadable and f.path != Path(STDIN):
-                code = result.error.code if result.error else "bad-magic"
-                why = result.error or "its first entry has no valid magic byte (0, 1 or 2)"
+            why = not_a_log(result)
+            if why is not None:
                 yield finding(
                     "error",
                     "not-a-log",
@@ -199,13 +196,14 @@ class Dumper:
                     0,
                     f"not a Kafka log segment: {why}",
                     invalid_bytes=invalid,
-                    cause=code,
+                    cause=why.code,
                 )
                 return
             sev = "warning" if result.end == ZERO_FILL else "error"
             msg = {
                 ZERO_FILL: f"{invalid} zero bytes at the end (preallocated segment)",
-                "torn-tail": f"{invalid} bytes at the end are an incomplete entry (torn write)",
+                "torn-tail": f"{invalid} bytes at the end are an incomplete entry (a torn "
+                f"write after {result.batches} complete batches)",
                 CORRUPT: f"{invalid} invalid bytes at the end: {result.error}",
             }[result.end]
             code = (
@@ -227,7 +225,7 @@ class Dumper:
         else:
             parsed = (
                 layout.parse_partition_dir_name(f.path.resolve().parent.name)
-                if str(f.path) != STDIN
+                if f.display != STDIN
                 else None
             )
             if parsed is None:

@@ -6,7 +6,10 @@ name, and from its contents when the name says nothing (``-`` is stdin, read as 
 
 from __future__ import annotations
 
+import shutil
 import struct
+import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,11 +29,29 @@ class InputFile:
     display: str  # the path as the user gave it (kafka-dump-log prints it so)
 
 
-def expand(paths: list[str]) -> Iterator[InputFile]:
-    """Every file the PATH arguments stand for, in dump order."""
+STDIN_KINDS = (
+    layout.LOG,
+    layout.INDEX,
+    layout.TIMEINDEX,
+    layout.TXNINDEX,
+    layout.SNAPSHOT,
+    layout.KRAFT_SNAPSHOT,
+    layout.LEADER_EPOCH_CHECKPOINT,
+    layout.OFFSET_CHECKPOINT,
+    layout.PARTITION_METADATA,
+)
+
+
+def expand(paths: list[str], *, stdin_kind: str = layout.LOG) -> Iterator[InputFile]:
+    """Every file the PATH arguments stand for, in dump order. ``-`` is stdin, read as
+    ``stdin_kind``: spooled to a temporary file first, so that it is sized, mapped and
+    checked exactly like a file (the temporary file is removed when the caller moves on)."""
     for arg in paths:
         if arg == STDIN:
-            yield InputFile(Path(STDIN), layout.LOG, STDIN)
+            with tempfile.NamedTemporaryFile(prefix="klogtool-stdin-") as spool:
+                shutil.copyfileobj(sys.stdin.buffer, spool, 1 << 20)
+                spool.flush()
+                yield InputFile(Path(spool.name), stdin_kind, STDIN)
             continue
         path = Path(arg)
         if not path.exists():

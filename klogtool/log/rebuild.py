@@ -119,6 +119,16 @@ class SegmentScan:
     def clean(self) -> bool:
         return self.end == CLEAN
 
+    @property
+    def not_a_log(self) -> bool:
+        """No entry could be read from byte 0 (records.not_a_log): not a Kafka file."""
+        return self.batches == 0 and self.end == CORRUPT and self.valid_bytes == 0
+
+    def not_a_log_finding(self) -> Finding:
+        return Finding(
+            "error", "not-a-log", self.path, 0, None, f"not a Kafka log segment: {self.error}"
+        )
+
 
 class _Stop(Exception):
     def __init__(self, error: FormatError):
@@ -845,6 +855,10 @@ def _rebuild_unit(
     for n, (scan, i) in enumerate(zip(scans, u.selected, strict=True)):
         seg = u.logs[i]
         active = i == len(u.logs) - 1
+        if scan.not_a_log:
+            stats.segments_skipped += 1
+            finding(scan.not_a_log_finding())
+            continue
         if scan.error_code == OFFSET_OVERFLOW or not is_tail_ok(scan, last=active):
             stats.segments_skipped += 1
             what = scan.error or f"{scan.end}: the last {scan.size - scan.valid_bytes} bytes"
@@ -956,6 +970,9 @@ def _check_unit(
     for scan, i, txns, found in zip(scans, u.selected, aborted, results, strict=True):
         seg = u.logs[i]
         active = i == len(u.logs) - 1
+        if scan.not_a_log:
+            finding(scan.not_a_log_finding())
+            continue
         if not is_tail_ok(scan, last=active):
             finding(
                 Finding(

@@ -22,7 +22,14 @@ from klogtool.formats import checkpoint, index
 from klogtool.formats.batch import CREATE_TIME, DEFAULT_MAX_BATCH_BYTES, Batch
 from klogtool.formats.errors import FormatError
 from klogtool.formats.payloads.control import decode_control_record
-from klogtool.formats.records import CLEAN, CORRUPT, TORN_TAIL, ZERO_FILL, SegmentScanner
+from klogtool.formats.records import (
+    CLEAN,
+    CORRUPT,
+    TORN_TAIL,
+    ZERO_FILL,
+    SegmentScanner,
+    not_a_log,
+)
 from klogtool.formats.snapshot import parse_snapshot
 from klogtool.formats.v2 import DefaultBatch
 from klogtool.log import layout
@@ -715,8 +722,17 @@ class Verifier:
                 path,
                 result.stopped_at,
                 summary.last_offset,
-                f"the last {invalid} bytes are an incomplete batch (an interrupted "
-                f"write); recovery truncates them",
+                f"the last {invalid} bytes are an incomplete batch after {result.batches} "
+                f"complete ones (an interrupted write); recovery truncates them",
+            )
+        elif not_a_log(result) is not None:
+            yield Finding(
+                "error",
+                "not-a-log",
+                path,
+                0,
+                None,
+                f"not a Kafka log segment: {result.error}",
             )
         elif result.end == CORRUPT:
             err = result.error
