@@ -12,7 +12,7 @@ import pytest
 from cli_helpers import CORRUPT, LOGS, errors, findings, generator, jsonl, run
 from shared_helpers import CORPUS, needs_corpus
 
-from klogtool.log import layout
+from klogtool.log import fleet_verify, layout
 
 GEN = generator()
 
@@ -242,3 +242,26 @@ def test_real_corpus_verifies_clean(deep: bool) -> None:
             bad[str(p.relative_to(CORPUS))] = (code, err, errors(out)[:3])
     assert not bad
     assert _snapshot_tree(CORPUS) == before  # verify never writes
+
+
+# -- never OK about nothing; directories of log dirs (issue 10) --------------------------------
+def test_an_empty_partition_named_dir_is_not_ok(tmp_path: Path) -> None:
+    (tmp_path / "x-0").mkdir()
+    code, out, err = run("verify", str(tmp_path / "x-0"), cwd=tmp_path)
+    assert code == 3, out
+    assert err.strip().endswith("no Kafka files in it: nothing was checked (no-kafka-files)")
+    assert "OK" not in out
+
+
+@pytest.mark.parametrize("parent", ["kafka-0", "kafka"])  # named like a partition, or not
+def test_a_directory_of_log_dirs_verifies_each(tmp_path: Path, parent: str) -> None:
+    for d in ("data1", "data2"):
+        shutil.copytree(LOGS / "logdir", tmp_path / parent / d)
+    code, out, err = run("verify", "--format", "jsonl", str(tmp_path / parent), cwd=tmp_path)
+    single = jsonl(run("verify", "--format", "jsonl", str(LOGS / "logdir"))[1])[-1]
+    summary = jsonl(out)[-1]
+    assert code == 0, err
+    assert summary["files"] == 2 * single["files"] > 0
+    assert summary["partitions"] == 2 * single["partitions"]
+    plan = fleet_verify.plan([str(tmp_path / parent)])
+    assert len(plan.units) == 2 * single["partitions"] and plan.error is None

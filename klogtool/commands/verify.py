@@ -99,6 +99,12 @@ def command(
             else:
                 out.emit(f.as_obj())
     st = verifier.stats
+    if st.files == 0:  # never "OK" about nothing (the local verifier says it per PATH)
+        raise InputError(
+            "no Kafka files in it: nothing was checked",
+            path=" ".join(paths),
+            code="no-kafka-files",
+        )
     if fmt == "text":
         verdict = "errors found" if st.errors else "OK"
         out.table(

@@ -117,12 +117,14 @@ def plan(paths: Sequence[str]) -> VerifyPlan:
             if not path.exists():
                 raise InputError("no such file or directory", path=str(path), code="not-found")
             if path.is_dir():
-                logdir = classify_dir(path)
-                if logdir is None:
-                    p.steps.append(("unit", unit(PARTITION, path, _log_bytes(path))))
-                    continue
-                idxs = [unit(PARTITION, d, _log_bytes(d)) for d in logdir.partitions]
-                p.steps.append(("logdir", logdir, idxs))
+                below = [] if layout.holds_files(path) else layout.log_dirs_below(path)
+                for d in below or [path]:  # a directory of log dirs: each (as the local one)
+                    logdir = classify_dir(d)
+                    if logdir is None:
+                        p.steps.append(("unit", unit(PARTITION, d, _log_bytes(d))))
+                        continue
+                    idxs = [unit(PARTITION, c, _log_bytes(c)) for c in logdir.partitions]
+                    p.steps.append(("logdir", logdir, idxs))
             else:
                 detect_kind(path)  # what the local verifier rejects, rejected in the same order
                 p.steps.append(("unit", unit(PATH, path, path.stat().st_size)))

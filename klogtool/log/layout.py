@@ -210,3 +210,24 @@ def scan_log_dir(path: Path) -> LogDir | None:
     if not partitions and not files:
         return None
     return LogDir(path, partitions, files)
+
+
+def log_dirs_below(path: Path) -> list[Path]:
+    """Subdirectories of ``path`` that are log dirs (``/var/lib/kafka`` holding ``data1/``,
+    ``data2/``): where a PATH that holds no Kafka files of its own leads."""
+    try:
+        children = sorted(c for c in path.iterdir() if c.is_dir())
+    except OSError:
+        return []
+    return [
+        c
+        for c in children
+        if parse_partition_dir_name(c.name) is None and scan_log_dir(c) is not None
+    ]
+
+
+def holds_files(path: Path) -> bool:
+    try:
+        return any(c.is_file() for c in path.iterdir())
+    except OSError:
+        return False

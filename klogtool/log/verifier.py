@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from klogtool.errors import InputError
 from klogtool.formats import checkpoint, index
 from klogtool.formats.batch import CREATE_TIME, DEFAULT_MAX_BATCH_BYTES, Batch
 from klogtool.formats.errors import FormatError
@@ -154,16 +155,28 @@ class Verifier:
     # -- entry points ------------------------------------------------------------------------
     def verify(self, paths: list[str]) -> Iterator[Finding]:
         for arg in paths:
+            files_before = self.stats.files
             for f in self._path(Path(arg)):
                 self.stats.count(f)
                 yield f
+            if self.stats.files == files_before:
+                # never "OK" about nothing: an empty x-0 dir, or one whose subdirs hold nothing
+                raise InputError(
+                    "no Kafka files in it: nothing was checked",
+                    path=arg,
+                    code="no-kafka-files",
+                )
 
     def _path(self, path: Path) -> Iterator[Finding]:
-        from klogtool.errors import InputError
-
         if not path.exists():
             raise InputError("no such file or directory", path=str(path), code="not-found")
         if path.is_dir():
+            below = [] if layout.holds_files(path) else layout.log_dirs_below(path)
+            if below:
+                # a directory of log dirs (named like a partition or not): verify each
+                for d in below:
+                    yield from self._path(d)
+                return
             logdir = classify_dir(path)
             if logdir is None:
                 yield from self.verify_partition(path)
