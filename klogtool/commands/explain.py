@@ -116,7 +116,8 @@ def _text(out: Output, ex: PartitionExplain) -> None:
                 f"{s.base_offset}" + (" (active)" if s.active else ""),
                 f"{s.upper_bound - 1}" if s.upper_bound > s.base_offset else "-",
                 f"{s.size:,}",
-                _iso(s.largest_timestamp) + (" (mtime)" if s.timestamp_source == "mtime" else ""),
+                _iso(s.largest_timestamp)
+                + {"mtime": " (mtime)", "records": " (batches)"}.get(s.timestamp_source, ""),
                 human_ms(ex.now - s.largest_timestamp),
                 comp,
                 f"{sr.action} {sr.rule}" if sr else "?",

@@ -199,7 +199,8 @@ def _show(out: Output, plan: RetentionPlan, dry_run: bool) -> None:
     rows = [
         [
             f"{d.base_offset}",
-            format_ts(d.largest_timestamp) + (" mtime" if d.timestamp_source == "mtime" else ""),
+            format_ts(d.largest_timestamp)
+            + {"mtime": " mtime", "records": " from batches"}.get(d.timestamp_source, ""),
             f"{d.size:,}",
             d.action,
             d.rule,

@@ -27,6 +27,7 @@ CLEANER = "cleaner-offset-checkpoint"
 RECOVERY_POINT = "recovery-point-offset-checkpoint"
 
 TIMEINDEX = "timeindex"  # where a segment's largest timestamp came from
+RECORDS = "records"  # an index is missing: the broker recovers the segment and takes the max
 MTIME = "mtime"
 
 
@@ -37,7 +38,7 @@ class SegmentInfo:
     size: int
     mtime_ns: int
     largest_timestamp: int  # the time index's last entry, else the .log mtime (ms)
-    timestamp_source: str  # TIMEINDEX | MTIME
+    timestamp_source: str  # TIMEINDEX | RECORDS | MTIME
     index_bytes: int
     timeindex_bytes: int
     next_offset: int | None = None  # filled for the last segment (and by full scans)
@@ -131,7 +132,14 @@ def read_offset_checkpoint(log_dir: Path, name: str) -> dict[tuple[str, int], in
 
 def _largest_timestamp(seg: layout.SegmentFiles, mtime_ns: int) -> tuple[int, str, int]:
     """The broker's ``LogSegment.largestTimestamp``: the time index's last entry when it is
-    >= 0, else the .log's mtime. Returns (timestamp, source, time index bytes)."""
+    >= 0, else the .log's mtime. A segment missing its .index or .timeindex is recovered when
+    the broker loads it, which rebuilds the time index from the batches: then it is the
+    largest batch timestamp. Returns (timestamp, source, time index bytes)."""
+    if seg.log is not None and (seg.timeindex is None or seg.index is None):
+        largest = _largest_batch_timestamp(seg.log)
+        if largest >= 0:
+            return largest, RECORDS, 0
+        return mtime_ns // 1_000_000, MTIME, 0
     if seg.timeindex is not None:
         try:
             buf = read_small(seg.timeindex, 1 << 31)
@@ -149,6 +157,18 @@ def _largest_timestamp(seg: layout.SegmentFiles, mtime_ns: int) -> tuple[int, st
                 return entries[-1].timestamp, TIMEINDEX, real * 12
         return mtime_ns // 1_000_000, MTIME, real * 12
     return mtime_ns // 1_000_000, MTIME, 0
+
+
+def _largest_batch_timestamp(path: Path) -> int:
+    """The largest batch timestamp of a segment's valid prefix (headers only), or -1."""
+    largest = -1
+    try:
+        with mapped(path) as buf:
+            for batch in SegmentScanner(buf):
+                largest = max(largest, batch.max_timestamp)
+    except (OSError, FormatError):
+        pass  # what recovery could not read does not count
+    return largest
 
 
 def _index_bytes(seg: layout.SegmentFiles) -> int:

@@ -46,6 +46,13 @@ RULE_ACTIVE_EMPTY = "active-empty"
 RULE_NOT_BREACHED = "not-breached"
 RULE_AFTER_KEPT = "after-kept-segment"
 
+# How a segment's largest timestamp was found (partition.TIMEINDEX, RECORDS, MTIME), in words.
+TIMESTAMP_SOURCES = {
+    "timeindex": "time index",
+    "records": "from the batches: an index is missing, and the broker rebuilds it from them",
+    "mtime": ".log mtime",
+}
+
 
 @dataclass(frozen=True)
 class SegmentDecision:
@@ -190,7 +197,7 @@ def plan_retention(
     def age_of(i: int) -> tuple[bool, str]:
         seg = segs[i]
         age = now - seg.largest_timestamp
-        src = "time index" if seg.timestamp_source == "timeindex" else ".log mtime"
+        src = TIMESTAMP_SOURCES.get(seg.timestamp_source, seg.timestamp_source)
         if age > config.retention_ms:
             return True, (
                 f"largest timestamp {seg.largest_timestamp} ({src}) is {age} ms "

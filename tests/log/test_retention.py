@@ -313,3 +313,39 @@ def test_symlinked_partition_out_of_the_log_dir_is_skipped(tmp_path: Path) -> No
     assert code == 1
     assert "symlink" in err
     assert tree(outside) == before
+
+
+@pytest.mark.parametrize("missing", [".timeindex", ".index"])
+def test_a_missing_index_is_judged_by_the_batches_like_the_broker(
+    tmp_path: Path, missing: str
+) -> None:
+    # issue 10: with its .timeindex (or .index) missing the broker recovers the segment and
+    # rebuilds the time index from the batches, so retention sees the records' largest
+    # timestamp; the .log's mtime (a fresh copy: now) kept 2023 data as minutes old
+    import shutil
+
+    from cli_helpers import LOGS
+
+    part = tmp_path / "data" / "v2-none-0"
+    shutil.copytree(LOGS / "logdir" / "v2-none-0", part)
+    for f in part.glob("*" + missing):
+        f.unlink()
+    view = load_partition(part)
+    first = view.segments[0]
+    assert first.timestamp_source == "records"
+    assert 1_699_000_000_000 < first.largest_timestamp < 1_800_000_000_000
+    code, out, err = run(
+        "retention-sweep",
+        str(part),
+        "--retention-ms",
+        "86400000",
+        "--high-watermark",
+        "log-end",
+        "--dry-run",
+        "--format",
+        "jsonl",
+        cwd=tmp_path,
+    )
+    assert code == 0, err
+    segs = [o for o in map(json.loads, out.splitlines()) if o.get("base_offset") == 0]
+    assert segs and segs[0]["action"] == DELETE and segs[0]["timestamp_source"] == "records"
