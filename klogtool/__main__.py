@@ -1,3 +1,3 @@
-from klogtool.cli import main
+from klogtool._entry import main
 
 main()

@@ -17,9 +17,9 @@ from klogtool.errors import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     KlogtoolError,
+    StdoutClosed,
 )
 from klogtool.formats.errors import FormatError
-from klogtool.output import StdoutClosed
 
 
 @dataclass
@@ -44,7 +44,80 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
         ctx.exit()
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+# One module per command in klogtool/commands/, each exposing ``command``, imported only when
+# that command runs (start-up time: pyarrow, rich and the codecs load with the command that
+# needs them). The short help is written here so that ``klogtool --help`` imports nothing;
+# tests/test_startup.py holds it equal to each command's own.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "dump-segments": (
+        "dump_segments",
+        "Print the contents of Kafka log files: batches by default, records with "
+        "--deep-iteration, payloads with --print-data.",
+    ),
+    "verify": ("verify", "Check Kafka log files the way a demanding broker would."),
+    "transactions": (
+        "transactions",
+        "List the transactions of partitions and find the hanging ones.",
+    ),
+    "export": (
+        "export",
+        "Export the records (or batches) of Kafka segments to Parquet or JSON Lines files.",
+    ),
+    "truncate-recovery": (
+        "truncate_recovery",
+        "Truncate damaged logs where the broker's recovery would, keeping every byte cut.",
+    ),
+    "rebuild-index": (
+        "rebuild_index",
+        "Rebuild .index, .timeindex and .txnindex exactly as the broker's recovery does.",
+    ),
+    "convert-format": (
+        "convert_format",
+        "Rewrite SRC to message format 0, 1 or 2 and/or another codec, keeping every offset.",
+    ),
+    "compact": ("compact", "Compact partitions the way the broker's log cleaner does."),
+    "retention-sweep": (
+        "retention_sweep",
+        "Delete old segments the way the broker's retention does.",
+    ),
+    "explain": (
+        "explain",
+        "Explain one partition: why it is not being compacted or deleted, and what makes the "
+        "broker slow to load it.",
+    ),
+}
+COMMAND_MODULES = tuple(module for module, _ in COMMANDS.values())
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        import importlib
+
+        module = importlib.import_module(f"klogtool.commands.{COMMANDS[cmd_name][0]}")
+        command: click.Command = module.command
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        width = formatter.width - 6 - max(len(n) for n in COMMANDS)
+        rows = [
+            (name, click.utils.make_default_short_help(short, width))
+            for name, (_module, short) in sorted(COMMANDS.items())
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.option(
     "--version",
     is_flag=True,
@@ -81,42 +154,21 @@ def cli(
     )
 
 
-# One module per command in klogtool/commands/, each exposing ``command``.
-COMMAND_MODULES = (
-    "dump_segments",
-    "verify",
-    "transactions",
-    "export",
-    "truncate_recovery",
-    "rebuild_index",
-    "convert_format",
-    "compact",
-    "retention_sweep",
-    "explain",
-)
-
-
-def _register() -> None:
-    import importlib
-
-    for name in COMMAND_MODULES:
-        cli.add_command(importlib.import_module(f"klogtool.commands.{name}").command)
-
-
-_register()
-
-
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: maps every outcome to a documented exit code."""
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    args = list(argv if argv is not None else sys.argv[1:])
+    debug = "--debug" in args
     try:
-        code = cli.main(args=argv, prog_name="klogtool", standalone_mode=False)
+        # click's own main() would print a blank line on Ctrl-C: invoke the context directly
+        with cli.make_context("klogtool", args) as ctx:
+            code = cli.invoke(ctx)
     except click.exceptions.Exit as e:
         code = e.exit_code
     except click.ClickException as e:
         e.show()
         code = EXIT_USAGE if isinstance(e, click.UsageError) else e.exit_code
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        _interrupted()
         code = EXIT_INTERRUPTED
     except KlogtoolError as e:
         _flush_quietly()
@@ -129,8 +181,6 @@ def main(argv: list[str] | None = None) -> None:
         where = f"{e.position}: " if e.position is not None else ""
         click.echo(f"klogtool: error: {where}{e} ({e.code})", err=True)
         code = EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        code = EXIT_INTERRUPTED
     except (BrokenPipeError, StdoutClosed):
         code = EXIT_BROKEN_PIPE
     except OSError as e:
@@ -150,6 +200,16 @@ def main(argv: list[str] | None = None) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     sys.exit(code or 0)
+
+
+def _interrupted() -> None:
+    from klogtool._entry import INTERRUPTED
+
+    try:
+        sys.stderr.write(INTERRUPTED)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def _flush_quietly() -> None:

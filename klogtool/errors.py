@@ -48,3 +48,8 @@ class RefusedError(KlogtoolError):
     """Refused for safety (exit 4)."""
 
     exit_code = EXIT_REFUSED
+
+
+class StdoutClosed(Exception):
+    """The reader of stdout went away (``| head``). Not an OSError, so that Click lets it
+    through to ``cli.main``, which exits quietly with status 141 like a SIGPIPE'd tool."""

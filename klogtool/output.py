@@ -18,12 +18,9 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from klogtool.errors import StdoutClosed
+
 FORMATS = ("text", "jsonl", "json")
-
-
-class StdoutClosed(Exception):
-    """The reader of stdout went away (``| head``). Not an OSError, so that Click lets it
-    through to ``cli.main``, which exits quietly with status 141 like a SIGPIPE'd tool."""
 
 
 def _json_default(obj: object) -> object:

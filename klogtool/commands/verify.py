@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import ExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,12 +15,13 @@ from klogtool.commands._options import (
 )
 from klogtool.commands._spark import check_target, spark_session
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
-from klogtool.log.arrow_reader import DEFAULT_TARGET_SPLIT_BYTES
 from klogtool.log.files import total_log_bytes
 from klogtool.log.findings import Finding
-from klogtool.log.fleet_verify import FleetVerifier
 from klogtool.log.verifier import Verifier
 from klogtool.output import Output
+
+if TYPE_CHECKING:
+    from klogtool.log.fleet_verify import FleetVerifier
 
 
 @click.command("verify")
@@ -72,6 +73,9 @@ def command(
     not_kafka: Finding | None = None  # a file that is not a Kafka file at all: exit 3
     with ExitStack() as stack, out.progress(total_log_bytes(list(paths)), "verifying") as advance:
         if engine == "spark":
+            # the fleet verifier and the Spark reader load only when Spark runs (start-up time)
+            from klogtool.log.arrow_reader import DEFAULT_TARGET_SPLIT_BYTES
+
             spark, jobs = stack.enter_context(
                 spark_session(master, remote, spark_conf, settings.verbosity)
             )

@@ -1,0 +1,78 @@
+"""Start-up and interrupts (issue 10): commands load lazily, so ``klogtool --help`` imports no
+command, codec, Rich or pyarrow module; Ctrl-C at any moment ends with one line and exit 130.
+Speed itself is measured by hand (python -X importtime), never timed here."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from klogtool import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+
+
+def _modules_after(args: list[str]) -> set[str]:
+    code = (
+        "import json, sys\n"
+        "from klogtool.cli import main\n"
+        "try:\n"
+        f"    main({args!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "sys.stderr.write(json.dumps(sorted(sys.modules)))\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=60
+    )
+    return set(json.loads(p.stderr.strip().splitlines()[-1]))
+
+
+def test_help_imports_no_command_and_nothing_heavy() -> None:
+    loaded = _modules_after(["--help"])
+    heavy = {"pyarrow", "pyspark", "rich", "zstandard", "lz4", "snappy", "isal", "crc32c"}
+    assert not {m.split(".")[0] for m in loaded} & heavy
+    assert not [m for m in loaded if m.startswith("klogtool.commands.")]
+
+
+def test_a_command_loads_only_itself() -> None:
+    loaded = _modules_after(["verify", str(ROOT / "fixtures/logs/logdir/v2-none-0")])
+    assert "klogtool.commands.verify" in loaded
+    assert "klogtool.commands.export" not in loaded
+    assert not {m.split(".")[0] for m in loaded} & {"pyarrow", "pyspark"}
+
+
+@pytest.mark.parametrize("name", sorted(cli.COMMANDS))
+def test_the_short_help_table_matches_each_command(name: str) -> None:
+    command = cli.cli.get_command(None, name)  # type: ignore[arg-type]
+    assert command is not None and command.name == name
+    assert cli.COMMANDS[name][1] == command.get_short_help_str(limit=1000)
+
+
+@pytest.mark.parametrize("delay", [0.09, 0.13, 0.18, 0.6])
+def test_ctrl_c_at_any_moment_is_one_line_and_130(delay: float) -> None:
+    # `dump-segments -` waits on stdin forever: the signal lands while klogtool's modules load
+    # (early delays) or while the command runs (the last one)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "klogtool", "dump-segments", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=ENV,
+        text=True,
+    )
+    time.sleep(delay)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    if p.returncode == -signal.SIGINT or "init_import_site" in err:
+        pytest.skip("the signal landed while the interpreter itself started (a loaded machine)")
+    assert p.returncode == 130, err
+    assert err == "klogtool: interrupted\n", err
