@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
+from rich import box as rich_box
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
@@ -55,6 +56,7 @@ class Output:
             highlight=False,
             no_color=no_color,
             force_terminal=True if color else None,
+            soft_wrap=True,  # one message, one line: a log file or a pipe gets no wrapping
         )
         self.data = Console(
             file=self.out,
@@ -107,9 +109,20 @@ class Output:
         column and those named in ``left`` are left-aligned, the others right-aligned."""
         if self.fmt != "text":
             return
-        t = Table(title=title, title_justify="left")
+        # Box drawing on a terminal; plain aligned columns for a file or a pipe.
+        boxed = self.data.is_terminal
+        t = Table(
+            title=title,
+            title_justify="left",
+            box=rich_box.HEAVY_HEAD if boxed else None,
+            show_edge=boxed,
+            pad_edge=boxed,
+        )
         for i, c in enumerate(columns):
-            t.add_column(c, justify="left" if i == 0 or c in left else "right")
+            right = not (i == 0 or c in left)
+            # numbers are never cut or wrapped: the text columns give way instead
+            width = max([len(c)] + [len(r[i]) for r in rows if i < len(r)]) if right else None
+            t.add_column(c, justify="right" if right else "left", no_wrap=right, min_width=width)
         for r in rows:
             t.add_row(*r)
         self.data.print(t)

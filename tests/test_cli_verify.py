@@ -182,9 +182,9 @@ def test_text_mode_prints_findings_and_the_summary_table() -> None:
     code, out, err = run("verify", "logdir")
     assert (code, err) == (0, "")
     assert "klogtool verify: OK" in out
-    assert re.search(r"┃ checked +┃ +count ┃", out)  # the Rich table, not JSON
+    assert re.search(r"^checked +count$", out, re.M)  # the table (plain when piped), not JSON
     for row, value in (("partitions", 12), ("segments", 17), ("errors", 0), ("warnings", 0)):
-        assert re.search(rf"│ {row} +│ +{value} │", out), row
+        assert re.search(rf"^{row} +{value}$", out, re.M), row
     code, out, _ = run("verify", "corrupt/crc-flip-0")
     assert code == 1
     assert "klogtool verify: errors found" in out
@@ -265,3 +265,31 @@ def test_a_directory_of_log_dirs_verifies_each(tmp_path: Path, parent: str) -> N
     assert summary["partitions"] == 2 * single["partitions"]
     plan = fleet_verify.plan([str(tmp_path / parent)])
     assert len(plan.units) == 2 * single["partitions"] and plan.error is None
+
+
+# -- output a person reads (issue 10) -----------------------------------------------------------
+BOX = set("┏┓┗┛━┃│─┡┩╇┳┻╋")
+
+
+def test_piped_tables_are_plain_text() -> None:
+    code, out, _err = run("verify", "corrupt/crc-flip-0")
+    assert code == 1
+    assert not BOX & set(out)
+    assert "bytes       1,315" in out
+
+
+@pytest.mark.parametrize("columns", ["80", "40", "20"])
+def test_numbers_in_tables_are_never_cut(columns: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+    code, out, _err = run("--color", "verify", "corrupt/crc-flip-0")
+    assert code == 1
+    assert BOX & set(out)  # a terminal (forced) gets the boxed table
+    for number in ("1,315", "10", "9"):
+        assert any(number == cell.strip() for line in out.splitlines() for cell in line.split("│"))
+
+
+def test_quiet_shows_errors_only() -> None:
+    code, out, _err = run("-q", "verify", "corrupt/missing-index-0")
+    assert code == 0 and "warning:" not in out
+    code, out, _err = run("verify", "corrupt/missing-index-0")
+    assert "warning: index-missing" in out

@@ -136,7 +136,7 @@ def _parse_confs(_c: click.Context, _p: click.Parameter, values: tuple[str, ...]
     return confs
 
 
-def spark_options(default_engine: str, engine_help: str) -> Callable[[F], F]:
+def spark_options(engine_help: str) -> Callable[[F], F]:
     """``--engine``, ``--master``, ``--remote`` and ``--conf``."""
 
     def decorate(f: F) -> F:
@@ -162,9 +162,9 @@ def spark_options(default_engine: str, engine_help: str) -> Callable[[F], F]:
         return click.option(
             "--engine",
             type=click.Choice(("local", "spark")),
-            default=default_engine,
-            show_default=True,
-            help=engine_help,
+            default=None,
+            help=engine_help
+            + " [default: spark when --master, --remote or --conf is given, else local]",
         )(f)
 
     return decorate
@@ -203,3 +203,13 @@ def jobs_option(f: F) -> F:
         callback=check,
         help="Worker processes walking segments in parallel [default: the CPU count].",
     )(f)
+
+
+def chosen_engine(engine: str | None, master: str | None, remote: str | None, conf: Any) -> str:
+    """``--engine`` as given, else spark when a Spark target or setting is named, else local
+    (the process pool: on one machine it needs no JVM and is usually faster)."""
+    if engine is None:
+        return "spark" if master or remote or conf else "local"
+    if engine == "local" and (master or remote or conf):
+        raise click.UsageError("--master, --remote and --conf need --engine spark")
+    return engine

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from klogtool.commands._options import (
+    chosen_engine,
     dry_run_option,
     format_option,
     max_batch_bytes_option,
@@ -61,7 +62,6 @@ def _partition_by(_c: click.Context, _p: click.Parameter, value: str) -> tuple[s
     "Spark writes to: hdfs://, s3a://...).",
 )
 @spark_options(
-    "spark",
     "spark: a Spark job (local[*] unless --master/--remote); local: the same reader in a "
     "process pool with pyarrow's writers, no JVM (small jobs).",
 )
@@ -135,7 +135,7 @@ def command(
     settings: Any,
     paths: tuple[str, ...],
     to_dest: tuple[str, str],
-    engine: str,
+    engine: str | None,
     master: str | None,
     remote: str | None,
     spark_conf: dict[str, str],
@@ -169,8 +169,7 @@ def command(
     """
     to, dest = to_dest
     check_target(master, remote)
-    if engine == "local" and (master or remote or spark_conf):
-        raise click.UsageError("--master, --remote and --conf need --engine spark")
+    engine = chosen_engine(engine, master, remote, spark_conf)
     default = "binary" if to == "parquet" else "base64"
     kd = key_decoder or default
     vd = value_decoder or (key_decoder if key_decoder is not None else default)

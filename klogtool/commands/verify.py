@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from klogtool.commands._options import (
+    chosen_engine,
     format_option,
     max_batch_bytes_option,
     paths_argument,
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     help="Also decompress and decode every record (offsets, timestamps, inner CRCs).",
 )
 @spark_options(
-    "local",
     "local: this process; spark: the same verifier on Spark, one task per group of "
     "partitions (local[*] unless --master/--remote), findings printed the same way.",
 )
@@ -43,7 +43,7 @@ def command(
     settings: Any,
     paths: tuple[str, ...],
     deep: bool,
-    engine: str,
+    engine: str | None,
     master: str | None,
     remote: str | None,
     spark_conf: dict[str, str],
@@ -61,11 +61,13 @@ def command(
     Indexes written by live appends differ from rebuilt ones and are accepted when every
     lookup through them is correct; a missing index is a warning (the broker rebuilds it).
 
+    With the global -q only errors are printed (and the summary); warnings are still
+    counted.
+
     Exit status: 0 nothing wrong (warnings allowed), 1 errors found, 3 an input cannot be read.
     """
     check_target(master, remote)
-    if engine == "local" and (master or remote or spark_conf):
-        raise click.UsageError("--master, --remote and --conf need --engine spark")
+    engine = chosen_engine(engine, master, remote, spark_conf)
     out = Output(
         fmt, progress=settings.progress, color=settings.color, verbosity=settings.verbosity
     )
@@ -94,6 +96,8 @@ def command(
                 if fmt == "text":
                     continue  # said once, as the one-line error at the end
             if fmt == "text":
+                if f.severity != "error" and settings.verbosity < 0:
+                    continue  # -q: errors only
                 out.line(
                     f"{f.severity}: {f.code}: {f.path}"
                     + (f":{f.position}" if f.position is not None else "")

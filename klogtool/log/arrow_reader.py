@@ -391,8 +391,8 @@ class CorruptSegmentError(Exception):
             path=display or self.path,
             position=self.position,
             code=self.code,
-            hint="onCorrupt=skip leaves unreadable data out, onCorrupt=report adds a row "
-            "for each problem (export: --on-corrupt)",
+            hint="--on-corrupt skip leaves unreadable data out, --on-corrupt report adds a "
+            "row for each problem (the kafka-segments source: option onCorrupt)",
         )
 
     @classmethod

@@ -15,6 +15,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -124,6 +127,38 @@ JAVA_HINT = (
 )
 
 
+# Lines the JVM writes to its stderr at every start that say nothing to a klogtool user.
+JVM_NOISE = (b"WARNING: Using incubator modules",)
+
+
+@contextmanager
+def _jvm_noise_filtered() -> Iterator[None]:
+    """Start the JVM with its stderr on a pipe that a thread copies to ours, less JVM_NOISE:
+    the JVM keeps that pipe for life, so its real errors still show."""
+    try:
+        ours = os.dup(2)
+        read_end, write_end = os.pipe()
+    except OSError:
+        yield
+        return
+
+    def copy() -> None:
+        with os.fdopen(read_end, "rb") as lines:
+            for line in lines:
+                if not line.startswith(JVM_NOISE):
+                    os.write(ours, line)
+
+    threading.Thread(target=copy, name="klogtool-jvm-stderr", daemon=True).start()
+    sys.stderr.flush()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(ours, 2)  # this process writes to the real stderr again; the JVM keeps the pipe
+
+
 def get_session(
     master: str | None = None,
     remote: str | None = None,
@@ -187,7 +222,8 @@ def get_session(
     for k, v in settings.items():
         builder = builder.config(k, v)
     try:
-        spark = builder.getOrCreate()
+        with _jvm_noise_filtered():
+            spark = builder.getOrCreate()
     except Exception as e:
         problem = _java_problem()
         raise KlogtoolError(

@@ -136,3 +136,41 @@ def test_no_java_is_a_one_line_error(tmp_path: Path) -> None:
         "JAVA_HOME) (java-missing)"
     )
     assert lines[1].startswith("hint: install a Java 17+ runtime")
+
+
+def test_export_defaults_to_the_local_engine_without_java(tmp_path: Path) -> None:
+    # issue 10: export started a JVM by default (82 s against 4.6 s on 0.5 MB); now Spark runs
+    # only when asked for (--engine spark, --master, --remote or --conf)
+    import os
+    import subprocess
+    import sys
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "python3").symlink_to(sys.executable)
+    env = {**os.environ, "PATH": str(bindir), "NO_COLOR": "1"}
+    env.pop("JAVA_HOME", None)
+    dest = tmp_path / "out"
+    r = subprocess.run(
+        [sys.executable, "-m", "klogtool", "export", str(LOGDIR), "--to", "jsonl", str(dest)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == "" and any(p.name.startswith("part-") for p in dest.iterdir())
+
+
+def test_engine_follows_the_spark_options() -> None:
+    import click
+
+    from klogtool.commands._options import chosen_engine
+
+    assert chosen_engine(None, None, None, {}) == "local"
+    assert chosen_engine(None, "local[2]", None, {}) == "spark"
+    assert chosen_engine(None, None, "sc://h:1", {}) == "spark"
+    assert chosen_engine(None, None, None, {"spark.x": "1"}) == "spark"
+    assert chosen_engine("spark", None, None, {}) == "spark"
+    with pytest.raises(click.UsageError):
+        chosen_engine("local", "local[2]", None, {})
