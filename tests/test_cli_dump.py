@@ -353,3 +353,17 @@ def test_max_batch_bytes_holds_for_legacy_wrappers(part: str) -> None:
     )
     assert "limit-exceeded" in out + err
     assert not [line for line in out.splitlines() if line.startswith("  offset")]
+
+
+@pytest.mark.parametrize("part", ["v0-none-0", "v0-snappy-0", "v1-gzip-0", "v2-none-0"])
+def test_offsets_to_holds_for_every_magic(part: str) -> None:
+    # issue 10: TO was ignored for message formats 0 and 1 (every batch was printed)
+    code, out, err = run("dump-segments", "--format", "jsonl", "--offsets", "0:1", f"logdir/{part}")
+    assert code == 0, err
+    objs = jsonl(out)
+    batches = [o for o in objs if o["type"] == "batch"]
+    assert batches and all(b["base_offset"] <= 1 for b in batches)
+    entries = [o for o in objs if o["type"] in ("index_entry", "timeindex_entry")]
+    assert all(0 <= e["offset"] <= 1 for e in entries)  # index entries are filtered too
+    files = [o["path"] for o in objs if o["type"] == "file"]
+    assert not [f for f in files if "00000000000000000017.log" in f]  # a later segment: skipped

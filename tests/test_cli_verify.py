@@ -34,7 +34,9 @@ EXPECTED_FINDINGS: dict[str, tuple[int, set[tuple]]] = {
     ),
     "crc-flip": (
         1,
-        {("error", "crc-mismatch", "00000000000000000000.log", 242, 7)},  # batch 4..7
+        {
+            ("error", "crc-mismatch", "00000000000000000000.log", 242, 4)
+        },  # batch 4..7: its base offset (issue 10)
     ),
     "garbage-tail": (
         1,
@@ -189,7 +191,8 @@ def test_text_mode_prints_findings_and_the_summary_table() -> None:
     assert code == 1
     assert "klogtool verify: errors found" in out
     assert (
-        "error: crc-mismatch: corrupt/crc-flip-0/00000000000000000000.log:242 (offset 7): " in out
+        "error: crc-mismatch: corrupt/crc-flip-0/00000000000000000000.log:242 (offset 4): "
+        "batch 4..7: " in out
     )
 
 

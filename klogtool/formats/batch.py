@@ -152,6 +152,13 @@ class Batch:
         raise NotImplementedError
 
     @property
+    def header_offset(self) -> int:
+        """The first offset the header tells without decompressing: a v2 batch's base offset,
+        a plain v0/v1 message's offset, and for a compressed v0/v1 wrapper its own offset,
+        which is its LAST inner offset (the first needs decompression: ``base_offset``)."""
+        raise NotImplementedError
+
+    @property
     def count(self) -> int:
         raise NotImplementedError
 

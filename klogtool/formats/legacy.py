@@ -163,6 +163,10 @@ class LegacyBatch(Batch):
         return self._msg.offset
 
     @property
+    def header_offset(self) -> int:
+        return self._msg.offset
+
+    @property
     def base_offset(self) -> int:
         if self.compression == codecs.NONE:
             return self._msg.offset

@@ -259,9 +259,7 @@ def _strict_check(batch: Batch, prev_last: int | None) -> FormatError | None:
                 batch.position,
                 "bad-record-count",
             )
-        first = batch.base_offset
-    else:
-        first = batch.last_offset  # a wrapper's base offset needs decompression
+    first = batch.header_offset
     if prev_last is not None and first <= prev_last:
         return CorruptRecordError(
             f"offset {first} does not increase (previous batch ended at {prev_last})",

@@ -103,6 +103,10 @@ class DefaultBatch(Batch):
         return self._base_offset
 
     @property
+    def header_offset(self) -> int:
+        return self._base_offset
+
+    @property
     def last_offset(self) -> int:  # type: ignore[override]
         return self._base_offset + self.last_offset_delta
 

@@ -608,7 +608,7 @@ class _RangeReader:
             if opts.verify and not scanner.crc_valid:
                 yield from self._problem(
                     pos,
-                    batch.last_offset,
+                    batch.header_offset,
                     "crc-mismatch",
                     f"batch CRC mismatch (stored {batch.crc}, computed {batch.compute_crc()})",
                     batch,
@@ -625,7 +625,7 @@ class _RangeReader:
             except FormatError as e:
                 yield from self._problem(
                     e.position if e.position is not None else pos,
-                    batch.last_offset,
+                    batch.header_offset,
                     e.code,
                     f"records cannot be decoded: {e}",
                     batch,

@@ -58,6 +58,18 @@ def finding(
     return Finding(severity, code, path, position, offset, message).as_obj(**extra)
 
 
+SEGMENT_KINDS = (layout.LOG, layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX)
+
+
+def _first_offset(batch: Batch) -> int:
+    """A batch's first offset; -1 where a legacy wrapper cannot be decompressed (it is then
+    dumped, and its records' error reported)."""
+    try:
+        return batch.base_offset
+    except FormatError:
+        return -1
+
+
 def batch_object(b: Batch) -> Obj:
     """The DESIGN.md §4 batch object (a legacy wrapper's base offset/count are decompressed)."""
     is_v2 = b.magic >= 2
@@ -108,6 +120,8 @@ class Dumper:
 
     def objects(self) -> Iterator[Obj]:
         for f in expand(self.paths, stdin_kind=self.opts.stdin_kind):
+            if self._beyond_offsets(f):
+                continue
             for obj in self._file(f):
                 if obj["type"] == "finding":
                     self.counts["errors" if obj["severity"] == "error" else "warnings"] += 1
@@ -155,8 +169,8 @@ class Dumper:
             release = ReleaseBehind(buf)
             for batch in scanner:
                 release(batch.position)
-                if hi is not None and batch.magic >= 2 and batch.base_offset > hi:
-                    break
+                if hi is not None and _first_offset(batch) > hi:
+                    break  # offsets increase (the scanner checks it): nothing further is in range
                 if lo is not None and batch.last_offset < lo:
                     continue
                 self.counts["batches"] += 1
@@ -180,7 +194,7 @@ class Dumper:
                         f.display,
                         e.position,
                         f"cannot decode the records of this batch: {e}",
-                        batch.last_offset,
+                        batch.header_offset,
                     )
             result = scanner.result
         if result is None:  # the walk was cut short by --offsets
@@ -307,6 +321,8 @@ class Dumper:
             yield _log_missing(f)
         by_pos = {b.position: b for b in batches or ()}
         for i, e in enumerate(index.iter_offset_index(buf, base, stop_at_zero_fill=True)):
+            if not self._in_range(e.offset):
+                continue
             if not opts.verify_index_only:
                 yield {"type": "index_entry", "offset": e.offset, "position": e.position}
             if batches is None:
@@ -326,6 +342,20 @@ class Dumper:
                     log_offset=log_offset,
                 )
 
+    def _beyond_offsets(self, f: InputFile) -> bool:
+        """A segment file (or one of its indexes) of a segment that starts after --offsets."""
+        if self.opts.offsets is None or f.kind not in SEGMENT_KINDS:
+            return False
+        base = layout.offset_from_name(f.path) if f.display != STDIN else None
+        return base is not None and base > self.opts.offsets[1]
+
+    def _in_range(self, offset: int) -> bool:
+        """Whether ``offset`` is within --offsets (always, without it)."""
+        if self.opts.offsets is None:
+            return True
+        lo, hi = self.opts.offsets
+        return lo <= offset <= hi
+
     def _time_index(self, f: InputFile, base: int) -> Iterator[Obj]:
         opts = self.opts
         buf = read_small(f.path, 1 << 31)
@@ -340,6 +370,9 @@ class Dumper:
         by_last = {b.last_offset: b for b in batches or ()}
         prev_ts = -1
         for i, e in enumerate(index.iter_time_index(buf, base, stop_at_zero_fill=True)):
+            if not self._in_range(e.offset):
+                prev_ts = e.timestamp
+                continue
             if not opts.verify_index_only:
                 yield {"type": "timeindex_entry", "timestamp": e.timestamp, "offset": e.offset}
             pos = i * 12
@@ -388,8 +421,11 @@ class Dumper:
         if self.opts.index_sanity_check:
             yield from self._sanity(f, index.sanity_check_txn_index, buf, base)
             return
+        lo, hi = self.opts.offsets or (0, (1 << 63) - 1)
         try:
             for t in index.iter_txn_index(buf):
+                if t.last_offset < lo or t.first_offset > hi:
+                    continue  # no offset of this aborted transaction is in --offsets
                 yield {
                     "type": "txn_entry",
                     "version": t.version,

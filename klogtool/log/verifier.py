@@ -284,8 +284,9 @@ class Verifier:
                         "crc-mismatch",
                         path,
                         pos,
-                        last,
-                        f"batch CRC mismatch (stored {batch.crc}, computed {batch.compute_crc()})",
+                        batch.header_offset,
+                        f"{_batch_range(batch)}: CRC mismatch (stored {batch.crc}, computed "
+                        f"{batch.compute_crc()})",
                     )
                 yield from self._check_batch(path, batch, base, check_base)
                 if summary.first_offset is None:
@@ -510,7 +511,7 @@ class Verifier:
                 "offset-overflow",
                 path,
                 pos,
-                last,
+                batch.header_offset,
                 f"last offset {last} is more than 2^31-1 past the segment base {base}: "
                 f"the broker must split this segment",
             )
@@ -521,7 +522,7 @@ class Verifier:
                     "record-count-mismatch",
                     path,
                     pos,
-                    last,
+                    batch.header_offset,
                     f"{batch.records_count} records cannot fit in the offset range "
                     f"{batch.base_offset}..{last}",
                 )
@@ -586,8 +587,8 @@ class Verifier:
                 e.code,
                 path,
                 e.position if e.position is not None else pos,
-                batch.last_offset,
-                f"records cannot be decoded: {e}",
+                batch.header_offset,
+                f"{_batch_range(batch)}: records cannot be decoded: {e}",
             )
             return
         if self.deep:  # without --deep only control records are read: not a record count
@@ -607,7 +608,7 @@ class Verifier:
                 "max-timestamp-mismatch",
                 path,
                 pos,
-                batch.last_offset,
+                batch.header_offset,
                 f"batch max timestamp {batch.max_timestamp} but its records' largest "
                 f"timestamp is {max_ts}",
             )
@@ -1053,6 +1054,14 @@ class Verifier:
             parser(read_small(path))
         except FormatError as e:
             yield Finding("error", f"{kind}-corrupt", str(path), e.position, None, str(e))
+
+
+def _batch_range(batch: Batch) -> str:
+    """``batch 1084076..1084275`` (a compressed v0/v1 wrapper: ``wrapper ..1084275``, whose
+    first offset needs decompression)."""
+    if batch.magic < 2 and batch.compression:
+        return f"wrapper ..{batch.last_offset}"
+    return f"batch {batch.header_offset}..{batch.last_offset}"
 
 
 def _first_offset(batch: Batch) -> int:

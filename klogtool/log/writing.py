@@ -133,7 +133,7 @@ def check_batch_offsets(batch: Batch, segment_base: int, floor: int, path: Path)
     offsets increase across segments too) or its last offset is more than 2^31-1 past the
     segment's base (no index entry can hold it). The v2 base offset is not under the CRC, so
     a corrupt one passes every other check."""
-    first = batch.base_offset if batch.magic >= 2 else batch.last_offset  # no decompression
+    first = batch.header_offset
     if first < floor:
         where = (
             f"the segment's base offset {segment_base}"
