@@ -278,7 +278,8 @@ def list_segments(paths: Sequence[str]) -> list[SegmentFile]:
             )
         is_file = Path(arg).is_file()
         for f in expand([arg]):
-            if f.kind != layout.LOG:
+            # KRaft snapshots (<offset>-<epoch>.checkpoint) are record batches too: exported
+            if f.kind not in (layout.LOG, layout.KRAFT_SNAPSHOT):
                 if is_file:
                     raise InputError(
                         f"not a log segment (a {f.kind} file); give .log files, partition "
@@ -295,7 +296,8 @@ def list_segments(paths: Sequence[str]) -> list[SegmentFile]:
                     display=f.display,
                     topic=parsed[0] if parsed else None,
                     partition=parsed[1] if parsed else None,
-                    base=layout.offset_from_name(f.path),
+                    # a snapshot's name is no segment base: it takes no part in pruning
+                    base=layout.offset_from_name(f.path) if f.kind == layout.LOG else None,
                     next_base=None,
                     size=f.path.stat().st_size,
                 )

@@ -998,6 +998,8 @@ class Verifier:
                 yield Finding(
                     "warning", "leftover-file", str(f), None, None, "leftover temporary file"
                 )
+            elif kind == layout.KRAFT_SNAPSHOT:  # bootstrap.checkpoint: record batches
+                yield from self._kraft_snapshot(f)
             else:
                 self.stats.files += 1
                 yield from self._text_file(f, kind)
