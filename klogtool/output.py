@@ -144,7 +144,7 @@ class Output:
     @contextmanager
     def progress(self, total: int, description: str) -> Iterator[Any]:
         """A byte-based progress bar on a terminal; a no-op advance function otherwise."""
-        if not self.show_progress:
+        if not self.show_progress or total <= 0:
             yield lambda n: None
             return
         bar = Progress(

@@ -367,3 +367,15 @@ def test_offsets_to_holds_for_every_magic(part: str) -> None:
     assert all(0 <= e["offset"] <= 1 for e in entries)  # index entries are filtered too
     files = [o["path"] for o in objs if o["type"] == "file"]
     assert not [f for f in files if "00000000000000000017.log" in f]  # a later segment: skipped
+
+
+def test_dump_reports_progress_for_every_log_byte() -> None:
+    # issue 10: a long `dump-segments > file` showed no progress
+    from klogtool.log.dumper import Dumper, DumpOptions
+
+    seen: list[int] = []
+    part = LOGS / "logdir" / "v2-none-0"
+    dumper = Dumper([str(part)], DumpOptions(deep=True), progress=seen.append)
+    for _ in dumper.objects():
+        pass
+    assert sum(seen) == sum(p.stat().st_size for p in part.glob("*.log")) > 0

@@ -13,7 +13,7 @@ from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.formats import payloads
 from klogtool.log import layout
 from klogtool.log.dumper import Dumper, DumpOptions, Obj
-from klogtool.log.files import STDIN_KINDS
+from klogtool.log.files import STDIN_KINDS, total_log_bytes
 from klogtool.output import Output, to_json
 
 BYTE_DECODERS = payloads.BYTE_DECODERS
@@ -150,20 +150,14 @@ def command(
         color=settings.color,
         verbosity=settings.verbosity,
     )
-    dumper = Dumper(list(paths), opts)
     first_bad: Obj | None = None
     renderer = KafkaRenderer(out) if fmt == "kafka" else None
-    for obj in dumper.objects():
-        if obj["type"] == "finding" and obj["code"] == "not-a-log":
-            first_bad = first_bad or obj
-            if fmt != "jsonl" and fmt != "json":
-                continue  # said once, as the one-line error below
-        if renderer is not None:
-            renderer.render(obj)
-        elif obj["type"] == "summary" and fmt == "text":
-            continue  # the text dump is the data; counts go to stderr with -v
-        else:
-            out.emit(obj)
+    # a bar only when the dump goes to a file or a pipe: on a terminal the lines are the progress
+    total = 0 if out.data.is_terminal else total_log_bytes(list(paths))
+    with out.progress(total, "dumping") as advance:
+        dumper = Dumper(list(paths), opts, progress=advance)
+        for obj in dumper.objects():
+            first_bad = _show(obj, out, fmt, renderer, first_bad)
     if renderer is not None:
         renderer.finish()
     out.close()
@@ -179,6 +173,21 @@ def command(
             code="not-a-log",
         )
     click.get_current_context().exit(EXIT_FINDINGS if dumper.counts["errors"] else EXIT_OK)
+
+
+def _show(
+    obj: Obj, out: Output, fmt: str, renderer: KafkaRenderer | None, first_bad: Obj | None
+) -> Obj | None:
+    """Render one dump object; returns the first not-a-log finding seen so far."""
+    if obj["type"] == "finding" and obj["code"] == "not-a-log":
+        first_bad = first_bad or obj
+        if fmt not in ("jsonl", "json"):
+            return first_bad  # said once, as the one-line error at the end
+    if renderer is not None:
+        renderer.render(obj)
+    elif not (obj["type"] == "summary" and fmt == "text"):  # text: counts go to stderr (-v)
+        out.emit(obj)
+    return first_bad
 
 
 def _opt_long(v: int | None) -> str:

@@ -7,7 +7,7 @@ batches / records / entries, and ``finding`` objects for what is wrong; the stre
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -59,6 +59,7 @@ def finding(
 
 
 SEGMENT_KINDS = (layout.LOG, layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX)
+PROGRESS_STEP = 8 << 20  # bytes between progress updates inside one segment
 
 
 def _first_offset(batch: Batch) -> int:
@@ -106,9 +107,15 @@ def batch_object(b: Batch) -> Obj:
 class Dumper:
     """Iterate :meth:`objects` for the whole run; counts feed the final summary."""
 
-    def __init__(self, paths: list[str], options: DumpOptions | None = None):
+    def __init__(
+        self,
+        paths: list[str],
+        options: DumpOptions | None = None,
+        progress: Callable[[int], None] | None = None,
+    ):
         self.paths = paths
         self.opts = options or DumpOptions()
+        self.progress = progress or (lambda n: None)  # called with .log bytes dumped
         self.counts = {
             "files": 0,
             "batches": 0,
@@ -167,8 +174,12 @@ class Dumper:
         with mapped(f.path) as buf:
             scanner = SegmentScanner(buf, stop_on_crc=False, max_bytes=opts.max_bytes)
             release = ReleaseBehind(buf)
+            reported = 0  # bytes of this segment passed to the progress bar
             for batch in scanner:
                 release(batch.position)
+                if batch.position - reported >= PROGRESS_STEP:
+                    self.progress(batch.position - reported)
+                    reported = batch.position
                 if hi is not None and _first_offset(batch) > hi:
                     break  # offsets increase (the scanner checks it): nothing further is in range
                 if lo is not None and batch.last_offset < lo:
@@ -197,6 +208,7 @@ class Dumper:
                         batch.header_offset,
                     )
             result = scanner.result
+            self.progress(len(buf) - reported)
         if result is None:  # the walk was cut short by --offsets
             return
         if result.end != CLEAN and opts.max_bytes is None:

@@ -957,10 +957,14 @@ def _check_unit(
             )
         )
     checked = run_parallel(
-        run_check_task, tasks, jobs=opts.jobs, sizes=[scans[n].size for n in todo]
+        run_check_task,
+        tasks,
+        jobs=opts.jobs,
+        sizes=[scans[n].size for n in todo],
+        progress=progress,
     )
-    if progress is not None:
-        progress(sum(s.size for s in scans))
+    if progress is not None:  # the segments with nothing to check count as done too
+        progress(sum(s.size for s in scans) - sum(scans[n].size for n in todo))
     results: list[list[Finding]] = [[] for _ in scans]
     for n, found in zip(todo, checked, strict=True):
         results[n] = found
