@@ -24,6 +24,11 @@ from klogtool.errors import StdoutClosed
 FORMATS = ("text", "jsonl", "json")
 
 
+def label(key: str) -> str:
+    """A JSON key as a text label: ``segments_unchanged`` -> ``segments unchanged``."""
+    return key.replace("_", " ")
+
+
 def _json_default(obj: object) -> object:
     if isinstance(obj, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(obj)).decode("ascii")

@@ -61,7 +61,8 @@ def test_truncate_recovery_text_output(tmp_path: Path) -> None:
     assert f"{part}: recovered (00000000000000000008.log: Record is corrupt" in out
     assert "log end offset 27 -> 10" in out
     assert "kept 514 bytes, 10 records; quarantined 801 log bytes, 12 intact records" in out
-    assert "truncate: truncate 00000000000000000008.log from 418 to 116 bytes" in out
+    assert ": truncate 00000000000000000008.log from 418 to 116 bytes" in out  # not "op: op"
+    assert "truncate: truncate" not in out
     assert "klogtool truncate-recovery" in out  # the summary table
 
 

@@ -26,7 +26,7 @@ from klogtool.log.cleaner import CompactionPlan, execute_compaction, plan_compac
 from klogtool.log.partition import load_partition, partition_dirs
 from klogtool.log.topicconfig import parse_config_args
 from klogtool.log.writing import format_ts, is_special_partition_dir, now_ms, writing_session
-from klogtool.output import Output
+from klogtool.output import Output, label
 
 
 def _size(_c: click.Context, _p: click.Parameter, v: str | None) -> int | None:
@@ -92,7 +92,7 @@ def _size(_c: click.Context, _p: click.Parameter, v: str | None) -> int | None:
     callback=_size,
     metavar="SIZE",
     help="log.cleaner.dedupe.buffer.size: the offset map's memory in the broker (24 bytes a "
-    "key, filled to 90%%). When the dirty range has more keys, a pass cleans up to where the "
+    "key, filled to 90%). When the dirty range has more keys, a pass cleans up to where the "
     "map filled and compact runs further passes, like the broker's next cleanings. klogtool "
     "holds a key in about 150 bytes of RAM [default: 128M].",
 )
@@ -253,7 +253,7 @@ def command(
                     break
     if fmt == "text":
         title = "klogtool compact: " + ("dry run, nothing changed" if dry_run else "done")
-        out.table(title, ["", "count"], [[k, f"{v:,}"] for k, v in totals.items()])
+        out.table(title, ["", "count"], [[label(k), f"{v:,}"] for k, v in totals.items()])
     else:
         out.emit({"type": "summary", "dry_run": dry_run, **totals})
     out.close()
@@ -320,11 +320,11 @@ def _show(out: Output, plan: CompactionPlan, *, dry_run: bool, ran: bool, n_pass
         f"{name}: dirty range {plan.first_dirty_offset} ({plan.first_dirty_source}) to "
         f"{plan.first_uncleanable_offset} ({plan.uncleanable_reason}); log "
         f"{plan.log_start_offset}..{plan.log_end_offset}, now {format_ts(plan.now)}",
-        f"{name}: {plan.eligibility}",
     ]
-    if plan.why_not:
+    if plan.why_not:  # one line says why (the eligibility and the title would repeat it)
         lines.append(f"{name}: nothing to clean: {plan.why_not}")
     else:
+        lines.append(f"{name}: {plan.eligibility}")
         lines.append(
             f"{name}: {plan.map_size:,} keys mapped; {len(plan.groups)} cleaned segment(s) "
             f"{plan.groups}; new cleaner checkpoint {plan.end_offset}"
@@ -358,7 +358,7 @@ def _show(out: Output, plan: CompactionPlan, *, dry_run: bool, ran: bool, n_pass
     out.table(
         f"{name}: "
         + (
-            "nothing to compact"
+            "segments"
             if plan.nothing_to_clean
             else ("would compact" if dry_run else ("compacted" if ran else "not compacted"))
         ),

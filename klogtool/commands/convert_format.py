@@ -29,7 +29,7 @@ from klogtool.log.converter import (
 )
 from klogtool.log.partition import is_within
 from klogtool.log.writing import writing_session
-from klogtool.output import Output
+from klogtool.output import Output, label
 
 _LEVELS = {"gzip": (-1, 9), "lz4": (1, 17), "zstd": (-7, 22)}
 
@@ -293,6 +293,10 @@ _SHORT = {
 }
 
 
+# text labels that say more than the JSON key
+_LABELS = {"indexes_rebuilt": "missing indexes created (unchanged segments)"}
+
+
 def _summary(out: Output, plan: ConversionPlan, result: Any, *, dry_run: bool) -> None:
     segs = plan.segments
     stats: dict[str, Any] = {
@@ -314,8 +318,11 @@ def _summary(out: Output, plan: ConversionPlan, result: Any, *, dry_run: bool) -
     losses = plan.losses.as_dict()
     if out.fmt == "text":
         title = "klogtool convert-format: " + ("dry run, nothing changed" if dry_run else "done")
-        rows = [[k, f"{v:,}" if isinstance(v, int) else str(v)] for k, v in stats.items()]
-        rows += [[f"lost: {k}", f"{v:,}"] for k, v in losses.items() if v]
+        rows = [
+            [_LABELS.get(k, label(k)), f"{v:,}" if isinstance(v, int) else str(v)]
+            for k, v in stats.items()
+        ]
+        rows += [[f"lost: {label(k)}", f"{v:,}"] for k, v in losses.items() if v]
         out.table(title, ["", "count"], rows)
     else:
         out.emit({"type": "summary", "dry_run": dry_run, **stats, "losses": losses})

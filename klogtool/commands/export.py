@@ -37,7 +37,7 @@ from klogtool.log.exporter import (
     count_output,
     export_local,
 )
-from klogtool.output import Output
+from klogtool.output import Output, label
 
 
 def _partition_by(_c: click.Context, _p: click.Parameter, value: str) -> tuple[str, ...]:
@@ -317,5 +317,5 @@ def _summary(
     out.table(
         title,
         ["", "value"],
-        [[k, f"{v:,}" if isinstance(v, int) else str(v)] for k, v in shown.items()],
+        [[label(k), f"{v:,}" if isinstance(v, int) else str(v)] for k, v in shown.items()],
     )

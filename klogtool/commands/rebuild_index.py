@@ -107,7 +107,7 @@ def command(
             ]
         else:
             rows += [
-                ("index files written", stats.files_written),
+                ("index files to write" if dry_run else "index files written", stats.files_written),
                 ("index files unchanged", stats.files_unchanged),
                 ("segments skipped", stats.segments_skipped),
             ]

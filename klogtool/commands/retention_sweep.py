@@ -21,7 +21,7 @@ from klogtool.log.partition import load_partition, partition_dirs
 from klogtool.log.retention import RetentionPlan, RetentionRefused, apply_retention, plan_retention
 from klogtool.log.topicconfig import parse_config_args
 from klogtool.log.writing import format_ts, is_special_partition_dir, now_ms, writing_session
-from klogtool.output import Output
+from klogtool.output import Output, label
 
 
 @click.command("retention-sweep")
@@ -147,7 +147,7 @@ def command(
                 totals["files_changed"] += len(res.deleted_files)
     if fmt == "text":
         title = "klogtool retention-sweep: " + ("dry run, nothing changed" if dry_run else "done")
-        out.table(title, ["", "count"], [[k, f"{v:,}"] for k, v in totals.items()])
+        out.table(title, ["", "count"], [[label(k), f"{v:,}"] for k, v in totals.items()])
     else:
         out.emit({"type": "summary", "dry_run": dry_run, **totals})
     out.close()

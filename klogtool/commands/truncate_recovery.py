@@ -147,7 +147,10 @@ def _text_emitter(out: Output):
             return  # in the table at the end
         if kind in ("action", "plan_step"):
             prefix = "would " if kind == "plan_step" else ""
-            out.line(f"{obj['partition_dir']}: {prefix}{obj['op']}: {obj['message']}")
+            what = obj["message"]  # "create ..." already says its op: not "create: create ..."
+            if not what.startswith(obj["op"]):
+                what = f"{obj['op']}: {what}"
+            out.line(f"{obj['partition_dir']}: {prefix}{what}")
         elif kind == "interrupted_operation":
             out.line(f"{obj['path']}: interrupted operation {obj['message']}")
         elif kind == "finding":

@@ -645,7 +645,7 @@ def plan_compaction(
     open_txns = [
         (p.txn_first_offset, pid) for pid, p in producers.items() if p.txn_first_offset is not None
     ]
-    lso, lso_reason = hw, f"high watermark {hw} ({hw_source})"
+    lso, lso_reason = hw, f"high watermark {hw}, {hw_source}"
     if open_txns:
         first, pid = min(open_txns)
         if first < lso:
@@ -654,7 +654,7 @@ def plan_compaction(
     # first dirty offset
     cp = view.checkpointed(CLEANER)
     if cp is None:
-        first_dirty, fd_source = log_start, "log start offset (no cleaner checkpoint)"
+        first_dirty, fd_source = log_start, "log start offset: no cleaner checkpoint"
     elif cp < log_start:
         first_dirty, fd_source = log_start, f"log start offset (checkpoint {cp} is below it)"
     elif cp > leo:

@@ -103,7 +103,7 @@ class PartitionView:
             return min(override, leo), "--high-watermark"
         cp = self.checkpointed(HIGH_WATERMARK)
         if cp is None:
-            return 0, f"no {HIGH_WATERMARK} entry (the broker starts from 0)"
+            return 0, f"no {HIGH_WATERMARK} entry"  # the broker starts from 0
         return min(cp, leo), HIGH_WATERMARK
 
     def upper_bound(self, i: int) -> int:

@@ -1,0 +1,67 @@
+"""Text a person reads says each thing once, in one style (issue 10)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from cli_helpers import LOGS, run
+
+LOGDIR = LOGS / "logdir"
+
+
+def _partition(tmp_path: Path) -> Path:
+    part = tmp_path / "data" / "v2-none-0"
+    shutil.copytree(LOGDIR / "v2-none-0", part)
+    return part
+
+
+def test_nothing_to_clean_is_said_once(tmp_path: Path) -> None:
+    code, out, err = run("compact", str(_partition(tmp_path)), cwd=tmp_path)
+    assert code == 0, err
+    assert out.count("nothing to clean") == 1
+    assert "nothing cleanable" not in out and "nothing to compact" not in out
+    assert "the broker starts from 0" in out  # explained once, in the note
+    assert out.count("the broker starts from 0") == 1
+    assert "))" not in out.replace("(s)", "")  # no parentheses inside parentheses
+
+
+def test_help_shows_no_doubled_percent() -> None:
+    code, out, _err = run("compact", "--help")
+    assert code == 0 and "90%" in out and "90%%" not in out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["compact", "--high-watermark", "log-end", "--min-cleanable-dirty-ratio", "0"],
+        ["retention-sweep", "--retention-ms", "1", "--dry-run"],
+        ["convert-format", "--in-place", "--compression", "gzip"],
+    ],
+    ids=lambda a: a[0],
+)
+def test_summary_labels_are_words(tmp_path: Path, args: list[str]) -> None:
+    code, out, err = run(args[0], str(_partition(tmp_path)), *args[1:], cwd=tmp_path)
+    assert code == 0, err
+    labels = [m.group(1) for m in re.finditer(r"^([a-z][a-z_ ]*[a-z]) +[\d,]+$", out, re.M)]
+    assert labels and not [x for x in labels if "_" in x]
+
+
+def test_a_dry_run_does_not_say_written(tmp_path: Path) -> None:
+    part = _partition(tmp_path)
+    for f in part.glob("*.index"):
+        f.unlink()
+    code, out, err = run("rebuild-index", "--dry-run", str(part), cwd=tmp_path)
+    assert code == 0, err
+    assert "index files to write" in out and "written" not in out
+
+
+def test_an_op_is_not_repeated(tmp_path: Path) -> None:
+    part = _partition(tmp_path)
+    for f in part.glob("*.index"):
+        f.unlink()
+    code, out, err = run("truncate-recovery", "--dry-run", str(part), cwd=tmp_path)
+    assert code == 0, err
+    assert "would create" in out and "create: create" not in out
