@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from rich import box as rich_box
@@ -224,7 +225,7 @@ def _batch_text(b: dict[str, Any]) -> str:
         f"batch @{b['position']} offsets {first}..{b['last_offset']} "
         f"({count} record{'' if count == 1 else 's'})",
         f"magic {b['magic']} {b['compression']} {b['size']} bytes",
-        f"{b['timestamp_type']} {b['max_timestamp']}",
+        f"{b['timestamp_type']} {with_iso(b['max_timestamp'])}",
         f"crc {b['crc']} {'ok' if b['crc_valid'] else 'INVALID'}",
     ]
     if b["partition_leader_epoch"] >= 0:
@@ -239,12 +240,12 @@ def _batch_text(b: dict[str, Any]) -> str:
     if b["is_control"]:
         parts.append("control")
     if b["delete_horizon_ms"] is not None:
-        parts.append(f"delete horizon {b['delete_horizon_ms']}")
+        parts.append(f"delete horizon {with_iso(b['delete_horizon_ms'])}")
     return "  ".join(parts)
 
 
 def _record_text(r: dict[str, Any]) -> str:
-    parts = [f"  offset {r['offset']}", f"ts {r['timestamp']}"]
+    parts = [f"  offset {r['offset']}", f"ts {with_iso(r['timestamp'])}"]
     if r.get("sequence", -1) >= 0:
         parts.append(f"seq {r['sequence']}")
     parts.append(f"key {_size(r['key_size'])}, value {_size(r['value_size'])}")
@@ -266,6 +267,18 @@ def _record_text(r: dict[str, Any]) -> str:
     if "decode_error" in r:
         parts.append(f"(cannot decode: {r['decode_error']})")
     return "  ".join(parts)
+
+
+def with_iso(ms: int | None) -> str:
+    """``1700000002000 (2023-11-14T22:13:22.000Z)``: epoch milliseconds and UTC ISO-8601; a
+    negative timestamp (none, -1) as it is."""
+    if ms is None or ms < 0:
+        return str(ms)
+    try:
+        dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+    return f"{ms} ({dt.strftime('%Y-%m-%dT%H:%M:%S')}.{ms % 1000:03d}Z)"
 
 
 def _size(n: int) -> str:
