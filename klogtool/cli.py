@@ -80,6 +80,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "retention_sweep",
         "Delete old segments the way the broker's retention does.",
     ),
+    "man": ("man", "Show the manual page of klogtool, or of one of its commands."),
     "explain": (
         "explain",
         "Explain one partition: why it is not being compacted or deleted, and what makes the "
@@ -217,3 +218,16 @@ def _flush_quietly() -> None:
         sys.stdout.flush()
     except (BrokenPipeError, ValueError):
         pass
+
+
+# Shown in the man page's EXAMPLES section: (what it does, the command lines).
+EXAMPLES: list[tuple[str, list[str]]] = [
+    (
+        "What is in a segment; is anything wrong in a log dir; the page of one command:",
+        [
+            "klogtool dump-segments --deep-iteration orders-3/00000000000000000000.log",
+            "klogtool verify /var/lib/kafka/data",
+            "klogtool man truncate-recovery",
+        ],
+    ),
+]

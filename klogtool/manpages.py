@@ -406,6 +406,25 @@ def _commands(node: Node) -> list[str]:
     return out
 
 
+def examples_of(cmd: click.Command) -> list[tuple[str, list[str]]]:
+    """The ``EXAMPLES`` list of the module that defines ``cmd`` (kept beside the command)."""
+    callback = cmd.callback
+    module = sys.modules.get(callback.__module__) if callback is not None else None
+    return list(getattr(module, "EXAMPLES", []))
+
+
+def _examples(node: Node) -> list[str]:
+    items = examples_of(node.cmd)
+    if not items:
+        return []
+    out = [".SH EXAMPLES"]
+    for what, lines in items:
+        out += [".PP", text_line(what), ".PP", ".RS 4", ".nf"]
+        out += [safe_line(bold(line)) for line in lines]
+        out += [".fi", ".RE"]
+    return out
+
+
 def render_page(node: Node, all_nodes: Sequence[Node]) -> str:
     text = help_text(node.cmd.help)
     paras = paragraphs(text)
@@ -426,6 +445,7 @@ def render_page(node: Node, all_nodes: Sequence[Node]) -> str:
             out += [".PP", f"Global options go before the command name; see {see}."]
     if isinstance(node.cmd, click.Group):
         out += _commands(node)
+    out += _examples(node)
     out += _exit_status(lead)
     if not node.path:
         out += _environment(all_nodes)

@@ -351,3 +351,21 @@ def test_rendered_page_shows_every_option(
         if isinstance(param, click.Option) and not param.hidden:
             for flag in param.opts + param.secondary_opts:
                 assert flag in words, f"{flag} not in the rendered {_page_name(path)}"
+
+
+def test_every_page_has_examples() -> None:
+    # issue 10: an EXAMPLES section in each page, from the EXAMPLES list beside the command
+    from klogtool import manpages
+
+    pages = manpages.generate()
+    assert pages and all(".SH EXAMPLES" in text for text in pages.values())
+
+
+def test_the_man_command_shows_the_committed_page() -> None:
+    from cli_helpers import run
+
+    code, out, _err = run("man", "verify")
+    committed = Path(__file__).resolve().parents[1] / "man" / "klogtool-verify.1"
+    assert code == 0 and out == committed.read_text(encoding="utf-8")
+    code, _out, err = run("man", "no-such-command")
+    assert code == 2 and "no such command" in err

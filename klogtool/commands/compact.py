@@ -366,3 +366,15 @@ def _show(out: Output, plan: CompactionPlan, *, dry_run: bool, ran: bool, n_pass
         rows,
         left=frozenset({"status", "removed", "why"}),
     )
+
+
+# Shown in the man page's EXAMPLES section: (what it does, the command lines).
+EXAMPLES: list[tuple[str, list[str]]] = [
+    (
+        "What the log cleaner would do at a given time, then do it:",
+        [
+            "klogtool compact --dry-run --now 2024-05-01T12:00:00Z /var/lib/kafka/data/orders-3",
+            "klogtool compact /var/lib/kafka/data --config orders=delete.retention.ms=3600000",
+        ],
+    ),
+]

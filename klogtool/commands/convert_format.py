@@ -326,3 +326,20 @@ def _summary(out: Output, plan: ConversionPlan, result: Any, *, dry_run: bool) -
         out.table(title, ["", "count"], rows)
     else:
         out.emit({"type": "summary", "dry_run": dry_run, **stats, "losses": losses})
+
+
+# Shown in the man page's EXAMPLES section: (what it does, the command lines).
+EXAMPLES: list[tuple[str, list[str]]] = [
+    (
+        "A log dir to message format 2 with zstd, into a new directory:",
+        [
+            "klogtool convert-format /data /backup/data-v2 --to-magic 2 --compression zstd",
+        ],
+    ),
+    (
+        "Old v0/v1 messages into ~1 MB v2 batches, in place:",
+        [
+            "klogtool convert-format old-topic-0 --in-place --batch-bytes 1M",
+        ],
+    ),
+]

@@ -383,3 +383,29 @@ def _control_text(ctl: Obj) -> str:
         fields = {k: v for k, v in ctl.items() if k not in ("type", "type_id")}
         return f" {_CONTROL_JSON_NAMES[name]} {to_json(fields)}"
     return f" controlType: {name}({ctl.get('type_id', -1)})"
+
+
+# Shown in the man page's EXAMPLES section: (what it does, the command lines).
+EXAMPLES: list[tuple[str, list[str]]] = [
+    (
+        "Batches of one segment, then every record with keys and values:",
+        [
+            "klogtool dump-segments /var/lib/kafka/data/orders-3/00000000000000000000.log",
+            "klogtool dump-segments --deep-iteration --print-data orders-3",
+        ],
+    ),
+    (
+        "Exactly what kafka-dump-log.sh prints, for scripts written for it:",
+        [
+            "klogtool dump-segments --format kafka --deep-iteration orders-3",
+        ],
+    ),
+    (
+        "Offsets 1000 to 1999 as JSON Lines; a segment piped in on stdin; an index piped in:",
+        [
+            "klogtool dump-segments --format jsonl --offsets 1000:1999 orders-3",
+            "cat 00000000000000000000.log | klogtool dump-segments -",
+            "cat 00000000000000000000.index | klogtool dump-segments --kind index -",
+        ],
+    ),
+]

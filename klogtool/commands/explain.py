@@ -181,3 +181,14 @@ def _text(out: Output, ex: PartitionExplain) -> None:
     lines += ex.notes
     for line in lines:
         out.line(f"  {name}: {line}")
+
+
+# Shown in the man page's EXAMPLES section: (what it does, the command lines).
+EXAMPLES: list[tuple[str, list[str]]] = [
+    (
+        "Why a partition is not compacted or deleted, at a fixed time:",
+        [
+            "klogtool explain --now 2024-05-01T12:00:00Z /var/lib/kafka/data/orders-3",
+        ],
+    ),
+]

@@ -319,3 +319,21 @@ def _summary(
         ["", "value"],
         [[label(k), f"{v:,}" if isinstance(v, int) else str(v)] for k, v in shown.items()],
     )
+
+
+# Shown in the man page's EXAMPLES section: (what it does, the command lines).
+EXAMPLES: list[tuple[str, list[str]]] = [
+    (
+        "A log dir to Parquet (a process pool, no JVM), or to JSON Lines by topic and partition:",
+        [
+            "klogtool export /var/lib/kafka/data --to parquet /backup/kafka-parquet",
+            "klogtool export orders-0 orders-1 --to jsonl out/ --partition-by topic,partition",
+        ],
+    ),
+    (
+        "The same on a Spark cluster (paths every node sees):",
+        [
+            "klogtool export /mnt/kafka --to parquet hdfs:///backup/kafka --master yarn",
+        ],
+    ),
+]

@@ -178,3 +178,15 @@ def _entry(e: dict[str, int] | None) -> str:
     if e is None:
         return "none"
     return "(" + ", ".join(f"{k} {v}" for k, v in e.items()) + ")"
+
+
+# Shown in the man page's EXAMPLES section: (what it does, the command lines).
+EXAMPLES: list[tuple[str, list[str]]] = [
+    (
+        "Check every index against a rebuild, then rebuild one partition's on 8 cores:",
+        [
+            "klogtool rebuild-index --check /var/lib/kafka/data",
+            "klogtool rebuild-index --jobs 8 /var/lib/kafka/data/orders-3",
+        ],
+    ),
+]

@@ -228,3 +228,15 @@ def _show(out: Output, plan: RetentionPlan, dry_run: bool) -> None:
             f"  {name}: {verb} {len(plan.deleted)} segments, {plan.deleted_bytes:,} bytes"
             + (f", snapshots {', '.join(p.name for p in plan.snapshots)}" if plan.snapshots else "")
         )
+
+
+# Shown in the man page's EXAMPLES section: (what it does, the command lines).
+EXAMPLES: list[tuple[str, list[str]]] = [
+    (
+        "What one day of retention would delete; then a new log start offset:",
+        [
+            "klogtool retention-sweep --dry-run --retention-ms 86400000 /var/lib/kafka/data",
+            "klogtool retention-sweep --log-start-offset 1200000 /var/lib/kafka/data/orders-3",
+        ],
+    ),
+]

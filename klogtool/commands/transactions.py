@@ -250,3 +250,20 @@ class TextReport:
 
 def _n(count: int, word: str) -> str:
     return f"{count:,} {word}" + ("" if count == 1 else "s")
+
+
+# Shown in the man page's EXAMPLES section: (what it does, the command lines).
+EXAMPLES: list[tuple[str, list[str]]] = [
+    (
+        "Hanging transactions older than 15 minutes, with the command that aborts each:",
+        [
+            "klogtool transactions /var/lib/kafka/data --older-than 15m",
+        ],
+    ),
+    (
+        "Only the aborted ones of one partition, as JSON Lines:",
+        [
+            "klogtool transactions --state aborted --format jsonl orders-3",
+        ],
+    ),
+]

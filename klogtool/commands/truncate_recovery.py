@@ -205,3 +205,16 @@ def _text_summary(
         ("file operations", stats.operations),
     ]
     out.table(title, ["", "count"], [[k, f"{v:,}"] for k, v in rows])
+
+
+# Shown in the man page's EXAMPLES section: (what it does, the command lines).
+EXAMPLES: list[tuple[str, list[str]]] = [
+    (
+        "See the plan, apply it, and put everything back:",
+        [
+            "klogtool truncate-recovery --dry-run /var/lib/kafka/data",
+            "klogtool truncate-recovery /var/lib/kafka/data",
+            "klogtool truncate-recovery --restore /var/lib/kafka/data/orders-3",
+        ],
+    ),
+]

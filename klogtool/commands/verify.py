@@ -128,3 +128,22 @@ def command(
             not_kafka.message, path=not_kafka.path, position=not_kafka.position, code="not-a-log"
         )
     click.get_current_context().exit(EXIT_FINDINGS if st.errors else EXIT_OK)
+
+
+# Shown in the man page's EXAMPLES section: (what it does, the command lines).
+EXAMPLES: list[tuple[str, list[str]]] = [
+    (
+        "Check a whole log dir; only errors, then every record too:",
+        [
+            "klogtool verify /var/lib/kafka/data",
+            "klogtool -q verify --deep /var/lib/kafka/data",
+        ],
+    ),
+    (
+        "Findings as JSON Lines for a CI job, or on a Spark cluster:",
+        [
+            "klogtool verify --format jsonl fixtures/logs/logdir > findings.jsonl",
+            "klogtool verify --master spark://host:7077 /mnt/backup/kafka",
+        ],
+    ),
+]
