@@ -81,6 +81,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Delete old segments the way the broker's retention does.",
     ),
     "man": ("man", "Show the manual page of klogtool, or of one of its commands."),
+    "describe": (
+        "describe",
+        "One line per partition: size, segments, offset range, newest timestamp, index health.",
+    ),
     "explain": (
         "explain",
         "Explain one partition: why it is not being compacted or deleted, and what makes the "

@@ -72,8 +72,8 @@ class Output:
             soft_wrap=True,
             force_terminal=True if color else None,
         )
-        if not self.data.is_terminal and "COLUMNS" not in os.environ:
-            self.data.width = 200  # a file or a pipe has no screen to fit: do not squeeze tables
+        if not self.data.is_terminal:
+            self.data.width = 10_000  # a file or a pipe has no screen to fit: never wrap a table
         self.show_progress = progress and self.err.is_terminal
         self._json_count = 0
 

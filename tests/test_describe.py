@@ -1,0 +1,63 @@
+"""``klogtool describe``: the offline kafka-log-dirs.sh --describe (issue 10)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from cli_helpers import CORRUPT, LOGS, jsonl, run
+from shared_helpers import CORPUS, needs_corpus
+
+from klogtool.log.describe import describe
+
+
+def test_a_log_dir_gives_one_line_per_partition() -> None:
+    code, out, err = run("describe", "--format", "jsonl", "logdir")
+    assert code == 0, err
+    parts = {o["path"]: o for o in jsonl(out)}
+    assert len(parts) == 12
+    v2 = parts["logdir/v2-none-0"]
+    assert (v2["topic"], v2["partition"], v2["segments"]) == ("v2-none", 0, 2)
+    assert (v2["log_start_offset"], v2["log_end_offset"]) == (0, 27)
+    assert v2["newest_timestamp"] == 1700000026000 and v2["timestamp_source"] == "timeindex"
+    assert v2["indexes"] == "ok" and v2["log_end_clean"] is True
+    assert v2["size"] > v2["log_bytes"] > 0
+
+
+def test_damage_shows() -> None:
+    (torn,) = describe([str(CORRUPT / "torn-tail-0")])
+    assert torn.log_end_clean is False
+    (missing,) = describe([str(CORRUPT / "missing-index-0")])
+    assert missing.indexes == "1 missing"
+
+
+def test_an_index_failing_the_brokers_sanity_check_is_bad(tmp_path: Path) -> None:
+    part = tmp_path / "v2-none-0"
+    shutil.copytree(LOGS / "logdir" / "v2-none-0", part)
+    (part / "00000000000000000000.index").write_bytes(b"\0" * 12)  # not a multiple of 8
+    (summary,) = describe([str(part)])
+    assert summary.indexes == "1 bad"
+
+
+def test_text_is_a_table_and_a_directory_of_log_dirs_works(tmp_path: Path) -> None:
+    for d in ("data1", "data2"):
+        shutil.copytree(LOGS / "logdir", tmp_path / "kafka" / d)
+    code, out, err = run("describe", str(tmp_path / "kafka"), cwd=tmp_path)
+    assert code == 0, err
+    assert out.startswith("klogtool describe: 24 partitions")
+    assert "data2/v2-none-0" in out and "0..27" in out
+
+
+def test_nothing_to_describe_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    code, _out, err = run("describe", str(tmp_path / "empty"), cwd=tmp_path)
+    assert code == 3 and err.strip().endswith("(not-a-log-dir)")
+
+
+@needs_corpus
+def test_every_real_log_dir_describes() -> None:
+    roots = sorted({p.parent.parent for p in CORPUS.rglob("*.log")})
+    for root in roots:
+        code, out, err = run("describe", "--format", "jsonl", str(root))
+        assert code == 0, (root, err)
+        assert all(o["log_end_offset"] >= o["log_start_offset"] for o in jsonl(out))
