@@ -148,6 +148,15 @@ class Output:
         sys.stderr.write(message + "\n")
 
     @contextmanager
+    def status(self, message: str) -> Iterator[None]:
+        """A spinner with ``message`` on a terminal while a step with no byte count runs."""
+        if not self.show_progress:
+            yield
+            return
+        with self.err.status(message):
+            yield
+
+    @contextmanager
     def progress(self, total: int, description: str) -> Iterator[Any]:
         """A byte-based progress bar on a terminal; a no-op advance function otherwise."""
         if not self.show_progress or total <= 0:

@@ -65,3 +65,29 @@ def test_an_op_is_not_repeated(tmp_path: Path) -> None:
     code, out, err = run("truncate-recovery", "--dry-run", str(part), cwd=tmp_path)
     assert code == 0, err
     assert "would create" in out and "create: create" not in out
+
+
+def test_explain_and_compact_show_a_spinner_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 10: explain (44.6 s on 1.6 GB) and compact (35-38 s) showed nothing while working
+    from klogtool import output
+
+    seen: list[str] = []
+
+    class Recorder(output.Output):
+        def __init__(self, *a: object, **k: object) -> None:
+            super().__init__(*a, **k)  # type: ignore[arg-type]
+            self.show_progress = True
+
+        def status(self, message: str):  # type: ignore[override]
+            seen.append(message)
+            return super().status(message)
+
+    part = _partition(tmp_path)
+    for module in ("explain", "compact"):
+        monkeypatch.setattr(f"klogtool.commands.{module}.Output", Recorder)
+    assert run("explain", str(part), cwd=tmp_path)[0] == 0
+    assert run("compact", str(part), "--high-watermark", "log-end", cwd=tmp_path)[0] == 0
+    assert any(m.startswith("explaining") for m in seen)
+    assert any("compacting" in m for m in seen)

@@ -156,7 +156,9 @@ def command(
     Exit status: 0 done, 1 some partitions were skipped, 3 an input cannot be read, 4 a
     broker holds the log directory.
     """
-    out = Output(fmt, progress=False, color=settings.color, verbosity=settings.verbosity)
+    out = Output(
+        fmt, progress=settings.progress, color=settings.color, verbosity=settings.verbosity
+    )
     source = parse_config_args(configs)
     overrides = {
         "delete_retention_ms": delete_retention_ms,
@@ -204,17 +206,18 @@ def command(
         for p in parts:
             for n_pass in itertools.count(1):
                 try:
-                    view = load_partition(p)
-                    parsed = layout.parse_partition_dir_name(p.name)
-                    cfg = source.for_topic(parsed[0] if parsed else None, overrides)
-                    plan = plan_compaction(
-                        view,
-                        cfg,
-                        now=now,
-                        high_watermark=high_watermark,
-                        simulate=dry_run,
-                        max_batch_bytes=max_batch_bytes,
-                    )
+                    with out.status(f"{p.name}: planning pass {n_pass}"):
+                        view = load_partition(p)
+                        parsed = layout.parse_partition_dir_name(p.name)
+                        cfg = source.for_topic(parsed[0] if parsed else None, overrides)
+                        plan = plan_compaction(
+                            view,
+                            cfg,
+                            now=now,
+                            high_watermark=high_watermark,
+                            simulate=dry_run,
+                            max_batch_bytes=max_batch_bytes,
+                        )
                 except (KlogtoolError, FormatError) as e:
                     if len(parts) == 1:
                         raise
@@ -227,7 +230,8 @@ def command(
                     run = False
                     plan.notes.append("--only-eligible: not compacted")
                 if run:
-                    res = execute_compaction(session.ops, plan)
+                    with out.status(f"{p.name}: compacting, pass {n_pass}"):
+                        res = execute_compaction(session.ops, plan)
                     totals["partitions_compacted"] += n_pass == 1
                     totals["segments_replaced"] += res.segments_replaced
                     totals["bytes_before"] += res.bytes_before

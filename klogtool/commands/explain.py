@@ -62,14 +62,17 @@ def command(
 
     Exit status: 0 explained, 3 PARTITION_DIR is not a partition directory or cannot be read.
     """
-    out = Output(fmt, progress=False, color=settings.color, verbosity=settings.verbosity)
+    out = Output(
+        fmt, progress=settings.progress, color=settings.color, verbosity=settings.verbosity
+    )
     source = parse_config_args(configs)
     p = Path(path)
     parsed = layout.parse_partition_dir_name(p.name)
     cfg = source.for_topic(parsed[0] if parsed else None)
-    ex = explain_partition(
-        p, cfg, now=now_ms(now), high_watermark=high_watermark, max_batch_bytes=max_batch_bytes
-    )
+    with out.status(f"explaining {path}: reading its segments"):
+        ex = explain_partition(
+            p, cfg, now=now_ms(now), high_watermark=high_watermark, max_batch_bytes=max_batch_bytes
+        )
     if fmt == "text":
         _text(out, ex)
     else:
