@@ -112,11 +112,22 @@ class LazyGroup(click.Group):
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         width = formatter.width - 6 - max(len(n) for n in COMMANDS)
         rows = [
-            (name, click.utils.make_default_short_help(short, width))
-            for name, (_module, short) in sorted(COMMANDS.items())
+            (name, _shorten(short, width)) for name, (_module, short) in sorted(COMMANDS.items())
         ]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def _shorten(text: str, width: int) -> str:
+    """``text`` cut at a word to fit ``width`` with "...", as click lists commands."""
+    if len(text) <= width:
+        return text
+    words: list[str] = []
+    for word in text.split():
+        if len(" ".join(words + [word])) > width - 3:
+            break
+        words.append(word)
+    return " ".join(words) + "..."
 
 
 @click.group(
