@@ -15,10 +15,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
-from rich import box as rich_box
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
 from klogtool.errors import StdoutClosed
 
@@ -117,6 +114,9 @@ class Output:
             return
         # Box drawing on a terminal; plain aligned columns for a file or a pipe.
         boxed = self.data.is_terminal
+        from rich import box as rich_box  # loaded when a table is drawn (start-up time)
+        from rich.table import Table
+
         t = Table(
             title=title,
             title_justify="left",
@@ -162,6 +162,14 @@ class Output:
         if not self.show_progress or total <= 0:
             yield lambda n: None
             return
+        from rich.progress import (  # loaded when a bar is shown (start-up time)
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
         bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
