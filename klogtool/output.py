@@ -12,12 +12,12 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from rich.console import Console
 
 from klogtool.errors import StdoutClosed
+from klogtool.log.writing import format_ts
 
 FORMATS = ("text", "jsonl", "json")
 
@@ -287,15 +287,8 @@ def _record_text(r: dict[str, Any]) -> str:
 
 
 def with_iso(ms: int | None) -> str:
-    """``1700000002000 (2023-11-14T22:13:22.000Z)``: epoch milliseconds and UTC ISO-8601; a
-    negative timestamp (none, -1) as it is."""
-    if ms is None or ms < 0:
-        return str(ms)
-    try:
-        dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return str(ms)
-    return f"{ms} ({dt.strftime('%Y-%m-%dT%H:%M:%S')}.{ms % 1000:03d}Z)"
+    """``1700000002000 (2023-11-14T22:13:22.000Z)`` (see ``writing.format_ts``)."""
+    return format_ts(ms, millis=True)
 
 
 def _size(n: int) -> str:

@@ -76,15 +76,17 @@ def now_ms(now: int | None) -> int:
     return int(time.time() * 1000) if now is None else now
 
 
-def format_ts(ms: int) -> str:
-    """``1700000000000 (2023-11-14T22:13:20Z)``; negative timestamps as they are."""
-    if ms < 0:
+def format_ts(ms: int | None, *, millis: bool = False) -> str:
+    """``1700000000000 (2023-11-14T22:13:20Z)``: epoch milliseconds and UTC ISO-8601 (with
+    ``millis``: ``...20.000Z``); a negative or missing timestamp as it is."""
+    if ms is None or ms < 0:
         return str(ms)
     try:
         dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
     except (OverflowError, OSError, ValueError):
         return str(ms)
-    return f"{ms} ({dt.strftime('%Y-%m-%dT%H:%M:%S')}Z)"
+    frac = f".{ms % 1000:03d}" if millis else ""
+    return f"{ms} ({dt.strftime('%Y-%m-%dT%H:%M:%S')}{frac}Z)"
 
 
 INT32_MAX = (1 << 31) - 1
