@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC
 from typing import Any
 
 import click
@@ -71,7 +72,7 @@ def parse_now(text: str | None) -> int | None:
     t = text.strip()
     if t.lstrip("-").isdigit():
         return int(t)
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     try:
         dt = datetime.fromisoformat(t.replace("Z", "+00:00"))
@@ -80,7 +81,7 @@ def parse_now(text: str | None) -> int | None:
             f"not a time: {text!r} (milliseconds since the epoch, or e.g. 2024-05-01T12:00:00Z)"
         ) from None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return int(dt.timestamp() * 1000)
 
 

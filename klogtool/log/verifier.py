@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from klogtool.errors import InputError
-from klogtool.formats import checkpoint, index
+from klogtool.formats import checkpoint, engine, index
 from klogtool.formats.batch import CREATE_TIME, DEFAULT_MAX_BATCH_BYTES, Batch
 from klogtool.formats.errors import FormatError
 from klogtool.formats.payloads.control import decode_control_record
@@ -530,6 +530,18 @@ class Verifier:
             yield from self._check_records(path, batch)
 
     def _check_records(self, path: str, batch: Batch):
+        fast = None
+        if batch.magic >= 2 and not batch.is_control:
+            fast = engine.check_v2(batch.data, self.max_batch_bytes)
+        if fast is None or not fast[1]:  # the python engine reads it and says what is wrong
+            yield from self._walk_records(path, batch)
+            return
+        n, _, max_ts = fast
+        if self.deep:
+            self.stats.records += n
+        yield from self._check_max_timestamp(path, batch, n, max_ts)
+
+    def _walk_records(self, path: str, batch: Batch):
         st = self.stats
         pos = batch.position
         prev = None
@@ -602,12 +614,15 @@ class Verifier:
                 batch.last_offset,
                 f"wrapper offset {batch.last_offset} is not its last inner offset {prev}",
             )
+        yield from self._check_max_timestamp(path, batch, n, max_ts)
+
+    def _check_max_timestamp(self, path: str, batch: Batch, n: int, max_ts: int):
         if n and batch.timestamp_type == CREATE_TIME and max_ts != batch.max_timestamp:
             yield Finding(
                 "error",
                 "max-timestamp-mismatch",
                 path,
-                pos,
+                batch.position,
                 batch.header_offset,
                 f"batch max timestamp {batch.max_timestamp} but its records' largest "
                 f"timestamp is {max_ts}",

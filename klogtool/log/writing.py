@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from klogtool.errors import InputError
@@ -82,7 +82,7 @@ def format_ts(ms: int | None, *, millis: bool = False) -> str:
     if ms is None or ms < 0:
         return str(ms)
     try:
-        dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+        dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
     except (OverflowError, OSError, ValueError):
         return str(ms)
     frac = f".{ms % 1000:03d}" if millis else ""

@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pyspark.sql.datasource import (
@@ -71,7 +71,7 @@ from klogtool.log import fleet_verify
 
 NAME = "kafka-segments"
 FINDINGS = "findings"
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Pushed timestamps are compared with this much slack: a batch is skipped only when it is
 # certainly too old, whatever time zone a naive datetime literal was meant in.
 _TIMESTAMP_SLACK_US = 2 * 86_400 * 1_000_000

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable, Sequence
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 LOGS = ROOT / "fixtures" / "logs"
 LOGDIR = LOGS / "logdir"
 CORRUPT = LOGS / "corrupt"
+
 from shared_helpers import CORPUS  # noqa: E402
 
 # (topic, partition, segment, offset, timestamp ms, timestampType, key, value, headers,
@@ -137,9 +139,9 @@ _NAMES = (
 def _norm(r: dict[str, Any], control_payloads: bool) -> Row:
     ts = r["timestamp"]
     if ts is not None and not isinstance(ts, int):
-        from datetime import datetime, timedelta, timezone
+        from datetime import datetime, timedelta
 
-        ts = (ts - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(milliseconds=1)
+        ts = (ts - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
     key, value = r.get("key"), r.get("value")
     if r["is_control"] and not control_payloads:
         from klogtool.formats.payloads.control import decode_control_record

@@ -6,7 +6,7 @@ Spark queries cost seconds here, so each test asks few of them."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from spark_env import require_spark
@@ -78,7 +78,7 @@ def test_pushdown(spark) -> None:
     reader = source.KafkaSegmentsReader(
         {"path": str(LOGDIR)}, source.struct_type(ar.columns(ar.ReadOptions()))
     )
-    ts = datetime(2023, 11, 14, 22, 13, 20, 10_000, tzinfo=timezone.utc)
+    ts = datetime(2023, 11, 14, 22, 13, 20, 10_000, tzinfo=UTC)
     filters = [
         In(("topic",), ("v2-none", "v2-zstd")),
         EqualTo(("partition",), 0),

@@ -1,0 +1,252 @@
+//! Message format v2 record batches: the 61-byte header and the records, decoded the way the
+//! Python reference (`klogtool/formats/v2.py`) decodes them.
+//!
+//! Only the well-formed case is decoded here. Anything else (a bad length, a varint that is too
+//! long, a record that does not end where its length says, a size past the bound, a header key
+//! that is not UTF-8, an offset past the 64-bit range) returns `None` before any record reaches
+//! the sink's `finish`: the caller then re-reads the batch with the Python engine, which raises
+//! the exact error, message and byte position. So the engines cannot disagree on errors.
+#![forbid(unsafe_code)]
+
+use crate::codecs;
+
+pub const LOG_OVERHEAD: usize = 12;
+pub const HEADER_SIZE: usize = 61;
+const MIN_RECORD_SIZE: usize = 7;
+const TIMESTAMP_TYPE_MASK: i16 = 0x08;
+const COMPRESSION_MASK: i16 = 0x07;
+
+/// The fields of a v2 batch header that record decoding needs.
+#[derive(Debug, Clone, Copy)]
+pub struct Header {
+    pub base_offset: i64,
+    pub attributes: i16,
+    pub last_offset_delta: i32,
+    pub base_timestamp: i64,
+    pub max_timestamp: i64,
+    pub base_sequence: i32,
+    pub records_count: i32,
+}
+
+impl Header {
+    pub fn compression(&self) -> u8 {
+        (self.attributes & COMPRESSION_MASK) as u8
+    }
+    pub fn log_append_time(&self) -> bool {
+        self.attributes & TIMESTAMP_TYPE_MASK != 0
+    }
+    pub fn last_offset(&self) -> Option<i64> {
+        self.base_offset
+            .checked_add(i64::from(self.last_offset_delta))
+    }
+}
+
+fn be_i64(b: &[u8], at: usize) -> i64 {
+    i64::from_be_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]))
+}
+fn be_i32(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes(b[at..at + 4].try_into().unwrap_or([0; 4]))
+}
+fn be_i16(b: &[u8], at: usize) -> i16 {
+    i16::from_be_bytes(b[at..at + 2].try_into().unwrap_or([0; 2]))
+}
+
+/// The header of a whole batch (`batch` holds exactly the batch, length prefix included).
+pub fn parse_header(batch: &[u8]) -> Option<Header> {
+    if batch.len() < HEADER_SIZE || batch[16] != 2 {
+        return None;
+    }
+    let length = be_i32(batch, 8);
+    if usize::try_from(length).ok()?.checked_add(LOG_OVERHEAD)? != batch.len() {
+        return None;
+    }
+    Some(Header {
+        base_offset: be_i64(batch, 0),
+        attributes: be_i16(batch, 21),
+        last_offset_delta: be_i32(batch, 23),
+        base_timestamp: be_i64(batch, 27),
+        max_timestamp: be_i64(batch, 35),
+        base_sequence: be_i32(batch, 53),
+        records_count: be_i32(batch, 57),
+    })
+}
+
+/// One decoded record; slices borrow the records area.
+pub struct Record<'a> {
+    pub offset: i64,
+    pub timestamp: i64,
+    pub attributes: u8,
+    pub sequence: i32,
+    pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
+    /// `(key, value)` pairs; keys are valid UTF-8.
+    pub headers: &'a [(&'a str, Option<&'a [u8]>)],
+}
+
+/// Receives a batch's records, in order.
+pub trait Sink {
+    fn record(&mut self, r: &Record<'_>);
+}
+
+/// Decode every record of `batch` into `sink`; `None` when the reference must read it.
+/// On `None` the sink may already hold the records before the bad one: a sink that keeps
+/// state across batches rolls them back (see `columns::Columns::add`).
+pub fn decode<S: Sink>(batch: &[u8], max_batch_bytes: usize, sink: &mut S) -> Option<Header> {
+    let header = parse_header(batch)?;
+    let count = usize::try_from(header.records_count).ok()?;
+    let raw = &batch[HEADER_SIZE..];
+    let inflated;
+    let area: &[u8] = if header.compression() == codecs::NONE {
+        raw
+    } else {
+        inflated = codecs::decompress(header.compression(), raw, max_batch_bytes)?;
+        &inflated
+    };
+    if count.checked_mul(MIN_RECORD_SIZE)? > area.len() {
+        return None;
+    }
+    walk(area, count, &header, sink)?;
+    Some(header)
+}
+
+/// A zig-zag varint of at most `max_bytes` bytes (5: int, 10: long), Java's surplus-bit rule.
+#[inline(always)]
+fn varint(buf: &[u8], pos: &mut usize, max_bytes: usize) -> Option<i64> {
+    let first = *buf.get(*pos)?;
+    if first < 0x80 {
+        *pos += 1;
+        let v = u64::from(first);
+        return Some(((v >> 1) as i64) ^ -((v & 1) as i64));
+    }
+    let mut value: u64 = 0;
+    let mut shift = 0u32;
+    let start = *pos;
+    loop {
+        let b = *buf.get(*pos)?;
+        *pos += 1;
+        if shift < 64 {
+            value |= u64::from(b & 0x7f) << shift;
+        }
+        if b < 0x80 {
+            break;
+        }
+        shift += 7;
+        if *pos - start >= max_bytes {
+            return None;
+        }
+    }
+    if max_bytes == 5 {
+        value &= 0xffff_ffff;
+    }
+    Some(((value >> 1) as i64) ^ -((value & 1) as i64))
+}
+
+fn sequence_at(base: i32, delta: i64) -> i32 {
+    if base < 0 {
+        return -1;
+    }
+    let seq = i64::from(base) + delta;
+    let wrapped = if seq > i64::from(i32::MAX) {
+        seq - i64::from(i32::MAX) - 1
+    } else {
+        seq
+    };
+    // A delta beyond the int range cannot come out of a 5-byte varint.
+    wrapped as i32
+}
+
+fn length_field<'a>(buf: &'a [u8], pos: &mut usize, end: usize) -> Option<Option<&'a [u8]>> {
+    let len = varint(buf, pos, 5)?;
+    if len == -1 {
+        return Some(None);
+    }
+    let len = usize::try_from(len).ok()?;
+    let stop = pos.checked_add(len)?;
+    if stop > end {
+        return None;
+    }
+    let bytes = &buf[*pos..stop];
+    *pos = stop;
+    Some(Some(bytes))
+}
+
+fn walk<S: Sink>(area: &[u8], count: usize, h: &Header, sink: &mut S) -> Option<()> {
+    let mut pos = 0usize;
+    let mut headers: Vec<(&str, Option<&[u8]>)> = Vec::new();
+    let fixed_ts = h.log_append_time().then_some(h.max_timestamp);
+    for _ in 0..count {
+        let length = usize::try_from(varint(area, &mut pos, 5)?).ok()?;
+        let end = pos.checked_add(length)?;
+        if end > area.len() || length == 0 {
+            return None;
+        }
+        let attributes = area[pos];
+        pos += 1;
+        let ts_delta = varint(area, &mut pos, 10)?;
+        let off_delta = varint(area, &mut pos, 5)?;
+        let key = length_field(area, &mut pos, end)?;
+        let value = length_field(area, &mut pos, end)?;
+        let hcount = varint(area, &mut pos, 5)?;
+        headers.clear();
+        if hcount != 0 {
+            let hcount = usize::try_from(hcount).ok()?;
+            if hcount.checked_mul(2)? > end.checked_sub(pos)? {
+                return None;
+            }
+            for _ in 0..hcount {
+                let hkey = length_field(area, &mut pos, end)??;
+                let hkey = std::str::from_utf8(hkey).ok()?;
+                let hval = length_field(area, &mut pos, end)?;
+                headers.push((hkey, hval));
+            }
+        }
+        if pos != end {
+            return None;
+        }
+        let record = Record {
+            offset: h.base_offset.checked_add(off_delta)?,
+            timestamp: match fixed_ts {
+                Some(ts) => ts,
+                None => h.base_timestamp.checked_add(ts_delta)?,
+            },
+            attributes,
+            sequence: sequence_at(h.base_sequence, off_delta),
+            key,
+            value,
+            headers: &headers,
+        };
+        sink.record(&record);
+    }
+    (pos == area.len()).then_some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_follow_java() {
+        let mut p = 0;
+        assert_eq!(varint(&[0x01], &mut p, 5), Some(-1));
+        p = 0;
+        assert_eq!(varint(&[0xac, 0x02], &mut p, 5), Some(150));
+        p = 0;
+        // five bytes with surplus high bits: Java shifts them out of the int
+        assert_eq!(
+            varint(&[0xff, 0xff, 0xff, 0xff, 0x7f], &mut p, 5),
+            Some(-2147483648)
+        );
+        p = 0;
+        assert_eq!(
+            varint(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01], &mut p, 5),
+            None
+        );
+    }
+
+    #[test]
+    fn sequences_wrap_past_int_max() {
+        assert_eq!(sequence_at(i32::MAX, 1), 0);
+        assert_eq!(sequence_at(-1, 5), -1);
+        assert_eq!(sequence_at(10, 5), 15);
+    }
+}

@@ -1,0 +1,371 @@
+//! Kafka's compressed payloads for message format 2, decompressed under a size bound.
+//!
+//! Every function here returns `None` for anything the Python reference
+//! (`klogtool/formats/codecs.py`) would not decode to exactly the same bytes: corrupt or
+//! truncated data, output beyond the bound, and the rare framings this fast path leaves to
+//! the reference (concatenated gzip members or xerial streams, lz4 block checksums). The
+//! caller then hands the batch to the Python engine, which reports the precise error.
+//! The codec libraries are the ones the Python engine uses underneath (libzstd, liblz4,
+//! the `snap` crate behind cramjam, and a zlib port), so both accept the same streams.
+#![forbid(unsafe_code)]
+
+use std::io::Read;
+
+pub const NONE: u8 = 0;
+pub const GZIP: u8 = 1;
+pub const SNAPPY: u8 = 2;
+pub const LZ4: u8 = 3;
+pub const ZSTD: u8 = 4;
+
+/// Decompress a v2 batch's records area; `None` when the reference must take over.
+pub fn decompress(codec: u8, data: &[u8], limit: usize) -> Option<Vec<u8>> {
+    match codec {
+        GZIP => gzip(data, limit),
+        SNAPPY => snappy(data, limit),
+        LZ4 => lz4_frame(data, limit),
+        ZSTD => zstd(data, limit),
+        _ => None,
+    }
+}
+
+// -- gzip --------------------------------------------------------------------------------------
+
+const GZIP_MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];
+
+/// One gzip member with a plain 10-byte header (what Java's GZIPOutputStream and zlib write).
+fn gzip(data: &[u8], limit: usize) -> Option<Vec<u8>> {
+    if data.len() < 18 || data[..3] != GZIP_MAGIC || data[3] != 0 {
+        return None; // header flags (name, comment, extra, header CRC): the reference's job
+    }
+    let mut inflater = flate2::Decompress::new(false);
+    let mut out: Vec<u8> = Vec::with_capacity((data.len() * 4).min(limit.saturating_add(1)));
+    let body = &data[10..];
+    loop {
+        if out.len() == out.capacity() {
+            if out.len() > limit {
+                return None;
+            }
+            out.reserve((out.len().max(4096)).min(limit + 1 - out.len()));
+        }
+        let consumed = inflater.total_in() as usize;
+        let status = inflater
+            .decompress_vec(&body[consumed..], &mut out, flate2::FlushDecompress::None)
+            .ok()?;
+        if out.len() > limit {
+            return None;
+        }
+        match status {
+            flate2::Status::StreamEnd => break,
+            flate2::Status::Ok => {}
+            flate2::Status::BufError => {
+                if out.len() < out.capacity() {
+                    return None; // no progress with room left: the stream is cut short
+                }
+            }
+        }
+    }
+    let end = 10 + inflater.total_in() as usize;
+    let trailer = data.get(end..end + 8)?;
+    let crc = u32::from_le_bytes(trailer[..4].try_into().ok()?);
+    let isize = u32::from_le_bytes(trailer[4..].try_into().ok()?);
+    let mut hasher = flate2::Crc::new();
+    hasher.update(&out);
+    if hasher.sum() != crc || isize != out.len() as u32 {
+        return None;
+    }
+    let rest = &data[end + 8..];
+    if rest.len() >= 10 && rest[..3] == GZIP_MAGIC {
+        return None; // another member follows
+    }
+    Some(out)
+}
+
+// -- snappy (xerial framing or one raw block) --------------------------------------------------
+
+const XERIAL_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
+const XERIAL_MAX_CHUNK: usize = 512 * 1024 * 1024;
+
+fn snappy(data: &[u8], limit: usize) -> Option<Vec<u8>> {
+    if data.is_empty() {
+        return None;
+    }
+    let mut out = Vec::new();
+    if data.len() < 16 || data[..8] != XERIAL_MAGIC {
+        snappy_block(data, limit, &mut out)?;
+        return Some(out);
+    }
+    let mut pos = 16;
+    while data.len() - pos >= 4 {
+        let size = i32::from_be_bytes(data[pos..pos + 4].try_into().ok()?);
+        pos += 4;
+        if data[pos - 4..pos] == XERIAL_MAGIC[..4] {
+            return None; // a concatenated stream
+        }
+        let size = usize::try_from(size).ok()?;
+        if size > XERIAL_MAX_CHUNK || data.len() - pos < size {
+            return None;
+        }
+        snappy_block(&data[pos..pos + size], limit, &mut out)?;
+        pos += size;
+    }
+    Some(out)
+}
+
+fn snappy_block(block: &[u8], limit: usize, out: &mut Vec<u8>) -> Option<()> {
+    let declared = snap::raw::decompress_len(block).ok()?;
+    if declared > limit - out.len() {
+        return None;
+    }
+    let start = out.len();
+    out.resize(start + declared, 0);
+    let n = snap::raw::Decoder::new()
+        .decompress(block, &mut out[start..])
+        .ok()?;
+    (n == declared).then_some(())
+}
+
+// -- lz4 (the LZ4 frame format, independent blocks) --------------------------------------------
+
+const LZ4_MAGIC: [u8; 4] = [0x04, 0x22, 0x4d, 0x18];
+const LZ4_UNCOMPRESSED: u32 = 0x8000_0000;
+
+fn lz4_frame(data: &[u8], limit: usize) -> Option<Vec<u8>> {
+    if data.len() < 7 || data[..4] != LZ4_MAGIC {
+        return None;
+    }
+    let flg = data[4];
+    let bd = data[5];
+    // version 01, independent blocks, no block checksum, no content size, no dictionary
+    if flg & 0xfb != 0x60 || bd & 0x8f != 0 {
+        return None;
+    }
+    let size_code = (bd >> 4) & 0x07;
+    if size_code < 4 {
+        return None;
+    }
+    let max_block = 1usize << (8 + 2 * size_code);
+    if data[6] != ((xxhash_rust::xxh32::xxh32(&data[4..6], 0) >> 8) & 0xff) as u8 {
+        return None;
+    }
+    let content_checksum = flg & 0x04 != 0;
+    let mut pos = 7;
+    let mut out: Vec<u8> = Vec::new();
+    loop {
+        let word = u32::from_le_bytes(data.get(pos..pos + 4)?.try_into().ok()?);
+        pos += 4;
+        let size = (word & !LZ4_UNCOMPRESSED) as usize;
+        if size == 0 {
+            if content_checksum && data.len() - pos < 4 {
+                return None;
+            }
+            return Some(out);
+        }
+        if size > max_block || data.len() - pos < size {
+            return None;
+        }
+        let block = &data[pos..pos + size];
+        pos += size;
+        let budget = limit - out.len();
+        if word & LZ4_UNCOMPRESSED != 0 {
+            if size > budget {
+                return None;
+            }
+            out.extend_from_slice(block);
+            continue;
+        }
+        // The reference decodes into min(max block, budget) bytes of room: so does this, as
+        // liblz4's end-of-buffer rules depend on the room given.
+        let cap = max_block.min(budget);
+        if cap == 0 {
+            return None;
+        }
+        let start = out.len();
+        out.resize(start + cap, 0);
+        let cap_i32 = i32::try_from(cap).ok()?;
+        let n = lz4::block::decompress_to_buffer(block, Some(cap_i32), &mut out[start..]).ok()?;
+        out.truncate(start + n);
+    }
+}
+
+// -- zstd --------------------------------------------------------------------------------------
+
+const ZSTD_MAGIC: u32 = 0xFD2F_B528;
+const ZSTD_SKIPPABLE_MASK: u32 = 0xFFFF_FFF0;
+const ZSTD_SKIPPABLE_MAGIC: u32 = 0x184D_2A50;
+const ZSTD_MAX_WINDOW: u64 = 1 << 27;
+
+/// Checks the frame structure the way the reference's `_zstd_frames` does (it rejects what
+/// libzstd's streaming reader would take as a quiet end of data), then decodes.
+fn zstd(data: &[u8], limit: usize) -> Option<Vec<u8>> {
+    if data.is_empty() || !zstd_frames_ok(data) {
+        return None;
+    }
+    let mut decoder = zstd::stream::read::Decoder::with_buffer(data).ok()?;
+    let mut out = Vec::new();
+    (&mut decoder)
+        .take(limit as u64 + 1)
+        .read_to_end(&mut out)
+        .ok()?;
+    (out.len() <= limit).then_some(out)
+}
+
+fn le_u32(data: &[u8], pos: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(data.get(pos..pos + 4)?.try_into().ok()?))
+}
+
+fn zstd_frames_ok(data: &[u8]) -> bool {
+    let n = data.len();
+    let mut pos = 0;
+    while pos < n {
+        let Some(magic) = le_u32(data, pos) else {
+            return false;
+        };
+        if magic & ZSTD_SKIPPABLE_MASK == ZSTD_SKIPPABLE_MAGIC {
+            let Some(skip) = le_u32(data, pos + 4) else {
+                return false;
+            };
+            pos += 8;
+            if n - pos < skip as usize {
+                return false;
+            }
+            pos += skip as usize;
+            continue;
+        }
+        if magic != ZSTD_MAGIC {
+            return false;
+        }
+        pos += 4;
+        let Some(&fhd) = data.get(pos) else {
+            return false;
+        };
+        pos += 1;
+        if fhd & 0x08 != 0 {
+            return false;
+        }
+        let single_segment = fhd & 0x20 != 0;
+        let mut window: u64 = 0;
+        if !single_segment {
+            let Some(&wd) = data.get(pos) else {
+                return false;
+            };
+            pos += 1;
+            let base: u64 = 1 << (10 + (wd >> 3));
+            window = base + (base >> 3) * u64::from(wd & 0x07);
+        }
+        pos += [0, 1, 2, 4][usize::from(fhd & 0x03)];
+        let fcs_size = match [0, 2, 4, 8][usize::from(fhd >> 6)] {
+            0 if single_segment => 1,
+            s => s,
+        };
+        if pos > n || n - pos < fcs_size {
+            return false;
+        }
+        if single_segment {
+            let mut content = 0u64;
+            for (i, b) in data[pos..pos + fcs_size].iter().enumerate() {
+                content |= u64::from(*b) << (8 * i);
+            }
+            window = if fcs_size == 2 {
+                content + 256
+            } else {
+                content
+            };
+        }
+        pos += fcs_size;
+        if window > ZSTD_MAX_WINDOW {
+            return false;
+        }
+        loop {
+            if n - pos < 3 {
+                return false;
+            }
+            let header = u32::from(data[pos])
+                | u32::from(data[pos + 1]) << 8
+                | u32::from(data[pos + 2]) << 16;
+            pos += 3;
+            let block_type = (header >> 1) & 0x03;
+            if block_type == 3 {
+                return false;
+            }
+            let size = if block_type == 1 {
+                1
+            } else {
+                (header >> 3) as usize
+            };
+            if n - pos < size {
+                return false;
+            }
+            pos += size;
+            if header & 1 != 0 {
+                break;
+            }
+        }
+        if fhd & 0x04 != 0 {
+            if n - pos < 4 {
+                return false;
+            }
+            pos += 4;
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn gzip_round_trip_and_bound() {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(&[7u8; 5000]).unwrap();
+        let gz = enc.finish().unwrap();
+        assert_eq!(gzip(&gz, 5000).unwrap(), vec![7u8; 5000]);
+        assert!(gzip(&gz, 4999).is_none());
+        assert!(gzip(&gz[..gz.len() - 1], 5000).is_none());
+        let mut bad = gz.clone();
+        let last = bad.len() - 5;
+        bad[last] ^= 1; // the stored CRC
+        assert!(gzip(&bad, 5000).is_none());
+    }
+
+    #[test]
+    fn snappy_raw_and_xerial() {
+        let data = b"hello hello hello hello".repeat(50);
+        let block = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+        assert_eq!(snappy(&block, 1 << 20).unwrap(), data);
+        let mut xerial = XERIAL_MAGIC.to_vec();
+        xerial.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 1]);
+        xerial.extend_from_slice(&(block.len() as i32).to_be_bytes());
+        xerial.extend_from_slice(&block);
+        assert_eq!(snappy(&xerial, 1 << 20).unwrap(), data);
+        assert!(snappy(&xerial, data.len() - 1).is_none());
+        assert!(snappy(&xerial[..xerial.len() - 1], 1 << 20).is_none());
+    }
+
+    #[test]
+    fn lz4_frame_round_trip_and_bound() {
+        let data = b"abcdefgh".repeat(10_000);
+        let mut frame = vec![0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0x82];
+        for chunk in data.chunks(65536) {
+            let block = lz4::block::compress(chunk, None, false).unwrap();
+            frame.extend_from_slice(&(block.len() as u32).to_le_bytes());
+            frame.extend_from_slice(&block);
+        }
+        frame.extend_from_slice(&[0, 0, 0, 0]);
+        assert_eq!(lz4_frame(&frame, 1 << 20).unwrap(), data);
+        assert!(lz4_frame(&frame, data.len() - 1).is_none());
+        frame[6] ^= 1; // header checksum
+        assert!(lz4_frame(&frame, 1 << 20).is_none());
+    }
+
+    #[test]
+    fn zstd_round_trip_bound_and_truncation() {
+        let data = b"zstd zstd zstd".repeat(1000);
+        let z = zstd::bulk::compress(&data, 3).unwrap();
+        assert_eq!(zstd(&z, 1 << 20).unwrap(), data);
+        assert!(zstd(&z, data.len() - 1).is_none());
+        assert!(zstd(&z[..z.len() - 2], 1 << 20).is_none());
+        assert!(zstd(b"not zstd", 1 << 20).is_none());
+    }
+}

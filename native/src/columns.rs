@@ -1,0 +1,228 @@
+//! Records in Arrow's columnar layout: validity bitmaps, 32-bit offsets and data buffers that
+//! Python wraps with `pyarrow.Array.from_buffers` without copying them again.
+#![forbid(unsafe_code)]
+
+use crate::batch::{self, Record, Sink};
+
+/// An Arrow validity bitmap (bit set = value present) and its null count.
+#[derive(Default)]
+pub struct Bitmap {
+    pub bytes: Vec<u8>,
+    pub nulls: usize,
+    len: usize,
+}
+
+impl Bitmap {
+    fn push(&mut self, valid: bool) {
+        if self.len.is_multiple_of(8) {
+            self.bytes.push(0);
+        }
+        if valid {
+            self.bytes[self.len / 8] |= 1 << (self.len % 8);
+        } else {
+            self.nulls += 1;
+        }
+        self.len += 1;
+    }
+
+    fn truncate(&mut self, len: usize, nulls: usize) {
+        self.len = len;
+        self.nulls = nulls;
+        self.bytes.truncate(len.div_ceil(8));
+        if !len.is_multiple_of(8) {
+            if let Some(last) = self.bytes.last_mut() {
+                *last &= (1u8 << (len % 8)) - 1;
+            }
+        }
+    }
+}
+
+/// A nullable binary (or UTF-8 string) column.
+#[derive(Default)]
+pub struct Binary {
+    pub validity: Bitmap,
+    pub offsets: Vec<i32>,
+    pub data: Vec<u8>,
+}
+
+impl Binary {
+    fn new() -> Self {
+        Binary {
+            offsets: vec![0],
+            ..Default::default()
+        }
+    }
+
+    fn push(&mut self, v: Option<&[u8]>) {
+        self.validity.push(v.is_some());
+        if let Some(bytes) = v {
+            self.data.extend_from_slice(bytes);
+        }
+        // Checked by `Columns::fits` before a batch is added: the data stays under 2 GiB.
+        self.offsets.push(self.data.len() as i32);
+    }
+
+    fn mark(&self) -> (usize, usize, usize) {
+        (self.len(), self.data.len(), self.validity.nulls)
+    }
+
+    fn rollback(&mut self, (len, data, nulls): (usize, usize, usize)) {
+        self.validity.truncate(len, nulls);
+        self.offsets.truncate(len + 1);
+        self.data.truncate(data);
+    }
+
+    pub fn len(&self) -> usize {
+        self.validity.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The record columns of many batches, appended batch by batch.
+pub struct Columns {
+    pub offsets: Vec<i64>,
+    pub timestamps: Vec<i64>,
+    pub sequences: Vec<i32>,
+    pub batch_index: Vec<i32>,
+    pub keys: Binary,
+    pub values: Binary,
+    /// `headers` is a list column, null for a record without headers.
+    pub header_validity: Bitmap,
+    pub header_offsets: Vec<i32>,
+    pub header_keys: Binary,
+    pub header_values: Binary,
+    batch: i32,
+    max_batch_bytes: usize,
+}
+
+impl Columns {
+    pub fn new(max_batch_bytes: usize) -> Self {
+        Columns {
+            offsets: Vec::new(),
+            timestamps: Vec::new(),
+            sequences: Vec::new(),
+            batch_index: Vec::new(),
+            keys: Binary::new(),
+            values: Binary::new(),
+            header_validity: Bitmap::default(),
+            header_offsets: vec![0],
+            header_keys: Binary::new(),
+            header_values: Binary::new(),
+            batch: 0,
+            max_batch_bytes,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.offsets.is_empty()
+    }
+
+    /// Bytes held in the payload buffers (what the caller's flush threshold counts).
+    pub fn payload_bytes(&self) -> usize {
+        self.keys.data.len()
+            + self.values.data.len()
+            + self.header_keys.data.len()
+            + self.header_values.data.len()
+    }
+
+    /// Append the records of one whole batch as batch number `index`; `None` (and nothing
+    /// appended) when the reference must read it.
+    pub fn add(&mut self, batch_bytes: &[u8], index: i32) -> Option<usize> {
+        // Offsets are 32-bit: a batch could at most add its decompressed size.
+        let room = (i32::MAX as usize).checked_sub(self.payload_bytes())?;
+        if batch_bytes.len().max(self.max_batch_bytes) > room {
+            return None;
+        }
+        let before = self.len();
+        let marks = (
+            self.keys.mark(),
+            self.values.mark(),
+            self.header_keys.mark(),
+            self.header_values.mark(),
+            self.header_validity.nulls,
+        );
+        self.batch = index;
+        if batch::decode(batch_bytes, self.max_batch_bytes, self).is_some() {
+            return Some(self.len() - before);
+        }
+        self.offsets.truncate(before);
+        self.timestamps.truncate(before);
+        self.sequences.truncate(before);
+        self.batch_index.truncate(before);
+        self.keys.rollback(marks.0);
+        self.values.rollback(marks.1);
+        self.header_keys.rollback(marks.2);
+        self.header_values.rollback(marks.3);
+        self.header_validity.truncate(before, marks.4);
+        self.header_offsets.truncate(before + 1);
+        None
+    }
+}
+
+impl Sink for Columns {
+    fn record(&mut self, r: &Record<'_>) {
+        self.offsets.push(r.offset);
+        self.timestamps.push(r.timestamp);
+        self.sequences.push(r.sequence);
+        self.batch_index.push(self.batch);
+        self.keys.push(r.key);
+        self.values.push(r.value);
+        self.header_validity.push(!r.headers.is_empty());
+        for (k, v) in r.headers {
+            self.header_keys.push(Some(k.as_bytes()));
+            self.header_values.push(*v);
+        }
+        self.header_offsets.push(self.header_keys.len() as i32);
+    }
+}
+
+/// Counts records and checks what `verify --deep` checks of them: offsets inside the batch's
+/// range and strictly increasing; and their largest timestamp (-1 at least, as in the
+/// reference).
+pub struct Check {
+    pub count: usize,
+    pub ok: bool,
+    pub max_timestamp: i64,
+    prev: Option<i64>,
+    lo: i64,
+    hi: i64,
+}
+
+impl Check {
+    pub fn new(lo: i64, hi: i64) -> Self {
+        Check {
+            count: 0,
+            ok: true,
+            max_timestamp: -1,
+            prev: None,
+            lo,
+            hi,
+        }
+    }
+}
+
+impl Sink for Check {
+    fn record(&mut self, r: &Record<'_>) {
+        self.count += 1;
+        if self.prev.is_some_and(|p| r.offset <= p) || r.offset < self.lo || r.offset > self.hi {
+            self.ok = false;
+        }
+        self.prev = Some(r.offset);
+        self.max_timestamp = self.max_timestamp.max(r.timestamp);
+    }
+}
+
+/// `(records, offsets in order, largest timestamp)` of a well-formed batch, or `None`.
+pub fn check(batch_bytes: &[u8], max_batch_bytes: usize) -> Option<(usize, bool, i64)> {
+    let header = batch::parse_header(batch_bytes)?;
+    let mut check = Check::new(header.base_offset, header.last_offset()?);
+    batch::decode(batch_bytes, max_batch_bytes, &mut check)?;
+    Some((check.count, check.ok, check.max_timestamp))
+}

@@ -1,0 +1,149 @@
+//! The PyO3 binding. Only `klogtool/formats/engine.py` imports it.
+//!
+//! Every entry point returns `None` where the Python engine must read a batch itself (see
+//! `batch`); nothing here raises a format error. A Rust panic surfaces as PyO3's
+//! `PanicException`, which klogtool reports as an internal error (exit 70) naming the file.
+
+use pyo3::buffer::PyUntypedBuffer;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use crate::columns;
+
+/// A read-only view of a Python buffer (bytes, a memoryview of an mmap) for one call.
+struct Bytes {
+    buffer: PyUntypedBuffer,
+}
+
+impl Bytes {
+    fn get(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let buffer = PyUntypedBuffer::get(obj)?;
+        if !buffer.is_c_contiguous() || buffer.item_size() != 1 {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "expected a contiguous byte buffer",
+            ));
+        }
+        Ok(Bytes { buffer })
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        // SAFETY: the buffer is C-contiguous bytes (checked in `get`) and stays exported (so
+        // the memory stays mapped) while `self.buffer` lives, which outlives the slice.
+        // klogtool passes read-only buffers (bytes, read-only mmaps), so nothing writes to
+        // them while they are read. This is the one `unsafe` of the crate: the hand-off of
+        // Python's memory to Rust, which PyO3 cannot express safely.
+        unsafe {
+            std::slice::from_raw_parts(self.buffer.buf_ptr() as *const u8, self.buffer.len_bytes())
+        }
+    }
+}
+
+/// `(records, offsets in order and inside the batch's range, largest record timestamp)` for
+/// a well-formed v2 batch (`batch` is the whole batch), or None.
+#[pyfunction]
+fn check_v2(
+    py: Python<'_>,
+    batch: &Bound<'_, PyAny>,
+    max_batch_bytes: usize,
+) -> PyResult<Option<(usize, bool, i64)>> {
+    let bytes = Bytes::get(batch)?;
+    let data = bytes.as_slice();
+    Ok(py.detach(|| columns::check(data, max_batch_bytes)))
+}
+
+/// Record columns of many v2 batches, in Arrow's layout.
+#[pyclass(module = "klogtool._native")]
+struct Columns {
+    inner: columns::Columns,
+    max_batch_bytes: usize,
+}
+
+#[pymethods]
+impl Columns {
+    #[new]
+    fn new(max_batch_bytes: usize) -> Self {
+        Columns {
+            inner: columns::Columns::new(max_batch_bytes),
+            max_batch_bytes,
+        }
+    }
+
+    /// Append a whole v2 batch's records as batch number `index`: the number of records, or
+    /// None (nothing appended) when the Python engine must read this batch.
+    fn add(
+        &mut self,
+        py: Python<'_>,
+        batch: &Bound<'_, PyAny>,
+        index: i32,
+    ) -> PyResult<Option<usize>> {
+        let bytes = Bytes::get(batch)?;
+        let data = bytes.as_slice();
+        let inner = &mut self.inner;
+        Ok(py.detach(|| inner.add(data, index)))
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    #[getter]
+    fn payload_bytes(&self) -> usize {
+        self.inner.payload_bytes()
+    }
+
+    /// The buffers (as bytes) and null counts, leaving the builder empty.
+    fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let c = std::mem::replace(&mut self.inner, columns::Columns::new(self.max_batch_bytes));
+        let d = PyDict::new(py);
+        d.set_item("length", c.len())?;
+        d.set_item("offset", PyBytes::new(py, bytemuck::cast_slice(&c.offsets)))?;
+        d.set_item(
+            "timestamp",
+            PyBytes::new(py, bytemuck::cast_slice(&c.timestamps)),
+        )?;
+        d.set_item(
+            "sequence",
+            PyBytes::new(py, bytemuck::cast_slice(&c.sequences)),
+        )?;
+        d.set_item(
+            "batch_index",
+            PyBytes::new(py, bytemuck::cast_slice(&c.batch_index)),
+        )?;
+        for (name, col) in [
+            ("key", &c.keys),
+            ("value", &c.values),
+            ("header_key", &c.header_keys),
+            ("header_value", &c.header_values),
+        ] {
+            d.set_item(
+                format!("{name}_validity"),
+                PyBytes::new(py, &col.validity.bytes),
+            )?;
+            d.set_item(
+                format!("{name}_offsets"),
+                PyBytes::new(py, bytemuck::cast_slice(&col.offsets)),
+            )?;
+            d.set_item(format!("{name}_data"), PyBytes::new(py, &col.data))?;
+            d.set_item(format!("{name}_nulls"), col.validity.nulls)?;
+            d.set_item(format!("{name}_length"), col.len())?;
+        }
+        d.set_item(
+            "headers_validity",
+            PyBytes::new(py, &c.header_validity.bytes),
+        )?;
+        d.set_item(
+            "headers_offsets",
+            PyBytes::new(py, bytemuck::cast_slice(&c.header_offsets)),
+        )?;
+        d.set_item("headers_nulls", c.header_validity.nulls)?;
+        Ok(d)
+    }
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(check_v2, m)?)?;
+    m.add_class::<Columns>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
