@@ -10,6 +10,11 @@ scanner mode and every record decoded; the only exceptions allowed are
 
     python bench/fuzz.py --iterations 100000 --seed 1
 
+With the native engine active (the default where it is built) the fuzzer is also a
+differential test: every v2 batch goes to both engines, and wherever the native engine decodes
+a batch (rather than handing it back) its records, record count, offset check and largest
+timestamp must equal the python engine's, which must not have raised.
+
 Case ``i`` of seed ``S`` depends on nothing else, so ``--seed S --start i --iterations 1``
 replays it (``--save DIR`` writes the failing input there). ``tests/formats/test_fuzz.py`` runs
 the same fuzzer small.
@@ -36,7 +41,9 @@ except ImportError:  # pragma: no cover
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from klogtool.formats import codecs, legacy, v2  # noqa: E402
+from array import array  # noqa: E402
+
+from klogtool.formats import codecs, engine, legacy, v2  # noqa: E402
 from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, Record  # noqa: E402
 from klogtool.formats.errors import FormatError  # noqa: E402
 from klogtool.formats.records import SegmentScanner, read_batch  # noqa: E402
@@ -347,7 +354,89 @@ def mutate(rng: random.Random, seed: Seed) -> bytes:
 
 
 # -- the oracle ---------------------------------------------------------------------------------
+def _binary(cols: dict, name: str) -> list[bytes | None]:
+    valid, offsets, data = (
+        cols[f"{name}_validity"],
+        array("i", cols[f"{name}_offsets"]),
+        cols[f"{name}_data"],
+    )
+    return [
+        data[offsets[i] : offsets[i + 1]] if valid and valid[i // 8] >> (i % 8) & 1 else None
+        for i in range(cols[f"{name}_length"])
+    ]
+
+
+def native_records(data: memoryview | bytes, max_batch_bytes: int) -> list[tuple] | None:
+    """The records of a whole v2 batch as the native engine's columns hold them, as
+    ``(offset, timestamp, key, value, headers, sequence)`` tuples; None where it hands the batch
+    back to the python engine."""
+    builder = engine.record_columns(max_batch_bytes)
+    assert builder is not None, "the native engine is not active"
+    if builder.add(memoryview(data), 0, "fuzz") is None:
+        return None
+    cols = builder.take()
+    keys, values = _binary(cols, "key"), _binary(cols, "value")
+    hkeys, hvalues = _binary(cols, "header_key"), _binary(cols, "header_value")
+    hoffsets = array("i", cols["headers_offsets"])
+    rows = []
+    columns = (
+        array("q", cols["offset"]),
+        array("q", cols["timestamp"]),
+        array("i", cols["sequence"]),
+    )
+    for i, (offset, ts, seq) in enumerate(zip(*columns, strict=True)):
+        headers = tuple(
+            (hkeys[j].decode(), hvalues[j]) for j in range(hoffsets[i], hoffsets[i + 1])
+        )
+        rows.append((offset, ts, keys[i], values[i], headers, seq))
+    return rows
+
+
+def python_records(batch, max_batch_bytes: int) -> list[tuple]:
+    """The same tuples from the python engine (raises its FormatError)."""
+
+    def b(v):
+        return None if v is None else bytes(v)
+
+    return [
+        (r.offset, r.timestamp, b(r.key), b(r.value), tuple((k, b(v)) for k, v in r.headers),
+         r.sequence)
+        for r in batch.records(max_batch_bytes)
+    ]  # fmt: skip
+
+
+def compare_engines(batch, stats: Counter) -> None:
+    """Differential oracle for one v2 batch: the native engine decodes it exactly as the python
+    engine does, or hands it back; it never accepts what the python engine rejects."""
+    if engine.name() != engine.NATIVE or batch.magic != 2:
+        return
+    try:
+        expected: list[tuple] | None = python_records(batch, MAX_BATCH_BYTES)
+        error = None
+    except FormatError as e:
+        expected, error = None, e
+    got = native_records(batch.data, MAX_BATCH_BYTES)
+    checked = engine.check_v2(batch.data, MAX_BATCH_BYTES, "fuzz")
+    if got is None:
+        stats["native-handed-back"] += 1
+    else:
+        assert error is None, f"the native engine decoded what the python engine rejects: {error}"
+        assert got == expected, "the engines decoded different records"
+    if checked is not None:
+        assert error is None, f"check_v2 accepted what the python engine rejects: {error}"
+        assert expected is not None
+        offsets = [r[0] for r in expected]
+        in_order = all(a < b for a, b in zip(offsets, offsets[1:], strict=False)) and all(
+            batch.base_offset <= o <= batch.last_offset for o in offsets
+        )
+        assert checked == (len(expected), in_order, max([-1, *(r[1] for r in expected)])), checked
+    if got is None:
+        return
+    stats["native-agreed"] += 1
+
+
 def _touch_batch(batch, stats: Counter) -> None:
+    compare_engines(batch, stats)
     for name in (
         "position",
         "size",
@@ -469,7 +558,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-bombs", action="store_true", help="leave out decompression bombs")
     ap.add_argument("--save", type=Path, help="directory to write a failing input to")
     args = ap.parse_args(argv)
-    print(f"fuzzing: seed {args.seed}, cases {args.start}..{args.start + args.iterations - 1}")
+    if engine.native_available():
+        engine.use(engine.NATIVE)
+    print(
+        f"fuzzing ({engine.name()} engine): seed {args.seed}, "
+        f"cases {args.start}..{args.start + args.iterations - 1}"
+    )
     t = time.perf_counter()
     try:
         stats = run(

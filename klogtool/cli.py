@@ -33,9 +33,12 @@ class Settings:
 
 
 def _version_message() -> str:
+    from klogtool.formats import engine
     from klogtool.formats.codecs import available_codecs
 
-    return f"klogtool {__version__} (codecs: {', '.join(available_codecs())})"
+    return (
+        f"klogtool {__version__} (engine: {engine.name()}; codecs: {', '.join(available_codecs())})"
+    )
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -140,7 +143,7 @@ def _shorten(text: str, width: int) -> str:
     expose_value=False,
     is_eager=True,
     callback=_print_version,
-    help="Show the version and the available codecs.",
+    help="Show the version, the engine in use and the available codecs.",
 )
 @click.option("-v", "--verbose", count=True, help="More diagnostics on stderr (repeatable).")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
@@ -170,11 +173,20 @@ def cli(
     )
 
 
+def _check_engine() -> None:
+    """KLOGTOOL_ENGINE names an engine that is here (a usage error otherwise)."""
+    try:
+        from klogtool.formats import engine  # noqa: F401  (it reads KLOGTOOL_ENGINE)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: maps every outcome to a documented exit code."""
     args = list(argv if argv is not None else sys.argv[1:])
     debug = "--debug" in args
     try:
+        _check_engine()
         # click's own main() would print a blank line on Ctrl-C: invoke the context directly
         with cli.make_context("klogtool", args) as ctx:
             code = cli.invoke(ctx)

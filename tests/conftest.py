@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+from klogtool.formats import engine
+
+# Every test runs under both engines (ids end in [native] / [python]), but for the ones that
+# do not read Kafka data through the format layer, and the Spark tests, whose executors pick
+# their engine once when they start (the local export tests cover the same reader).
+ENGINES = [engine.NATIVE, engine.PYTHON] if engine.native_available() else [engine.PYTHON]
+ONE_ENGINE = (
+    "tests/spark/",
+    "tests/test_lint.py",
+    "tests/test_manpages.py",
+    "tests/test_native_crate.py",
+    "tests/test_corpus_notice.py",
+    "tests/test_startup.py",
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -11,6 +28,30 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "filterwarnings", "ignore:(read_text|open_text) is deprecated:DeprecationWarning"
     )
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if os.environ.get("KLOGTOOL_REQUIRE_NATIVE") and not engine.native_available():
+        raise pytest.UsageError(
+            "KLOGTOOL_REQUIRE_NATIVE is set but the native engine is not built "
+            "(python3 -m pip install -e . compiles it)"
+        )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "klogtool_engine" in metafunc.fixturenames and not metafunc.definition.nodeid.startswith(
+        ONE_ENGINE
+    ):
+        metafunc.parametrize("klogtool_engine", ENGINES, indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def klogtool_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The engine this test runs under, in this process and in the commands it starts."""
+    name: str = getattr(request, "param", ENGINES[0])
+    engine.use(name)
+    monkeypatch.setenv("KLOGTOOL_ENGINE", name)
+    return name
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -112,7 +112,10 @@ def test_usage_errors_exit_2(args: tuple[str, ...]) -> None:
 def test_version_lists_codecs() -> None:
     rc, out, _ = run("--version")
     assert rc == 0
-    assert re.match(r"^klogtool \d+\.\d+\.\d+\S* \(codecs: [a-z0-9, ]+\)$", out.strip()), out
+    assert re.match(
+        r"^klogtool \d+\.\d+\.\d+\S* \(engine: (native|python); codecs: [a-z0-9, ]+\)$",
+        out.strip(),
+    ), out
     for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
         assert codec in out
 

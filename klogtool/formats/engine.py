@@ -23,24 +23,41 @@ ENGINES = (NATIVE, PYTHON)
 
 _native: ModuleType | None
 try:
-    from klogtool import _native
+    import klogtool._native as _built
 except ImportError:  # not built: a source checkout without Rust, or a pure-Python install
     _native = None
+else:
+    _native = _built
 
 _active: ModuleType | None = None
 
 
-class EngineUnavailableError(RuntimeError):
-    """``KLOGTOOL_ENGINE=native`` (or ``use("native")``) where the native engine is not built."""
+class EngineChoiceError(ValueError):
+    """An unknown engine name, or ``native`` where the native engine is not built."""
+
+
+class NativeEngineError(RuntimeError):
+    """The native engine panicked: a bug, reported as an internal error (exit 70) naming
+    where it happened, never a crash."""
+
+    def __init__(self, where: str, panic: BaseException):
+        super().__init__(f"the native engine failed at {where}: {panic}")
+
+
+def _panicked(e: BaseException) -> bool:
+    # PyO3 turns a Rust panic into pyo3_runtime.PanicException, a BaseException.
+    return type(e).__name__ == "PanicException"
 
 
 def use(name: str) -> None:
     """Make ``name`` (``native`` or ``python``) the engine for what follows."""
     global _active
     if name not in ENGINES:
-        raise ValueError(f"KLOGTOOL_ENGINE must be one of {', '.join(ENGINES)}, not {name!r}")
+        raise EngineChoiceError(
+            f"KLOGTOOL_ENGINE must be one of {', '.join(ENGINES)}, not {name!r}"
+        )
     if name == NATIVE and _native is None:
-        raise EngineUnavailableError(
+        raise EngineChoiceError(
             "the native engine is not built in this installation (pip install -e . compiles "
             "it; it needs a Rust toolchain): use KLOGTOOL_ENGINE=python"
         )
@@ -56,21 +73,57 @@ def native_available() -> bool:
     return _native is not None
 
 
-def check_v2(data: memoryview, max_batch_bytes: int) -> tuple[int, bool, int] | None:
+def check_v2(data: memoryview, max_batch_bytes: int, where: str) -> tuple[int, bool, int] | None:
     """``(records, offsets increase inside the batch's range, largest timestamp)`` of a whole
-    well-formed v2 batch, or None: read it with the python engine."""
+    well-formed v2 batch, or None: read it with the python engine. ``where`` (file and byte
+    position) names the batch if the engine fails."""
     if _active is None:
         return None
-    result: tuple[int, bool, int] | None = _active.check_v2(data, max_batch_bytes)
+    try:
+        result: tuple[int, bool, int] | None = _active.check_v2(data, max_batch_bytes)
+    except BaseException as e:
+        if _panicked(e):
+            raise NativeEngineError(where, e) from None
+        raise
     return result
 
 
-def record_columns(max_batch_bytes: int) -> Any | None:
-    """A native builder of record columns in Arrow's layout (``add(batch_view, index)`` → count
-    or None, ``take()`` → buffers), or None under the python engine."""
+class RecordColumns:
+    """Record columns of many v2 batches, built by the native engine in Arrow's layout."""
+
+    def __init__(self, native: Any, max_batch_bytes: int):
+        self._columns = native.Columns(max_batch_bytes)
+
+    def add(self, data: memoryview, index: int, where: str) -> int | None:
+        """Append a whole v2 batch's records as batch number ``index`` (of the caller's own
+        list): their number, or None (nothing added) to read this batch with the python
+        engine."""
+        try:
+            n: int | None = self._columns.add(data, index)
+        except BaseException as e:
+            if _panicked(e):
+                raise NativeEngineError(where, e) from None
+            raise
+        return n
+
+    @property
+    def payload_bytes(self) -> int:
+        """Bytes of keys, values and headers held."""
+        n: int = self._columns.payload_bytes
+        return n
+
+    def take(self) -> dict[str, Any]:
+        """The buffers and counts of every column (see ``arrow_reader._native_arrays``),
+        leaving the builder empty."""
+        cols: dict[str, Any] = self._columns.take()
+        return cols
+
+
+def record_columns(max_batch_bytes: int) -> RecordColumns | None:
+    """A native builder of record columns, or None under the python engine."""
     if _active is None:
         return None
-    return _active.Columns(max_batch_bytes)
+    return RecordColumns(_active, max_batch_bytes)
 
 
 _chosen = os.environ.get("KLOGTOOL_ENGINE", "").strip().lower()

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from klogtool.errors import InputError
-from klogtool.formats import codecs, payloads
+from klogtool.formats import codecs, engine, payloads
 from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, Batch, Record, record_fields
 from klogtool.formats.errors import FormatError
 from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner
@@ -431,16 +431,18 @@ def read_paths(
         yield from read_split(split, opts, schema)
 
 
-def _ms_to_us(values: Sequence[int]) -> pa.Array:
+def _ms_to_us(values: Sequence[int] | pa.Array) -> pa.Array:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    arr = pa.array(values, pa.int64())
+    arr = values if isinstance(values, pa.Array) else pa.array(values, pa.int64())
     try:
         us = pc.multiply_checked(arr, 1000)
     except pa.ArrowInvalid:  # absurd timestamps: null rather than a wrapped-around value
         limit = (1 << 63) // 1000
-        us = pa.array([v * 1000 if -limit < v < limit else None for v in values], pa.int64())
+        us = pa.array(
+            [v * 1000 if -limit < v < limit else None for v in arr.to_pylist()], pa.int64()
+        )
     return us.cast(pa.timestamp("us", tz="UTC"))
 
 
@@ -491,11 +493,67 @@ def _headers_array(headers: Sequence[tuple[Any, ...]], decoder: str, typ: pa.Dat
     return pa.ListArray.from_arrays(offsets, struct, type=typ, mask=mask)
 
 
+def _native_arrays(cols: dict[str, Any], schema: pa.Schema) -> dict[str, pa.Array]:
+    """The record columns from the native engine's buffers (``Columns.take()``), wrapped
+    without another copy."""
+    import pyarrow as pa
+
+    n = cols["length"]
+
+    def buf(name: str) -> pa.Buffer:
+        return pa.py_buffer(cols[name])
+
+    def binary(name: str, typ: pa.DataType) -> pa.Array:
+        nulls = cols[f"{name}_nulls"]
+        return pa.Array.from_buffers(
+            typ,
+            cols[f"{name}_length"],
+            [
+                buf(f"{name}_validity") if nulls else None,
+                buf(f"{name}_offsets"),
+                buf(f"{name}_data"),
+            ],
+            null_count=nulls,
+        )
+
+    arrays = {
+        "offset": pa.Array.from_buffers(pa.int64(), n, [None, buf("offset")]),
+        "timestamp": _ms_to_us(pa.Array.from_buffers(pa.int64(), n, [None, buf("timestamp")])),
+        "sequence": pa.Array.from_buffers(pa.int32(), n, [None, buf("sequence")]),
+        "batch_index": pa.Array.from_buffers(pa.int32(), n, [None, buf("batch_index")]),
+    }
+    for name in ("key", "value"):
+        if name in schema.names:
+            arrays[name] = binary(name, pa.binary())
+    if "headers" in schema.names:
+        typ = schema.field("headers").type
+        struct = pa.StructArray.from_arrays(
+            [binary("header_key", pa.string()), binary("header_value", pa.binary())],
+            fields=list(typ.value_type),
+        )
+        nulls = cols["headers_nulls"]
+        arrays["headers"] = pa.Array.from_buffers(
+            typ,
+            n,
+            [buf("headers_validity") if nulls else None, buf("headers_offsets")],
+            null_count=nulls,
+            children=[struct],
+        )
+    return arrays
+
+
+# Key/value renderings the native engine builds itself (the others are text made by the
+# payload decoders, in Python).
+_NATIVE_DECODERS = ("binary", "none")
+
+
 @dataclass
 class _Pending:
-    """Rows gathered for the next Arrow batch: records plus, per batch, its header fields."""
+    """Rows gathered for the next Arrow batch: records (or rows held by the native engine's
+    builder) plus, per batch, its header fields."""
 
     records: list[Record] = field(default_factory=list)
+    native_rows: int = 0
     batch_index: list[int] = field(default_factory=list)  # per record: index into batches
     batches: list[tuple[Any, ...]] = field(default_factory=list)
     batch_rows: list[dict[str, Any]] = field(default_factory=list)  # level=batches
@@ -508,6 +566,13 @@ class _RangeReader:
         self.opts = opts
         self.schema = schema
         self.pending = _Pending()
+        self.native = None
+        if (
+            opts.level == "records"
+            and opts.key_decoder in _NATIVE_DECODERS
+            and opts.value_decoder in _NATIVE_DECODERS
+        ):
+            self.native = engine.record_columns(opts.max_batch_bytes)
 
     # -- problems ------------------------------------------------------------------------
     def _problem(
@@ -622,6 +687,17 @@ class _RangeReader:
                     yield from self._flush()
                     release(pos)
                 continue
+            if self.native is not None and magic2:
+                if self.pending.records:  # keep an Arrow batch to rows of one engine
+                    yield from self._flush()
+                if self._add_native(batch):
+                    p = self.pending
+                    if p.native_rows >= BATCH_ROWS or p.payload_bytes >= BATCH_PAYLOAD_BYTES:
+                        yield from self._flush()
+                        release(pos)
+                    continue
+            if self.pending.native_rows:
+                yield from self._flush()
             try:
                 recs = list(batch.records(opts.max_batch_bytes))
             except FormatError as e:
@@ -693,24 +769,25 @@ class _RangeReader:
         row["segment"] = self.rng.segment
         return row
 
+    def _add_native(self, batch: Batch) -> bool:
+        """Add a v2 batch's records through the native engine; False: read it in Python."""
+        p = self.pending
+        assert self.native is not None
+        n = self.native.add(batch.data, len(p.batches), f"{self.rng.path}:{batch.position}")
+        if n is None:
+            return False
+        if n:
+            p.batches.append(self._batch_header(batch))
+            p.native_rows += n
+            p.payload_bytes = self.native.payload_bytes
+        return True
+
     def _add(self, batch: Batch, recs: list[Record]) -> None:
         if not recs:
             return
         p = self.pending
         i = len(p.batches)
-        p.batches.append(
-            (
-                batch.position,
-                batch.magic,
-                codecs.CODEC_NAMES.get(batch.compression, f"unknown({batch.compression})"),
-                batch.producer_id,
-                batch.producer_epoch,
-                batch.partition_leader_epoch,
-                batch.is_transactional,
-                batch.is_control,
-                batch.timestamp_type,
-            )
-        )
+        p.batches.append(self._batch_header(batch))
         p.records.extend(recs)
         p.batch_index.extend([i] * len(recs))
         if batch.compression == codecs.NONE:
@@ -718,21 +795,62 @@ class _RangeReader:
         else:
             p.payload_bytes += sum(len(r.value) for r in recs if r.value is not None)
 
+    @staticmethod
+    def _batch_header(batch: Batch) -> tuple[Any, ...]:
+        """The batch header fields each of its rows repeats (see ``_records_batch``)."""
+        return (
+            batch.position,
+            batch.magic,
+            codecs.CODEC_NAMES.get(batch.compression, f"unknown({batch.compression})"),
+            batch.producer_id,
+            batch.producer_epoch,
+            batch.partition_leader_epoch,
+            batch.is_transactional,
+            batch.is_control,
+            batch.timestamp_type,
+        )
+
     def _flush(self) -> Iterator[pa.RecordBatch]:
         p = self.pending
-        if p.records:
+        if p.records or p.native_rows:
             yield self._records_batch(p)
         elif p.batch_rows:
             yield self._rows_to_batch(p.batch_rows)
         self.pending = _Pending()
 
+    def _record_arrays(self, p: _Pending) -> dict[str, pa.Array]:
+        """The per-record columns (and ``batch_index``) of the pending rows."""
+        import pyarrow as pa
+
+        if p.native_rows:
+            assert self.native is not None
+            return _native_arrays(self.native.take(), self.schema)
+        # offset, timestamp, key, value, headers, sequence, ...
+        cols = list(zip(*map(record_fields, p.records), strict=True))
+        opts = self.opts
+        names = self.schema.names
+        arrays = {
+            "offset": pa.array(cols[0], pa.int64()),
+            "timestamp": _ms_to_us(cols[1]),
+            "sequence": pa.array(cols[5], pa.int32()),
+            "batch_index": pa.array(p.batch_index, pa.int32()),
+        }
+        if "key" in names:
+            arrays["key"] = _payload_array(cols[2], opts.key_decoder, self.schema.field("key").type)
+        if "value" in names:
+            typ = self.schema.field("value").type
+            arrays["value"] = _payload_array(cols[3], opts.value_decoder, typ)
+        if "headers" in names:
+            typ = self.schema.field("headers").type
+            arrays["headers"] = _headers_array(cols[4], opts.value_decoder, typ)
+        return arrays
+
     def _records_batch(self, p: _Pending) -> pa.RecordBatch:
         import pyarrow as pa
 
-        n = len(p.records)
-        # offset, timestamp, key, value, headers, sequence, ...
-        cols = list(zip(*map(record_fields, p.records), strict=True))
-        idx = pa.array(p.batch_index, pa.int32())
+        records = self._record_arrays(p)
+        n = len(records["offset"])
+        idx = records["batch_index"]
         per_batch = list(zip(*p.batches, strict=True))
         batch_col = {
             "position": 0,
@@ -750,22 +868,11 @@ class _RangeReader:
             "partition": self.rng.partition,
             "segment": self.rng.segment,
         }
-        opts = self.opts
         arrays = []
         for f in self.schema:
             name = f.name
-            if name == "key":
-                arrays.append(_payload_array(cols[2], opts.key_decoder, f.type))
-            elif name == "value":
-                arrays.append(_payload_array(cols[3], opts.value_decoder, f.type))
-            elif name == "offset":
-                arrays.append(pa.array(cols[0], f.type))
-            elif name == "timestamp":
-                arrays.append(_ms_to_us(cols[1]))
-            elif name == "headers":
-                arrays.append(_headers_array(cols[4], opts.value_decoder, f.type))
-            elif name == "sequence":
-                arrays.append(pa.array(cols[5], f.type))
+            if name in records:
+                arrays.append(records[name])
             elif name in batch_col:
                 arrays.append(pa.array(per_batch[batch_col[name]], f.type).take(idx))
             elif name in constant:

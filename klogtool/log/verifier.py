@@ -532,7 +532,7 @@ class Verifier:
     def _check_records(self, path: str, batch: Batch):
         fast = None
         if batch.magic >= 2 and not batch.is_control:
-            fast = engine.check_v2(batch.data, self.max_batch_bytes)
+            fast = engine.check_v2(batch.data, self.max_batch_bytes, f"{path}:{batch.position}")
         if fast is None or not fast[1]:  # the python engine reads it and says what is wrong
             yield from self._walk_records(path, batch)
             return

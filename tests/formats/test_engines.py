@@ -1,0 +1,155 @@
+"""The two engines against each other: on generated batches the native engine decodes exactly
+the records the python engine decodes; on mutated ones (generated and real-broker segments) it
+either agrees or hands the batch back, never accepting what the python engine rejects.
+
+The oracle is ``bench/fuzz.py``'s ``compare_engines``, which the large fuzz runs use too."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from shared_helpers import CORPUS, needs_corpus
+
+from klogtool.formats import codecs, engine, v2
+from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, Record
+from klogtool.formats.records import SegmentScanner
+
+_spec = importlib.util.spec_from_file_location(
+    "klogtool_bench_fuzz", Path(__file__).resolve().parents[2] / "bench" / "fuzz.py"
+)
+fuzz = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
+sys.modules[_spec.name] = fuzz  # type: ignore[union-attr]
+_spec.loader.exec_module(fuzz)  # type: ignore[union-attr]
+
+pytestmark = pytest.mark.skipif(
+    not engine.native_available(), reason="the native engine is not built"
+)
+
+
+@pytest.fixture(autouse=True)
+def native_only(klogtool_engine: str) -> None:
+    if klogtool_engine != engine.NATIVE:
+        pytest.skip("compares the native engine with the python engine")
+
+
+payload = st.none() | st.binary(max_size=40)
+records_strategy = st.lists(
+    st.tuples(
+        st.integers(0, 3),  # offset gap
+        st.integers(-(1 << 40), 1 << 40),  # timestamp delta
+        payload,
+        payload,
+        st.lists(st.tuples(st.text(max_size=8), payload), max_size=3),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    recs=records_strategy,
+    base_offset=st.integers(0, (1 << 62)),
+    codec=st.sampled_from(sorted(codecs.CODEC_NAMES)),
+    ts_type=st.sampled_from([CREATE_TIME, LOG_APPEND_TIME]),
+    base_sequence=st.sampled_from([-1, 0, 1000, (1 << 31) - 5]),
+)
+def test_generated_batches_decode_identically(recs, base_offset, codec, ts_type, base_sequence):
+    records, offset = [], base_offset
+    for gap, ts, key, value, headers in recs:
+        offset += gap + 1
+        records.append(Record(offset, 1_700_000_000_000 + ts, key, value, tuple(headers)))
+    if not records:
+        records = [Record(base_offset, 0, None, None)]
+    data = v2.encode_batch(
+        records,
+        compression=codec,
+        timestamp_type=ts_type,
+        max_timestamp=1_700_000_000_999 if ts_type == LOG_APPEND_TIME else None,
+        producer_id=7 if base_sequence >= 0 else -1,
+        producer_epoch=0 if base_sequence >= 0 else -1,
+        base_sequence=base_sequence,
+    )
+    batch = next(iter(SegmentScanner(data)))
+    stats: Counter = Counter()
+    fuzz.compare_engines(batch, stats)
+    assert stats["native-agreed"] == 1, "a well-formed batch was handed back to python"
+
+
+def test_mutated_generated_segments() -> None:
+    stats = fuzz.run(1500, seed=20261125)
+    assert stats["native-agreed"] > 1000 and stats["native-handed-back"] > 100, stats
+
+
+def _corpus_v2_seeds() -> list:
+    if not (CORPUS / "MANIFEST.md").is_file():
+        return []
+    seeds = []
+    for path in sorted(CORPUS.rglob("*.log")):
+        data = path.read_bytes()[: 256 << 10]
+        batches = list(SegmentScanner(data, stop_on_crc=False))
+        if not batches or batches[0].magic != 2:
+            continue
+        end = batches[min(len(batches), 8) - 1]
+        head = data[: end.position + end.size]
+        seeds.append(fuzz.Seed(str(path.relative_to(CORPUS)), head, 2, batches[0].compression))
+    return seeds
+
+
+@needs_corpus
+def test_mutated_real_broker_segments() -> None:
+    seeds = _corpus_v2_seeds()
+    assert seeds
+    rng = random.Random(7)
+    stats: Counter = Counter()
+    for i in range(1000):
+        seed = seeds[i % len(seeds)]
+        data = seed.data if i < len(seeds) else fuzz.mutate(rng, seed)
+        for batch in SegmentScanner(data, stop_on_crc=False, strict=False):
+            fuzz.compare_engines(batch, stats)
+    assert stats["native-agreed"] > 1000, stats
+    # every unmutated real-broker batch is decoded natively
+    for seed in seeds:
+        for batch in SegmentScanner(seed.data):
+            assert fuzz.native_records(batch.data, fuzz.MAX_BATCH_BYTES) is not None, seed.name
+
+
+@needs_corpus
+def test_real_broker_segments_decode_natively() -> None:
+    """Every batch a real broker wrote: decoded natively, exactly as in python (the handed-back
+    ones are counted; real files should need none)."""
+    stats: Counter = Counter()
+    for path in sorted(CORPUS.rglob("*.log")):
+        for batch in SegmentScanner(path.read_bytes(), stop_on_crc=False):
+            if batch.magic == 2:
+                fuzz.compare_engines(batch, stats)
+    assert stats["native-agreed"] > 100 and not stats["native-handed-back"], stats
+
+
+def test_a_native_panic_is_an_internal_error(monkeypatch, capsys) -> None:
+    """A Rust panic (PyO3's PanicException, a BaseException) never crashes klogtool: it is an
+    internal error, exit 70, naming the file and byte position."""
+    from klogtool import cli
+
+    class PanicException(BaseException):
+        pass
+
+    class Panicking:
+        def check_v2(self, *_args: object) -> None:
+            raise PanicException("index out of bounds")
+
+    monkeypatch.setattr(engine, "_active", Panicking())
+    target = Path(__file__).resolve().parents[2] / "fixtures/logs/logdir/v2-none-0"
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["verify", "--deep", str(target)])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 70, err
+    assert "internal error" in err and "native engine failed at" in err, err
+    assert f"{target}/00000000000000000000.log:0" in err, err
+    assert "Traceback" not in err
