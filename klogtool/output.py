@@ -90,6 +90,11 @@ class Output:
         else:
             self._write(render_text(obj) + "\n")
 
+    def write_jsonl(self, text: str) -> None:
+        """Lines already in JSON Lines form (``--format jsonl`` only)."""
+        assert self.fmt == "jsonl"
+        self._write(text)
+
     def line(self, text: str) -> None:
         self._write(text + "\n")
 

@@ -143,6 +143,7 @@ def command(
         verify_index_only=verify_index_only,
         max_batch_bytes=max_batch_bytes,
         stdin_kind=stdin_kind,
+        jsonl_records=fmt == "jsonl",
     )
     out = Output(
         "text" if fmt == "kafka" else fmt,
@@ -183,7 +184,9 @@ def _show(
         first_bad = first_bad or obj
         if fmt not in ("jsonl", "json"):
             return first_bad  # said once, as the one-line error at the end
-    if renderer is not None:
+    if obj["type"] == "jsonl":
+        out.write_jsonl(obj["text"])
+    elif renderer is not None:
         renderer.render(obj)
     elif not (obj["type"] == "summary" and fmt == "text"):  # text: counts go to stderr (-v)
         out.emit(obj)

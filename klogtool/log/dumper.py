@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from klogtool.formats import checkpoint, codecs, index, payloads
+from klogtool.formats import checkpoint, codecs, engine, index, payloads
 from klogtool.formats.batch import (
     DEFAULT_MAX_BATCH_BYTES,
     TIMESTAMP_TYPE_NAMES,
@@ -44,6 +44,9 @@ class DumpOptions:
     verify_index_only: bool = False
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
     stdin_kind: str = layout.LOG  # what `-` is read as
+    # Records may come as one {"type": "jsonl", "text": ...} object per batch holding their
+    # JSON Lines, rendered by the native engine (the ``--format jsonl`` fast path).
+    jsonl_records: bool = False
 
 
 def finding(
@@ -171,6 +174,8 @@ class Dumper:
         deep = opts.deep or opts.print_data
         decoder = self._internal_decoder(f)
         lo, hi = opts.offsets if opts.offsets else (None, None)
+        # the native renderer writes whole batches of plain records
+        native_jsonl = opts.jsonl_records and decoder is None and lo is None
         with mapped(f.path) as buf:
             scanner = SegmentScanner(buf, stop_on_crc=False, max_bytes=opts.max_bytes)
             release = ReleaseBehind(buf)
@@ -192,6 +197,20 @@ class Dumper:
                 yield obj
                 if not deep:
                     continue
+                if native_jsonl:
+                    lines = engine.render_jsonl(
+                        batch.data,
+                        opts.max_batch_bytes,
+                        batch.position,
+                        opts.print_data,
+                        opts.key_decoder,
+                        opts.value_decoder,
+                        f"{f.display}:{batch.position}",
+                    )
+                    if lines is not None:
+                        self.counts["records"] += lines[1]
+                        yield {"type": "jsonl", "text": lines[0]}
+                        continue
                 try:
                     for rec in batch.records(opts.max_batch_bytes):
                         if lo is not None and not lo <= rec.offset <= hi:  # type: ignore[operator]

@@ -7,6 +7,7 @@
 pub mod batch;
 pub mod codecs;
 pub mod columns;
+pub mod render;
 
 #[cfg(feature = "python")]
 mod python;

@@ -6,9 +6,10 @@
 
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyString};
 
 use crate::columns;
+use crate::render;
 
 /// A read-only view of a Python buffer (bytes, a memoryview of an mmap) for one call.
 struct Bytes {
@@ -49,6 +50,35 @@ fn check_v2(
     let bytes = Bytes::get(batch)?;
     let data = bytes.as_slice();
     Ok(py.detach(|| columns::check(data, max_batch_bytes)))
+}
+
+/// `dump-segments --format jsonl` lines of every record of a whole v2 batch and their
+/// number, or None: render this batch in Python.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn render_jsonl<'py>(
+    py: Python<'py>,
+    batch: &Bound<'py, PyAny>,
+    max_batch_bytes: usize,
+    position: i64,
+    print_data: bool,
+    key_decoder: &str,
+    value_decoder: &str,
+) -> PyResult<Option<(Bound<'py, PyString>, usize)>> {
+    // Without --print-data the decoders show nothing.
+    let parse = |name| match print_data {
+        true => render::Payload::parse(name),
+        false => Some(render::Payload::Omit),
+    };
+    let (Some(key), Some(value)) = (parse(key_decoder), parse(value_decoder)) else {
+        return Ok(None);
+    };
+    let bytes = Bytes::get(batch)?;
+    let data = bytes.as_slice();
+    let rendered =
+        py.detach(|| render::jsonl(data, max_batch_bytes, position, print_data, key, value));
+    // The lines are UTF-8 by construction (JSON text of valid UTF-8 strings).
+    Ok(rendered.and_then(|(out, n)| Some((PyString::new(py, std::str::from_utf8(&out).ok()?), n))))
 }
 
 /// Record columns of many v2 batches, in Arrow's layout.
@@ -143,6 +173,7 @@ impl Columns {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_v2, m)?)?;
+    m.add_function(wrap_pyfunction!(render_jsonl, m)?)?;
     m.add_class::<Columns>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -20,6 +20,7 @@ from shared_helpers import CORPUS, needs_corpus
 from klogtool.formats import codecs, engine, v2
 from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, Record
 from klogtool.formats.records import SegmentScanner
+from klogtool.log.dumper import Dumper, DumpOptions
 
 _spec = importlib.util.spec_from_file_location(
     "klogtool_bench_fuzz", Path(__file__).resolve().parents[2] / "bench" / "fuzz.py"
@@ -80,6 +81,41 @@ def test_generated_batches_decode_identically(recs, base_offset, codec, ts_type,
     stats: Counter = Counter()
     fuzz.compare_engines(batch, stats)
     assert stats["native-agreed"] == 1, "a well-formed batch was handed back to python"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    recs=st.lists(
+        st.tuples(
+            st.none() | st.binary(max_size=20) | st.text(max_size=20).map(str.encode),
+            st.none() | st.binary(max_size=20) | st.text(max_size=20).map(str.encode),
+            st.lists(st.tuples(st.text(max_size=8), payload), max_size=3),
+        ),
+        min_size=1,
+        max_size=20,
+    ),
+    key_decoder=st.sampled_from(["base64", "hex", "utf8", "none", "json"]),
+    value_decoder=st.sampled_from(["base64", "hex", "utf8", "none", "json"]),
+    print_data=st.booleans(),
+    codec=st.sampled_from(sorted(codecs.CODEC_NAMES)),
+)
+def test_generated_batches_render_identical_json_lines(
+    recs, key_decoder, value_decoder, print_data, codec
+):
+    records = [
+        Record(i, 1_700_000_000_000 + i, key, value, tuple(headers))
+        for i, (key, value, headers) in enumerate(recs)
+    ]
+    batch = next(iter(SegmentScanner(v2.encode_batch(records, compression=codec))))
+    opts = DumpOptions(
+        deep=True, print_data=print_data, key_decoder=key_decoder, value_decoder=value_decoder
+    )
+    stats: Counter = Counter()
+    fuzz.compare_jsonl(batch, stats, Dumper([], opts))
+    if print_data and "json" in (key_decoder, value_decoder):
+        assert stats["jsonl-handed-back"] == 1  # the json decoder is python's alone
+    elif not print_data:
+        assert stats["jsonl-agreed"] == 1
 
 
 def test_mutated_generated_segments() -> None:

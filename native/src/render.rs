@@ -1,0 +1,203 @@
+//! `dump-segments --format jsonl` record lines, written byte for byte as the Python renderer
+//! writes them (`json.dumps(obj, separators=(",", ":"), ensure_ascii=False)` of the record
+//! object built in `klogtool/log/dumper.py`), for v2 batches that are not control batches.
+//!
+//! A payload the byte decoders would render through an error handler (`utf8` of invalid UTF-8)
+//! or through a parser (`json`) makes the whole batch go back to the Python renderer.
+#![forbid(unsafe_code)]
+
+use base64::Engine as _;
+
+use crate::batch::{self, Record, Sink};
+
+/// How keys, values and header values are shown (`--key-decoder`, `--value-decoder`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Payload {
+    Base64,
+    Hex,
+    Utf8,
+    Omit,
+}
+
+impl Payload {
+    pub fn parse(name: &str) -> Option<Payload> {
+        match name {
+            "base64" => Some(Payload::Base64),
+            "hex" => Some(Payload::Hex),
+            "utf8" => Some(Payload::Utf8),
+            "none" => Some(Payload::Omit),
+            _ => None,
+        }
+    }
+}
+
+pub struct JsonLines {
+    pub out: Vec<u8>,
+    pub records: usize,
+    position: i64,
+    print_data: bool,
+    key: Payload,
+    value: Payload,
+    /// A payload this renderer cannot write exactly: the batch goes back to Python.
+    refused: bool,
+}
+
+impl JsonLines {
+    pub fn new(position: i64, print_data: bool, key: Payload, value: Payload) -> Self {
+        JsonLines {
+            out: Vec::new(),
+            records: 0,
+            position,
+            print_data,
+            key,
+            value,
+            refused: false,
+        }
+    }
+
+    fn int(&mut self, v: impl itoa::Integer) {
+        self.out
+            .extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+    }
+
+    fn payload(&mut self, how: Payload, data: Option<&[u8]>) {
+        let Some(data) = data else {
+            self.out.extend_from_slice(b"null");
+            return;
+        };
+        match how {
+            Payload::Omit => self.out.extend_from_slice(b"null"),
+            Payload::Base64 => {
+                self.out.push(b'"');
+                let start = self.out.len();
+                self.out.resize(start + data.len().div_ceil(3) * 4, 0);
+                let n = base64::engine::general_purpose::STANDARD
+                    .encode_slice(data, &mut self.out[start..])
+                    .unwrap_or(0);
+                self.out.truncate(start + n);
+                self.out.push(b'"');
+            }
+            Payload::Hex => {
+                const DIGITS: &[u8; 16] = b"0123456789abcdef";
+                self.out.push(b'"');
+                for b in data {
+                    self.out.push(DIGITS[usize::from(b >> 4)]);
+                    self.out.push(DIGITS[usize::from(b & 0x0f)]);
+                }
+                self.out.push(b'"');
+            }
+            Payload::Utf8 => match std::str::from_utf8(data) {
+                Ok(text) => string(&mut self.out, text),
+                Err(_) => self.refused = true,
+            },
+        }
+    }
+}
+
+/// A JSON string as Python's json module writes it with `ensure_ascii=False`.
+pub fn string(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0..=0x1f => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        if escape.is_empty() {
+            out.extend_from_slice(format!("\\u{b:04x}").as_bytes());
+        } else {
+            out.extend_from_slice(escape);
+        }
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+fn size(v: Option<&[u8]>) -> i64 {
+    v.map_or(-1, |b| b.len() as i64)
+}
+
+impl Sink for JsonLines {
+    fn record(&mut self, r: &Record<'_>) {
+        self.records += 1;
+        self.out
+            .extend_from_slice(b"{\"type\":\"record\",\"offset\":");
+        self.int(r.offset);
+        self.out.extend_from_slice(b",\"position\":");
+        self.int(self.position);
+        self.out.extend_from_slice(b",\"timestamp\":");
+        self.int(r.timestamp);
+        self.out.extend_from_slice(b",\"key_size\":");
+        self.int(size(r.key));
+        self.out.extend_from_slice(b",\"value_size\":");
+        self.int(size(r.value));
+        self.out.extend_from_slice(b",\"sequence\":");
+        self.int(r.sequence);
+        self.out.extend_from_slice(b",\"headers\":[");
+        for (i, (k, v)) in r.headers.iter().enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            self.out.extend_from_slice(b"{\"key\":");
+            string(&mut self.out, k);
+            if self.print_data {
+                self.out.extend_from_slice(b",\"value\":");
+                self.payload(self.value, *v);
+            }
+            self.out.push(b'}');
+        }
+        self.out.push(b']');
+        if self.print_data {
+            self.out.extend_from_slice(b",\"key\":");
+            self.payload(self.key, r.key);
+            self.out.extend_from_slice(b",\"value\":");
+            self.payload(self.value, r.value);
+        }
+        self.out.extend_from_slice(b"}\n");
+    }
+}
+
+/// The JSON lines of every record of a whole v2 batch and their number, or `None`: the
+/// Python renderer writes this batch (control batches, anything `batch::decode` hands back,
+/// payloads only Python renders exactly).
+pub fn jsonl(
+    batch_bytes: &[u8],
+    max_batch_bytes: usize,
+    position: i64,
+    print_data: bool,
+    key: Payload,
+    value: Payload,
+) -> Option<(Vec<u8>, usize)> {
+    let header = batch::parse_header(batch_bytes)?;
+    if header.attributes & 0x20 != 0 {
+        return None; // control records are rendered decoded, by Python
+    }
+    let mut lines = JsonLines::new(position, print_data, key, value);
+    batch::decode(batch_bytes, max_batch_bytes, &mut lines)?;
+    (!lines.refused).then_some((lines.out, lines.records))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_escape_like_python_json() {
+        let mut out = Vec::new();
+        string(&mut out, "a\"b\\c\nd\u{1}é😀\u{7f}");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "\"a\\\"b\\\\c\\nd\\u0001é😀\u{7f}\""
+        );
+    }
+}
