@@ -19,7 +19,7 @@ from klogtool.errors import (
     KlogtoolError,
     StdoutClosed,
 )
-from klogtool.formats.errors import FormatError
+from klogtool.formats import FormatError
 
 
 @dataclass
@@ -33,8 +33,7 @@ class Settings:
 
 
 def _version_message() -> str:
-    from klogtool.formats import engine
-    from klogtool.formats.codecs import available_codecs
+    from klogtool.formats import available_codecs, engine
 
     return (
         f"klogtool {__version__} (engine: {engine.name()}; codecs: {', '.join(available_codecs())})"

@@ -17,6 +17,7 @@ ONE_ENGINE = (
     "tests/test_lint.py",
     "tests/test_manpages.py",
     "tests/test_native_crate.py",
+    "tests/test_layers.py",
     "tests/test_corpus_notice.py",
     "tests/test_startup.py",
 )

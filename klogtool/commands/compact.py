@@ -20,7 +20,7 @@ from klogtool.commands._options import (
     topic_config_option,
 )
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, KlogtoolError
-from klogtool.formats.errors import FormatError
+from klogtool.formats import FormatError
 from klogtool.log import layout
 from klogtool.log.cleaner import CompactionPlan, execute_compaction, plan_compaction
 from klogtool.log.partition import load_partition, partition_dirs

@@ -16,7 +16,7 @@ from klogtool.commands._options import (
     parse_size,
 )
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, RefusedError
-from klogtool.formats import codecs
+from klogtool.formats import CODEC_IDS, CODEC_NAMES, ZSTD
 from klogtool.log.converter import (
     COPY,
     ConversionPlan,
@@ -46,7 +46,7 @@ _LEVELS = {"gzip": (-1, 9), "lz4": (1, 17), "zstd": (-7, 22)}
 )
 @click.option(
     "--compression",
-    type=click.Choice(list(codecs.CODEC_NAMES.values())),
+    type=click.Choice(list(CODEC_NAMES.values())),
     default=None,
     help="Codec of every rewritten batch [default: keep each batch's codec].",
 )
@@ -120,8 +120,8 @@ def command(
         raise click.UsageError("give either DEST or --in-place")
     if keep_batching and batch_bytes is not None:
         raise click.UsageError("--keep-batching and --batch-bytes exclude each other")
-    codec = codecs.CODEC_IDS[compression] if compression is not None else None
-    if codec == codecs.ZSTD and to_magic < 2:
+    codec = CODEC_IDS[compression] if compression is not None else None
+    if codec == ZSTD and to_magic < 2:
         raise click.BadParameter("zstd needs --to-magic 2", param_hint="--compression")
     if compression_level is not None:
         if compression is None:
@@ -241,7 +241,7 @@ def _check_dest(src: Path, dest: Path) -> None:
 def _show_plan(out: Output, plan: ConversionPlan, dry_run: bool) -> None:
     opts = plan.options
     target = f"magic {opts.to_magic}, " + (
-        codecs.CODEC_NAMES[opts.compression] if opts.compression is not None else "codecs kept"
+        CODEC_NAMES[opts.compression] if opts.compression is not None else "codecs kept"
     )
     if out.fmt != "text":
         for part in plan.partitions:

@@ -10,16 +10,13 @@ import click
 
 from klogtool.commands._options import format_option, max_batch_bytes_option, paths_argument
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
-from klogtool.formats import payloads
+from klogtool.formats import BYTE_DECODERS, INTERNAL_DECODERS, UNIMPLEMENTED_DECODERS
 from klogtool.log import layout
 from klogtool.log.dumper import Dumper, DumpOptions, Obj
 from klogtool.log.files import STDIN_KINDS, total_log_bytes
 from klogtool.output import Output, to_json
 
-BYTE_DECODERS = payloads.BYTE_DECODERS
-INTERNAL_DECODERS = tuple(
-    d for d in payloads.INTERNAL_DECODERS if d not in payloads.UNIMPLEMENTED_DECODERS
-)
+INTERNAL_DECODERS = tuple(d for d in INTERNAL_DECODERS if d not in UNIMPLEMENTED_DECODERS)
 
 
 def _parse_offsets(_ctx: click.Context, _param: click.Parameter, value: str | None):

@@ -30,7 +30,6 @@ MAGIC = 2
 BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
 RECORD_BATCH_OVERHEAD = BATCH_HEADER.size  # 61
 CRC_START = 21  # CRC-32C covers [attributes, end of batch)
-ATTRIBUTES_POS = 21
 MIN_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD  # 49
 MIN_RECORD_SIZE = 7  # length, attributes, ts delta, offset delta, key len, value len, headers
 

@@ -48,10 +48,6 @@ class SegmentInfo:
         assert self.files.log is not None
         return self.files.log
 
-    @property
-    def mtime_ms(self) -> int:
-        return self.mtime_ns // 1_000_000
-
 
 @dataclass
 class PartitionView:

@@ -430,10 +430,6 @@ def run_scan_task(task: ScanTask) -> SegmentScan:
         )
 
 
-def default_jobs() -> int:
-    return os.cpu_count() or 1
-
-
 def run_parallel(
     fn: Callable[[T], R],
     tasks: Sequence[T],
@@ -652,7 +648,7 @@ def matches_rebuild(
     want = {
         layout.INDEX: scan.index_bytes,
         layout.TIMEINDEX: scan.timeindex_bytes,
-        layout.TXNINDEX: encode_txn(aborted),
+        layout.TXNINDEX: index.encode_txn_index(aborted),
     }
     for kind, data in want.items():
         path: Path | None = getattr(seg, kind)
@@ -662,10 +658,6 @@ def matches_rebuild(
         elif path.stat().st_size != len(data) or path.read_bytes() != data:
             return False
     return True
-
-
-def encode_txn(entries: Sequence[index.AbortedTxn]) -> bytes:
-    return index.encode_txn_index(entries)
 
 
 def decode_entries(kind: str, data: bytes, base_offset: int) -> list[tuple[int, ...]]:
@@ -888,7 +880,9 @@ def _rebuild_unit(
         new: dict[str, bytes | None] = {
             layout.INDEX: scan.index_bytes,
             layout.TIMEINDEX: scan.timeindex_bytes,
-            layout.TXNINDEX: None if aborted[n] is None else encode_txn(aborted[n] or []),
+            layout.TXNINDEX: None
+            if aborted[n] is None
+            else index.encode_txn_index(aborted[n] or []),
         }
         for kind, data in new.items():
             existing: Path | None = getattr(seg, kind)
@@ -992,7 +986,7 @@ def _check_unit(
         new: dict[str, bytes | None] = {
             layout.INDEX: scan.index_bytes,
             layout.TIMEINDEX: scan.timeindex_bytes,
-            layout.TXNINDEX: None if txns is None else encode_txn(txns),
+            layout.TXNINDEX: None if txns is None else index.encode_txn_index(txns),
         }
         for kind, data in new.items():
             existing: Path | None = getattr(seg, kind)

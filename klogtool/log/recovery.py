@@ -53,7 +53,7 @@ from typing import Any
 
 from klogtool import __version__
 from klogtool.errors import InputError, RefusedError
-from klogtool.formats import checkpoint
+from klogtool.formats import checkpoint, index
 from klogtool.formats.errors import FormatError
 from klogtool.formats.records import ZERO_FILL, SegmentScanner
 from klogtool.formats.snapshot import parse_snapshot
@@ -516,7 +516,7 @@ def plan_partition(
         new = {
             layout.INDEX: scan.index_bytes,
             layout.TIMEINDEX: scan.timeindex_bytes,
-            layout.TXNINDEX: rebuild.encode_txn(chained[i][1]),
+            layout.TXNINDEX: index.encode_txn_index(chained[i][1]),
         }
         for kind, data in new.items():
             existing: Path | None = getattr(seg, kind)

@@ -11,8 +11,6 @@ as findings.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,10 +111,3 @@ def _inside(path: Path, root: Path) -> bool:
 def symlinked_files(part_dir: Path) -> list[Path]:
     """Files of a partition dir that are symlinks (never written through)."""
     return sorted(p for p in part_dir.iterdir() if p.is_symlink())
-
-
-@contextmanager
-def locked(log_dir: Path, *, force: bool, dry_run: bool) -> Iterator[None]:
-    """The broker's lock on ``log_dir`` for the duration (refused, exit 4, if held)."""
-    with atomic.log_dir_lock(log_dir, force=force, dry_run=dry_run):
-        yield

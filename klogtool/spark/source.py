@@ -65,7 +65,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES
+from klogtool.formats import DEFAULT_MAX_BATCH_BYTES
 from klogtool.log import arrow_reader as core
 from klogtool.log import fleet_verify
 

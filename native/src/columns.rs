@@ -76,6 +76,10 @@ impl Binary {
         self.validity.len
     }
 
+    fn clear(&mut self) {
+        self.rollback((0, 0, 0));
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -99,6 +103,24 @@ pub struct Columns {
 }
 
 impl Columns {
+    /// Empty, keeping the allocations.
+    pub fn clear(&mut self) {
+        self.offsets.clear();
+        self.timestamps.clear();
+        self.sequences.clear();
+        self.batch_index.clear();
+        for b in [
+            &mut self.keys,
+            &mut self.values,
+            &mut self.header_keys,
+            &mut self.header_values,
+        ] {
+            b.clear();
+        }
+        self.header_validity.truncate(0, 0);
+        self.header_offsets.truncate(1);
+    }
+
     pub fn new(max_batch_bytes: usize) -> Self {
         Columns {
             offsets: Vec::new(),

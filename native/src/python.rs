@@ -85,7 +85,6 @@ fn render_jsonl<'py>(
 #[pyclass(module = "klogtool._native")]
 struct Columns {
     inner: columns::Columns,
-    max_batch_bytes: usize,
 }
 
 #[pymethods]
@@ -94,7 +93,6 @@ impl Columns {
     fn new(max_batch_bytes: usize) -> Self {
         Columns {
             inner: columns::Columns::new(max_batch_bytes),
-            max_batch_bytes,
         }
     }
 
@@ -123,7 +121,7 @@ impl Columns {
 
     /// The buffers (as bytes) and null counts, leaving the builder empty.
     fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let c = std::mem::replace(&mut self.inner, columns::Columns::new(self.max_batch_bytes));
+        let c = &self.inner;
         let d = PyDict::new(py);
         d.set_item("length", c.len())?;
         d.set_item("offset", PyBytes::new(py, bytemuck::cast_slice(&c.offsets)))?;
@@ -166,6 +164,8 @@ impl Columns {
             PyBytes::new(py, bytemuck::cast_slice(&c.header_offsets)),
         )?;
         d.set_item("headers_nulls", c.header_validity.nulls)?;
+        // Emptied, not replaced: the next rows reuse the allocations.
+        self.inner.clear();
         Ok(d)
     }
 }

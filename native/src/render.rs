@@ -183,6 +183,12 @@ pub fn jsonl(
         return None; // control records are rendered decoded, by Python
     }
     let mut lines = JsonLines::new(position, print_data, key, value);
+    // About what the lines take: the payloads (a third more as base64) and ~160 bytes of keys
+    // and numbers a record.
+    let records = usize::try_from(header.records_count).unwrap_or(0);
+    lines
+        .out
+        .reserve((batch_bytes.len() * 3 / 2).saturating_add(records.min(1 << 20) * 160));
     batch::decode(batch_bytes, max_batch_bytes, &mut lines)?;
     (!lines.refused).then_some((lines.out, lines.records))
 }
