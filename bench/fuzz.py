@@ -48,7 +48,7 @@ from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, Record  # noqa:
 from klogtool.formats.errors import FormatError  # noqa: E402
 from klogtool.formats.records import SegmentScanner, read_batch  # noqa: E402
 from klogtool.log.dumper import Dumper, DumpOptions  # noqa: E402
-from klogtool.output import to_json  # noqa: E402
+from klogtool.output import render_text, to_json  # noqa: E402
 
 MAX_BATCH_BYTES = 1 << 20  # small, so a decompression bomb is cheap to detect
 KINDS = [(2, c) for c in (0, 1, 2, 3, 4)] + [(m, c) for m in (1, 0) for c in (0, 1, 2, 3)]
@@ -410,31 +410,34 @@ def python_records(batch, max_batch_bytes: int) -> list[tuple]:
 _DUMPER = Dumper([], DumpOptions(print_data=True, key_decoder="hex", value_decoder="utf8"))
 
 
-def python_jsonl(batch, dumper: Dumper = _DUMPER) -> str:
-    """``dump-segments --format jsonl`` record lines of a batch, as the python engine writes
-    them (raises its FormatError)."""
+def python_lines(batch, dumper: Dumper = _DUMPER, rendering: str = "jsonl") -> str:
+    """``dump-segments`` record lines of a batch (``--format jsonl`` or text), as the python
+    engine writes them (raises its FormatError)."""
+    render = to_json if rendering == "jsonl" else render_text
     return "".join(
-        to_json(dumper._record(batch, r, None)) + "\n"
+        render(dumper._record(batch, r, None)) + "\n"
         for r in batch.records(dumper.opts.max_batch_bytes)
     )
 
 
-def compare_jsonl(batch, stats: Counter, dumper: Dumper = _DUMPER) -> None:
-    """The native JSON Lines of a v2 batch are the python engine's, byte for byte, or None."""
+def compare_lines(
+    batch, stats: Counter, dumper: Dumper = _DUMPER, rendering: str = "jsonl"
+) -> None:
+    """The native record lines of a v2 batch are the python engine's, byte for byte, or None."""
     o = dumper.opts
-    got = engine.render_jsonl(
+    got = engine.render_records(
         batch.data, o.max_batch_bytes, batch.position, o.print_data, o.key_decoder,
-        o.value_decoder, "fuzz",
+        o.value_decoder, rendering, "fuzz",
     )  # fmt: skip
     if got is None:
-        stats["jsonl-handed-back"] += 1
+        stats[f"{rendering}-handed-back"] += 1
         return
     try:
-        expected = python_jsonl(batch, dumper)
+        expected = python_lines(batch, dumper, rendering)
     except FormatError as e:
-        raise AssertionError(f"native jsonl rendered what the python engine rejects: {e}") from e
-    assert got == (expected, expected.count("\n")), "the engines rendered different JSON Lines"
-    stats["jsonl-agreed"] += 1
+        raise AssertionError(f"native {rendering} rendered what python rejects: {e}") from e
+    assert got == (expected, expected.count("\n")), f"the engines rendered different {rendering}"
+    stats[f"{rendering}-agreed"] += 1
 
 
 def compare_engines(batch, stats: Counter) -> None:
@@ -465,7 +468,8 @@ def compare_engines(batch, stats: Counter) -> None:
     if got is None:
         return
     stats["native-agreed"] += 1
-    compare_jsonl(batch, stats)
+    compare_lines(batch, stats, rendering="jsonl")
+    compare_lines(batch, stats, rendering="text")
 
 
 def _touch_batch(batch, stats: Counter) -> None:

@@ -90,9 +90,9 @@ class Output:
         else:
             self._write(render_text(obj) + "\n")
 
-    def write_jsonl(self, text: str) -> None:
-        """Lines already in JSON Lines form (``--format jsonl`` only)."""
-        assert self.fmt == "jsonl"
+    def write_lines(self, text: str) -> None:
+        """Lines already rendered in this output's format (jsonl or text)."""
+        assert self.fmt in ("jsonl", "text")
         self._write(text)
 
     def line(self, text: str) -> None:

@@ -140,7 +140,7 @@ def command(
         verify_index_only=verify_index_only,
         max_batch_bytes=max_batch_bytes,
         stdin_kind=stdin_kind,
-        jsonl_records=fmt == "jsonl",
+        rendered_records=fmt if fmt in ("jsonl", "text") else None,
     )
     out = Output(
         "text" if fmt == "kafka" else fmt,
@@ -181,8 +181,8 @@ def _show(
         first_bad = first_bad or obj
         if fmt not in ("jsonl", "json"):
             return first_bad  # said once, as the one-line error at the end
-    if obj["type"] == "jsonl":
-        out.write_jsonl(obj["text"])
+    if obj["type"] == "lines":
+        out.write_lines(obj["text"])
     elif renderer is not None:
         renderer.render(obj)
     elif not (obj["type"] == "summary" and fmt == "text"):  # text: counts go to stderr (-v)

@@ -88,24 +88,28 @@ def check_v2(data: memoryview, max_batch_bytes: int, where: str) -> tuple[int, b
     return result
 
 
-def render_jsonl(
+RENDERINGS = ("jsonl", "text")
+
+
+def render_records(
     data: memoryview,
     max_batch_bytes: int,
     position: int,
     print_data: bool,
     key_decoder: str,
     value_decoder: str,
+    rendering: str,
     where: str,
 ) -> tuple[str, int] | None:
-    """The ``dump-segments --format jsonl`` lines of every record of a whole v2 batch (what
-    ``klogtool.log.dumper`` and ``klogtool.output.to_json`` make of them, byte for byte) and
-    their number; None: render them in Python (control batches, the ``json`` decoder, UTF-8
-    that needs an error handler, anything the decoder hands back)."""
+    """The ``dump-segments`` lines (``rendering``: ``jsonl`` or ``text``) of every record of a
+    whole v2 batch, byte for byte what ``klogtool.log.dumper`` and ``klogtool.output`` make of
+    them, and their number; None: render them in Python (control batches, the ``json``
+    decoder, UTF-8 that needs an error handler, anything the decoder hands back)."""
     if _active is None:
         return None
     try:
-        result: tuple[str, int] | None = _active.render_jsonl(
-            data, max_batch_bytes, position, print_data, key_decoder, value_decoder
+        result: tuple[str, int] | None = _active.render_records(
+            data, max_batch_bytes, position, print_data, key_decoder, value_decoder, rendering
         )
     except BaseException as e:
         if _panicked(e):

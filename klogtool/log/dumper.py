@@ -44,9 +44,9 @@ class DumpOptions:
     verify_index_only: bool = False
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
     stdin_kind: str = layout.LOG  # what `-` is read as
-    # Records may come as one {"type": "jsonl", "text": ...} object per batch holding their
-    # JSON Lines, rendered by the native engine (the ``--format jsonl`` fast path).
-    jsonl_records: bool = False
+    # With "jsonl" or "text", records may come as one {"type": "lines", "text": ...} object
+    # per batch: their lines in that format, rendered by the native engine (the fast path).
+    rendered_records: str | None = None
 
 
 def finding(
@@ -175,7 +175,7 @@ class Dumper:
         decoder = self._internal_decoder(f)
         lo, hi = opts.offsets if opts.offsets else (None, None)
         # the native renderer writes whole batches of plain records
-        native_jsonl = opts.jsonl_records and decoder is None and lo is None
+        rendering = opts.rendered_records if decoder is None and lo is None else None
         with mapped(f.path) as buf:
             scanner = SegmentScanner(buf, stop_on_crc=False, max_bytes=opts.max_bytes)
             release = ReleaseBehind(buf)
@@ -197,19 +197,20 @@ class Dumper:
                 yield obj
                 if not deep:
                     continue
-                if native_jsonl:
-                    lines = engine.render_jsonl(
+                if rendering is not None:
+                    lines = engine.render_records(
                         batch.data,
                         opts.max_batch_bytes,
                         batch.position,
                         opts.print_data,
                         opts.key_decoder,
                         opts.value_decoder,
+                        rendering,
                         f"{f.display}:{batch.position}",
                     )
                     if lines is not None:
                         self.counts["records"] += lines[1]
-                        yield {"type": "jsonl", "text": lines[0]}
+                        yield {"type": "lines", "text": lines[0]}
                         continue
                 try:
                     for rec in batch.records(opts.max_batch_bytes):

@@ -52,11 +52,11 @@ fn check_v2(
     Ok(py.detach(|| columns::check(data, max_batch_bytes)))
 }
 
-/// `dump-segments --format jsonl` lines of every record of a whole v2 batch and their
-/// number, or None: render this batch in Python.
+/// `dump-segments` lines (`format`: "jsonl" or "text") of every record of a whole v2 batch
+/// and their number, or None: render this batch in Python.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-fn render_jsonl<'py>(
+fn render_records<'py>(
     py: Python<'py>,
     batch: &Bound<'py, PyAny>,
     max_batch_bytes: usize,
@@ -64,6 +64,7 @@ fn render_jsonl<'py>(
     print_data: bool,
     key_decoder: &str,
     value_decoder: &str,
+    format: &str,
 ) -> PyResult<Option<(Bound<'py, PyString>, usize)>> {
     // Without --print-data the decoders show nothing.
     let parse = |name| match print_data {
@@ -73,11 +74,18 @@ fn render_jsonl<'py>(
     let (Some(key), Some(value)) = (parse(key_decoder), parse(value_decoder)) else {
         return Ok(None);
     };
+    let text = match format {
+        "jsonl" => false,
+        "text" => true,
+        _ => return Ok(None),
+    };
     let bytes = Bytes::get(batch)?;
     let data = bytes.as_slice();
-    let rendered =
-        py.detach(|| render::jsonl(data, max_batch_bytes, position, print_data, key, value));
-    // The lines are UTF-8 by construction (JSON text of valid UTF-8 strings).
+    let rendered = py.detach(|| match text {
+        true => render::text(data, max_batch_bytes, print_data, key, value),
+        false => render::jsonl(data, max_batch_bytes, position, print_data, key, value),
+    });
+    // The lines are UTF-8 by construction (made of valid UTF-8 strings).
     Ok(rendered.and_then(|(out, n)| Some((PyString::new(py, std::str::from_utf8(&out).ok()?), n))))
 }
 
@@ -173,7 +181,7 @@ impl Columns {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_v2, m)?)?;
-    m.add_function(wrap_pyfunction!(render_jsonl, m)?)?;
+    m.add_function(wrap_pyfunction!(render_records, m)?)?;
     m.add_class::<Columns>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

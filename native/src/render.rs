@@ -1,6 +1,9 @@
-//! `dump-segments --format jsonl` record lines, written byte for byte as the Python renderer
-//! writes them (`json.dumps(obj, separators=(",", ":"), ensure_ascii=False)` of the record
-//! object built in `klogtool/log/dumper.py`), for v2 batches that are not control batches.
+//! `dump-segments` record lines, written byte for byte as the Python renderers write them, for
+//! v2 batches that are not control batches:
+//! - `--format jsonl`: `json.dumps(obj, separators=(",", ":"), ensure_ascii=False)` of the
+//!   record object built in `klogtool/log/dumper.py`;
+//! - text (`--deep-iteration`): `klogtool/output.py`'s `_record_text`, control characters
+//!   escaped as `render_text` escapes them.
 //!
 //! A payload the byte decoders would render through an error handler (`utf8` of invalid UTF-8)
 //! or through a parser (`json`) makes the whole batch go back to the Python renderer.
@@ -193,9 +196,200 @@ pub fn jsonl(
     (!lines.refused).then_some((lines.out, lines.records))
 }
 
+/// Text lines (`dump-segments --deep-iteration`, text format).
+pub struct TextLines {
+    pub out: Vec<u8>,
+    pub records: usize,
+    print_data: bool,
+    key: Payload,
+    value: Payload,
+    refused: bool,
+}
+
+/// Append `s` with C0 controls but tab, and DEL, shown as `\xNN` (`render_text`'s escapes).
+fn escaped(out: &mut Vec<u8>, s: &str) {
+    for &b in s.as_bytes() {
+        if (b < 0x20 && b != b'\t') || b == 0x7f {
+            out.extend_from_slice(format!("\\x{b:02x}").as_bytes());
+        } else {
+            out.push(b);
+        }
+    }
+}
+
+/// The largest epoch millisecond Python's `datetime.fromtimestamp` shows (9999-12-31).
+const MAX_DATETIME_MS: i64 = 253_402_300_799_999;
+
+/// `1700000002000 (2023-11-14T22:13:22.000Z)`, as `klogtool.log.writing.format_ts` writes it
+/// with milliseconds; a negative or out-of-range timestamp as the bare number.
+pub fn timestamp(out: &mut Vec<u8>, ms: i64) {
+    out.extend_from_slice(itoa::Buffer::new().format(ms).as_bytes());
+    if !(0..=MAX_DATETIME_MS).contains(&ms) {
+        return;
+    }
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // days since 1970-01-01 to a civil date (Howard Hinnant's algorithm)
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    out.extend_from_slice(
+        format!(
+            " ({year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z)",
+            rem / 3600,
+            rem % 3600 / 60,
+            rem % 60,
+            ms % 1000
+        )
+        .as_bytes(),
+    );
+}
+
+impl TextLines {
+    pub fn new(print_data: bool, key: Payload, value: Payload) -> Self {
+        TextLines {
+            out: Vec::new(),
+            records: 0,
+            print_data,
+            key,
+            value,
+            refused: false,
+        }
+    }
+
+    /// A payload as `_scalar(decode_bytes(...))` shows it; false where it would be `None`.
+    fn payload(&mut self, how: Payload, data: Option<&[u8]>) -> bool {
+        let Some(data) = data else {
+            return false;
+        };
+        match how {
+            Payload::Omit => return false,
+            Payload::Base64 => {
+                let text = base64::engine::general_purpose::STANDARD.encode(data);
+                self.out.extend_from_slice(text.as_bytes());
+            }
+            Payload::Hex => {
+                const DIGITS: &[u8; 16] = b"0123456789abcdef";
+                for b in data {
+                    self.out.push(DIGITS[usize::from(b >> 4)]);
+                    self.out.push(DIGITS[usize::from(b & 0x0f)]);
+                }
+            }
+            Payload::Utf8 => match std::str::from_utf8(data) {
+                Ok(text) => escaped(&mut self.out, text),
+                Err(_) => self.refused = true,
+            },
+        }
+        true
+    }
+
+    fn size(&mut self, v: Option<&[u8]>) {
+        match v {
+            Some(b) => {
+                self.out
+                    .extend_from_slice(itoa::Buffer::new().format(b.len()).as_bytes());
+                self.out.extend_from_slice(b" B");
+            }
+            None => self.out.extend_from_slice(b"null"),
+        }
+    }
+}
+
+impl Sink for TextLines {
+    fn record(&mut self, r: &Record<'_>) {
+        self.records += 1;
+        self.out.extend_from_slice(b"  offset ");
+        self.out
+            .extend_from_slice(itoa::Buffer::new().format(r.offset).as_bytes());
+        self.out.extend_from_slice(b"  ts ");
+        timestamp(&mut self.out, r.timestamp);
+        if r.sequence >= 0 {
+            self.out.extend_from_slice(b"  seq ");
+            self.out
+                .extend_from_slice(itoa::Buffer::new().format(r.sequence).as_bytes());
+        }
+        self.out.extend_from_slice(b"  key ");
+        self.size(r.key);
+        self.out.extend_from_slice(b", value ");
+        self.size(r.value);
+        if !r.headers.is_empty() {
+            self.out.extend_from_slice(b"  headers [");
+            for (i, (k, v)) in r.headers.iter().enumerate() {
+                if i > 0 {
+                    self.out.extend_from_slice(b", ");
+                }
+                escaped(&mut self.out, k);
+                if self.print_data {
+                    let mark = self.out.len();
+                    self.out.push(b'=');
+                    if !self.payload(self.value, *v) {
+                        self.out.truncate(mark);
+                    }
+                }
+            }
+            self.out.push(b']');
+        }
+        if self.print_data {
+            self.out.extend_from_slice(b"  key: ");
+            if !self.payload(self.key, r.key) {
+                self.out.extend_from_slice(b"null");
+            }
+            self.out.extend_from_slice(b"  value: ");
+            if !self.payload(self.value, r.value) {
+                self.out.extend_from_slice(b"null");
+            }
+        }
+        self.out.push(b'\n');
+    }
+}
+
+/// The text lines of every record of a whole v2 batch and their number, or `None` (see
+/// `jsonl`).
+pub fn text(
+    batch_bytes: &[u8],
+    max_batch_bytes: usize,
+    print_data: bool,
+    key: Payload,
+    value: Payload,
+) -> Option<(Vec<u8>, usize)> {
+    let header = batch::parse_header(batch_bytes)?;
+    if header.attributes & 0x20 != 0 {
+        return None;
+    }
+    let mut lines = TextLines::new(print_data, key, value);
+    batch::decode(batch_bytes, max_batch_bytes, &mut lines)?;
+    (!lines.refused).then_some((lines.out, lines.records))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timestamps_like_format_ts() {
+        let show = |ms| {
+            let mut out = Vec::new();
+            timestamp(&mut out, ms);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            show(1_700_000_002_000),
+            "1700000002000 (2023-11-14T22:13:22.000Z)"
+        );
+        assert_eq!(show(0), "0 (1970-01-01T00:00:00.000Z)");
+        assert_eq!(
+            show(951_782_400_123),
+            "951782400123 (2000-02-29T00:00:00.123Z)"
+        );
+        assert_eq!(show(-1), "-1");
+        assert_eq!(show(MAX_DATETIME_MS + 1), "253402300800000");
+    }
 
     #[test]
     fn strings_escape_like_python_json() {

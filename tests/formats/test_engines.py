@@ -98,9 +98,10 @@ def test_generated_batches_decode_identically(recs, base_offset, codec, ts_type,
     value_decoder=st.sampled_from(["base64", "hex", "utf8", "none", "json"]),
     print_data=st.booleans(),
     codec=st.sampled_from(sorted(codecs.CODEC_NAMES)),
+    rendering=st.sampled_from(["jsonl", "text"]),
 )
-def test_generated_batches_render_identical_json_lines(
-    recs, key_decoder, value_decoder, print_data, codec
+def test_generated_batches_render_identical_lines(
+    recs, key_decoder, value_decoder, print_data, codec, rendering
 ):
     records = [
         Record(i, 1_700_000_000_000 + i, key, value, tuple(headers))
@@ -111,11 +112,11 @@ def test_generated_batches_render_identical_json_lines(
         deep=True, print_data=print_data, key_decoder=key_decoder, value_decoder=value_decoder
     )
     stats: Counter = Counter()
-    fuzz.compare_jsonl(batch, stats, Dumper([], opts))
+    fuzz.compare_lines(batch, stats, Dumper([], opts), rendering)
     if print_data and "json" in (key_decoder, value_decoder):
-        assert stats["jsonl-handed-back"] == 1  # the json decoder is python's alone
+        assert stats[f"{rendering}-handed-back"] == 1  # the json decoder is python's alone
     elif not print_data:
-        assert stats["jsonl-agreed"] == 1
+        assert stats[f"{rendering}-agreed"] == 1
 
 
 def test_mutated_generated_segments() -> None:
