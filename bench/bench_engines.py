@@ -5,7 +5,8 @@ Run by hand (it is not a test; nothing here asserts a timing)::
 
     python bench/bench_engines.py [--runs 5] [--cli-runs 5] [--codecs none,gzip,snappy,lz4,zstd]
                                   [--shapes small,large] [--small-records 300000]
-                                  [--large-records 60000] [--skip-cli] [--out DIR]
+                                  [--large-records 60000] [--skip-cli] [--cli-codecs LIST]
+                                  [--out DIR]
 
 Two record shapes, each written once per codec as a v2 segment with klogtool's own encoder
 (cached in ``--out``, default ``$TMPDIR/klogtool-bench-engines``): ``small`` records of about
@@ -53,7 +54,7 @@ from dataclasses import dataclass, field
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 try:
-    import klogtool  # noqa: F401
+    import klogtool
 except ImportError:  # run from a checkout without installing
     sys.path.insert(0, _REPO)
 
@@ -682,9 +683,39 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def provenance() -> str:
+    """Which klogtool ran: its git commit, modified files, and the native module's mtime (the
+    tree may change during a run; the CLI processes load whatever is there when they start)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(klogtool.__file__)))
+    parts = [f"klogtool in {root}"]
+    try:
+        head = subprocess.run(
+            ["git", "-C", root, "log", "-1", "--format=%h %cI"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+        parts.append(f"git {head}, {len(dirty)} modified tracked files")
+    except (OSError, subprocess.CalledProcessError):
+        parts.append("git: unknown")
+    native = getattr(engine, "_native", None)
+    so = getattr(native, "__file__", None)
+    if so and os.path.exists(so):
+        mtime = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(os.path.getmtime(so)))
+        parts.append(f"{os.path.basename(so)} mtime {mtime}")
+    return "; ".join(parts)
+
+
 def print_header(add_where: bool) -> None:
     print("klogtool engine benchmark")
     print(f"  python       {platform.python_implementation()} {platform.python_version()}")
+    print(f"  code         {provenance()}")
     print(f"  cpus         {os.cpu_count()}, {_cpu_model()}")
     try:
         print(f"  loadavg      {' '.join(f'{x:.2f}' for x in os.getloadavg())} (at start)")
@@ -859,6 +890,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--large-records", type=int, default=60_000)
     p.add_argument("--skip-cli", action="store_true", help="in-process timings only")
     p.add_argument(
+        "--cli-codecs",
+        default=None,
+        help="codecs for the CLI part (default: as --codecs); it is most of the run time",
+    )
+    p.add_argument(
         "--out",
         default=os.path.join(tempfile.gettempdir(), "klogtool-bench-engines"),
         help="directory for the generated (cached) segments and the export scratch",
@@ -866,6 +902,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     a = p.parse_args(argv)
     a.codecs = [c.strip() for c in a.codecs.split(",") if c.strip()]
     a.shapes = [s.strip() for s in a.shapes.split(",") if s.strip()]
+    if a.cli_codecs is None:
+        a.cli_codecs = list(a.codecs)
+    else:
+        a.cli_codecs = [c.strip() for c in a.cli_codecs.split(",") if c.strip()]
+        if bad := [c for c in a.cli_codecs if c not in a.codecs]:
+            p.error(f"--cli-codecs {bad} not in --codecs")
     if bad := [c for c in a.codecs if c not in CODEC_IDS]:
         p.error(f"unknown codec(s) {bad}")
     if bad := [s for s in a.shapes if s not in SHAPES]:
@@ -921,7 +963,7 @@ def main(argv: list[str] | None = None) -> int:
         startup = startup_time(args.cli_runs)
         scratch = os.path.join(args.out, "scratch")
         os.makedirs(scratch, exist_ok=True)
-        for seg in segs:
+        for seg in [s for s in segs if s.codec in args.cli_codecs]:
             print(f"  CLI {seg.shape} {seg.codec} ...", file=sys.stderr)
             cli.extend(bench_cli(seg, os.path.dirname(seg.path), args.cli_runs, scratch))
 
@@ -935,6 +977,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"loadavg at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     except OSError:
         pass
+    print(f"code at the end: {provenance()}")
     return 0
 
 

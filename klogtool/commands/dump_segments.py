@@ -140,7 +140,7 @@ def command(
         verify_index_only=verify_index_only,
         max_batch_bytes=max_batch_bytes,
         stdin_kind=stdin_kind,
-        rendered_records=fmt if fmt in ("jsonl", "text") else None,
+        rendered_records=fmt if fmt in ("jsonl", "text", "kafka") else None,
     )
     out = Output(
         "text" if fmt == "kafka" else fmt,
@@ -181,10 +181,10 @@ def _show(
         first_bad = first_bad or obj
         if fmt not in ("jsonl", "json"):
             return first_bad  # said once, as the one-line error at the end
-    if obj["type"] == "lines":
-        out.write_lines(obj["text"])
-    elif renderer is not None:
+    if renderer is not None:
         renderer.render(obj)
+    elif obj["type"] == "lines":
+        out.write_lines(obj["text"])
     elif not (obj["type"] == "summary" and fmt == "text"):  # text: counts go to stderr (-v)
         out.emit(obj)
     return first_bad
@@ -264,6 +264,17 @@ class KafkaRenderer:
             f"size: {b['size']} magic: {b['magic']} compresscodec: {b['compression']} crc: "
             f"{b['crc']} isvalid: {_bool(b['crc_valid'])}"
         )
+
+    def _lines(self, obj: Obj) -> None:
+        """A batch's record lines, rendered natively (see ``_record``)."""
+        first = obj["first_offset"]
+        if first is not None:
+            if self.last_record_offset != -1 and first != self.last_record_offset + 1:
+                self.non_consecutive[self.abs_path].append((self.last_record_offset, first))
+            if obj["breaks"]:
+                self.non_consecutive[self.abs_path].extend(obj["breaks"])
+            self.last_record_offset = obj["last_offset"]
+        self.out.write_lines(obj["text"])
 
     def _record(self, r: Obj) -> None:
         offset = r["offset"]

@@ -88,7 +88,9 @@ def check_v2(data: memoryview, max_batch_bytes: int, where: str) -> tuple[int, b
     return result
 
 
-RENDERINGS = ("jsonl", "text")
+RENDERINGS = ("jsonl", "text", "kafka")
+# lines, records, first and last record offsets, non-consecutive (previous, next) offsets
+Rendered = tuple[str, int, int | None, int | None, list[tuple[int, int]]]
 
 
 def render_records(
@@ -100,15 +102,17 @@ def render_records(
     value_decoder: str,
     rendering: str,
     where: str,
-) -> tuple[str, int] | None:
-    """The ``dump-segments`` lines (``rendering``: ``jsonl`` or ``text``) of every record of a
-    whole v2 batch, byte for byte what ``klogtool.log.dumper`` and ``klogtool.output`` make of
-    them, and their number; None: render them in Python (control batches, the ``json``
-    decoder, UTF-8 that needs an error handler, anything the decoder hands back)."""
+) -> Rendered | None:
+    """The ``dump-segments`` lines (``rendering``: ``jsonl``, ``text`` or ``kafka``) of every
+    record of a whole v2 batch, byte for byte what ``klogtool.log.dumper``, ``klogtool.output``
+    and the kafka renderer make of them; their number; the first and last record offsets and,
+    for ``kafka``, the pairs of records whose offsets are not consecutive. None: render them
+    in Python (control batches, the ``json`` decoder, UTF-8 that needs an error handler,
+    anything the decoder hands back)."""
     if _active is None:
         return None
     try:
-        result: tuple[str, int] | None = _active.render_records(
+        result: Rendered | None = _active.render_records(
             data, max_batch_bytes, position, print_data, key_decoder, value_decoder, rendering
         )
     except BaseException as e:

@@ -44,8 +44,9 @@ class DumpOptions:
     verify_index_only: bool = False
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
     stdin_kind: str = layout.LOG  # what `-` is read as
-    # With "jsonl" or "text", records may come as one {"type": "lines", "text": ...} object
-    # per batch: their lines in that format, rendered by the native engine (the fast path).
+    # With "jsonl", "text" or "kafka", records may come as one {"type": "lines", "text": ...}
+    # object per batch: their lines in that format, rendered by the native engine (the fast
+    # path; see engine.render_records for the other fields).
     rendered_records: str | None = None
 
 
@@ -209,8 +210,15 @@ class Dumper:
                         f"{f.display}:{batch.position}",
                     )
                     if lines is not None:
-                        self.counts["records"] += lines[1]
-                        yield {"type": "lines", "text": lines[0]}
+                        text, n, first, last, breaks = lines
+                        self.counts["records"] += n
+                        yield {
+                            "type": "lines",
+                            "text": text,
+                            "first_offset": first,
+                            "last_offset": last,
+                            "breaks": breaks,
+                        }
                         continue
                 try:
                     for rec in batch.records(opts.max_batch_bytes):

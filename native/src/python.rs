@@ -52,8 +52,18 @@ fn check_v2(
     Ok(py.detach(|| columns::check(data, max_batch_bytes)))
 }
 
-/// `dump-segments` lines (`format`: "jsonl" or "text") of every record of a whole v2 batch
-/// and their number, or None: render this batch in Python.
+/// What `render_records` returns: the lines, the number of records, their first and last
+/// offsets, and the `(previous, next)` record offsets that are not consecutive (kafka only).
+type Rendered<'py> = (
+    Bound<'py, PyString>,
+    usize,
+    Option<i64>,
+    Option<i64>,
+    Vec<(i64, i64)>,
+);
+
+/// `dump-segments` lines (`format`: "jsonl", "text" or "kafka") of every record of a whole v2
+/// batch, or None: render this batch in Python.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn render_records<'py>(
@@ -65,7 +75,7 @@ fn render_records<'py>(
     key_decoder: &str,
     value_decoder: &str,
     format: &str,
-) -> PyResult<Option<(Bound<'py, PyString>, usize)>> {
+) -> PyResult<Option<Rendered<'py>>> {
     // Without --print-data the decoders show nothing.
     let parse = |name| match print_data {
         true => render::Payload::parse(name),
@@ -74,19 +84,27 @@ fn render_records<'py>(
     let (Some(key), Some(value)) = (parse(key_decoder), parse(value_decoder)) else {
         return Ok(None);
     };
-    let text = match format {
-        "jsonl" => false,
-        "text" => true,
-        _ => return Ok(None),
-    };
+    if !matches!(format, "jsonl" | "text" | "kafka") {
+        return Ok(None);
+    }
     let bytes = Bytes::get(batch)?;
     let data = bytes.as_slice();
-    let rendered = py.detach(|| match text {
-        true => render::text(data, max_batch_bytes, print_data, key, value),
-        false => render::jsonl(data, max_batch_bytes, position, print_data, key, value),
+    let rendered = py.detach(|| match format {
+        "kafka" => render::kafka(data, max_batch_bytes, print_data, key, value)
+            .map(|k| (k.out, k.records, k.first, k.last, k.breaks)),
+        "text" => render::text(data, max_batch_bytes, print_data, key, value)
+            .map(|(out, n)| (out, n, None, None, Vec::new())),
+        _ => render::jsonl(data, max_batch_bytes, position, print_data, key, value)
+            .map(|(out, n)| (out, n, None, None, Vec::new())),
     });
+    let Some((out, n, first, last, breaks)) = rendered else {
+        return Ok(None);
+    };
     // The lines are UTF-8 by construction (made of valid UTF-8 strings).
-    Ok(rendered.and_then(|(out, n)| Some((PyString::new(py, std::str::from_utf8(&out).ok()?), n))))
+    let Ok(text) = std::str::from_utf8(&out) else {
+        return Ok(None);
+    };
+    Ok(Some((PyString::new(py, text), n, first, last, breaks)))
 }
 
 /// Record columns of many v2 batches, in Arrow's layout.

@@ -3,7 +3,9 @@
 //! - `--format jsonl`: `json.dumps(obj, separators=(",", ":"), ensure_ascii=False)` of the
 //!   record object built in `klogtool/log/dumper.py`;
 //! - text (`--deep-iteration`): `klogtool/output.py`'s `_record_text`, control characters
-//!   escaped as `render_text` escapes them.
+//!   escaped as `render_text` escapes them;
+//! - `--format kafka`: kafka-dump-log's `| offset: ...` lines (`KafkaRenderer._record` in
+//!   `klogtool/commands/dump_segments.py`), with the breaks in offset order it reports.
 //!
 //! A payload the byte decoders would render through an error handler (`utf8` of invalid UTF-8)
 //! or through a parser (`json`) makes the whole batch go back to the Python renderer.
@@ -347,6 +349,130 @@ impl Sink for TextLines {
         }
         self.out.push(b'\n');
     }
+}
+
+/// kafka-dump-log's record lines.
+pub struct KafkaLines {
+    pub out: Vec<u8>,
+    pub records: usize,
+    /// Offsets of the first and last record, and each `(previous, next)` pair of records
+    /// whose offsets are not consecutive.
+    pub first: Option<i64>,
+    pub last: Option<i64>,
+    pub breaks: Vec<(i64, i64)>,
+    ts_type: &'static str,
+    print_data: bool,
+    key: Payload,
+    value: Payload,
+    refused: bool,
+}
+
+impl KafkaLines {
+    fn payload(&mut self, label: &[u8], how: Payload, data: Option<&[u8]>) {
+        let Some(data) = data else {
+            return;
+        };
+        match how {
+            Payload::Omit => {}
+            Payload::Base64 => {
+                self.out.extend_from_slice(label);
+                let text = base64::engine::general_purpose::STANDARD.encode(data);
+                self.out.extend_from_slice(text.as_bytes());
+            }
+            Payload::Hex => {
+                const DIGITS: &[u8; 16] = b"0123456789abcdef";
+                self.out.extend_from_slice(label);
+                for b in data {
+                    self.out.push(DIGITS[usize::from(b >> 4)]);
+                    self.out.push(DIGITS[usize::from(b & 0x0f)]);
+                }
+            }
+            Payload::Utf8 => match std::str::from_utf8(data) {
+                Ok(text) => {
+                    self.out.extend_from_slice(label);
+                    self.out.extend_from_slice(text.as_bytes());
+                }
+                Err(_) => self.refused = true, // StringDecoder's U+FFFD: Python's job
+            },
+        }
+    }
+}
+
+impl Sink for KafkaLines {
+    fn record(&mut self, r: &Record<'_>) {
+        self.records += 1;
+        if let Some(last) = self.last {
+            if Some(r.offset) != last.checked_add(1) {
+                self.breaks.push((last, r.offset));
+            }
+        }
+        self.first.get_or_insert(r.offset);
+        self.last = Some(r.offset);
+        let mut num = itoa::Buffer::new();
+        self.out.extend_from_slice(b"| offset: ");
+        self.out.extend_from_slice(num.format(r.offset).as_bytes());
+        self.out.push(b' ');
+        self.out.extend_from_slice(self.ts_type.as_bytes());
+        self.out.extend_from_slice(b": ");
+        self.out
+            .extend_from_slice(num.format(r.timestamp).as_bytes());
+        self.out.extend_from_slice(b" keySize: ");
+        self.out
+            .extend_from_slice(num.format(r.key.map_or(-1, |k| k.len() as i64)).as_bytes());
+        self.out.extend_from_slice(b" valueSize: ");
+        self.out.extend_from_slice(
+            num.format(r.value.map_or(-1, |v| v.len() as i64))
+                .as_bytes(),
+        );
+        self.out.extend_from_slice(b" sequence: ");
+        self.out
+            .extend_from_slice(num.format(r.sequence).as_bytes());
+        self.out.extend_from_slice(b" headerKeys: [");
+        for (i, (k, _)) in r.headers.iter().enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            self.out.extend_from_slice(k.as_bytes());
+        }
+        self.out.push(b']');
+        if self.print_data {
+            self.payload(b" key: ", self.key, r.key);
+            self.payload(b" payload: ", self.value, r.value);
+        }
+        self.out.push(b'\n');
+    }
+}
+
+/// kafka-dump-log's lines of every record of a whole v2 batch, or `None` (see `jsonl`).
+pub fn kafka(
+    batch_bytes: &[u8],
+    max_batch_bytes: usize,
+    print_data: bool,
+    key: Payload,
+    value: Payload,
+) -> Option<KafkaLines> {
+    let header = batch::parse_header(batch_bytes)?;
+    if header.attributes & 0x20 != 0 {
+        return None;
+    }
+    let mut lines = KafkaLines {
+        out: Vec::new(),
+        records: 0,
+        first: None,
+        last: None,
+        breaks: Vec::new(),
+        ts_type: if header.log_append_time() {
+            "LogAppendTime"
+        } else {
+            "CreateTime"
+        },
+        print_data,
+        key,
+        value,
+        refused: false,
+    };
+    batch::decode(batch_bytes, max_batch_bytes, &mut lines)?;
+    (!lines.refused).then_some(lines)
 }
 
 /// The text lines of every record of a whole v2 batch and their number, or `None` (see

@@ -98,7 +98,7 @@ def test_generated_batches_decode_identically(recs, base_offset, codec, ts_type,
     value_decoder=st.sampled_from(["base64", "hex", "utf8", "none", "json"]),
     print_data=st.booleans(),
     codec=st.sampled_from(sorted(codecs.CODEC_NAMES)),
-    rendering=st.sampled_from(["jsonl", "text"]),
+    rendering=st.sampled_from(["jsonl", "text", "kafka"]),
 )
 def test_generated_batches_render_identical_lines(
     recs, key_decoder, value_decoder, print_data, codec, rendering
@@ -109,10 +109,17 @@ def test_generated_batches_render_identical_lines(
     ]
     batch = next(iter(SegmentScanner(v2.encode_batch(records, compression=codec))))
     opts = DumpOptions(
-        deep=True, print_data=print_data, key_decoder=key_decoder, value_decoder=value_decoder
+        deep=True,
+        print_data=print_data,
+        key_decoder=key_decoder,
+        value_decoder=value_decoder,
+        kafka_text=rendering == "kafka",
     )
     stats: Counter = Counter()
-    fuzz.compare_lines(batch, stats, Dumper([], opts), rendering)
+    if rendering == "kafka":
+        fuzz.compare_kafka(batch, stats, Dumper([], opts))
+    else:
+        fuzz.compare_lines(batch, stats, Dumper([], opts), rendering)
     if print_data and "json" in (key_decoder, value_decoder):
         assert stats[f"{rendering}-handed-back"] == 1  # the json decoder is python's alone
     elif not print_data:
