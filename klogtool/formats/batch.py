@@ -81,10 +81,11 @@ class Record:
         self.crc = crc
         self.crc_valid = crc_valid
 
-    def _astuple(self) -> tuple:
-        return record_fields(self)  # type: ignore[no-any-return]
+    def _astuple(self) -> tuple[Any, ...]:
+        fields: tuple[Any, ...] = record_fields(self)
+        return fields
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Iterator[Any]:
         return iter(record_fields(self))
 
     def __len__(self) -> int:

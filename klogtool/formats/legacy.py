@@ -45,6 +45,14 @@ class _Message:
     """The fields of one legacy message (shallow entry or inner message)."""
 
     __slots__ = ("offset", "crc", "magic", "attributes", "timestamp", "key", "value", "data")
+    offset: int
+    crc: int
+    magic: int
+    attributes: int
+    timestamp: int
+    key: memoryview | None
+    value: memoryview | None
+    data: memoryview
 
     def __init__(self, data: memoryview, position: int):
         if len(data) < LOG_OVERHEAD + MIN_RECORD_SIZE:

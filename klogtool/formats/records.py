@@ -67,7 +67,8 @@ def sniff_magic(buf: bytes | memoryview, pos: int = 0) -> int | None:
     """The magic byte of the entry at ``pos`` (byte 16 in every format), or None if too short."""
     if len(buf) - pos < HEADER_SIZE_UP_TO_MAGIC:
         return None
-    return struct.unpack_from(">b", buf, pos + 16)[0]
+    magic: int = struct.unpack_from(">b", buf, pos + 16)[0]
+    return magic
 
 
 def read_batch(buf: memoryview, pos: int = 0, base_position: int = 0) -> Batch:

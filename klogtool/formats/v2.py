@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 from itertools import chain
+from typing import Any
 
 from klogtool.formats import codecs
 from klogtool.formats.batch import (
@@ -62,6 +63,9 @@ class DefaultBatch(Batch):
         "base_sequence",
         "records_count",
     )
+    _base_offset: int
+    last_offset_delta: int
+    records_count: int
 
     def __init__(self, data: memoryview, position: int = 0):
         if len(data) < RECORD_BATCH_OVERHEAD:
@@ -207,7 +211,7 @@ def sequence_at(base_sequence: int, delta: int) -> int:
 
 def _slow_varint(
     buf: memoryview | bytes, pos: int, max_bytes: int, anchor: int | None, batch_pos: int
-):
+) -> tuple[int, int]:
     """Any varint; returns (zig-zag-decoded value, new pos)."""
     value = 0
     shift = 0
@@ -701,9 +705,11 @@ def encode_batch(
     return bytes(out)
 
 
-def reencode(batch: DefaultBatch, records: Iterable[Record] | None = None, **overrides) -> bytes:
+def reencode(
+    batch: DefaultBatch, records: Iterable[Record] | None = None, **overrides: Any
+) -> bytes:
     """Rebuild ``batch`` (optionally with other records) keeping every header field."""
-    fields = dict(
+    fields: dict[str, Any] = dict(
         base_offset=batch.base_offset,
         last_offset_delta=batch.last_offset_delta,
         partition_leader_epoch=batch.partition_leader_epoch,

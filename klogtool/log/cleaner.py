@@ -35,6 +35,7 @@ import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from klogtool.errors import InputError
 from klogtool.formats import codecs
@@ -202,7 +203,8 @@ class _TxnTracker:
     def __init__(self) -> None:
         self._queue: list[tuple[int, int, AbortedTxn]] = []
         self._seq = 0
-        self.ongoing_aborted: dict[int, list] = {}  # pid -> [AbortedTxn, last observed | None]
+        # pid -> [AbortedTxn, last observed | None]
+        self.ongoing_aborted: dict[int, list[Any]] = {}
         self.ongoing_committed: set[int] = set()
         self.cleaned_index: list[AbortedTxn] = []
 

@@ -28,6 +28,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from klogtool.errors import InputError, RefusedError
 from klogtool.formats import codecs
@@ -381,7 +382,7 @@ def _plain(records: Iterable[Record]) -> Iterator[Record]:
     return (Record(r.offset, r.timestamp, r.key, r.value, r.headers) for r in records)
 
 
-def _group_key(batch: Batch, opts: ConvertOptions) -> tuple:
+def _group_key(batch: Batch, opts: ConvertOptions) -> tuple[Any, ...]:
     ts_type = batch.timestamp_type
     if ts_type == NO_TIMESTAMP_TYPE or opts.to_magic == 0:
         ts_type = CREATE_TIME
@@ -390,7 +391,9 @@ def _group_key(batch: Batch, opts: ConvertOptions) -> tuple:
     return (ts_type, lat, epoch, _target_codec(batch, opts))
 
 
-def _encode_group(records: Iterable[Record], key: tuple, opts: ConvertOptions) -> Iterator[bytes]:
+def _encode_group(
+    records: Iterable[Record], key: tuple[Any, ...], opts: ConvertOptions
+) -> Iterator[bytes]:
     ts_type, lat, epoch, codec = key
     magic = opts.to_magic
     level = opts.compression_level if opts.compression is not None else None
@@ -437,7 +440,7 @@ class _Rebatcher:
 
     def __init__(self, opts: ConvertOptions):
         self.opts = opts
-        self.key: tuple | None = None
+        self.key: tuple[Any, ...] | None = None
         self.records: list[Record] = []
         self.size = 0
 

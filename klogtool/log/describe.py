@@ -17,7 +17,7 @@ from klogtool.formats import index
 from klogtool.formats.errors import FormatError
 from klogtool.log import layout
 from klogtool.log.files import classify_dir
-from klogtool.log.partition import load_partition
+from klogtool.log.partition import SegmentInfo, load_partition
 from klogtool.log.segment import read_small
 
 OK = "ok"
@@ -91,7 +91,7 @@ def summarise(path: Path, display: str) -> PartitionSummary:
     )
 
 
-def _index_health(segments: list) -> str:
+def _index_health(segments: list[SegmentInfo]) -> str:
     """ "ok", or counts of what is missing or fails the broker's sanity check."""
     missing = bad = 0
     for s in segments:

@@ -35,7 +35,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import crc32c
 
@@ -463,7 +463,9 @@ def run_parallel(
 # -- transactions across segments -----------------------------------------------------------
 
 
-def collect_events(buf: bytes | memoryview, base_offset: int, *, start_offset: int = -1):
+def collect_events(
+    buf: bytes | memoryview, base_offset: int, *, start_offset: int = -1
+) -> list[TxnEvent]:
     """Transaction events of a segment by a header-only walk (no CRCs), for segments before
     the ones being rebuilt; batches whose last offset is below ``start_offset`` are skipped."""
     collector = _EventCollector(base_offset, check_range=False)
@@ -674,7 +676,7 @@ def decode_entries(kind: str, data: bytes, base_offset: int) -> list[tuple[int, 
         return []
 
 
-def first_difference(kind: str, old: bytes, new: bytes, base_offset: int) -> dict | None:
+def first_difference(kind: str, old: bytes, new: bytes, base_offset: int) -> dict[str, Any] | None:
     """The first entry where an existing index file and its rebuild differ."""
     a = decode_entries(kind, old, base_offset)
     b = decode_entries(kind, new, base_offset)
@@ -742,7 +744,7 @@ class _Unit:
     selected: list[int]
 
 
-Emit = Callable[[dict], None]
+Emit = Callable[[dict[str, Any]], None]
 
 
 def run_rebuild(
@@ -812,7 +814,7 @@ def run_rebuild(
     return stats
 
 
-def interrupted_obj(display: str, message: str, dry_run: bool) -> dict:
+def interrupted_obj(display: str, message: str, dry_run: bool) -> dict[str, Any]:
     return {
         "type": "interrupted_operation",
         "path": display,
@@ -998,7 +1000,7 @@ def _check_unit(
                 key=lambda f: -1 if f.position is None else f.position,
             )
             old = existing.read_bytes() if existing is not None else None
-            obj: dict = {
+            obj: dict[str, Any] = {
                 "type": "index_check",
                 "path": str(
                     existing or u.part.path / layout.segment_name(seg.base_offset, SUFFIX[kind])

@@ -13,7 +13,7 @@ broker repairs by itself on load (a zero-filled tail, a missing index, a leftove
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from klogtool.formats.records import (
     CORRUPT,
     TORN_TAIL,
     ZERO_FILL,
+    ScanResult,
     SegmentScanner,
     not_a_log,
 )
@@ -442,7 +443,14 @@ class Verifier:
                 return entries[:i]
         return entries
 
-    def _check_offset_entry(self, seg, e, i: int, batch_pos: int, prev_batch_last: int | None):
+    def _check_offset_entry(
+        self,
+        seg: layout.SegmentFiles,
+        e: index.OffsetIndexEntry,
+        i: int,
+        batch_pos: int,
+        prev_batch_last: int | None,
+    ) -> Iterator[Finding]:
         path = str(seg.index)
         if e.position != batch_pos:
             yield Finding(
@@ -466,7 +474,14 @@ class Verifier:
                 f"fetch of it would skip records",
             )
 
-    def _check_time_entry(self, seg, t, i: int, prior_max: int, running_max: int):
+    def _check_time_entry(
+        self,
+        seg: layout.SegmentFiles,
+        t: index.TimeIndexEntry,
+        i: int,
+        prior_max: int,
+        running_max: int,
+    ) -> Iterator[Finding]:
         """An entry (T, O) is usable when no batch before O's batch has a timestamp above T
         (else a time lookup would skip it) and T has been reached by O's batch."""
         path = str(seg.timeindex)
@@ -493,7 +508,9 @@ class Verifier:
                 f"lookup through this entry would skip them",
             )
 
-    def _check_batch(self, path: str, batch: Batch, base: int, check_base: bool):
+    def _check_batch(
+        self, path: str, batch: Batch, base: int, check_base: bool
+    ) -> Iterator[Finding]:
         pos = batch.position
         last = batch.last_offset
         if check_base and batch.magic >= 2 and batch.base_offset < base:
@@ -529,7 +546,7 @@ class Verifier:
         if self.deep or batch.is_control:
             yield from self._check_records(path, batch)
 
-    def _check_records(self, path: str, batch: Batch):
+    def _check_records(self, path: str, batch: Batch) -> Iterator[Finding]:
         fast = None
         if batch.magic >= 2 and not batch.is_control:
             fast = engine.check_v2(batch.data, self.max_batch_bytes, f"{path}:{batch.position}")
@@ -541,7 +558,7 @@ class Verifier:
             self.stats.records += n
         yield from self._check_max_timestamp(path, batch, n, max_ts)
 
-    def _walk_records(self, path: str, batch: Batch):
+    def _walk_records(self, path: str, batch: Batch) -> Iterator[Finding]:
         st = self.stats
         pos = batch.position
         prev = None
@@ -616,7 +633,9 @@ class Verifier:
             )
         yield from self._check_max_timestamp(path, batch, n, max_ts)
 
-    def _check_max_timestamp(self, path: str, batch: Batch, n: int, max_ts: int):
+    def _check_max_timestamp(
+        self, path: str, batch: Batch, n: int, max_ts: int
+    ) -> Iterator[Finding]:
         if n and batch.timestamp_type == CREATE_TIME and max_ts != batch.max_timestamp:
             yield Finding(
                 "error",
@@ -630,12 +649,12 @@ class Verifier:
 
     def _track_txn(
         self,
-        path,
+        path: str,
         batch: Batch,
         txns: _TxnState,
         aborts: set[int],
         expected: list[tuple[int, int, int]],
-    ):
+    ) -> Iterator[Finding]:
         pid = batch.producer_id
         if not batch.is_control:
             txns.open_first.setdefault(pid, batch.base_offset)
@@ -718,7 +737,9 @@ class Verifier:
                     ),
                 )
 
-    def _segment_end(self, seg, result, summary: SegmentSummary, active: bool):
+    def _segment_end(
+        self, seg: layout.SegmentFiles, result: ScanResult, summary: SegmentSummary, active: bool
+    ) -> Iterator[Finding]:
         path = str(seg.log)
         if result.end == CLEAN:
             return
@@ -806,7 +827,9 @@ class Verifier:
         )
 
     # -- partitions ------------------------------------------------------------------------------
-    def verify_partition(self, path: Path):
+    def verify_partition(
+        self, path: Path
+    ) -> Generator[Finding, None, tuple[int | None, int | None]]:
         """Findings of a partition dir; its generator returns (first base offset, log end)."""
         part = layout.scan_partition_dir(path)
         self.stats.partitions += 1
@@ -832,7 +855,9 @@ class Verifier:
             yield from self._leader_epochs(part.leader_epoch_checkpoint, summaries, leo)
         return (summaries[0].base_offset if summaries else None), leo
 
-    def _partition_segments(self, part: layout.PartitionDir):
+    def _partition_segments(
+        self, part: layout.PartitionDir
+    ) -> Generator[Finding, None, list[SegmentSummary]]:
         summaries: list[SegmentSummary] = []
         txns = _TxnState()
         prev_last: int | None = None
@@ -930,7 +955,9 @@ class Verifier:
                 f"{leo}; the broker deletes it",
             )
 
-    def _leader_epochs(self, path: Path, summaries: list[SegmentSummary], leo: int | None):
+    def _leader_epochs(
+        self, path: Path, summaries: list[SegmentSummary], leo: int | None
+    ) -> Iterator[Finding]:
         self.stats.files += 1
         try:
             entries = checkpoint.parse_leader_epoch_checkpoint(read_small(path))
@@ -1019,7 +1046,9 @@ class Verifier:
                 self.stats.files += 1
                 yield from self._text_file(f, kind)
 
-    def _offset_checkpoint(self, path: Path, ends) -> Iterator[Finding]:
+    def _offset_checkpoint(
+        self, path: Path, ends: dict[tuple[str, int], tuple[int | None, int | None]]
+    ) -> Iterator[Finding]:
         self.stats.files += 1
         try:
             cp = checkpoint.parse_offset_checkpoint(read_small(path))
