@@ -27,8 +27,35 @@ from klogtool.log.diff import (
 )
 from klogtool.output import Output, to_json
 
+# Shown in the man page's EXAMPLES section: (what it does, the command lines).
+EXAMPLES: list[tuple[str, list[str]]] = [
+    (
+        "Where a follower's copy diverged from the leader's, and where it would truncate:",
+        [
+            "klogtool diff /mnt/broker1/data/orders-3 /mnt/broker2/data/orders-3",
+            "klogtool diff --leader b --deep leader-copy/orders-3 follower-copy/orders-3",
+        ],
+    ),
+    (
+        "Two log dirs, every partition; a lagging or compacted copy is fine:",
+        [
+            "klogtool diff --allow-lag --allow-compaction /data/kafka /backup/kafka",
+            "klogtool diff --format jsonl /data/kafka /backup/kafka > diff.jsonl",
+        ],
+    ),
+]
 
-@click.command("diff")
+
+def _epilog(examples: list[tuple[str, list[str]]]) -> str:
+    """The EXAMPLES of the man page as the end of --help (lines kept as they are)."""
+    parts = ["Examples:"]
+    for what, lines in examples:
+        parts.append(what)
+        parts.append("\b\n" + "\n".join(f"  {line}" for line in lines))
+    return "\n\n".join(parts)
+
+
+@click.command("diff", epilog=_epilog(EXAMPLES))
 @click.argument("a", metavar="A")
 @click.argument("b", metavar="B")
 @click.option(
@@ -252,22 +279,3 @@ def partition_text(p: PartitionDiff) -> list[str]:
         lines.append(f"  {p.differences:,} difference(s){shown}; {p.common_batches:,} identical")
     lines += [f"  note: {n}" for n in p.notes]
     return lines
-
-
-# Shown in the man page's EXAMPLES section: (what it does, the command lines).
-EXAMPLES: list[tuple[str, list[str]]] = [
-    (
-        "Where a follower's copy diverged from the leader's, and where it would truncate:",
-        [
-            "klogtool diff /mnt/broker1/data/orders-3 /mnt/broker2/data/orders-3",
-            "klogtool diff --leader b --deep leader-copy/orders-3 follower-copy/orders-3",
-        ],
-    ),
-    (
-        "Two log dirs, every partition; a lagging or compacted copy is fine:",
-        [
-            "klogtool diff --allow-lag --allow-compaction /data/kafka /backup/kafka",
-            "klogtool diff --format jsonl /data/kafka /backup/kafka > diff.jsonl",
-        ],
-    ),
-]

@@ -457,6 +457,19 @@ class _Side:
                     for batch in scanner:
                         base = batch.base_offset
                         last = batch.last_offset
+                        if self.end_offset is not None and base < self.end_offset:
+                            # segments that overlap: what a broker never wrote; skipped
+                            self.tails.append(
+                                {
+                                    "kind": CORRUPT_KIND,
+                                    "path": display,
+                                    "position": batch.position,
+                                    "bytes": batch.size,
+                                    "message": f"offsets {base}..{last} do not increase "
+                                    f"(the previous batch ended at {self.end_offset - 1})",
+                                }
+                            )
+                            continue
                         if self.first_offset is None:
                             self.first_offset = base
                         self.end_offset = last + 1
@@ -643,7 +656,11 @@ def batch_info(ref: _Ref) -> dict[str, Any]:
         "crc_valid": b.crc_valid,
         "leader_epoch": b.partition_leader_epoch,
         "magic": b.magic,
+        "attributes": b.attributes,
         "compression": codec_name(b.compression),
+        "timestamp_type": b.timestamp_type,
+        "base_timestamp": b.base_timestamp,
+        "max_timestamp": b.max_timestamp,
         "producer_id": b.producer_id,
         "producer_epoch": b.producer_epoch,
         "base_sequence": b.base_sequence,
@@ -1017,10 +1034,14 @@ def diff_partition(pair: Pair, options: DiffOptions) -> Iterator[Difference | Pa
         pd.truncation = t.as_obj()
         if pd.diverged_at is not None and t.offset > pd.diverged_at:
             pd.truncation_misses_divergence = True
+            why = (
+                "the same epoch on both sides, which the leader epoch exchange cannot tell apart"
+                if t.rule == "leader-epoch"
+                else "no leader epoch answer: the follower falls back to its high watermark"
+            )
             pd.notes.append(
                 f"the broker's rule truncates follower {follower} to {t.offset}, above the "
-                f"divergence at {pd.diverged_at}: the replicas would stay different (the same "
-                "epoch on both sides, which the leader epoch exchange cannot tell apart)"
+                f"divergence at {pd.diverged_at}: the replicas would stay different ({why})"
             )
     yield pd
 
