@@ -429,3 +429,15 @@ def test_machine_formats_parse(tmp_path: Path, fmt: str) -> None:
 
     objs = jsonl(out) if fmt == "jsonl" else json.loads(out)
     assert objs[-1]["type"] == "summary" and objs[-1]["diverged"] == 1
+
+
+def test_batches_of_an_overlapping_segment_are_skipped_as_corruption(tmp_path: Path) -> None:
+    first = [batch(0, 4, 0), batch(5, 9, 0)]
+    write_partition(tmp_path / "a" / "t-0", [(0, first), (10, [batch(10, 14, 0)])])
+    write_partition(tmp_path / "b" / "t-0", [(0, first), (10, [batch(5, 9, 0), batch(10, 14, 0)])])
+    items = list(diff(str(tmp_path / "a" / "t-0"), str(tmp_path / "b" / "t-0")))
+    pd = items[-1]
+    assert isinstance(pd, PartitionDiff) and pd.verdict == IDENTICAL
+    (d,) = items[:-1]
+    assert d.kind == "corrupt" and d.b is not None  # type: ignore[union-attr]
+    assert "do not increase" in d.b["message"]  # type: ignore[union-attr]
