@@ -87,6 +87,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "describe",
         "One line per partition: size, segments, offset range, newest timestamp, index health.",
     ),
+    "diff": (
+        "diff",
+        "Compare two copies of a partition, or two log dirs, and say where they diverge.",
+    ),
     "explain": (
         "explain",
         "Explain one partition: why it is not being compacted or deleted, and what makes the "

@@ -1,0 +1,281 @@
+"""``klogtool diff A B``: replica divergence between two copies of a partition (or log dir)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from klogtool.commands._options import format_option, max_batch_bytes_option
+from klogtool.errors import EXIT_FINDINGS, EXIT_OK
+from klogtool.log.diff import (
+    CHANGED,
+    DIFFERENT_START,
+    DIVERGED,
+    MODULO_COMPACTION,
+    ONLY_A,
+    ONLY_B,
+    ONLY_IN_A,
+    ONLY_IN_B,
+    PREFIX,
+    Difference,
+    DiffOptions,
+    DiffSummary,
+    PartitionDiff,
+    accepted,
+    diff,
+)
+from klogtool.output import Output, to_json
+
+# Shown in the man page's EXAMPLES section: (what it does, the command lines).
+EXAMPLES: list[tuple[str, list[str]]] = [
+    (
+        "Where a follower's copy diverged from the leader's, and where it would truncate:",
+        [
+            "klogtool diff /mnt/broker1/data/orders-3 /mnt/broker2/data/orders-3",
+            "klogtool diff --leader b --deep leader-copy/orders-3 follower-copy/orders-3",
+        ],
+    ),
+    (
+        "Two log dirs, every partition; a lagging or compacted copy is fine:",
+        [
+            "klogtool diff --allow-lag --allow-compaction /data/kafka /backup/kafka",
+            "klogtool diff --format jsonl /data/kafka /backup/kafka > diff.jsonl",
+        ],
+    ),
+]
+
+
+def _epilog(examples: list[tuple[str, list[str]]]) -> str:
+    """The EXAMPLES of the man page as the end of --help (lines kept as they are)."""
+    parts = ["Examples:"]
+    for what, lines in examples:
+        parts.append(what)
+        parts.append("\b\n" + "\n".join(f"  {line}" for line in lines))
+    return "\n\n".join(parts)
+
+
+@click.command("diff", epilog=_epilog(EXAMPLES))
+@click.argument("a", metavar="A")
+@click.argument("b", metavar="B")
+@click.option(
+    "--leader",
+    type=click.Choice(("a", "b")),
+    default="a",
+    show_default=True,
+    help="The side treated as the leader when working out where the follower truncates.",
+)
+@click.option("--deep", is_flag=True, help="Name the record fields that differ in changed batches.")
+@click.option("--allow-lag", is_flag=True, help="Exit 0 when one side is a prefix of the other.")
+@click.option(
+    "--allow-compaction",
+    is_flag=True,
+    help="Exit 0 when one side equals the other modulo compaction.",
+)
+@click.option(
+    "--max-differences",
+    type=click.IntRange(min=0),
+    default=100,
+    show_default=True,
+    metavar="N",
+    help="Show at most N differences per partition (all are counted); 0 shows every one.",
+)
+@format_option()
+@max_batch_bytes_option
+@click.pass_obj
+def command(
+    settings: Any,
+    a: str,
+    b: str,
+    leader: str,
+    deep: bool,
+    allow_lag: bool,
+    allow_compaction: bool,
+    max_differences: int,
+    fmt: str,
+    max_batch_bytes: int,
+) -> None:
+    """Compare two copies of a partition, or two log dirs, and say where they diverge.
+
+    A and B are two partition directories (the leader's and a follower's copy after an
+    unclean leader election, or a partition before and after a repair), or two log
+    directories (their partitions are paired by name). Read-only.
+
+    Per partition the verdict is one of: identical; prefix (one side lags: by how many
+    offsets, records and bytes); diverged at offset X, with each side's leader epoch there
+    (from the batches and the leader-epoch-checkpoint) and the offset the follower would
+    truncate to by the broker's rule (the OffsetsForLeaderEpoch exchange of KIP-101 and
+    KIP-279: the end offset of the largest epoch both sides have); equal-modulo-compaction
+    (one side's records are the other's minus superseded keys, tombstones, keyless records,
+    aborted transactions and markers, at the same offsets with the same contents); or
+    different-start-offsets (retention ran on one side). Then the differences: batches only
+    in A, only in B, and pairs with the same offsets but different bytes (the header fields
+    that differ; with --deep the record fields: key, value, headers, timestamp, producer id,
+    epoch and sequence).
+
+    Batch headers and CRCs are compared first, then bytes; records are decoded only where
+    batches differ. A torn tail (which the broker's recovery cuts) is reported but the
+    verdict is made on whole batches.
+
+    Output: text, or jsonl/json: one "difference" object per difference, one
+    "partition-diff" object per partition, and a final "summary" (docs/diff.md).
+
+    Exit status: 0 identical (also prefix with --allow-lag, equal-modulo-compaction with
+    --allow-compaction), 1 diverged or otherwise different, 3 an input cannot be read.
+    """
+    out = Output(fmt, progress=False, color=settings.color, verbosity=settings.verbosity)
+    options = DiffOptions(
+        leader=leader, deep=deep, max_differences=max_differences, max_batch_bytes=max_batch_bytes
+    )
+    summary = DiffSummary()
+    current: str | None = None
+    for item in diff(a, b, options):
+        if isinstance(item, Difference):
+            if fmt != "text":
+                out.emit(item.as_obj())
+                continue
+            if item.partition != current:
+                current = item.partition
+                out.line(f"== {item.partition}")
+            for line in difference_text(item):
+                out.line(line)
+            continue
+        ok = accepted(item, allow_lag=allow_lag, allow_compaction=allow_compaction)
+        summary.partitions += 1
+        summary.by_verdict[item.verdict] += 1
+        summary.differences += item.differences
+        summary.ok = summary.ok and ok
+        if fmt != "text":
+            out.emit({**item.as_obj(), "ok": ok})
+            continue
+        if item.partition != current:
+            out.line(f"== {item.partition}")
+        current = None
+        for line in partition_text(item):
+            out.line(line)
+    if fmt == "text":
+        counts = ", ".join(f"{n} {v}" for v, n in summary.by_verdict.items() if n)
+        noun = "partition" if summary.partitions == 1 else "partitions"
+        out.line(f"klogtool diff: {summary.partitions} {noun}" + (f": {counts}" if counts else ""))
+    else:
+        out.emit(summary.as_obj())
+    out.close()
+    click.get_current_context().exit(EXIT_OK if summary.ok else EXIT_FINDINGS)
+
+
+def _batch_text(info: dict[str, Any]) -> str:
+    n = info["records"]
+    return (
+        f"offsets {info['base_offset']}..{info['last_offset']} ({n} record{'' if n == 1 else 's'}"
+        f", {info['size']} bytes, leader epoch {info['leader_epoch']}) at "
+        f"{info['path']}:{info['position']}"
+    )
+
+
+def difference_text(d: Difference) -> list[str]:
+    why = " (compaction)" if d.explained_by else ""
+    if d.kind in (ONLY_A, ONLY_B):
+        info = d.a if d.kind == ONLY_A else d.b
+        assert info is not None
+        side = "a" if d.kind == ONLY_A else "b"
+        return [f"  only in {side}: {_batch_text(info)}{why}"]
+    if d.kind == CHANGED:
+        assert d.a is not None and d.b is not None
+        fields = ", ".join(f"{f} {d.a.get(f, '?')} vs {d.b.get(f, '?')}" for f in _shown(d.fields))
+        first = (
+            f"; records differ from offset {d.first_differing_offset}"
+            if d.first_differing_offset is not None
+            else ""
+        )
+        lines = [
+            f"  changed: offsets {d.base_offset}..{d.last_offset}: {fields or 'bytes'}{first}{why}"
+        ]
+        for r in d.records or []:
+            if "only_in" in r:
+                lines.append(f"    offset {r['offset']}: only in {r['only_in']}")
+            elif "decode_error" in r:
+                lines.append(f"    cannot decode: {r['decode_error']}")
+            else:
+                shown = "; ".join(
+                    f"{f['field']} {_value(f['a'])} vs {_value(f['b'])}" for f in r["fields"]
+                )
+                lines.append(f"    offset {r['offset']}: {shown}")
+        return lines
+    info = d.a if d.a is not None else d.b
+    assert info is not None
+    side = "a" if d.a is not None else "b"
+    what = "torn tail" if d.kind == "torn-tail" else "corrupt"
+    message = f": {info['message']}" if info.get("message") and d.kind != "torn-tail" else ""
+    return [
+        f"  {what} in {side}: {info['path']}:{info['position']} ({info['bytes']} bytes not "
+        f"compared){message}"
+    ]
+
+
+_FIELD_KEYS = {"partition_leader_epoch": "leader_epoch", "count": "records"}
+
+
+def _shown(fields: list[str]) -> list[str]:
+    return [_FIELD_KEYS.get(f, f) for f in fields]
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, str):
+        return repr(v)
+    if isinstance(v, list):
+        return to_json({"h": v})[5:-1]
+    return "null" if v is None else str(v)
+
+
+def partition_text(p: PartitionDiff) -> list[str]:
+    v = p.verdict
+    if v in (ONLY_IN_A, ONLY_IN_B):
+        return [f"{p.partition}: only in {'a' if v == ONLY_IN_A else 'b'} ({p.a or p.b})"]
+    head = {
+        DIVERGED: f"diverged at offset {p.diverged_at}",
+        PREFIX: f"{p.lagging} is a prefix of {'b' if p.lagging == 'a' else 'a'}",
+        MODULO_COMPACTION: f"equal modulo compaction ({p.compacted} is compacted)",
+        DIFFERENT_START: "different start offsets (retention ran on one side)",
+    }.get(v, v)
+    lines = [f"{p.partition}: {head}"]
+    for side, path in (("a", p.a), ("b", p.b)):
+        start, end = p.start_offsets[side], p.end_offsets[side]
+        epochs = p.epochs.get(side, {})
+        where = ""
+        if p.epochs_at_divergence is not None:
+            at = p.epochs_at_divergence[side]
+            where = f"; leader epoch at {p.diverged_at}: batch {at['batch']}, cache {at['cache']}"
+        lines.append(
+            f"  {side}: {path}  offsets {start}..{end}  epochs from {epochs.get('source')}{where}"
+        )
+    if p.lagging is not None:
+        lines.append(
+            f"  {p.lagging} lags by {p.lag_offsets:,} offsets ({p.lag_records:,} records, "
+            f"{p.lag_bytes:,} bytes)"
+        )
+    t = p.truncation
+    if t is not None:
+        how = (
+            "by its leader epochs"
+            if t["rule"] == "leader-epoch"
+            else "to its high watermark (no leader epoch answer)"
+        )
+        lines.append(
+            f"  leader {t['leader']}: follower {t['follower']} truncates {how} to offset "
+            f"{t['offset']} ({t['offsets_truncated']:,} offsets cut)"
+        )
+        for s in t["steps"]:
+            step = (
+                f"    {t['follower']} asks for epoch {s['follower_epoch']}; {t['leader']} "
+                f"answers epoch {s['leader_epoch']} ending at {s['leader_end_offset']}"
+            )
+            if "follower_end_offset" in s:
+                step += f"; {t['follower']}'s ends at {s['follower_end_offset']}"
+            if "truncate_to" in s:
+                step += f": truncate to {s['truncate_to']}"
+            lines.append(step)
+    if p.differences:
+        shown = "" if p.differences_shown == p.differences else f", {p.differences_shown} shown"
+        lines.append(f"  {p.differences:,} difference(s){shown}; {p.common_batches:,} identical")
+    lines += [f"  note: {n}" for n in p.notes]
+    return lines

@@ -1,0 +1,1055 @@
+"""Replica divergence: compare two copies of a partition (or two log dirs) batch by batch.
+
+A and B are walked in offset order in lockstep, one batch at a time, without decoding: a batch
+is identified by its offset range, and two batches with the same range are the same when their
+bytes are (the stored CRC is compared first, then the bytes, which also covers the partition
+leader epoch and base offset that the CRC does not). Records are decoded only where the two
+copies differ: to find the first differing record, to decide whether the difference is what the
+log cleaner does, and with ``deep`` to name the record fields that differ.
+
+Per partition the verdict is one of (checked in this order):
+
+* ``diverged``: the histories differ from offset ``diverged_at`` on. Replication copies batches
+  byte for byte, so a batch that is only on one side inside the range both cover, a batch whose
+  offsets overlap a differently cut batch, or a pair of batches with the same offsets but
+  different bytes (a different leader epoch included) is divergence, unless compaction
+  explains it. The truncation offset is worked out by the broker's rule (KIP-101, KIP-279;
+  :func:`truncation_offset`).
+* ``equal-modulo-compaction``: one side's records are the other's minus what the cleaner
+  removes (records superseded by a later record with the same key, tombstones, keyless records,
+  aborted transactions, transaction markers), with the same offsets and contents.
+* ``different-start-offsets``: the log start offsets differ (retention ran on one side); the
+  range both cover is compared.
+* ``prefix``: one side is a prefix of the other (a lagging replica).
+* ``identical``.
+
+A torn tail (an incomplete last batch, which the broker's recovery cuts off) and corruption in
+the middle of a segment (where the walk of that segment stops) are reported as differences of
+kind ``torn-tail`` and ``corrupt``; the verdict is made on whole batches.
+
+Memory stays flat: segments are mapped and walked batch by batch; at most one batch of each
+side is decoded at a time. Compaction checking keeps, per key that the compacted side dropped
+and no later record has superseded yet, a 16-byte digest (like the cleaner's own offset map).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from bisect import bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from klogtool.errors import InputError
+from klogtool.formats import checkpoint
+from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, Batch, Record
+from klogtool.formats.codecs import codec_name
+from klogtool.formats.errors import FormatError
+from klogtool.formats.payloads.control import ABORT, decode_control_key
+from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner, not_a_log
+from klogtool.log import layout
+from klogtool.log.partition import PartitionView, load_partition
+from klogtool.log.segment import ReleaseBehind, mapped, read_small
+
+A, B = "a", "b"
+
+IDENTICAL = "identical"
+PREFIX = "prefix"
+DIVERGED = "diverged"
+MODULO_COMPACTION = "equal-modulo-compaction"
+DIFFERENT_START = "different-start-offsets"
+ONLY_IN_A = "only-in-a"  # a partition of log dir A that log dir B does not have
+ONLY_IN_B = "only-in-b"
+VERDICTS = (IDENTICAL, PREFIX, DIVERGED, MODULO_COMPACTION, DIFFERENT_START, ONLY_IN_A, ONLY_IN_B)
+
+# kinds of differences
+CHANGED = "changed"
+ONLY_A = "only-in-a"
+ONLY_B = "only-in-b"
+TORN = "torn-tail"
+CORRUPT_KIND = "corrupt"
+
+UNDEFINED_EPOCH = -1
+UNDEFINED_EPOCH_OFFSET = -1
+
+# Batch header fields compared for a pair with the same offsets but different bytes.
+HEADER_FIELDS = (
+    "partition_leader_epoch",
+    "magic",
+    "crc",
+    "size",
+    "attributes",
+    "compression",
+    "timestamp_type",
+    "max_timestamp",
+    "base_timestamp",
+    "producer_id",
+    "producer_epoch",
+    "base_sequence",
+    "is_transactional",
+    "is_control",
+    "delete_horizon_ms",
+    "count",
+)
+# What the cleaner keeps when it rewrites a batch (kafka-spec.md §6.5): a difference in any of
+# these cannot be compaction.
+_KEPT_BY_CLEANER = (
+    "partition_leader_epoch",
+    "magic",
+    "producer_id",
+    "producer_epoch",
+    "base_sequence",
+    "is_transactional",
+    "is_control",
+    "timestamp_type",
+)
+RECORD_FIELDS = (
+    "key",
+    "value",
+    "headers",
+    "timestamp",
+    "producer_id",
+    "producer_epoch",
+    "sequence",
+)
+
+
+@dataclass
+class DiffOptions:
+    leader: str = A  # the side treated as the leader for the truncation offset
+    deep: bool = False  # name the record fields that differ in every changed pair
+    max_differences: int = 100  # per partition; 0 = all
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+
+
+# --------------------------------------------------------------------------------------------
+# the leader epoch cache and the broker's truncation rule
+
+
+class EpochCache:
+    """A replica's leader epoch cache (``LeaderEpochFileCache``): (epoch, start offset) entries,
+    both strictly increasing."""
+
+    def __init__(self, entries: list[checkpoint.EpochEntry] | None = None) -> None:
+        self.entries: list[checkpoint.EpochEntry] = list(entries or [])
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self.entries[-1].epoch if self.entries else None
+
+    def assign(self, epoch: int, start_offset: int) -> None:
+        """The broker's ``assign``: a new entry when the epoch differs from the latest or starts
+        below it; entries with an epoch >= it or a start >= it are removed first."""
+        if epoch < 0 or start_offset < 0:
+            return
+        if self.entries:
+            last = self.entries[-1]
+            if epoch == last.epoch and start_offset >= last.start_offset:
+                return
+        self.entries = [
+            e for e in self.entries if e.epoch < epoch and e.start_offset < start_offset
+        ]
+        self.entries.append(checkpoint.EpochEntry(epoch, start_offset))
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """Entries starting at or after ``end_offset`` go (the log was truncated there)."""
+        self.entries = [e for e in self.entries if e.start_offset < end_offset]
+
+    def truncate_from_start(self, start_offset: int) -> None:
+        """Entries starting at or before ``start_offset`` go, but the last of them, which now
+        starts at ``start_offset`` (the log start offset moved)."""
+        below = [e for e in self.entries if e.start_offset <= start_offset]
+        if below:
+            rest = [e for e in self.entries if e.start_offset > start_offset]
+            self.entries = [checkpoint.EpochEntry(below[-1].epoch, start_offset), *rest]
+
+    def end_offset_for(self, requested: int, log_end_offset: int) -> tuple[int, int]:
+        """``LeaderEpochFileCache.endOffsetFor``: (the largest epoch <= ``requested``, the
+        offset where it ends: the start of the next larger epoch, or the log end offset for the
+        latest); (UNDEFINED, UNDEFINED) when ``requested`` is undefined or above every epoch;
+        (``requested``, the first start offset) when it is below every epoch."""
+        if requested == UNDEFINED_EPOCH or not self.entries:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if self.entries[-1].epoch == requested:
+            return requested, log_end_offset
+        higher = next((e for e in self.entries if e.epoch > requested), None)
+        if higher is None:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        floor = [e for e in self.entries if e.epoch <= requested]
+        if not floor:
+            return requested, higher.start_offset
+        return floor[-1].epoch, higher.start_offset
+
+    def epoch_at(self, offset: int) -> int | None:
+        """The epoch the cache gives ``offset`` (that of the last entry starting at or before
+        it), or None."""
+        i = bisect_right([e.start_offset for e in self.entries], offset)
+        return self.entries[i - 1].epoch if i else None
+
+    def as_list(self) -> list[list[int]]:
+        return [[e.epoch, e.start_offset] for e in self.entries]
+
+
+@dataclass
+class Truncation:
+    """Where the follower truncates by the broker's rule, and the exchange that got there."""
+
+    leader: str
+    follower: str
+    offset: int
+    rule: str  # "leader-epoch" (KIP-101/KIP-279) or "high-watermark" (no epoch to ask for)
+    steps: list[dict[str, int]]
+    follower_log_end_offset: int
+
+    @property
+    def records_truncated(self) -> int:
+        return max(0, self.follower_log_end_offset - self.offset)
+
+    def as_obj(self) -> dict[str, Any]:
+        return {
+            "leader": self.leader,
+            "follower": self.follower,
+            "offset": self.offset,
+            "rule": self.rule,
+            "offsets_truncated": self.records_truncated,
+            "steps": self.steps,
+        }
+
+
+def truncation_offset(
+    leader: EpochCache,
+    leader_leo: int,
+    follower: EpochCache,
+    follower_leo: int,
+    follower_high_watermark: int,
+    *,
+    leader_name: str = A,
+    follower_name: str = B,
+) -> Truncation:
+    """The offset the follower truncates to (``AbstractFetcherThread.getOffsetTruncationState``).
+
+    The follower asks the leader for the end offset of its latest epoch E; the leader answers
+    (the largest epoch L <= E it has, where L ends). If the follower has L too, it truncates to
+    min(leader's end of L, its own end of L, its log end offset). If it does not (KIP-279), it
+    truncates to the end of its own largest epoch below L and asks again. Without an epoch to
+    ask for, or when the leader has no answer, it truncates to its high watermark."""
+    cache = EpochCache(follower.entries)
+    leo = follower_leo
+    steps: list[dict[str, int]] = []
+    for _ in range(len(follower.entries) + 2):
+        epoch = cache.latest_epoch
+        if epoch is None:
+            break
+        l_epoch, l_end = leader.end_offset_for(epoch, leader_leo)
+        step = {"follower_epoch": epoch, "leader_epoch": l_epoch, "leader_end_offset": l_end}
+        steps.append(step)
+        if l_end == UNDEFINED_EPOCH_OFFSET:
+            break
+        f_epoch, f_end = cache.end_offset_for(l_epoch, leo)
+        if f_end == UNDEFINED_EPOCH_OFFSET:
+            step["truncate_to"] = min(l_end, leo)
+            return Truncation(
+                leader_name, follower_name, step["truncate_to"], "leader-epoch", steps, follower_leo
+            )
+        step["follower_end_offset"] = f_end
+        if f_epoch != l_epoch:
+            # the follower does not have the leader's epoch: cut to the end of its own largest
+            # epoch below it and ask again (KIP-279)
+            leo = min(f_end, leo)
+            step["truncate_to"] = leo
+            cache.truncate_from_end(leo)
+            continue
+        step["truncate_to"] = min(f_end, l_end, leo)
+        return Truncation(
+            leader_name, follower_name, step["truncate_to"], "leader-epoch", steps, follower_leo
+        )
+    hw = min(follower_high_watermark, leo)
+    return Truncation(leader_name, follower_name, hw, "high-watermark", steps, follower_leo)
+
+
+# --------------------------------------------------------------------------------------------
+# what is reported
+
+
+@dataclass
+class Difference:
+    partition: str
+    kind: str  # changed | only-in-a | only-in-b | torn-tail | corrupt
+    base_offset: int | None
+    last_offset: int | None
+    a: dict[str, Any] | None
+    b: dict[str, Any] | None
+    fields: list[str] = field(default_factory=list)  # header fields that differ (changed)
+    first_differing_offset: int | None = None  # the first record that differs (changed)
+    records: list[dict[str, Any]] | None = None  # with deep: the records that differ
+    explained_by: str | None = None  # "compaction", or None: part of the divergence
+
+    def as_obj(self) -> dict[str, Any]:
+        return {"type": "difference", **self.__dict__}
+
+
+@dataclass
+class PartitionDiff:
+    partition: str
+    a: str | None
+    b: str | None
+    verdict: str
+    leader: str
+    start_offsets: dict[str, int | None]
+    end_offsets: dict[str, int | None]
+    common_batches: int = 0  # identical batches in the range both cover
+    diverged_at: int | None = None
+    epochs_at_divergence: dict[str, dict[str, int | None]] | None = None
+    truncation: dict[str, Any] | None = None
+    truncation_misses_divergence: bool = False
+    compacted: str | None = None  # the side whose records are the other's minus compaction
+    lagging: str | None = None
+    lag_offsets: int = 0
+    lag_records: int = 0
+    lag_bytes: int = 0
+    torn_tail: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    epochs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    differences: int = 0
+    differences_shown: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def as_obj(self) -> dict[str, Any]:
+        return {"type": "partition-diff", **self.__dict__}
+
+
+@dataclass
+class DiffSummary:
+    partitions: int = 0
+    by_verdict: dict[str, int] = field(default_factory=lambda: dict.fromkeys(VERDICTS, 0))
+    differences: int = 0
+    ok: bool = True
+
+    def as_obj(self) -> dict[str, Any]:
+        return {
+            "type": "summary",
+            "partitions": self.partitions,
+            **{v.replace("-", "_"): n for v, n in self.by_verdict.items()},
+            "differences": self.differences,
+            "ok": self.ok,
+        }
+
+
+def accepted(pd: PartitionDiff, *, allow_lag: bool, allow_compaction: bool) -> bool:
+    """Whether a partition's verdict counts as agreement (exit 0) under the options."""
+    if pd.verdict == IDENTICAL:
+        return True
+    if pd.verdict == PREFIX:
+        return allow_lag
+    if pd.verdict == MODULO_COMPACTION:
+        return allow_compaction and (allow_lag or pd.lagging is None)
+    return False
+
+
+# --------------------------------------------------------------------------------------------
+# pairing the inputs
+
+
+@dataclass(frozen=True)
+class Pair:
+    name: str
+    a: Path | None
+    b: Path | None
+    a_display: str | None
+    b_display: str | None
+
+
+def _kind_of(arg: str) -> tuple[str, Path]:
+    path = Path(arg)
+    if not path.exists():
+        raise InputError("no such file or directory", path=arg, code="not-found")
+    if not path.is_dir():
+        raise InputError(
+            "expected a partition directory or a log directory", path=arg, code="not-a-dir"
+        )
+    try:
+        if layout.looks_like_partition_dir(path):
+            return "partition", path
+        if layout.scan_log_dir(path) is not None:
+            return "log-dir", path
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", path=arg, code="unreadable") from e
+    raise InputError("not a partition directory or a log directory", path=arg, code="not-a-log-dir")
+
+
+def pair_partitions(a: str, b: str) -> list[Pair]:
+    """Two partition dirs make one pair; two log dirs pair their partitions by name (a
+    partition in only one of them makes a pair with one side missing)."""
+    kind_a, pa = _kind_of(a)
+    kind_b, pb = _kind_of(b)
+    if kind_a != kind_b:
+        raise InputError(
+            f"A is a {kind_a} directory and B a {kind_b} directory: give two partition "
+            "directories or two log directories",
+            path=b,
+            code="mismatched-inputs",
+        )
+    if kind_a == "partition":
+        return [Pair(pa.name, pa, pb, a, b)]
+    la, lb = layout.scan_log_dir(pa), layout.scan_log_dir(pb)
+    names_a = {p.name: p for p in (la.partitions if la else [])}
+    names_b = {p.name: p for p in (lb.partitions if lb else [])}
+    pairs = []
+    for name in sorted(names_a.keys() | names_b.keys()):
+        pairs.append(
+            Pair(
+                name,
+                names_a.get(name),
+                names_b.get(name),
+                str(Path(a) / name) if name in names_a else None,
+                str(Path(b) / name) if name in names_b else None,
+            )
+        )
+    return pairs
+
+
+# --------------------------------------------------------------------------------------------
+# one side's walk
+
+
+@dataclass
+class _Ref:
+    batch: Batch
+    path: str
+    base: int
+    last: int
+
+
+class _Side:
+    """One copy of the partition, walked batch by batch in offset order."""
+
+    def __init__(self, name: str, path: Path, display: str) -> None:
+        self.name = name
+        self.display = display
+        try:
+            self.view: PartitionView = load_partition(path)
+        except OSError as e:
+            raise InputError(f"cannot read: {e.strerror}", path=display, code="unreadable") from e
+        except FormatError as e:
+            raise InputError(str(e), path=display, position=e.position, code=e.code) from e
+        self.batch_epochs = EpochCache()
+        self.end_offset: int | None = None  # after the last whole batch
+        self.first_offset: int | None = None
+        self.tails: list[dict[str, Any]] = []  # torn tails and corruption (where a walk stopped)
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.view.log_start_offset
+
+    def _segment_display(self, log: Path) -> str:
+        return str(Path(self.display) / log.name)
+
+    def batches(self) -> Iterator[_Ref]:
+        for seg in self.view.segments:
+            display = self._segment_display(seg.log)
+            try:
+                with mapped(seg.log) as buf:
+                    scanner = SegmentScanner(buf, check_crc=False, strict=True)
+                    release = ReleaseBehind(buf)
+                    for batch in scanner:
+                        base = batch.base_offset
+                        last = batch.last_offset
+                        if self.end_offset is not None and base < self.end_offset:
+                            # segments that overlap: what a broker never wrote; skipped
+                            self.tails.append(
+                                {
+                                    "kind": CORRUPT_KIND,
+                                    "path": display,
+                                    "position": batch.position,
+                                    "bytes": batch.size,
+                                    "message": f"offsets {base}..{last} do not increase "
+                                    f"(the previous batch ended at {self.end_offset - 1})",
+                                }
+                            )
+                            continue
+                        if self.first_offset is None:
+                            self.first_offset = base
+                        self.end_offset = last + 1
+                        if batch.magic >= 2:
+                            self.batch_epochs.assign(batch.partition_leader_epoch, base)
+                        yield _Ref(batch, display, base, last)
+                        release(batch.position + batch.size)
+                    result = scanner.result
+                    assert result is not None
+            except OSError as e:
+                raise InputError(
+                    f"cannot read: {e.strerror}", path=display, code="unreadable"
+                ) from e
+            except FormatError as e:  # a legacy wrapper that cannot be decompressed
+                raise InputError(str(e), path=display, position=e.position, code=e.code) from e
+            bad = not_a_log(result)
+            if bad is not None:
+                raise InputError(
+                    f"not a Kafka log segment: {bad}",
+                    path=display,
+                    position=bad.position,
+                    code=bad.code,
+                )
+            if result.end in (TORN_TAIL, CORRUPT):
+                self.tails.append(
+                    {
+                        "kind": TORN if result.end == TORN_TAIL else CORRUPT_KIND,
+                        "path": display,
+                        "position": result.stopped_at,
+                        "bytes": result.size - result.stopped_at,
+                        "message": None if result.error is None else str(result.error),
+                    }
+                )
+
+    def epoch_cache(self) -> tuple[EpochCache, str, list[str]]:
+        """The epoch cache the broker would load: the leader-epoch-checkpoint, cut to the log
+        (entries at or past the log end offset dropped, the first moved to the log start
+        offset), else the epochs of the batches."""
+        notes: list[str] = []
+        leo = self.log_end_offset
+        cp = self.view.leader_epoch_checkpoint
+        if cp is not None:
+            try:
+                cache = EpochCache(checkpoint.parse_leader_epoch_checkpoint(read_small(cp)))
+            except (OSError, FormatError) as e:
+                notes.append(
+                    f"{self.name}: leader-epoch-checkpoint unreadable ({e}): epochs "
+                    "taken from the batches"
+                )
+            else:
+                cache.truncate_from_end(leo)
+                cache.truncate_from_start(self.log_start_offset)
+                if cache:
+                    return cache, "leader-epoch-checkpoint", notes
+                notes.append(
+                    f"{self.name}: leader-epoch-checkpoint has no epoch below the log "
+                    "end offset: epochs taken from the batches"
+                )
+        cache = EpochCache(self.batch_epochs.entries)
+        cache.truncate_from_start(self.log_start_offset)
+        return cache, ("batches" if cache else "none"), notes
+
+    @property
+    def log_end_offset(self) -> int:
+        if self.end_offset is not None:
+            return self.end_offset
+        return max(self.view.log_start_offset, self.view.first_base)
+
+
+# --------------------------------------------------------------------------------------------
+# decoding and comparing records
+
+
+def _bytes(v: memoryview | bytes | None) -> bytes | None:
+    return None if v is None else bytes(v)
+
+
+@dataclass(frozen=True)
+class _Rec:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    sequence: int
+
+    @classmethod
+    def of(cls, r: Record) -> _Rec:
+        return cls(
+            r.offset,
+            r.timestamp,
+            _bytes(r.key),
+            _bytes(r.value),
+            tuple((k, _bytes(v)) for k, v in r.headers),
+            r.sequence,
+        )
+
+    def content(self) -> tuple[Any, ...]:
+        return (self.timestamp, self.key, self.value, self.headers, self.sequence)
+
+
+def _records(batch: Batch, max_batch_bytes: int) -> list[_Rec]:
+    return [_Rec.of(r) for r in batch.records(max_batch_bytes)]
+
+
+def show(v: bytes | None, limit: int = 64) -> str | None:
+    """A value for people and JSON: text when it is printable UTF-8, else hex; long values
+    cut with their size."""
+    if v is None:
+        return None
+    head = v[:limit]
+    try:
+        text = head.decode("utf-8")
+        shown = text if text.isprintable() else None
+    except UnicodeDecodeError:
+        shown = None
+    if shown is None:
+        shown = "0x" + head.hex()
+    return shown if len(v) <= limit else f"{shown}... ({len(v)} B)"
+
+
+def _show_field(name: str, rec: _Rec, batch: Batch) -> Any:
+    if name in ("key", "value"):
+        return show(getattr(rec, name))
+    if name == "headers":
+        return [[k, show(v)] for k, v in rec.headers]
+    if name in ("producer_id", "producer_epoch"):
+        return getattr(batch, name)
+    return getattr(rec, name)
+
+
+def record_differences(
+    ba: Batch, ra: list[_Rec], bb: Batch, rb: list[_Rec]
+) -> list[dict[str, Any]]:
+    """Per offset of either side: the record only on one side, or the fields that differ."""
+    by_a = {r.offset: r for r in ra}
+    by_b = {r.offset: r for r in rb}
+    out: list[dict[str, Any]] = []
+    for offset in sorted(by_a.keys() | by_b.keys()):
+        x, y = by_a.get(offset), by_b.get(offset)
+        if x is None or y is None:
+            out.append({"offset": offset, "only_in": A if y is None else B})
+            continue
+        diffs = []
+        for name in RECORD_FIELDS:
+            va, vb = _show_field(name, x, ba), _show_field(name, y, bb)
+            if name in ("key", "value", "headers"):
+                same = getattr(x, name) == getattr(y, name)
+            else:
+                same = va == vb
+            if not same:
+                diffs.append({"field": name, "a": va, "b": vb})
+        if diffs:
+            out.append({"offset": offset, "fields": diffs})
+    return out
+
+
+def _first_differing_offset(ra: list[_Rec], rb: list[_Rec], ba: Batch, bb: Batch) -> int | None:
+    by_b = {r.offset: r for r in rb}
+    producer_differs = (ba.producer_id, ba.producer_epoch) != (bb.producer_id, bb.producer_epoch)
+    offsets_a = {r.offset for r in ra}
+    for r in ra:
+        other = by_b.get(r.offset)
+        if other is None or other.content() != r.content() or producer_differs:
+            return r.offset
+    extra = [r.offset for r in rb if r.offset not in offsets_a]
+    return min(extra) if extra else None
+
+
+def _header(b: Batch, name: str) -> Any:
+    return getattr(b, name)
+
+
+def batch_info(ref: _Ref) -> dict[str, Any]:
+    b = ref.batch
+    return {
+        "path": ref.path,
+        "position": b.position,
+        "base_offset": ref.base,
+        "last_offset": ref.last,
+        "records": b.count,
+        "size": b.size,
+        "crc": b.crc,
+        "crc_valid": b.crc_valid,
+        "leader_epoch": b.partition_leader_epoch,
+        "magic": b.magic,
+        "attributes": b.attributes,
+        "compression": codec_name(b.compression),
+        "timestamp_type": b.timestamp_type,
+        "base_timestamp": b.base_timestamp,
+        "max_timestamp": b.max_timestamp,
+        "producer_id": b.producer_id,
+        "producer_epoch": b.producer_epoch,
+        "base_sequence": b.base_sequence,
+        "is_transactional": b.is_transactional,
+        "is_control": b.is_control,
+        "delete_horizon_ms": b.delete_horizon_ms,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# compaction: one side's records are the other's minus what the cleaner removes
+
+
+def _digest(key: bytes) -> bytes:
+    return hashlib.md5(key, usedforsecurity=False).digest()
+
+
+class _Compaction:
+    """Whether the differences so far are what the log cleaner does to the full side."""
+
+    def __init__(self, max_batch_bytes: int) -> None:
+        self.side: str | None = None  # the compacted side
+        self.pending_keys: dict[bytes, int] = {}  # dropped key -> offset, not yet superseded
+        # producer -> (first offset, keys) of transactional batches dropped whole: aborted
+        # data needs no later key, so an ABORT marker clears their keys
+        self.pending_txns: dict[int, tuple[int, list[bytes]]] = {}
+        self.max_batch_bytes = max_batch_bytes
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.pending_keys or self.pending_txns)
+
+    def earliest_pending(self) -> int | None:
+        return min(self.pending_keys.values(), default=None)
+
+    def choose(self, compacted: str) -> bool:
+        if self.side is None:
+            self.side = compacted
+        return self.side == compacted
+
+    def see(self, batch: Batch, records: list[_Rec] | None = None) -> None:
+        """A batch of the full side's history, in offset order: its records supersede pending
+        keys, its ABORT marker clears the keys of its producer's dropped batches."""
+        if batch.is_control:
+            txn = self.pending_txns.pop(batch.producer_id, None)
+            if txn is not None and self._control_type(batch) == ABORT:
+                first, digests = txn
+                for d in digests:
+                    if self.pending_keys.get(d, -1) >= first:
+                        del self.pending_keys[d]
+            return
+        if not self.pending_keys:
+            return
+        for r in records if records is not None else _records(batch, self.max_batch_bytes):
+            self._supersede(r)
+
+    def _supersede(self, r: _Rec) -> None:
+        if r.key is not None:
+            d = _digest(r.key)
+            seen = self.pending_keys.get(d)
+            if seen is not None and seen < r.offset:
+                del self.pending_keys[d]
+
+    def _control_type(self, batch: Batch) -> int | None:
+        for r in batch.records(self.max_batch_bytes):
+            try:
+                return decode_control_key(r.key)[1]
+            except FormatError:
+                return None
+        return None
+
+    def drop(self, batch: Batch, records: list[_Rec], kept: set[int]) -> None:
+        """The full side's ``records`` of ``batch`` minus the offsets in ``kept`` were removed:
+        each removed record with a key and a value must be superseded by a later record with
+        the same key (checked as the walk goes on), unless its transaction was aborted."""
+        if batch.is_control:
+            self.see(batch)  # a marker the cleaner removed still ends its transaction
+            return
+        txn: list[bytes] | None = None
+        if batch.is_transactional and batch.producer_id >= 0 and not kept:
+            _first, txn = self.pending_txns.setdefault(batch.producer_id, (batch.base_offset, []))
+        for r in records:
+            self._supersede(r)
+            if r.offset in kept or r.key is None or r.value is None:
+                continue  # kept, keyless (the cleaner drops those) or a tombstone
+            d = _digest(r.key)
+            self.pending_keys.setdefault(d, r.offset)
+            if txn is not None:
+                txn.append(d)
+
+
+# --------------------------------------------------------------------------------------------
+# comparing one pair
+
+
+def _contains(ref: _Ref | None, offset: int) -> bool:
+    return ref is not None and ref.base <= offset <= ref.last
+
+
+class _Walk:
+    def __init__(self, pair: Pair, sa: _Side, sb: _Side, options: DiffOptions) -> None:
+        self.pair = pair
+        self.sides = {A: sa, B: sb}
+        self.options = options
+        self.compaction = _Compaction(options.max_batch_bytes)
+        self.diverged_at: int | None = None
+        self.batch_epochs_at: dict[str, int | None] = {A: None, B: None}
+        self.differences = 0
+        self.shown = 0
+        self.common = 0
+        self.lag = {A: [0, 0], B: [0, 0]}  # records, bytes past the other side's end
+
+    # -- reporting ---------------------------------------------------------------------------
+    def _emit(self, d: Difference) -> Iterator[Difference]:
+        self.differences += 1
+        limit = self.options.max_differences
+        if limit == 0 or self.shown < limit:
+            self.shown += 1
+            yield d
+
+    def _diverge(self, offset: int, ra: _Ref | None, rb: _Ref | None) -> None:
+        if self.diverged_at is not None:
+            return
+        self.diverged_at = offset
+        for name, ref in ((A, ra), (B, rb)):
+            if _contains(ref, offset):
+                assert ref is not None
+                self.batch_epochs_at[name] = ref.batch.partition_leader_epoch
+
+    # -- the walk ----------------------------------------------------------------------------
+    def run(self) -> Iterator[Difference]:
+        sa, sb = self.sides[A], self.sides[B]
+        start = max(sa.log_start_offset, sb.log_start_offset)
+        ita = (r for r in sa.batches() if r.last >= start)
+        itb = (r for r in sb.batches() if r.last >= start)
+        a, b = next(ita, None), next(itb, None)
+        while a is not None and b is not None:
+            if a.base == b.base and a.last == b.last:
+                yield from self._pair(a, b)
+                a, b = next(ita, None), next(itb, None)
+            elif a.last < b.base:
+                yield from self._only(A, a, b)
+                a = next(ita, None)
+            elif b.last < a.base:
+                yield from self._only(B, b, a)
+                b = next(itb, None)
+            else:  # overlapping, differently cut: another history
+                self._diverge(min(a.base, b.base), a, b)
+                if a.last <= b.last:
+                    yield from self._only(A, a, b, overlap=True)
+                    a = next(ita, None)
+                else:
+                    yield from self._only(B, b, a, overlap=True)
+                    b = next(itb, None)
+        # the tail: what one side has past the other's end
+        for name, ref, it in ((A, a, ita), (B, b, itb)):
+            while ref is not None:
+                self.lag[name][0] += ref.batch.count
+                self.lag[name][1] += ref.batch.size
+                if self.diverged_at is not None:
+                    yield from self._emit(
+                        Difference(
+                            self.pair.name,
+                            ONLY_A if name == A else ONLY_B,
+                            ref.base,
+                            ref.last,
+                            batch_info(ref) if name == A else None,
+                            batch_info(ref) if name == B else None,
+                        )
+                    )
+                elif self.compaction.pending:
+                    self.compaction.see(ref.batch)
+                ref = next(it, None)
+        for name in (A, B):
+            for t in self.sides[name].tails:
+                yield from self._emit(
+                    Difference(
+                        self.pair.name,
+                        t["kind"],
+                        None,
+                        None,
+                        t if name == A else None,
+                        t if name == B else None,
+                    )
+                )
+
+    def _pair(self, a: _Ref, b: _Ref) -> Iterator[Difference]:
+        ba, bb = a.batch, b.batch
+        if ba.crc == bb.crc and ba.size == bb.size and ba.data == bb.data:
+            self.common += 1
+            if self.diverged_at is None and self.compaction.pending:
+                self.compaction.see(ba)
+            return
+        fields = [f for f in HEADER_FIELDS if _header(ba, f) != _header(bb, f)]
+        if "base_offset" not in fields and ba.base_offset != bb.base_offset:
+            fields.insert(0, "base_offset")
+        d = Difference(
+            self.pair.name, CHANGED, a.base, a.last, batch_info(a), batch_info(b), fields
+        )
+        if self.diverged_at is not None and not self.options.deep:
+            yield from self._emit(d)
+            return
+        try:
+            ra = _records(ba, self.options.max_batch_bytes)
+            rb = _records(bb, self.options.max_batch_bytes)
+        except FormatError as e:
+            d.records = [{"decode_error": f"{e} ({e.code})"}]
+            self._diverge(a.base, a, b)
+            yield from self._emit(d)
+            return
+        first = _first_differing_offset(ra, rb, ba, bb)
+        d.first_differing_offset = first
+        if self.options.deep:
+            d.records = record_differences(ba, ra, bb, rb)
+        if self.diverged_at is None:
+            if self._compaction_explains(ba, ra, bb, rb):
+                d.explained_by = "compaction"
+            else:
+                epoch_differs = ba.partition_leader_epoch != bb.partition_leader_epoch
+                at = a.base if first is None or epoch_differs else first
+                self._diverge(at, a, b)
+        yield from self._emit(d)
+
+    def _compaction_explains(self, ba: Batch, ra: list[_Rec], bb: Batch, rb: list[_Rec]) -> bool:
+        if any(_header(ba, f) != _header(bb, f) for f in _KEPT_BY_CLEANER):
+            return False
+        ca = {r.offset: r.content() for r in ra}
+        cb = {r.offset: r.content() for r in rb}
+        b_in_a = all(ca.get(o) == c for o, c in cb.items())
+        a_in_b = all(cb.get(o) == c for o, c in ca.items())
+        if b_in_a and a_in_b:
+            # the same records, another header: the cleaner only rewrites an unchanged batch
+            # to give it a delete horizon
+            if (ba.delete_horizon_ms is None) == (bb.delete_horizon_ms is None):
+                return False
+            compacted = A if ba.delete_horizon_ms is not None else B
+        elif b_in_a:
+            compacted = B
+        elif a_in_b:
+            compacted = A
+        else:
+            return False
+        if not self.compaction.choose(compacted):
+            return False
+        full_batch, full, kept = (bb, rb, set(ca)) if compacted == A else (ba, ra, set(cb))
+        self.compaction.drop(full_batch, full, kept)
+        return True
+
+    def _only(
+        self, name: str, ref: _Ref, other: _Ref, overlap: bool = False
+    ) -> Iterator[Difference]:
+        d = Difference(
+            self.pair.name,
+            ONLY_A if name == A else ONLY_B,
+            ref.base,
+            ref.last,
+            batch_info(ref) if name == A else None,
+            batch_info(ref) if name == B else None,
+        )
+        if self.diverged_at is None and not overlap:
+            compacted = B if name == A else A  # the side without the batch
+            explained = False
+            if self.compaction.choose(compacted):
+                try:
+                    records = (
+                        []
+                        if ref.batch.is_control
+                        else _records(ref.batch, self.options.max_batch_bytes)
+                    )
+                    self.compaction.drop(ref.batch, records, set())
+                    explained = True
+                except FormatError:
+                    explained = False
+            if explained:
+                d.explained_by = "compaction"
+            else:
+                self._diverge(ref.base, ref if name == A else other, other if name == A else ref)
+        yield from self._emit(d)
+
+
+def diff_partition(pair: Pair, options: DiffOptions) -> Iterator[Difference | PartitionDiff]:
+    """The differences of one pair as they are found, then its verdict."""
+    if pair.a is None or pair.b is None:
+        yield PartitionDiff(
+            pair.name,
+            pair.a_display,
+            pair.b_display,
+            ONLY_IN_A if pair.b is None else ONLY_IN_B,
+            options.leader,
+            {A: None, B: None},
+            {A: None, B: None},
+        )
+        return
+    assert pair.a_display is not None and pair.b_display is not None
+    sa = _Side(A, pair.a, pair.a_display)
+    sb = _Side(B, pair.b, pair.b_display)
+    walk = _Walk(pair, sa, sb, options)
+    yield from walk.run()
+    comp = walk.compaction
+    if walk.diverged_at is None and comp.pending_keys:
+        at = comp.earliest_pending()
+        assert at is not None
+        walk._diverge(at, None, None)
+    pd = PartitionDiff(
+        pair.name,
+        pair.a_display,
+        pair.b_display,
+        IDENTICAL,
+        options.leader,
+        {A: sa.log_start_offset, B: sb.log_start_offset},
+        {A: sa.log_end_offset, B: sb.log_end_offset},
+        common_batches=walk.common,
+        differences=walk.differences,
+        differences_shown=walk.shown,
+    )
+    pd.torn_tail = {
+        name: next((t for t in s.tails if t["kind"] == TORN), None)
+        for name, s in ((A, sa), (B, sb))
+    }
+    caches: dict[str, EpochCache] = {}
+    for name, s in ((A, sa), (B, sb)):
+        cache, source, notes = s.epoch_cache()
+        caches[name] = cache
+        pd.epochs[name] = {"source": source, "entries": cache.as_list()}
+        pd.notes += notes
+        if s.tails:
+            pd.notes.append(
+                f"{name}: the walk of {len(s.tails)} segment(s) stopped early (torn tail or "
+                "corruption): only whole batches before it are compared"
+            )
+    for name in (A, B):
+        records, size = walk.lag[name]
+        if records or size:
+            pd.lagging = B if name == A else A
+            pd.lag_records, pd.lag_bytes = records, size
+    if pd.lagging is not None:
+        ahead = A if pd.lagging == B else B
+        ends = pd.end_offsets
+        pd.lag_offsets = (ends[ahead] or 0) - (ends[pd.lagging] or 0)
+    if walk.diverged_at is not None:
+        pd.verdict = DIVERGED
+        pd.diverged_at = walk.diverged_at
+        pd.epochs_at_divergence = {
+            name: {
+                "batch": walk.batch_epochs_at[name],
+                "cache": caches[name].epoch_at(walk.diverged_at),
+            }
+            for name in (A, B)
+        }
+    elif comp.side is not None:
+        pd.verdict = MODULO_COMPACTION
+        pd.compacted = comp.side
+    elif sa.log_start_offset != sb.log_start_offset:
+        pd.verdict = DIFFERENT_START
+    elif pd.lagging is not None:
+        pd.verdict = PREFIX
+    if pd.verdict != IDENTICAL:
+        leader = options.leader
+        follower = B if leader == A else A
+        sl, sf = (sa, sb) if leader == A else (sb, sa)
+        hw, _source = sf.view.high_watermark()
+        t = truncation_offset(
+            caches[leader],
+            sl.log_end_offset,
+            caches[follower],
+            sf.log_end_offset,
+            hw,
+            leader_name=leader,
+            follower_name=follower,
+        )
+        pd.truncation = t.as_obj()
+        if pd.diverged_at is not None and t.offset > pd.diverged_at:
+            pd.truncation_misses_divergence = True
+            why = (
+                "the same epoch on both sides, which the leader epoch exchange cannot tell apart"
+                if t.rule == "leader-epoch"
+                else "no leader epoch answer: the follower falls back to its high watermark"
+            )
+            pd.notes.append(
+                f"the broker's rule truncates follower {follower} to {t.offset}, above the "
+                f"divergence at {pd.diverged_at}: the replicas would stay different ({why})"
+            )
+    yield pd
+
+
+def diff(
+    a: str, b: str, options: DiffOptions | None = None
+) -> Iterator[Difference | PartitionDiff]:
+    """Every difference and every partition verdict of A against B, streamed."""
+    opts = options or DiffOptions()
+    for pair in pair_partitions(a, b):
+        yield from diff_partition(pair, opts)

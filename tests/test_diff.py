@@ -1,0 +1,443 @@
+"""``klogtool diff A B``: replica divergence (issue: replica divergence).
+
+Replica pairs are built batch by batch with ``encode_batch``; the truncation offsets expected
+here are worked out by hand from the broker's rule (``LeaderEpochFileCache.endOffsetFor`` and
+``AbstractFetcherThread.getOffsetTruncationState``; kafka-spec.md, "Replica divergence")."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_helpers import jsonl, run
+from rewrite_helpers import T0, generate, materialise, write_checkpoints, write_partition
+
+from klogtool.formats import codecs
+from klogtool.formats.batch import Record
+from klogtool.formats.checkpoint import EpochEntry, encode_leader_epoch_checkpoint
+from klogtool.formats.v2 import encode_batch
+from klogtool.log.diff import (
+    DIFFERENT_START,
+    DIVERGED,
+    IDENTICAL,
+    MODULO_COMPACTION,
+    PREFIX,
+    DiffOptions,
+    EpochCache,
+    PartitionDiff,
+    diff,
+    truncation_offset,
+)
+
+Spec = tuple[int, int, int, str]  # first offset, last offset, leader epoch, content tag
+
+
+def batch(first: int, last: int, epoch: int, tag: str = "") -> bytes:
+    recs = [
+        Record(o, T0 + o, b"key-%d" % o, f"value-{o}{tag}".encode(), (("h", b"x"),))
+        for o in range(first, last + 1)
+    ]
+    return encode_batch(
+        recs,
+        partition_leader_epoch=epoch,
+        producer_id=1000,
+        producer_epoch=0,
+        base_sequence=first,
+    )
+
+
+def replica(
+    root: Path,
+    specs: list[Spec],
+    epochs: list[tuple[int, int]] | None,
+    *,
+    name: str = "t-0",
+    segment_starts: tuple[int, ...] = (0,),
+) -> Path:
+    """A partition dir under ``root`` holding the batches of ``specs`` (cut into segments at
+    ``segment_starts``) and, unless None, a leader-epoch-checkpoint of ``epochs``."""
+    part = root / name
+    segments: list[tuple[int, list[bytes]]] = []
+    for first, last, epoch, tag in specs:
+        if not segments or (first in segment_starts and segments[-1][1]):
+            segments.append((first, []))
+        segments[-1][1].append(batch(first, last, epoch, tag))
+    write_partition(part, segments)
+    if epochs is not None:
+        (part / "leader-epoch-checkpoint").write_bytes(
+            encode_leader_epoch_checkpoint([EpochEntry(e, s) for e, s in epochs])
+        )
+    return part
+
+
+def verdict(a: Path, b: Path, **options: Any) -> PartitionDiff:
+    (pd,) = [
+        o for o in diff(str(a), str(b), DiffOptions(**options)) if isinstance(o, PartitionDiff)
+    ]
+    return pd
+
+
+# -- the broker's truncation rule, worked by hand --------------------------------------------
+
+
+def cache(*entries: tuple[int, int]) -> EpochCache:
+    return EpochCache([EpochEntry(e, s) for e, s in entries])
+
+
+def test_end_offset_for_follows_the_leader_epoch_cache() -> None:
+    c = cache((0, 0), (1, 10), (3, 20))
+    assert c.end_offset_for(3, 30) == (3, 30)  # the latest epoch ends at the log end offset
+    assert c.end_offset_for(2, 30) == (1, 20)  # largest epoch <= 2 is 1, ending where 3 starts
+    assert c.end_offset_for(1, 30) == (1, 20)
+    assert c.end_offset_for(0, 30) == (0, 10)
+    assert c.end_offset_for(4, 30) == (-1, -1)  # above every epoch: undefined
+    assert cache((2, 5), (4, 9)).end_offset_for(1, 12) == (1, 5)  # below every epoch
+    assert cache().end_offset_for(1, 12) == (-1, -1)
+
+
+def test_assign_keeps_epochs_and_starts_increasing() -> None:
+    c = EpochCache()
+    for epoch, start in [(0, 0), (0, 5), (2, 10), (2, 12), (1, 15), (3, 8)]:
+        c.assign(epoch, start)
+    # (1, 15) removes (2, 10); (3, 8) removes every entry starting at or after 8
+    assert c.as_list() == [[0, 0], [3, 8]]
+    c = cache((0, 0), (1, 10), (3, 20))
+    c.truncate_from_start(15)
+    assert c.as_list() == [[1, 15], [3, 20]]
+    c.truncate_from_end(20)
+    assert c.as_list() == [[1, 15]]
+
+
+def test_truncation_when_the_follower_has_an_epoch_the_leader_skipped() -> None:
+    # Leader: epochs 0@0, 1@10, 3@20, LEO 30. Follower: 0@0, 1@10, 2@15, LEO 25.
+    # The follower asks for 2; the leader's largest epoch <= 2 is 1, ending at 20 (where 3
+    # starts). The follower has 1 too, ending at 15 (where its 2 starts): min(15, 20, 25) = 15.
+    t = truncation_offset(
+        cache((0, 0), (1, 10), (3, 20)), 30, cache((0, 0), (1, 10), (2, 15)), 25, 0
+    )
+    assert (t.offset, t.rule) == (15, "leader-epoch")
+    assert t.steps == [
+        {
+            "follower_epoch": 2,
+            "leader_epoch": 1,
+            "leader_end_offset": 20,
+            "follower_end_offset": 15,
+            "truncate_to": 15,
+        }
+    ]
+
+
+def test_truncation_takes_two_rounds_when_the_follower_lacks_the_leaders_epoch() -> None:
+    # KIP-279. Leader: 0@0, 1@5, 3@15, LEO 20. Follower: 0@0, 2@8, LEO 12.
+    # Round 1: the follower asks for 2; the leader answers (1, 15). The follower has no epoch
+    # 1: its largest epoch <= 1 is 0, ending at 8 (where its 2 starts): it truncates to
+    # min(8, 12) = 8, leaving it with epoch 0 only, and asks again.
+    # Round 2: it asks for 0; the leader answers (0, 5) (its 1 starts at 5). The follower's 0
+    # is its latest and ends at its log end offset 8: min(8, 5, 8) = 5.
+    t = truncation_offset(cache((0, 0), (1, 5), (3, 15)), 20, cache((0, 0), (2, 8)), 12, 0)
+    assert t.offset == 5
+    assert [(s["follower_epoch"], s["leader_epoch"], s["truncate_to"]) for s in t.steps] == [
+        (2, 1, 8),
+        (0, 0, 5),
+    ]
+
+
+def test_without_an_answer_the_follower_falls_back_to_its_high_watermark() -> None:
+    t = truncation_offset(cache((0, 0), (2, 15)), 25, cache((0, 0), (3, 20)), 30, 12)
+    assert (t.offset, t.rule) == (12, "high-watermark")
+    t = truncation_offset(cache((0, 0)), 25, EpochCache(), 30, 40)
+    assert (t.offset, t.rule, t.steps) == (30, "high-watermark", [])  # at most its log end
+
+
+# -- replica pairs ----------------------------------------------------------------------------
+
+LEADER_1 = [(0, 4, 0, ""), (5, 9, 0, ""), (10, 14, 1, ""), (15, 19, 1, ""), (20, 29, 3, "")]
+FOLLOWER_1 = [(0, 4, 0, ""), (5, 9, 0, ""), (10, 14, 1, ""), (15, 24, 2, "-b")]
+
+
+def test_diverged_at_an_epoch_boundary(tmp_path: Path) -> None:
+    a = replica(tmp_path / "a", LEADER_1, [(0, 0), (1, 10), (3, 20)], segment_starts=(0, 10))
+    b = replica(tmp_path / "b", FOLLOWER_1, [(0, 0), (1, 10), (2, 15)])
+    pd = verdict(a, b)
+    assert pd.verdict == DIVERGED and pd.diverged_at == 15
+    assert pd.epochs_at_divergence == {
+        "a": {"batch": 1, "cache": 1},
+        "b": {"batch": 2, "cache": 2},
+    }
+    assert pd.truncation is not None
+    assert (pd.truncation["leader"], pd.truncation["follower"]) == ("a", "b")
+    assert pd.truncation["offset"] == 15 and pd.truncation["offsets_truncated"] == 10
+    assert not pd.truncation_misses_divergence
+    assert pd.common_batches == 3
+    assert pd.epochs["a"] == {
+        "source": "leader-epoch-checkpoint",
+        "entries": [[0, 0], [1, 10], [3, 20]],
+    }
+
+
+def test_epochs_come_from_the_batches_without_a_checkpoint(tmp_path: Path) -> None:
+    a = replica(tmp_path / "a", LEADER_1, None)
+    b = replica(tmp_path / "b", FOLLOWER_1, None)
+    pd = verdict(a, b)
+    assert pd.epochs["b"] == {"source": "batches", "entries": [[0, 0], [1, 10], [2, 15]]}
+    assert pd.truncation is not None and pd.truncation["offset"] == 15
+
+
+def test_diverged_where_the_follower_lacks_the_leaders_epoch(tmp_path: Path) -> None:
+    leader = [(0, 4, 0, ""), (5, 9, 1, ""), (10, 14, 1, ""), (15, 19, 3, "")]
+    follower = [(0, 4, 0, ""), (5, 7, 0, "-b"), (8, 11, 2, "-b")]
+    a = replica(tmp_path / "a", leader, [(0, 0), (1, 5), (3, 15)])
+    b = replica(tmp_path / "b", follower, [(0, 0), (2, 8)])
+    pd = verdict(a, b)
+    assert (pd.verdict, pd.diverged_at) == (DIVERGED, 5)
+    assert pd.truncation is not None and pd.truncation["offset"] == 5
+    assert len(pd.truncation["steps"]) == 2
+
+
+def test_b_as_leader_and_the_high_watermark_fallback(tmp_path: Path) -> None:
+    a = replica(tmp_path / "a", LEADER_1, [(0, 0), (1, 10), (3, 20)])
+    b = replica(tmp_path / "b", FOLLOWER_1, [(0, 0), (1, 10), (2, 15)])
+    write_checkpoints(tmp_path / "a", replication_offset_checkpoint={("t", 0): 12})
+    pd = verdict(a, b, leader="b")
+    # A asks for 3; B's epochs end at 2: no answer, A truncates to its high watermark
+    assert pd.truncation is not None
+    assert (pd.truncation["follower"], pd.truncation["rule"], pd.truncation["offset"]) == (
+        "a",
+        "high-watermark",
+        12,
+    )
+
+
+def test_same_epoch_different_records_is_the_case_the_broker_cannot_see(tmp_path: Path) -> None:
+    a = replica(tmp_path / "a", [(0, 4, 0, ""), (5, 9, 0, "")], [(0, 0)])
+    b = replica(tmp_path / "b", [(0, 4, 0, ""), (5, 9, 0, "-b")], [(0, 0)])
+    items = list(diff(str(a), str(b), DiffOptions(deep=True)))
+    pd = items[-1]
+    assert isinstance(pd, PartitionDiff)
+    assert (pd.verdict, pd.diverged_at) == (DIVERGED, 5)
+    assert pd.truncation is not None and pd.truncation["offset"] == 10
+    assert pd.truncation_misses_divergence
+    (d,) = items[:-1]
+    assert d.kind == "changed" and d.fields == ["crc", "size"] and d.first_differing_offset == 5
+    assert d.records is not None and len(d.records) == 5
+    assert d.records[0] == {
+        "offset": 5,
+        "fields": [{"field": "value", "a": "value-5", "b": "value-5-b"}],
+    }
+
+
+def test_a_different_leader_epoch_alone_is_divergence(tmp_path: Path) -> None:
+    # the same records at 5..9, written by leader A in epoch 2 and by B (leader of epoch 1)
+    a = replica(tmp_path / "a", [(0, 4, 0, ""), (5, 9, 2, "")], [(0, 0), (2, 5)])
+    b = replica(tmp_path / "b", [(0, 4, 0, ""), (5, 9, 1, "")], [(0, 0), (1, 5)])
+    items = list(diff(str(a), str(b)))
+    pd = items[-1]
+    assert isinstance(pd, PartitionDiff) and (pd.verdict, pd.diverged_at) == (DIVERGED, 5)
+    assert items[0].fields == ["partition_leader_epoch"]  # type: ignore[union-attr]
+    assert items[0].first_differing_offset is None  # type: ignore[union-attr]
+    # B asks for 1; A's largest epoch <= 1 is 0, ending at 5 (where A's 2 starts). B has 0
+    # too, ending at 5 (where its 1 starts): min(5, 5, 10) = 5.
+    assert pd.truncation is not None and pd.truncation["offset"] == 5
+    assert pd.truncation["rule"] == "leader-epoch"
+    # The other way round, a leader whose latest epoch (1) is below the follower's (2) has no
+    # answer (UNDEFINED): the follower truncates to its high watermark (0 without a checkpoint)
+    pd = verdict(b, a)
+    assert pd.truncation is not None
+    assert (pd.truncation["rule"], pd.truncation["offset"]) == ("high-watermark", 0)
+
+
+def test_identical_and_prefix(tmp_path: Path) -> None:
+    a = replica(tmp_path / "a", LEADER_1, [(0, 0), (1, 10), (3, 20)])
+    same = replica(tmp_path / "same", LEADER_1, [(0, 0), (1, 10), (3, 20)])
+    lag = replica(tmp_path / "lag", LEADER_1[:3], [(0, 0), (1, 10)])
+    assert verdict(a, same).verdict == IDENTICAL
+    pd = verdict(a, lag)
+    assert (pd.verdict, pd.lagging, pd.lag_offsets, pd.lag_records) == (PREFIX, "b", 15, 15)
+    assert pd.lag_bytes == len(batch(15, 19, 1)) + len(batch(20, 29, 3))
+    assert pd.truncation is not None and pd.truncation["offset"] == 15  # nothing to cut
+    assert verdict(lag, a).lagging == "a"
+
+
+def test_different_start_offsets(tmp_path: Path) -> None:
+    a = replica(tmp_path / "a", LEADER_1, [(0, 0), (1, 10), (3, 20)], segment_starts=(0, 10))
+    b = replica(tmp_path / "b", LEADER_1[2:], [(1, 10), (3, 20)])
+    pd = verdict(a, b)
+    assert pd.verdict == DIFFERENT_START
+    assert pd.start_offsets == {"a": 0, "b": 10} and pd.differences == 0
+
+
+def test_a_torn_tail_is_reported_and_cut_like_recovery(tmp_path: Path) -> None:
+    a = replica(tmp_path / "a", LEADER_1, [(0, 0), (1, 10), (3, 20)])
+    b = replica(tmp_path / "b", LEADER_1, [(0, 0), (1, 10), (3, 20)])
+    log = b / "00000000000000000000.log"
+    size = log.stat().st_size
+    with log.open("ab") as f:
+        f.write(batch(30, 34, 3)[:40])  # a few bytes of the next batch
+    items = list(diff(str(a), str(b)))
+    pd = items[-1]
+    assert isinstance(pd, PartitionDiff) and pd.verdict == IDENTICAL
+    assert pd.torn_tail["b"] is not None and pd.torn_tail["b"]["position"] == size
+    assert pd.torn_tail["b"]["bytes"] == 40 and pd.torn_tail["a"] is None
+    assert [d.kind for d in items[:-1]] == ["torn-tail"]  # type: ignore[union-attr]
+    # a lagging copy whose last batch is torn
+    c = replica(tmp_path / "c", LEADER_1[:4], [(0, 0), (1, 10)])
+    with (c / "00000000000000000000.log").open("ab") as f:
+        f.write(batch(20, 29, 3)[:30])
+    pd = verdict(a, c)
+    assert (pd.verdict, pd.lagging, pd.lag_offsets) == (PREFIX, "b", 10)
+    assert pd.torn_tail["b"] is not None and pd.torn_tail["b"]["bytes"] == 30
+
+
+# -- compaction -------------------------------------------------------------------------------
+
+
+def test_a_compacted_copy_is_equal_modulo_compaction(tmp_path: Path) -> None:
+    g = generate(seed=11, codec=codecs.GZIP)
+    a = materialise(g, tmp_path / "a")
+    b = materialise(g, tmp_path / "b")
+    now = T0 + 3_600_000
+    code, _out, err = run("compact", str(b), "--now", str(now), cwd=tmp_path)
+    assert code == 0, err
+    assert (b / "00000000000000000000.log").read_bytes() != (
+        a / "00000000000000000000.log"
+    ).read_bytes()
+    pd = verdict(a, b)
+    assert (pd.verdict, pd.compacted) == (MODULO_COMPACTION, "b"), pd
+    assert pd.differences > 0 and pd.diverged_at is None
+    # and the other way round
+    assert verdict(b, a).compacted == "a"
+    code, _out, err = run("diff", str(a), str(b), cwd=tmp_path)
+    assert code == 1, err
+    code, out, err = run("diff", "--allow-compaction", str(a), str(b), cwd=tmp_path)
+    assert code == 0, err
+    assert "equal modulo compaction (b is compacted)" in out
+
+
+def _keyed(o: int, key: bytes, value: bytes | None) -> Record:
+    return Record(o, T0 + o, key, value)
+
+
+def test_a_removed_record_that_nothing_supersedes_is_divergence(tmp_path: Path) -> None:
+    full = [_keyed(0, b"k1", b"v0"), _keyed(1, b"k2", b"v1"), _keyed(2, b"k1", b"v2")]
+    write_partition(tmp_path / "a" / "t-0", [(0, [encode_batch(full)])])
+    # the cleaner may drop offset 0 (k1 comes again at 2), not offset 1 (k2 never comes again)
+    ok = encode_batch([full[1], full[2]], base_offset=0, last_offset_delta=2)
+    bad = encode_batch([full[0], full[2]], base_offset=0, last_offset_delta=2)
+    write_partition(tmp_path / "ok" / "t-0", [(0, [ok])])
+    write_partition(tmp_path / "bad" / "t-0", [(0, [bad])])
+    a = tmp_path / "a" / "t-0"
+    assert verdict(a, tmp_path / "ok" / "t-0").verdict == MODULO_COMPACTION
+    pd = verdict(a, tmp_path / "bad" / "t-0")
+    assert (pd.verdict, pd.diverged_at) == (DIVERGED, 1)
+
+
+def test_a_changed_value_in_a_compacted_copy_is_divergence(tmp_path: Path) -> None:
+    full = [_keyed(0, b"k1", b"v0"), _keyed(1, b"k1", b"v1"), _keyed(2, b"k2", None)]
+    write_partition(tmp_path / "a" / "t-0", [(0, [encode_batch(full)])])
+    changed = encode_batch([_keyed(1, b"k1", b"XX")], base_offset=0, last_offset_delta=2)
+    write_partition(tmp_path / "b" / "t-0", [(0, [changed])])
+    pd = verdict(tmp_path / "a" / "t-0", tmp_path / "b" / "t-0")
+    assert (pd.verdict, pd.diverged_at) == (DIVERGED, 0)
+
+
+# -- inputs and the command line --------------------------------------------------------------
+
+
+def test_unreadable_inputs_exit_3(tmp_path: Path) -> None:
+    a = replica(tmp_path / "a", LEADER_1, None)
+    code, _out, err = run("diff", str(a), str(tmp_path / "missing"), cwd=tmp_path)
+    assert code == 3 and "(not-found)" in err
+    garbage = tmp_path / "g" / "t-0"
+    garbage.mkdir(parents=True)
+    (garbage / "00000000000000000000.log").write_bytes(b"\x7f" * 200)
+    code, _out, err = run("diff", str(a), str(garbage), cwd=tmp_path)
+    assert code == 3 and err.startswith("klogtool: error:"), err
+    code, _out, err = run("diff", str(a), str(tmp_path / "a"), cwd=tmp_path)
+    assert code == 3 and "(mismatched-inputs)" in err
+
+
+def test_log_dirs_pair_partitions_by_name(tmp_path: Path) -> None:
+    replica(tmp_path / "a", LEADER_1, None)
+    replica(tmp_path / "b", LEADER_1, None)
+    replica(tmp_path / "a", LEADER_1[:2], None, name="u-0")
+    code, out, err = run("diff", "--format", "jsonl", "a", "b", cwd=tmp_path)
+    assert code == 1, err
+    objs = jsonl(out)
+    parts = {o["partition"]: o for o in objs if o["type"] == "partition-diff"}
+    assert parts["t-0"]["verdict"] == "identical" and parts["t-0"]["ok"] is True
+    assert parts["u-0"]["verdict"] == "only-in-a" and parts["u-0"]["b"] is None
+    assert objs[-1] == {
+        "type": "summary",
+        "partitions": 2,
+        "identical": 1,
+        "prefix": 0,
+        "diverged": 0,
+        "equal_modulo_compaction": 0,
+        "different_start_offsets": 0,
+        "only_in_a": 1,
+        "only_in_b": 0,
+        "differences": 0,
+        "ok": False,
+    }
+    shutil.rmtree(tmp_path / "a" / "u-0")
+    code, out, err = run("diff", "a", "b", cwd=tmp_path)
+    assert code == 0, err
+    assert out.splitlines()[-1] == "klogtool diff: 1 partition: 1 identical"
+
+
+def test_cli_text_and_jsonl_for_a_diverged_pair(tmp_path: Path) -> None:
+    replica(tmp_path / "a", LEADER_1, [(0, 0), (1, 10), (3, 20)])
+    replica(tmp_path / "b", FOLLOWER_1, [(0, 0), (1, 10), (2, 15)])
+    code, out, err = run("diff", "a/t-0", "b/t-0", cwd=tmp_path)
+    assert code == 1, err
+    assert "t-0: diverged at offset 15" in out
+    assert "leader epoch at 15: batch 1, cache 1" in out
+    assert "leader a: follower b truncates by its leader epochs to offset 15" in out
+    assert "  only in b: offsets 15..24 (10 records" in out
+    code, out, err = run(
+        "diff", "--format", "jsonl", "--max-differences", "1", "a/t-0", "b/t-0", cwd=tmp_path
+    )
+    assert code == 1, err
+    objs = jsonl(out)
+    assert [o["type"] for o in objs] == ["difference", "partition-diff", "summary"]
+    pd = objs[1]
+    assert (pd["verdict"], pd["diverged_at"], pd["truncation"]["offset"]) == ("diverged", 15, 15)
+    assert pd["differences"] == 3 and pd["differences_shown"] == 1
+    assert objs[0]["kind"] == "only-in-a" and objs[0]["a"]["base_offset"] == 15
+    code, _out, _err = run("diff", "--allow-lag", "a/t-0", "b/t-0", cwd=tmp_path)
+    assert code == 1  # divergence is never allowed
+
+
+def test_allow_lag(tmp_path: Path) -> None:
+    replica(tmp_path / "a", LEADER_1, None)
+    replica(tmp_path / "b", LEADER_1[:4], None)
+    assert run("diff", "a/t-0", "b/t-0", cwd=tmp_path)[0] == 1
+    code, out, err = run("diff", "--allow-lag", "a/t-0", "b/t-0", cwd=tmp_path)
+    assert code == 0, err
+    assert "b lags by 10 offsets (10 records" in out
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json"])
+def test_machine_formats_parse(tmp_path: Path, fmt: str) -> None:
+    replica(tmp_path / "a", LEADER_1, None)
+    replica(tmp_path / "b", FOLLOWER_1, None)
+    code, out, _err = run("diff", "--deep", "--format", fmt, "a/t-0", "b/t-0", cwd=tmp_path)
+    assert code == 1
+    import json
+
+    objs = jsonl(out) if fmt == "jsonl" else json.loads(out)
+    assert objs[-1]["type"] == "summary" and objs[-1]["diverged"] == 1
+
+
+def test_batches_of_an_overlapping_segment_are_skipped_as_corruption(tmp_path: Path) -> None:
+    first = [batch(0, 4, 0), batch(5, 9, 0)]
+    write_partition(tmp_path / "a" / "t-0", [(0, first), (10, [batch(10, 14, 0)])])
+    write_partition(tmp_path / "b" / "t-0", [(0, first), (10, [batch(5, 9, 0), batch(10, 14, 0)])])
+    items = list(diff(str(tmp_path / "a" / "t-0"), str(tmp_path / "b" / "t-0")))
+    pd = items[-1]
+    assert isinstance(pd, PartitionDiff) and pd.verdict == IDENTICAL
+    (d,) = items[:-1]
+    assert d.kind == "corrupt" and d.b is not None  # type: ignore[union-attr]
+    assert "do not increase" in d.b["message"]  # type: ignore[union-attr]
