@@ -9,8 +9,6 @@
 //! the `snap` crate behind cramjam, and a zlib port), so both accept the same streams.
 #![forbid(unsafe_code)]
 
-use std::io::Read;
-
 pub const NONE: u8 = 0;
 pub const GZIP: u8 = 1;
 pub const SNAPPY: u8 = 2;
@@ -193,61 +191,60 @@ const ZSTD_MAGIC: u32 = 0xFD2F_B528;
 const ZSTD_SKIPPABLE_MASK: u32 = 0xFFFF_FFF0;
 const ZSTD_SKIPPABLE_MAGIC: u32 = 0x184D_2A50;
 const ZSTD_MAX_WINDOW: u64 = 1 << 27;
+const ZSTD_BLOCK_MAX: u64 = 128 * 1024;
 
 /// Checks the frame structure the way the reference's `_zstd_frames` does (it rejects what
-/// libzstd's streaming reader would take as a quiet end of data), then decodes.
+/// libzstd's streaming reader would take as a quiet end of data), then decodes all frames in
+/// one call into a buffer of the frames' output bound (at most `limit`).
 fn zstd(data: &[u8], limit: usize) -> Option<Vec<u8>> {
-    if data.is_empty() || !zstd_frames_ok(data) {
+    if data.is_empty() {
         return None;
     }
-    let mut decoder = zstd::stream::read::Decoder::with_buffer(data).ok()?;
-    let mut out = Vec::new();
-    (&mut decoder)
-        .take(limit as u64 + 1)
-        .read_to_end(&mut out)
-        .ok()?;
-    (out.len() <= limit).then_some(out)
+    let bound = zstd_frames_bound(data)?;
+    // Past the limit the reference streams until it passes it: leave that case to it.
+    if bound > limit as u64 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(bound as usize);
+    let mut dctx = zstd::bulk::Decompressor::new().ok()?;
+    dctx.decompress_to_buffer(data, &mut out).ok()?;
+    Some(out)
 }
 
 fn le_u32(data: &[u8], pos: usize) -> Option<u32> {
     Some(u32::from_le_bytes(data.get(pos..pos + 4)?.try_into().ok()?))
 }
 
-fn zstd_frames_ok(data: &[u8]) -> bool {
+/// The upper bound of the frames' output (raw and RLE blocks regenerate exactly their size,
+/// a compressed block at most the block maximum), or `None` where the reference rejects them.
+fn zstd_frames_bound(data: &[u8]) -> Option<u64> {
     let n = data.len();
     let mut pos = 0;
+    let mut bound: u64 = 0;
     while pos < n {
-        let Some(magic) = le_u32(data, pos) else {
-            return false;
-        };
+        let magic = le_u32(data, pos)?;
         if magic & ZSTD_SKIPPABLE_MASK == ZSTD_SKIPPABLE_MAGIC {
-            let Some(skip) = le_u32(data, pos + 4) else {
-                return false;
-            };
+            let skip = le_u32(data, pos + 4)?;
             pos += 8;
             if n - pos < skip as usize {
-                return false;
+                return None;
             }
             pos += skip as usize;
             continue;
         }
         if magic != ZSTD_MAGIC {
-            return false;
+            return None;
         }
         pos += 4;
-        let Some(&fhd) = data.get(pos) else {
-            return false;
-        };
+        let &fhd = data.get(pos)?;
         pos += 1;
         if fhd & 0x08 != 0 {
-            return false;
+            return None;
         }
         let single_segment = fhd & 0x20 != 0;
         let mut window: u64 = 0;
         if !single_segment {
-            let Some(&wd) = data.get(pos) else {
-                return false;
-            };
+            let &wd = data.get(pos)?;
             pos += 1;
             let base: u64 = 1 << (10 + (wd >> 3));
             window = base + (base >> 3) * u64::from(wd & 0x07);
@@ -258,7 +255,7 @@ fn zstd_frames_ok(data: &[u8]) -> bool {
             s => s,
         };
         if pos > n || n - pos < fcs_size {
-            return false;
+            return None;
         }
         if single_segment {
             let mut content = 0u64;
@@ -273,11 +270,16 @@ fn zstd_frames_ok(data: &[u8]) -> bool {
         }
         pos += fcs_size;
         if window > ZSTD_MAX_WINDOW {
-            return false;
+            return None;
         }
+        let block_max: u64 = if window >= 1024 {
+            window.min(ZSTD_BLOCK_MAX)
+        } else {
+            ZSTD_BLOCK_MAX
+        };
         loop {
             if n - pos < 3 {
-                return false;
+                return None;
             }
             let header = u32::from(data[pos])
                 | u32::from(data[pos + 1]) << 8
@@ -285,15 +287,20 @@ fn zstd_frames_ok(data: &[u8]) -> bool {
             pos += 3;
             let block_type = (header >> 1) & 0x03;
             if block_type == 3 {
-                return false;
+                return None;
             }
+            bound += if block_type == 2 {
+                block_max
+            } else {
+                u64::from(header >> 3)
+            };
             let size = if block_type == 1 {
                 1
             } else {
                 (header >> 3) as usize
             };
             if n - pos < size {
-                return false;
+                return None;
             }
             pos += size;
             if header & 1 != 0 {
@@ -302,12 +309,12 @@ fn zstd_frames_ok(data: &[u8]) -> bool {
         }
         if fhd & 0x04 != 0 {
             if n - pos < 4 {
-                return false;
+                return None;
             }
             pos += 4;
         }
     }
-    true
+    Some(bound)
 }
 
 #[cfg(test)]
