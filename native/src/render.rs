@@ -74,21 +74,12 @@ impl JsonLines {
             Payload::Omit => self.out.extend_from_slice(b"null"),
             Payload::Base64 => {
                 self.out.push(b'"');
-                let start = self.out.len();
-                self.out.resize(start + data.len().div_ceil(3) * 4, 0);
-                let n = base64::engine::general_purpose::STANDARD
-                    .encode_slice(data, &mut self.out[start..])
-                    .unwrap_or(0);
-                self.out.truncate(start + n);
+                base64_into(&mut self.out, data);
                 self.out.push(b'"');
             }
             Payload::Hex => {
-                const DIGITS: &[u8; 16] = b"0123456789abcdef";
                 self.out.push(b'"');
-                for b in data {
-                    self.out.push(DIGITS[usize::from(b >> 4)]);
-                    self.out.push(DIGITS[usize::from(b & 0x0f)]);
-                }
+                hex_into(&mut self.out, data);
                 self.out.push(b'"');
             }
             Payload::Utf8 => match std::str::from_utf8(data) {
@@ -188,12 +179,7 @@ pub fn jsonl(
         return None; // control records are rendered decoded, by Python
     }
     let mut lines = JsonLines::new(position, print_data, key, value);
-    // About what the lines take: the payloads (a third more as base64) and ~160 bytes of keys
-    // and numbers a record.
-    let records = usize::try_from(header.records_count).unwrap_or(0);
-    lines
-        .out
-        .reserve((batch_bytes.len() * 3 / 2).saturating_add(records.min(1 << 20) * 160));
+    lines.out.reserve(reserve(batch_bytes, &header));
     batch::decode(batch_bytes, max_batch_bytes, &mut lines)?;
     (!lines.refused).then_some((lines.out, lines.records))
 }
@@ -210,13 +196,16 @@ pub struct TextLines {
 
 /// Append `s` with C0 controls but tab, and DEL, shown as `\xNN` (`render_text`'s escapes).
 fn escaped(out: &mut Vec<u8>, s: &str) {
-    for &b in s.as_bytes() {
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
         if (b < 0x20 && b != b'\t') || b == 0x7f {
+            out.extend_from_slice(&bytes[start..i]);
             out.extend_from_slice(format!("\\x{b:02x}").as_bytes());
-        } else {
-            out.push(b);
+            start = i + 1;
         }
     }
+    out.extend_from_slice(&bytes[start..]);
 }
 
 /// The largest epoch millisecond Python's `datetime.fromtimestamp` shows (9999-12-31).
@@ -241,16 +230,42 @@ pub fn timestamp(out: &mut Vec<u8>, ms: i64) {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    out.extend_from_slice(
-        format!(
-            " ({year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z)",
-            rem / 3600,
-            rem % 3600 / 60,
-            rem % 60,
-            ms % 1000
-        )
-        .as_bytes(),
-    );
+    let two = |out: &mut Vec<u8>, v: i64, sep: u8| {
+        out.push(b'0' + (v / 10) as u8);
+        out.push(b'0' + (v % 10) as u8);
+        out.push(sep);
+    };
+    out.extend_from_slice(b" (");
+    out.extend_from_slice(itoa::Buffer::new().format(year).as_bytes()); // 1970..=9999
+    out.push(b'-');
+    two(out, month, b'-');
+    two(out, day, b'T');
+    two(out, rem / 3600, b':');
+    two(out, rem % 3600 / 60, b':');
+    two(out, rem % 60, b'.');
+    let frac = ms % 1000;
+    out.push(b'0' + (frac / 100) as u8);
+    two(out, frac % 100, b'Z');
+    out.push(b')');
+}
+
+/// Append `data` as standard base64 with padding.
+fn base64_into(out: &mut Vec<u8>, data: &[u8]) {
+    let start = out.len();
+    out.resize(start + data.len().div_ceil(3) * 4, 0);
+    let n = base64::engine::general_purpose::STANDARD
+        .encode_slice(data, &mut out[start..])
+        .unwrap_or(0);
+    out.truncate(start + n);
+}
+
+/// Append `data` as lowercase hex.
+fn hex_into(out: &mut Vec<u8>, data: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for b in data {
+        out.push(DIGITS[usize::from(b >> 4)]);
+        out.push(DIGITS[usize::from(b & 0x0f)]);
+    }
 }
 
 impl TextLines {
@@ -272,17 +287,8 @@ impl TextLines {
         };
         match how {
             Payload::Omit => return false,
-            Payload::Base64 => {
-                let text = base64::engine::general_purpose::STANDARD.encode(data);
-                self.out.extend_from_slice(text.as_bytes());
-            }
-            Payload::Hex => {
-                const DIGITS: &[u8; 16] = b"0123456789abcdef";
-                for b in data {
-                    self.out.push(DIGITS[usize::from(b >> 4)]);
-                    self.out.push(DIGITS[usize::from(b & 0x0f)]);
-                }
-            }
+            Payload::Base64 => base64_into(&mut self.out, data),
+            Payload::Hex => hex_into(&mut self.out, data),
             Payload::Utf8 => match std::str::from_utf8(data) {
                 Ok(text) => escaped(&mut self.out, text),
                 Err(_) => self.refused = true,
@@ -376,16 +382,11 @@ impl KafkaLines {
             Payload::Omit => {}
             Payload::Base64 => {
                 self.out.extend_from_slice(label);
-                let text = base64::engine::general_purpose::STANDARD.encode(data);
-                self.out.extend_from_slice(text.as_bytes());
+                base64_into(&mut self.out, data);
             }
             Payload::Hex => {
-                const DIGITS: &[u8; 16] = b"0123456789abcdef";
                 self.out.extend_from_slice(label);
-                for b in data {
-                    self.out.push(DIGITS[usize::from(b >> 4)]);
-                    self.out.push(DIGITS[usize::from(b & 0x0f)]);
-                }
+                hex_into(&mut self.out, data);
             }
             Payload::Utf8 => match std::str::from_utf8(data) {
                 Ok(text) => {
@@ -471,8 +472,16 @@ pub fn kafka(
         value,
         refused: false,
     };
+    lines.out.reserve(reserve(batch_bytes, &header));
     batch::decode(batch_bytes, max_batch_bytes, &mut lines)?;
     (!lines.refused).then_some(lines)
+}
+
+/// About what a batch's lines take: the payloads (a third more as base64) and ~160 bytes of
+/// field names and numbers a record (a first guess: the buffer still grows as needed).
+fn reserve(batch_bytes: &[u8], header: &batch::Header) -> usize {
+    let records = usize::try_from(header.records_count).unwrap_or(0);
+    (batch_bytes.len() * 3 / 2).saturating_add(records.min(1 << 20) * 160)
 }
 
 /// The text lines of every record of a whole v2 batch and their number, or `None` (see
@@ -489,6 +498,7 @@ pub fn text(
         return None;
     }
     let mut lines = TextLines::new(print_data, key, value);
+    lines.out.reserve(reserve(batch_bytes, &header));
     batch::decode(batch_bytes, max_batch_bytes, &mut lines)?;
     (!lines.refused).then_some((lines.out, lines.records))
 }
