@@ -402,7 +402,8 @@ impl KafkaLines {
 impl Sink for KafkaLines {
     fn record(&mut self, r: &Record<'_>) {
         self.records += 1;
-        if let Some(last) = self.last {
+        // -1 means "no record yet" to the Python renderer, even after a record at offset -1
+        if let Some(last) = self.last.filter(|&last| last != -1) {
             if Some(r.offset) != last.checked_add(1) {
                 self.breaks.push((last, r.offset));
             }
