@@ -132,8 +132,7 @@ def _regex(_c: click.Context, p: click.Parameter, v: str | None) -> str | None:
 @click.option(
     "--print-data/--no-print-data",
     default=True,
-    show_default=True,
-    help="Show keys, values and header values, or only their sizes.",
+    help="Show keys, values and header values, or only their sizes [default: --print-data].",
 )
 @click.option(
     "--key-decoder",
