@@ -82,6 +82,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "retention_sweep",
         "Delete old segments the way the broker's retention does.",
     ),
+    "find": (
+        "find",
+        "Find records across segments, partitions or whole log dirs: the offline kcat.",
+    ),
     "man": ("man", "Show the manual page of klogtool, or of one of its commands."),
     "describe": (
         "describe",

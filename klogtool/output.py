@@ -162,30 +162,52 @@ class Output:
             yield
 
     @contextmanager
-    def progress(self, total: int, description: str) -> Iterator[Any]:
-        """A byte-based progress bar on a terminal; a no-op advance function otherwise."""
+    def progress(self, total: int, description: str, *, records: bool = False) -> Iterator[Any]:
+        """A byte-based progress bar on a terminal; a no-op advance function otherwise.
+
+        With ``records``, the advance function takes ``(bytes, records)`` and the bar also shows
+        the records read and the records per second."""
         if not self.show_progress or total <= 0:
-            yield lambda n: None
+            yield (lambda n, r=0: None) if records else (lambda n: None)
             return
         from rich.progress import (  # loaded when a bar is shown (start-up time)
             BarColumn,
             DownloadColumn,
             Progress,
+            ProgressColumn,
             TextColumn,
             TimeRemainingColumn,
         )
+        from rich.text import Text
 
-        bar = Progress(
+        class RecordsColumn(ProgressColumn):
+            def render(self, task: Any) -> Text:
+                n = task.fields.get("records", 0)
+                elapsed = task.elapsed or 0.0
+                rate = n / elapsed if elapsed > 0 else 0.0
+                return Text(f"{n:,} records, {rate:,.0f} records/s")
+
+        columns: list[Any] = [
             TextColumn("{task.description}"),
             BarColumn(),
             DownloadColumn(),
             TimeRemainingColumn(),
-            console=self.err,
-            transient=True,
-        )
+        ]
+        if records:
+            columns.append(RecordsColumn())
+        bar = Progress(*columns, console=self.err, transient=True)
         with bar:
-            task = bar.add_task(description, total=total)
-            yield lambda n: bar.advance(task, n)
+            task = bar.add_task(description, total=total, records=0)
+            if not records:
+                yield lambda n: bar.advance(task, n)
+                return
+            seen = [0]
+
+            def advance(n: int, r: int = 0) -> None:
+                seen[0] += r
+                bar.update(task, advance=n, records=seen[0])
+
+            yield advance
 
 
 _INDENTED = {

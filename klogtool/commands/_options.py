@@ -52,6 +52,23 @@ def max_batch_bytes_option(f: F) -> F:
     )(f)
 
 
+def parse_offsets(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> tuple[int, int] | None:
+    """``--offsets FROM:TO`` (either end may be left out) as an inclusive range."""
+    if value is None:
+        return None
+    lo, sep, hi = value.partition(":")
+    try:
+        start = int(lo) if lo else 0
+        end = int(hi) if hi else (1 << 63) - 1
+    except ValueError:
+        raise click.BadParameter("expected FROM:TO offsets, e.g. 100:200, 100: or :200") from None
+    if not sep or start > end:
+        raise click.BadParameter("expected FROM:TO with FROM <= TO, e.g. 100:200")
+    return start, end
+
+
 # -- writing commands (convert-format, compact, retention-sweep, ...) ---------------------------
 def dry_run_option(f: F) -> F:
     return click.option("--dry-run", is_flag=True, help="Print the plan and change nothing.")(f)

@@ -8,7 +8,12 @@ from typing import Any
 
 import click
 
-from klogtool.commands._options import format_option, max_batch_bytes_option, paths_argument
+from klogtool.commands._options import (
+    format_option,
+    max_batch_bytes_option,
+    parse_offsets,
+    paths_argument,
+)
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.formats import BYTE_DECODERS, INTERNAL_DECODERS, UNIMPLEMENTED_DECODERS
 from klogtool.log import layout
@@ -17,20 +22,6 @@ from klogtool.log.files import STDIN_KINDS, total_log_bytes
 from klogtool.output import Output, to_json
 
 INTERNAL_DECODERS = tuple(d for d in INTERNAL_DECODERS if d not in UNIMPLEMENTED_DECODERS)
-
-
-def _parse_offsets(_ctx: click.Context, _param: click.Parameter, value: str | None):
-    if value is None:
-        return None
-    lo, sep, hi = value.partition(":")
-    try:
-        start = int(lo) if lo else 0
-        end = int(hi) if hi else (1 << 63) - 1
-    except ValueError:
-        raise click.BadParameter("expected FROM:TO offsets, e.g. 100:200, 100: or :200") from None
-    if not sep or start > end:
-        raise click.BadParameter("expected FROM:TO with FROM <= TO, e.g. 100:200")
-    return start, end
 
 
 @click.command("dump-segments")
@@ -73,7 +64,7 @@ def _parse_offsets(_ctx: click.Context, _param: click.Parameter, value: str | No
 )
 @click.option(
     "--offsets",
-    callback=_parse_offsets,
+    callback=parse_offsets,
     metavar="FROM:TO",
     help="Only batches and records with offsets in FROM..TO (inclusive).",
 )

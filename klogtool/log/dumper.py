@@ -268,73 +268,10 @@ class Dumper:
             yield finding(sev, code, f.display, result.stopped_at, msg, invalid_bytes=invalid)
 
     def _internal_decoder(self, f: InputFile) -> str | None:
-        name = self.opts.decoder
-        if name == "none":
-            return None
-        if name != "auto":
-            return name
-        if f.kind == layout.KRAFT_SNAPSHOT:
-            # <offset>-<epoch>.checkpoint and bootstrap.checkpoint hold metadata records only
-            found: str | None = "cluster-metadata"
-        else:
-            parsed = (
-                layout.parse_partition_dir_name(f.path.resolve().parent.name)
-                if f.display != STDIN
-                else None
-            )
-            if parsed is None:
-                return None
-            found = payloads.auto_decoder_for_topic(parsed[0])
-        # A decoder not implemented yet: show the bytes rather than fail every record.
-        return None if found in payloads.UNIMPLEMENTED_DECODERS else found
+        return internal_decoder(self.opts.decoder, f)
 
     def _record(self, batch: Batch, rec: Record, decoder: str | None) -> Obj:
-        opts = self.opts
-        obj: Obj = {
-            "type": "record",
-            "offset": rec.offset,
-            "position": batch.position,
-            "timestamp": rec.timestamp,
-            "key_size": -1 if rec.key is None else len(rec.key),
-            "value_size": -1 if rec.value is None else len(rec.value),
-        }
-        obj["sequence"] = rec.sequence
-        obj["headers"] = [
-            {"key": k, "value": payloads.decode_bytes(opts.value_decoder, v)}
-            if opts.print_data
-            else {"key": k}
-            for k, v in rec.headers
-        ]
-        if batch.magic < 2:
-            obj["crc"] = rec.crc
-            obj["crc_valid"] = rec.crc_valid
-        if batch.is_control:
-            try:
-                ctl = decode_control_record(rec.key, rec.value)
-                obj["control"] = {"type": ctl.type_name, "type_id": ctl.type_id, **ctl.fields}
-            except FormatError as e:
-                obj["control"] = {"type": "INVALID", "error": str(e)}
-            return obj
-        if not opts.print_data:
-            return obj
-        try:
-            if decoder is None and opts.kafka_text:
-                # kafka-dump-log's StringDecoder: malformed UTF-8 becomes U+FFFD
-                obj["key"] = payloads.kafka_dump_text(opts.key_decoder, rec.key, None, 0)[0]
-                obj["value"] = payloads.kafka_dump_text(opts.value_decoder, None, rec.value, 0)[1]
-            elif decoder is None:
-                obj["key"] = payloads.decode_bytes(opts.key_decoder, rec.key)
-                obj["value"] = payloads.decode_bytes(opts.value_decoder, rec.value)
-            elif opts.kafka_text:
-                obj["key"], obj["value"] = payloads.kafka_dump_text(
-                    decoder, rec.key, rec.value, rec.offset
-                )
-            else:
-                obj["key"], obj["value"] = payloads.decode_internal(decoder, rec.key, rec.value)
-        except FormatError as e:  # one undecodable payload is not a broken batch
-            obj["key"] = obj["value"] = None
-            obj["decode_error"] = f"{decoder or opts.value_decoder}: {e}"
-        return obj
+        return record_object(batch, rec, decoder, self.opts)
 
     # -- index files --------------------------------------------------------------------------
     def _sibling_batches(self, f: InputFile) -> list[BatchSummary] | None:
@@ -512,6 +449,78 @@ class Dumper:
             yield from _text_entries(f.kind, f.path.name, data)
         except FormatError as e:
             yield finding("error", e.code, f.display, e.position, str(e))
+
+
+def internal_decoder(name: str, f: InputFile) -> str | None:
+    """The internal-topic decoder for ``f`` under ``--decoder NAME`` (auto: by the partition
+    directory's topic), or None for plain bytes."""
+    if name == "none":
+        return None
+    if name != "auto":
+        return name
+    if f.kind == layout.KRAFT_SNAPSHOT:
+        # <offset>-<epoch>.checkpoint and bootstrap.checkpoint hold metadata records only
+        found: str | None = "cluster-metadata"
+    else:
+        parsed = (
+            layout.parse_partition_dir_name(f.path.resolve().parent.name)
+            if f.display != STDIN
+            else None
+        )
+        if parsed is None:
+            return None
+        found = payloads.auto_decoder_for_topic(parsed[0])
+    # A decoder not implemented yet: show the bytes rather than fail every record.
+    return None if found in payloads.UNIMPLEMENTED_DECODERS else found
+
+
+def record_object(batch: Batch, rec: Record, decoder: str | None, opts: DumpOptions) -> Obj:
+    """The DESIGN.md §4 record object of ``rec`` (of ``batch``), as dump-segments shows it."""
+    obj: Obj = {
+        "type": "record",
+        "offset": rec.offset,
+        "position": batch.position,
+        "timestamp": rec.timestamp,
+        "key_size": -1 if rec.key is None else len(rec.key),
+        "value_size": -1 if rec.value is None else len(rec.value),
+    }
+    obj["sequence"] = rec.sequence
+    obj["headers"] = [
+        {"key": k, "value": payloads.decode_bytes(opts.value_decoder, v)}
+        if opts.print_data
+        else {"key": k}
+        for k, v in rec.headers
+    ]
+    if batch.magic < 2:
+        obj["crc"] = rec.crc
+        obj["crc_valid"] = rec.crc_valid
+    if batch.is_control:
+        try:
+            ctl = decode_control_record(rec.key, rec.value)
+            obj["control"] = {"type": ctl.type_name, "type_id": ctl.type_id, **ctl.fields}
+        except FormatError as e:
+            obj["control"] = {"type": "INVALID", "error": str(e)}
+        return obj
+    if not opts.print_data:
+        return obj
+    try:
+        if decoder is None and opts.kafka_text:
+            # kafka-dump-log's StringDecoder: malformed UTF-8 becomes U+FFFD
+            obj["key"] = payloads.kafka_dump_text(opts.key_decoder, rec.key, None, 0)[0]
+            obj["value"] = payloads.kafka_dump_text(opts.value_decoder, None, rec.value, 0)[1]
+        elif decoder is None:
+            obj["key"] = payloads.decode_bytes(opts.key_decoder, rec.key)
+            obj["value"] = payloads.decode_bytes(opts.value_decoder, rec.value)
+        elif opts.kafka_text:
+            obj["key"], obj["value"] = payloads.kafka_dump_text(
+                decoder, rec.key, rec.value, rec.offset
+            )
+        else:
+            obj["key"], obj["value"] = payloads.decode_internal(decoder, rec.key, rec.value)
+    except FormatError as e:  # one undecodable payload is not a broken batch
+        obj["key"] = obj["value"] = None
+        obj["decode_error"] = f"{decoder or opts.value_decoder}: {e}"
+    return obj
 
 
 def _text_entries(kind: str, name: str, data: bytes) -> Iterator[Obj]:

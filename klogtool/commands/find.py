@@ -1,0 +1,306 @@
+"""``klogtool find``: records across segments, partitions and log dirs (the offline kcat)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import click
+
+from klogtool.commands._options import (
+    format_option,
+    jobs_option,
+    max_batch_bytes_option,
+    parse_now,
+    parse_offsets,
+    paths_argument,
+)
+from klogtool.commands.dump_segments import INTERNAL_DECODERS, KafkaRenderer
+from klogtool.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK
+from klogtool.formats import BYTE_DECODERS
+from klogtool.log.dumper import DumpOptions
+from klogtool.log.finder import TXN_STATES, Finder, FindOptions, Obj, resolve_targets
+from klogtool.output import Output, render_text
+
+
+def _time(_c: click.Context, _p: click.Parameter, v: str | None) -> int | None:
+    return parse_now(v)
+
+
+def _headers(
+    _c: click.Context, _p: click.Parameter, values: tuple[str, ...]
+) -> tuple[tuple[str, bytes | None], ...]:
+    out: list[tuple[str, bytes | None]] = []
+    for v in values:
+        name, sep, value = v.partition("=")
+        if not name:
+            raise click.BadParameter(f"expected NAME or NAME=VALUE, not {v!r}")
+        out.append((name, value.encode() if sep else None))
+    return tuple(out)
+
+
+def _regex(_c: click.Context, p: click.Parameter, v: str | None) -> str | None:
+    if v is not None:
+        try:
+            re.compile(v.encode())
+        except re.error as e:
+            raise click.BadParameter(f"not a regular expression: {e}") from None
+    return v
+
+
+@click.command("find")
+@paths_argument
+@click.option(
+    "--from-time",
+    metavar="TIME",
+    callback=_time,
+    help="Records with a timestamp at or after TIME (milliseconds since the epoch or ISO-8601; "
+    "UTC without a zone). Seeks with .timeindex and .index as the broker answers "
+    "offsetsForTimes.",
+)
+@click.option(
+    "--to-time",
+    metavar="TIME",
+    callback=_time,
+    help="Records with a timestamp at or before TIME.",
+)
+@click.option(
+    "--offsets",
+    callback=parse_offsets,
+    metavar="FROM:TO",
+    help="Records with offsets in FROM..TO (inclusive; 100: or :200 leave an end open).",
+)
+@click.option("--key", metavar="TEXT", help="Records whose key is exactly TEXT (UTF-8 bytes).")
+@click.option(
+    "--key-regex",
+    metavar="REGEX",
+    callback=_regex,
+    help="Records whose key matches REGEX (searched in the key's bytes).",
+)
+@click.option(
+    "--value-regex",
+    metavar="REGEX",
+    callback=_regex,
+    help="Records whose value matches REGEX (searched in the value's bytes).",
+)
+@click.option(
+    "--header",
+    "headers",
+    multiple=True,
+    metavar="NAME[=VALUE]",
+    callback=_headers,
+    help="Records with a header NAME (with exactly VALUE if given). Repeatable: all must match.",
+)
+@click.option(
+    "--producer-id",
+    "producer_ids",
+    type=int,
+    multiple=True,
+    metavar="ID",
+    help="Records written by producer ID. Repeatable: any may match.",
+)
+@click.option(
+    "--transaction",
+    "transactions",
+    type=click.Choice(TXN_STATES),
+    multiple=True,
+    help="Records of committed, aborted or still open transactions (the markers included), or "
+    "none for records outside any transaction. Repeatable: any may match.",
+)
+@click.option(
+    "--control/--no-control",
+    default=None,
+    help="Only control records (transaction markers, ...), or none of them [default: both].",
+)
+@click.option(
+    "--newest-first/--oldest-first",
+    default=False,
+    show_default=True,
+    help="Within each partition, the newest offsets first.",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Stop after N records.",
+)
+@click.option(
+    "--scan",
+    is_flag=True,
+    help="Ignore .index and .timeindex: walk every batch header (brute force).",
+)
+@click.option(
+    "--print-data/--no-print-data",
+    default=True,
+    help="Show keys, values and header values, or only their sizes [default: --print-data].",
+)
+@click.option(
+    "--key-decoder",
+    type=click.Choice(BYTE_DECODERS),
+    default=None,
+    help="How to render keys [default: utf8 for text/kafka, base64 for json].",
+)
+@click.option(
+    "--value-decoder",
+    type=click.Choice(BYTE_DECODERS),
+    default=None,
+    help="How to render values and header values [default: as --key-decoder].",
+)
+@click.option(
+    "--decoder",
+    type=click.Choice(("auto", "none") + INTERNAL_DECODERS),
+    default="auto",
+    show_default=True,
+    help="Decoder for internal topics; auto picks it from the partition directory name.",
+)
+@format_option("kafka")
+@max_batch_bytes_option
+@jobs_option
+@click.pass_obj
+def command(
+    settings: Any,
+    paths: tuple[str, ...],
+    from_time: int | None,
+    to_time: int | None,
+    offsets: tuple[int, int] | None,
+    key: str | None,
+    key_regex: str | None,
+    value_regex: str | None,
+    headers: tuple[tuple[str, bytes | None], ...],
+    producer_ids: tuple[int, ...],
+    transactions: tuple[str, ...],
+    control: bool | None,
+    newest_first: bool,
+    limit: int | None,
+    scan: bool,
+    print_data: bool,
+    key_decoder: str | None,
+    value_decoder: str | None,
+    decoder: str,
+    fmt: str,
+    max_batch_bytes: int,
+    jobs: int,
+) -> None:
+    """Find records across segments, partitions or whole log dirs: the offline kcat.
+
+    PATH is a .log segment, a partition directory or a log directory. Records are selected by
+    time, offsets, key, value, headers, producer id, transactional state and control-ness (all
+    given filters must match) and printed as dump-segments prints them, with their topic,
+    partition and segment: --format text one line per record, jsonl/json record objects,
+    kafka the kafka-dump-log.sh lines (each segment's and batch's line before its records).
+
+    --from-time seeks the way the broker answers offsetsForTimes: segments whose largest
+    timestamp (the last .timeindex entry) is earlier are skipped, and the walk starts at the
+    batch the .timeindex and .index point at. Where an index is missing, fails the broker's
+    sanity check or points at the wrong place, the segment is scanned from its start and a
+    warning says so. Problems met on the way are reported on stderr.
+
+    Partitions are searched by --jobs processes; the output is in PATH order either way.
+
+    Exit status: 0 when records were found; 1 when none were; 3 when an input cannot be read
+    (missing, not a Kafka file) or a segment is damaged where records could be (a corrupt
+    batch or tail, a CRC mismatch; a torn tail, as a crash leaves it, is only a warning).
+    """
+    default = "base64" if fmt in ("json", "jsonl") else "utf8"
+    kd = key_decoder or default
+    options = FindOptions(
+        from_time=from_time,
+        to_time=to_time,
+        offsets=offsets,
+        key=key.encode() if key is not None else None,
+        key_regex=key_regex,
+        value_regex=value_regex,
+        headers=headers,
+        producer_ids=frozenset(producer_ids),
+        transactions=frozenset(transactions),
+        control=control,
+        newest_first=newest_first,
+        limit=limit,
+        use_indexes=not scan,
+        dump=DumpOptions(
+            deep=True,
+            print_data=print_data,
+            key_decoder=kd,
+            value_decoder=value_decoder or kd,
+            decoder=decoder,
+            kafka_text=fmt == "kafka",
+            max_batch_bytes=max_batch_bytes,
+        ),
+    )
+    out = Output(
+        "text" if fmt == "kafka" else fmt,
+        progress=settings.progress,
+        color=settings.color,
+        verbosity=settings.verbosity,
+    )
+    renderer = KafkaRenderer(out) if fmt == "kafka" else None
+    targets = resolve_targets(list(paths))
+    # a bar only when the records go to a file or a pipe: on a terminal they are the progress
+    total = 0 if out.data.is_terminal else sum(t.size for t in targets)
+    with out.progress(total, "finding", records=True) as advance:
+        finder = Finder(options, progress=advance)
+        for obj in finder.run(targets, jobs=jobs):
+            _show(obj, out, fmt, renderer)
+    out.close()
+    c = finder.counts
+    out.info(
+        f"{c.matches} records found; {c.partitions} partitions, {c.segments} segments "
+        f"({c.segments_skipped} skipped by index or offsets, {c.segments_scanned} scanned "
+        f"without an index), {c.batches} batch headers read, {c.records} records decoded"
+    )
+    if c.errors:
+        code = EXIT_BAD_INPUT
+    else:
+        code = EXIT_OK if c.matches else EXIT_FINDINGS
+    click.get_current_context().exit(code)
+
+
+def _show(obj: Obj, out: Output, fmt: str, renderer: KafkaRenderer | None) -> None:
+    kind = obj["type"]
+    if kind == "finding":
+        if obj["severity"] == "error" or out.verbosity >= 0:
+            out.stderr_line(f"klogtool: {render_text(obj)}")
+    elif kind == "summary":
+        return
+    elif renderer is not None:
+        renderer.render(obj)
+    elif kind != "record":
+        return
+    elif fmt == "text":
+        where = obj["segment"] if obj["topic"] is None else f"{obj['topic']}-{obj['partition']}"
+        txn = f"  transaction {obj['transaction']}" if "transaction" in obj else ""
+        out.line(f"{where}{render_text(obj)}{txn}")
+    else:
+        out.emit(obj)
+
+
+# Shown in the man page's EXAMPLES section: (what it does, the command lines).
+EXAMPLES: list[tuple[str, list[str]]] = [
+    (
+        "Records of one partition written since a moment, oldest first, at most 20:",
+        [
+            "klogtool find --from-time 2024-05-01T12:00:00Z --limit 20 /data/kafka/orders-3",
+        ],
+    ),
+    (
+        "One key across a whole log dir as JSON Lines; the last 5 records with a header:",
+        [
+            "klogtool find --format jsonl --key customer-42 /var/lib/kafka/data",
+            "klogtool find --newest-first --limit 5 --header trace-id=abc123 orders-3",
+        ],
+    ),
+    (
+        "The records of aborted transactions, and the transaction markers, in kafka-dump-log's "
+        "lines:",
+        [
+            "klogtool find --transaction aborted orders-3",
+            "klogtool find --control --format kafka orders-3",
+        ],
+    ),
+    (
+        "Offsets 1000 to 1999 whose value matches a pattern, with no index trusted:",
+        [
+            "klogtool find --offsets 1000:1999 --value-regex 'status\":\"FAILED' --scan orders-3",
+        ],
+    ),
+]

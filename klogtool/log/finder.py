@@ -1,0 +1,806 @@
+"""``find`` as a library: records across segments, partitions and log dirs (the offline kcat).
+
+Records are selected by time (``from_time``/``to_time``), offset range, key (exact or regex),
+value regex, headers, producer id, transactional state and control-ness, and come out as the
+record objects ``dump-segments`` prints (:func:`klogtool.log.dumper.record_object`) with
+``topic``, ``partition`` and ``segment`` added.
+
+How the records are reached:
+
+* Time: the broker's ``offsetsForTimes`` (``UnifiedLog.fetchOffsetByTimestamp``,
+  ``LogSegment.findOffsetByTimestamp``): a segment whose largest timestamp (the last
+  ``.timeindex`` entry) is below ``from_time`` holds no such record and is skipped; within a
+  segment the time index gives the largest entry whose timestamp is at most ``from_time``, the
+  offset index the position of the batch holding that entry's offset, and the walk starts
+  there. Where an index is missing, fails the broker's sanity check, does not increase, or
+  points at something that is not a batch of the right offsets, the segment is scanned from its
+  start instead, and a warning finding says so. The last segment of a partition is never
+  skipped on its index alone (an active segment's final entry is written only on roll).
+* Offsets: segments entirely outside the range are skipped by their base offsets, and the offset
+  index gives the start position (the broker's fetch rule).
+* Batch headers decide offset range, producer id, control-ness and transactional state without
+  decoding a record; a batch whose max timestamp is below ``from_time`` is skipped the same way.
+* Transactional states (``committed``/``aborted``/``open``, ``none`` for records outside any
+  transaction) come from a header pass over the partition first, through
+  :class:`klogtool.log.transactions.TransactionScanner` (only when that filter is used).
+
+Memory stays flat: segments are mmapped and released behind the walk; ``newest_first`` keeps
+only the positions of the candidate batches of one segment and reads them again backwards.
+With ``jobs > 1`` partitions are searched by a process pool; each worker spools its matches
+to a temporary file that the caller streams in partition order, so the output is the same as
+with one process.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import pickle
+import re
+import struct
+import tempfile
+from array import array
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from klogtool.errors import InputError
+from klogtool.formats import engine, index
+from klogtool.formats.batch import LOG_APPEND_TIME, Batch, Record
+from klogtool.formats.errors import FormatError
+from klogtool.formats.payloads.control import ABORT, decode_control_record
+from klogtool.formats.records import (
+    CLEAN,
+    CORRUPT,
+    TORN_TAIL,
+    ZERO_FILL,
+    SegmentScanner,
+    not_a_log,
+    read_batch,
+    sniff_magic,
+)
+from klogtool.log import layout
+from klogtool.log.dumper import DumpOptions, batch_object, internal_decoder, record_object
+from klogtool.log.files import InputFile, classify_dir, detect_kind
+from klogtool.log.findings import Finding
+from klogtool.log.segment import ReleaseBehind, mapped, read_small
+from klogtool.log.transactions import PartitionInput, TransactionScanner
+
+Obj = dict[str, Any]
+Progress = Callable[[int, int], None]  # (bytes walked, records decoded) since the last call
+
+COMMITTED, ABORTED, OPEN, NONE = "committed", "aborted", "open", "none"
+TXN_STATES = (COMMITTED, ABORTED, OPEN, NONE)
+_STATE_CODES = {COMMITTED: 0, ABORTED: 1, OPEN: 2}
+_STATE_NAMES = {v: k for k, v in _STATE_CODES.items()}
+_MAX_OFFSET = (1 << 63) - 1
+PROGRESS_STEP = 4 << 20  # bytes between progress updates inside one segment
+_TIME_ENTRY = struct.Struct(">qi")
+_OFFSET_ENTRY = struct.Struct(">ii")
+
+
+@dataclass(frozen=True)
+class FindOptions:
+    """What to find. Times are milliseconds since the epoch; ranges are inclusive. Regexes
+    are ``re`` patterns over the raw bytes (UTF-8 text patterns, compiled where they run)."""
+
+    from_time: int | None = None
+    to_time: int | None = None
+    offsets: tuple[int, int] | None = None
+    key: bytes | None = None
+    key_regex: str | None = None
+    value_regex: str | None = None
+    headers: tuple[tuple[str, bytes | None], ...] = ()  # (name, value or None = any value)
+    producer_ids: frozenset[int] = frozenset()
+    transactions: frozenset[str] = frozenset()  # subset of TXN_STATES; empty = any
+    control: bool | None = None  # True: control records only; False: none; None: both
+    newest_first: bool = False
+    limit: int | None = None
+    use_indexes: bool = True  # False: scan every batch header (no seeks)
+    dump: DumpOptions = DumpOptions(deep=True, print_data=True)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One partition (or the segments named on the command line of one partition)."""
+
+    display: str
+    topic: str | None
+    partition: int | None
+    segments: tuple[layout.SegmentFiles, ...]
+    seg_displays: tuple[str, ...]
+    size: int  # bytes of its .log files
+    whole: bool = True  # every segment of the partition (its last one may be active)
+
+
+@dataclass
+class Counts:
+    partitions: int = 0
+    segments: int = 0
+    segments_skipped: int = 0  # by their index or base offsets
+    segments_scanned: int = 0  # from their start, with no usable index
+    batches: int = 0  # headers read
+    batches_decoded: int = 0
+    records: int = 0  # decoded
+    matches: int = 0
+    bytes: int = 0
+    errors: int = 0
+    warnings: int = 0
+
+    def add(self, other: Counts) -> None:
+        for k, v in vars(other).items():
+            setattr(self, k, getattr(self, k) + v)
+
+
+# -- PATH arguments -----------------------------------------------------------------------------
+def resolve_targets(paths: list[str]) -> list[Target]:
+    """The partitions PATHs stand for: ``.log`` files, partition dirs and log dirs, in order.
+    Raises :class:`InputError` (exit 3) for what is missing or not Kafka's."""
+    out: list[Target] = []
+    for arg in paths:
+        path = Path(arg)
+        if not path.exists():
+            raise InputError("no such file or directory", path=arg, code="not-found")
+        if path.is_dir():
+            logdir = classify_dir(path, arg)
+            if logdir is None:
+                out.append(_dir_target(path, arg))
+            else:
+                out += [_dir_target(p, str(Path(arg) / p.name)) for p in logdir.partitions]
+            continue
+        kind = detect_kind(path)
+        if kind not in (layout.LOG, layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX):
+            raise InputError(
+                f"not a segment ({kind}): find reads .log files, partition directories and "
+                "log directories",
+                path=arg,
+                code="not-a-log",
+            )
+        base = layout.offset_from_name(path) or 0
+        log = path if kind == layout.LOG else path.with_name(layout.segment_name(base, ".log"))
+        if not log.is_file():
+            raise InputError("no .log beside this index", path=arg, code="not-found")
+        seg = layout.SegmentFiles(base, log=log)
+        for suffix, attr in ((".index", "index"), (".timeindex", "timeindex")):
+            sibling = log.with_name(layout.segment_name(base, suffix))
+            if sibling.is_file():
+                setattr(seg, attr, sibling)
+        parsed = layout.parse_partition_dir_name(log.resolve().parent.name)
+        display = arg if kind == layout.LOG else str(Path(arg).with_name(log.name))
+        out.append(
+            Target(
+                display,
+                parsed[0] if parsed else None,
+                parsed[1] if parsed else None,
+                (seg,),
+                (display,),
+                log.stat().st_size,
+                whole=False,
+            )
+        )
+    return out
+
+
+def _dir_target(path: Path, display: str) -> Target:
+    part = layout.scan_partition_dir(path)
+    segs = tuple(s for s in part.segments if s.log is not None)
+    return Target(
+        display,
+        part.topic,
+        part.partition,
+        segs,
+        tuple(str(Path(display) / s.log.name) for s in segs if s.log is not None),
+        sum(s.log.stat().st_size for s in segs if s.log is not None),
+    )
+
+
+# -- transactional state --------------------------------------------------------------------------
+class _Transactions:
+    """Per producer: its transactions' first offsets, end offsets and states (compact arrays)."""
+
+    def __init__(self) -> None:
+        self.by_pid: dict[int, tuple[array[int], array[int], bytearray]] = {}
+
+    def add(self, pid: int, first: int, end: int, state: str) -> None:
+        firsts, ends, states = self.by_pid.setdefault(pid, (array("q"), array("q"), bytearray()))
+        firsts.append(first)
+        ends.append(end)
+        states.append(_STATE_CODES[state])
+
+    def state(self, batch: Batch) -> str:
+        if batch.magic < 2 or not batch.is_transactional or batch.producer_id < 0:
+            return NONE
+        if batch.is_control:
+            try:
+                rec = next(iter(batch.records()))
+                ctl = decode_control_record(rec.key, rec.value)
+            except (FormatError, StopIteration):
+                return NONE
+            return ABORTED if ctl.type_id == ABORT else COMMITTED
+        found = self.by_pid.get(batch.producer_id)
+        if found is None:
+            return OPEN
+        firsts, ends, states = found
+        offset = batch.base_offset
+        i = bisect.bisect_right(firsts, offset) - 1
+        if i >= 0 and offset <= ends[i]:
+            return _STATE_NAMES[states[i]]
+        return OPEN
+
+
+def transaction_states(target: Target) -> _Transactions:
+    """Every transaction of ``target``, from the producer-state rules of the transactions
+    command (a header pass; control records only are decoded)."""
+    txns = _Transactions()
+    scanner = TransactionScanner(now_ms=0, older_than_ms=_MAX_OFFSET, use_coordinator=False)
+    part = PartitionInput(
+        Path(target.display), target.display, target.topic, target.partition, target.segments
+    )
+    for obj in scanner.scan_partition(part):
+        if obj["type"] != "transaction":
+            continue
+        end = obj["marker_offset"] if obj["state"] != OPEN else _MAX_OFFSET
+        txns.add(obj["producer_id"], obj["first_offset"], end, obj["state"])
+    return txns
+
+
+# -- index lookups ------------------------------------------------------------------------------
+class _Index:
+    """The usable entries of an ``.index`` or ``.timeindex``: trimmed of zero padding, sane and
+    increasing, or a reason why not."""
+
+    def __init__(self, buf: bytes, entry: struct.Struct, n: int, untrimmed: bool):
+        self.buf = buf
+        self.entry = entry
+        self.n = n
+        self.untrimmed = untrimmed
+
+    def key(self, i: int) -> int:
+        """The sort key of entry ``i`` (offset index: relative offset; time index: timestamp)."""
+        value: int = self.entry.unpack_from(self.buf, i * self.entry.size)[0]
+        return value
+
+    def value(self, i: int) -> int:
+        """The other field of entry ``i`` (offset index: position; time index: rel. offset)."""
+        value: int = self.entry.unpack_from(self.buf, i * self.entry.size)[1]
+        return value
+
+    def floor(self, target: int) -> int:
+        """The index of the largest entry whose key is at most ``target``, or -1."""
+        lo, hi = 0, self.n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.key(mid) <= target:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo - 1
+
+
+def _load_index(path: Path | None, base: int, time: bool) -> _Index | str:
+    what = ".timeindex" if time else ".index"
+    if path is None or not path.is_file():
+        return f"no {what}"
+    buf = read_small(path, 1 << 31)
+    entry = _TIME_ENTRY if time else _OFFSET_ENTRY
+    slots = len(buf) // entry.size
+    zeros = index.time_index_zero_tail(buf) if time else index.offset_index_zero_tail(buf)
+    n = slots - zeros
+    trimmed = buf[: n * entry.size]
+    try:
+        if time:
+            index.sanity_check_time_index(trimmed + buf[slots * entry.size :], base)
+        else:
+            index.sanity_check_offset_index(trimmed + buf[slots * entry.size :], base)
+    except FormatError as e:
+        return f"the {what} fails the broker's sanity check: {e}"
+    prev: int | None = None
+    for k, _ in entry.iter_unpack(trimmed):
+        if prev is not None and k <= prev:
+            return f"the {what} entries do not increase"
+        prev = k
+    return _Index(trimmed, entry, n, zeros > 0)
+
+
+# -- the search ---------------------------------------------------------------------------------
+class _Stop(Exception):
+    """The limit is reached, or the caller asked to stop."""
+
+
+@dataclass
+class _Segment:
+    """One segment being searched: what is emitted lazily before its first match."""
+
+    target: Target
+    files: layout.SegmentFiles
+    display: str
+    decoder: str | None
+    head_sent: bool = False
+    past_range: bool = False  # a batch beyond the offset range was reached
+    findings: list[Obj] = field(default_factory=list)
+
+
+class Finder:
+    """Search targets; :meth:`objects` yields ``file`` and ``batch`` objects (before the first
+    match in each), ``record`` objects, ``finding`` objects, and a closing ``summary``."""
+
+    def __init__(
+        self,
+        options: FindOptions,
+        *,
+        progress: Progress | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ):
+        self.opts = options
+        self.progress: Progress = progress or (lambda b, r: None)
+        self.should_stop = should_stop or (lambda: False)
+        self.counts = Counts()
+        self.remaining = options.limit
+        self._key_re = re.compile(options.key_regex.encode()) if options.key_regex else None
+        self._value_re = re.compile(options.value_regex.encode()) if options.value_regex else None
+        self._record_filters = bool(
+            options.key is not None
+            or self._key_re
+            or self._value_re
+            or options.headers
+            or options.offsets
+            or options.from_time is not None
+            or options.to_time is not None
+        )
+        self._txns: _Transactions | None = None
+        self._records_reported = 0
+
+    # -- entry points ---------------------------------------------------------------------------
+    def objects(self, paths: list[str], *, jobs: int = 1) -> Iterator[Obj]:
+        """Everything PATHs hold that matches (see :func:`resolve_targets`)."""
+        return self.run(resolve_targets(paths), jobs=jobs)
+
+    def run(self, targets: list[Target], *, jobs: int = 1) -> Iterator[Obj]:
+        """The objects of ``targets``, in their order, then a ``summary``; with ``jobs > 1``
+        partitions are searched in worker processes."""
+        if jobs > 1 and len(targets) > 1:
+            yield from self._parallel(targets, jobs)
+        else:
+            for t in targets:
+                try:
+                    yield from self.search(t)
+                except _Stop:
+                    break
+        yield {"type": "summary", **vars(self.counts)}
+
+    def search(self, target: Target) -> Iterator[Obj]:
+        """One partition's objects (raises :class:`_Stop` when the limit is reached)."""
+        self.counts.partitions += 1
+        opts = self.opts
+        self._txns = transaction_states(target) if opts.transactions else None
+        order = range(len(target.segments))
+        for i in reversed(order) if opts.newest_first else order:
+            files = target.segments[i]
+            nxt = target.segments[i + 1].base_offset if i + 1 < len(target.segments) else None
+            last = target.whole and nxt is None
+            assert files.log is not None
+            fake = InputFile(files.log, layout.LOG, target.seg_displays[i])
+            decoder = internal_decoder(opts.dump.decoder, fake)
+            seg = _Segment(target, files, target.seg_displays[i], decoder)
+            self.counts.segments += 1
+            stopped = False
+            try:
+                yield from self._segment(seg, nxt, last)
+            except _Stop:
+                stopped = True
+            for f in seg.findings:
+                self._count_finding(f)
+            yield from seg.findings
+            if stopped:
+                raise _Stop()
+            if seg.past_range and not opts.newest_first:
+                return  # offsets only increase: nothing further is in the range
+
+    # -- one segment ----------------------------------------------------------------------------
+    def _segment(self, seg: _Segment, next_base: int | None, last: bool) -> Iterator[Obj]:
+        opts = self.opts
+        base = seg.files.base_offset
+        assert seg.files.log is not None
+        if opts.offsets is not None:
+            lo, hi = opts.offsets
+            if base > hi or (next_base is not None and next_base <= lo):
+                self.counts.segments_skipped += 1
+                self._advance(seg.files.log.stat().st_size)
+                return
+        with mapped(seg.files.log) as buf:
+            self.counts.bytes += len(buf)
+            start = self._start_position(seg, buf, next_base, last)
+            if start is None:
+                self.counts.segments_skipped += 1
+                self._advance(len(buf))
+                return
+            self._advance(start)
+            if opts.newest_first:
+                yield from self._backwards(seg, buf, start)
+            else:
+                yield from self._forwards(seg, buf, start)
+
+    def _start_position(
+        self, seg: _Segment, buf: memoryview, next_base: int | None, last: bool
+    ) -> int | None:
+        """Where the walk over the segment starts, or None to skip it."""
+        opts = self.opts
+        if not opts.use_indexes or not len(buf):
+            return 0 if len(buf) else None
+        base = seg.files.base_offset
+        start = 0
+        offset_index: _Index | str | None = None
+        if opts.from_time is not None:
+            times = _load_index(seg.files.timeindex, base, time=True)
+            if isinstance(times, _Index) and times.n == 0 and sniff_magic(buf) != 0:
+                times = "the .timeindex is empty"
+            if isinstance(times, str):
+                if sniff_magic(buf) != 0:  # v0 data has no timestamps: nothing to seek by
+                    self._scan_warning(seg, "timeindex-unusable", times)
+                return 0
+            if times.n:
+                last_ts, last_rel = times.key(times.n - 1), times.value(times.n - 1)
+                if next_base is not None and base + last_rel >= next_base:
+                    self._scan_warning(
+                        seg,
+                        "timeindex-unusable",
+                        f"the .timeindex's last offset {base + last_rel} is in the next segment",
+                    )
+                    return 0
+                if last_ts < opts.from_time and not last and not times.untrimmed:
+                    return None  # the segment's largest timestamp is below from_time
+                i = times.floor(opts.from_time)
+                if i >= 0:
+                    target_offset = base + times.value(i)
+                    offset_index = _load_index(seg.files.index, base, time=False)
+                    found = self._offset_position(seg, buf, offset_index, target_offset)
+                    if found is None:
+                        return 0
+                    start = found
+        if opts.offsets is not None and opts.offsets[0] > base:
+            if offset_index is None:
+                offset_index = _load_index(seg.files.index, base, time=False)
+            found = self._offset_position(seg, buf, offset_index, opts.offsets[0])
+            if found is None:
+                return 0
+            start = max(start, found)
+        return start
+
+    def _offset_position(
+        self, seg: _Segment, buf: memoryview, idx: _Index | str, offset: int
+    ) -> int | None:
+        """The offset index's position for ``offset``, checked against the log; None (and a
+        warning) when the index cannot be used."""
+        if isinstance(idx, str):
+            self._scan_warning(seg, "index-unusable", idx)
+            return None
+        base = seg.files.base_offset
+        i = idx.floor(offset - base)
+        if i < 0:
+            return 0
+        pos = idx.value(i)
+        try:
+            batch = read_batch(buf, pos)
+            first = batch.header_offset
+        except FormatError as e:
+            self._scan_warning(
+                seg, "index-unusable", f"the .index points at byte {pos}, not at a batch ({e})"
+            )
+            return None
+        if not base <= first <= offset:
+            self._scan_warning(
+                seg,
+                "index-unusable",
+                f"the .index entry for offset {base + idx.key(i)} points at a batch starting at "
+                f"offset {first}",
+            )
+            return None
+        return pos
+
+    def _scan_warning(self, seg: _Segment, code: str, why: str) -> None:
+        self.counts.segments_scanned += 1
+        seg.findings.append(
+            Finding(
+                "warning",
+                code,
+                seg.display,
+                None,
+                None,
+                f"{why}: the segment is scanned from its start instead",
+            ).as_obj(topic=seg.target.topic, partition=seg.target.partition)
+        )
+
+    # -- walks ------------------------------------------------------------------------------------
+    def _candidates(self, seg: _Segment, buf: memoryview, start: int) -> Iterator[Batch]:
+        """The batches from ``start`` that pass the header filters (raises _Stop past the
+        offset range); findings for how the walk ended go to ``seg.findings``."""
+        opts = self.opts
+        lo, hi = opts.offsets or (-1, _MAX_OFFSET)
+        from_time, to_time = opts.from_time, opts.to_time
+        pids, control = opts.producer_ids, opts.control
+        scanner = SegmentScanner(
+            buf[start:], check_crc=False, stop_on_crc=False, base_position=start
+        )
+        release = ReleaseBehind(buf)
+        reported = start
+        for batch in scanner:
+            pos = batch.position
+            release(pos)
+            if pos - reported >= PROGRESS_STEP:
+                self._advance(pos - reported)
+                reported = pos
+                if self.should_stop():
+                    raise _Stop()
+            self.counts.batches += 1
+            if batch.last_offset < lo:
+                continue
+            if _first_offset(batch) > hi:
+                seg.past_range = True
+                break
+            if from_time is not None and batch.max_timestamp < from_time:
+                continue
+            if (
+                to_time is not None
+                and batch.timestamp_type == LOG_APPEND_TIME
+                and batch.max_timestamp > to_time
+            ):
+                continue
+            if pids and batch.producer_id not in pids:
+                continue
+            if control is not None and batch.is_control != control:
+                continue
+            if self._txns is not None and self._txns.state(batch) not in opts.transactions:
+                continue
+            yield batch
+        self._advance(len(buf) - reported)
+        result = scanner.result
+        if result is not None and result.end not in (CLEAN, ZERO_FILL):
+            why = not_a_log(result) if start == 0 else None
+            invalid = result.size - result.stopped_at
+            if why:
+                code = "not-a-log"
+            elif result.end == TORN_TAIL:
+                code = TORN_TAIL
+            else:
+                code = result.error.code if result.error else CORRUPT
+            message = (
+                f"not a Kafka log segment: {why}"
+                if why
+                else f"the last {invalid} bytes cannot be read ({result.error or result.end}): "
+                "records there are not searched"
+            )
+            seg.findings.append(
+                Finding(
+                    "warning" if result.end == TORN_TAIL else "error",
+                    code,
+                    seg.display,
+                    result.stopped_at,
+                    None,
+                    message,
+                ).as_obj(topic=seg.target.topic, partition=seg.target.partition)
+            )
+
+    def _forwards(self, seg: _Segment, buf: memoryview, start: int) -> Iterator[Obj]:
+        for batch in self._candidates(seg, buf, start):
+            yield from self._batch(seg, batch)
+
+    def _backwards(self, seg: _Segment, buf: memoryview, start: int) -> Iterator[Obj]:
+        """Candidate positions first (headers only), then their records, newest first."""
+        positions = array("q")
+        for batch in self._candidates(seg, buf, start):
+            positions.append(batch.position)
+        for pos in reversed(positions):
+            batch = read_batch(buf, pos)
+            yield from self._batch(seg, batch, reverse=True)
+
+    def _batch(self, seg: _Segment, batch: Batch, reverse: bool = False) -> Iterator[Obj]:
+        """The matching records of one candidate batch (newest first with ``reverse``)."""
+        opts = self.opts
+        self.counts.batches_decoded += 1
+        matched: list[Obj] = []
+        first = True
+        try:
+            for rec in batch.records(opts.dump.max_batch_bytes):
+                self.counts.records += 1
+                self._records_reported += 1
+                if self._record_filters and not self._matches(batch, rec):
+                    continue
+                obj = self._record_obj(seg, batch, rec)
+                if reverse:
+                    matched.append(obj)
+                    continue
+                if first:
+                    yield from self._heads(seg, batch)
+                    first = False
+                yield from self._emit(obj)
+        except FormatError as e:
+            seg.findings.append(
+                Finding(
+                    "error",
+                    e.code,
+                    seg.display,
+                    e.position,
+                    batch.header_offset,
+                    f"cannot decode the records of this batch: {e}",
+                ).as_obj(topic=seg.target.topic, partition=seg.target.partition)
+            )
+        if reverse and matched:
+            yield from self._heads(seg, batch)
+            for obj in reversed(matched):
+                yield from self._emit(obj)
+
+    def _heads(self, seg: _Segment, batch: Batch) -> list[Obj]:
+        """The ``file`` object (first match of the segment) and ``batch`` object to send."""
+        out: list[Obj] = []
+        if not seg.head_sent:
+            seg.head_sent = True
+            assert seg.files.log is not None
+            out.append(
+                {
+                    "type": "file",
+                    "path": seg.display,
+                    "kind": layout.LOG,
+                    "size": seg.files.log.stat().st_size,
+                    "base_offset": seg.files.base_offset,
+                    "topic": seg.target.topic,
+                    "partition": seg.target.partition,
+                }
+            )
+        b = batch_object(batch)
+        b["crc_valid"] = batch.crc_valid
+        if not b["crc_valid"]:
+            seg.findings.append(
+                Finding(
+                    "error",
+                    "crc-mismatch",
+                    seg.display,
+                    batch.position,
+                    batch.header_offset,
+                    f"batch {b['base_offset']}..{b['last_offset']}: CRC mismatch (its records "
+                    "are shown as they are)",
+                ).as_obj(topic=seg.target.topic, partition=seg.target.partition)
+            )
+        out.append(b)
+        return out
+
+    def _emit(self, obj: Obj) -> Iterator[Obj]:
+        if obj["type"] == "record":
+            self.counts.matches += 1
+            if self.remaining is not None:
+                self.remaining -= 1
+        yield obj
+        if self.remaining is not None and self.remaining <= 0 and obj["type"] == "record":
+            raise _Stop()
+
+    def _record_obj(self, seg: _Segment, batch: Batch, rec: Record) -> Obj:
+        obj: Obj = {"type": "record", "topic": seg.target.topic, "partition": seg.target.partition}
+        obj.update(record_object(batch, rec, seg.decoder, self.opts.dump))
+        obj["segment"] = seg.display
+        if self._txns is not None:
+            obj["transaction"] = self._txns.state(batch)
+        return obj
+
+    def _matches(self, batch: Batch, rec: Record) -> bool:
+        opts = self.opts
+        if opts.offsets is not None and not opts.offsets[0] <= rec.offset <= opts.offsets[1]:
+            return False
+        if opts.from_time is not None and rec.timestamp < opts.from_time:
+            return False
+        if opts.to_time is not None and rec.timestamp > opts.to_time:
+            return False
+        if opts.key is not None and (rec.key is None or bytes(rec.key) != opts.key):
+            return False
+        if self._key_re is not None and (
+            rec.key is None or self._key_re.search(bytes(rec.key)) is None
+        ):
+            return False
+        if self._value_re is not None and (
+            rec.value is None or self._value_re.search(bytes(rec.value)) is None
+        ):
+            return False
+        for name, value in opts.headers:
+            if not any(
+                k == name and (value is None or (v is not None and bytes(v) == value))
+                for k, v in rec.headers
+            ):
+                return False
+        return True
+
+    # -- bookkeeping ------------------------------------------------------------------------------
+    def _advance(self, nbytes: int) -> None:
+        self.progress(nbytes, self._records_reported)
+        self._records_reported = 0
+
+    def _count_finding(self, f: Obj) -> None:
+        if f["severity"] == "error":
+            self.counts.errors += 1
+        else:
+            self.counts.warnings += 1
+
+    # -- a process pool ---------------------------------------------------------------------------
+    def _parallel(self, targets: list[Target], jobs: int) -> Iterator[Obj]:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork" if "fork" in _start_methods() else None)
+        stop = ctx.Event()
+        with (
+            tempfile.TemporaryDirectory(prefix="klogtool-find-") as spool,
+            ProcessPoolExecutor(
+                max_workers=min(jobs, len(targets)),
+                mp_context=ctx,
+                initializer=_init_worker,
+                initargs=(stop, engine.name()),
+            ) as pool,
+        ):
+            queue: deque[tuple[Target, Future[tuple[str, Counts]]]] = deque()
+            todo = iter(enumerate(targets))
+
+            def submit() -> None:
+                nxt = next(todo, None)
+                if nxt is not None:
+                    i, t = nxt
+                    out = os.path.join(spool, f"{i:08d}.pickle")
+                    queue.append((t, pool.submit(_search_to_file, self.opts, t, out)))
+
+            for _ in range(2 * jobs):
+                submit()
+            try:
+                while queue:
+                    t, fut = queue.popleft()
+                    out, counts = fut.result()
+                    submit()
+                    counts.matches = 0  # counted here, as they are shown (the limit is global)
+                    self.counts.add(counts)
+                    self.progress(t.size, counts.records)
+                    with open(out, "rb") as f:
+                        while True:
+                            try:
+                                obj: Obj = pickle.load(f)
+                            except EOFError:
+                                break
+                            yield from self._emit(obj)
+                    os.unlink(out)
+            except _Stop:
+                pass
+            finally:
+                stop.set()
+                for _t, fut in queue:
+                    fut.cancel()
+
+
+def _start_methods() -> list[str]:
+    import multiprocessing
+
+    return multiprocessing.get_all_start_methods()
+
+
+_STOP_EVENT: Any = None
+
+
+def _init_worker(stop: Any, engine_name: str) -> None:
+    global _STOP_EVENT
+    _STOP_EVENT = stop
+    engine.use(engine_name)
+
+
+def _search_to_file(options: FindOptions, target: Target, out: str) -> tuple[str, Counts]:
+    """In a worker: search one partition, spooling its objects (pickled) to ``out``."""
+    stop = _STOP_EVENT
+    finder = Finder(options, should_stop=(lambda: stop.is_set()) if stop is not None else None)
+    with open(out, "wb") as f:
+        try:
+            for obj in finder.search(target):
+                pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL)
+        except _Stop:
+            pass
+    return out, finder.counts
+
+
+def _first_offset(batch: Batch) -> int:
+    try:
+        return batch.base_offset
+    except FormatError:
+        return batch.last_offset

@@ -1,0 +1,458 @@
+"""``klogtool find`` (klogtool.log.finder): every filter against a brute-force scan, time seeks
+with good, missing and wrong indexes, limit and newest-first, transactional states, formats,
+the process pool and exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_helpers import LOGDIR, LOGS, generator, jsonl, run
+
+from klogtool.formats import codecs
+from klogtool.formats.batch import LOG_APPEND_TIME, Record
+from klogtool.formats.index import encode_offset_index
+from klogtool.formats.payloads.control import ABORT, COMMIT
+from klogtool.formats.v2 import encode_batch
+from klogtool.log.finder import Finder, FindOptions
+
+T0 = 1_700_000_000_000
+
+
+@dataclass(frozen=True)
+class Rec:
+    topic: str
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    producer_id: int
+    control: bool = False
+
+
+def _record(offset: int) -> Record:
+    # timestamps mostly increase, with some records older than the one before (CreateTime)
+    ts = T0 + 1000 * offset - (2500 if offset % 7 == 3 else 0)
+    key = None if offset % 11 == 4 else f"k-{offset % 6}".encode()
+    value = None if offset % 13 == 5 else f"v-{offset}-{'even' if offset % 2 == 0 else 'odd'}"
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    if offset % 3 == 0:
+        headers = (("trace", f"t{offset % 4}".encode()), ("flag", None))
+    return Record(offset, ts, key, value.encode() if value else None, headers)
+
+
+def write_partition(
+    logdir: Path, topic: str = "events", partition: int = 0, segments: int = 3, batches: int = 8
+) -> list[Rec]:
+    """A partition of ``segments`` segments of ``batches`` batches of 3 records each, with
+    indexes built as the broker's recovery builds them (an entry every ~128 bytes)."""
+    gen = generator()
+    d = logdir / f"{topic}-{partition}"
+    d.mkdir(parents=True)
+    truth: list[Rec] = []
+    offset = 0
+    for s in range(segments):
+        base = offset
+        data = b""
+        for b in range(batches):
+            recs = [_record(o) for o in range(offset, offset + 3)]
+            pid = 100 + (offset // 3) % 4
+            codec = (codecs.NONE, codecs.GZIP)[b % 2]
+            data += encode_batch(
+                recs, compression=codec, producer_id=pid, producer_epoch=0, base_sequence=offset
+            )
+            truth += [
+                Rec(topic, r.offset, r.timestamp, r.key, r.value, tuple(r.headers), pid)
+                for r in recs
+            ]
+            offset += 3
+        gen.write_segment_files(d, base, data)
+        del s
+    return truth
+
+
+@pytest.fixture
+def logdir(tmp_path: Path) -> tuple[Path, list[Rec]]:
+    d = tmp_path / "logdir"
+    truth = write_partition(d)
+    truth += write_partition(d, "other", 1, segments=2, batches=5)
+    (d / "recovery-point-offset-checkpoint").write_text("0\n0\n")
+    return d, truth
+
+
+def find(paths: list[Path | str], jobs: int = 1, **kw: Any) -> tuple[list[dict[str, Any]], Finder]:
+    finder = Finder(FindOptions(**kw))
+    objs = list(finder.objects([str(p) for p in paths], jobs=jobs))
+    return objs, finder
+
+
+def offsets(objs: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    return [(o["topic"], o["offset"]) for o in objs if o["type"] == "record"]
+
+
+def codes(objs: list[dict[str, Any]]) -> list[str]:
+    return [o["code"] for o in objs if o["type"] == "finding"]
+
+
+def expect(truth: list[Rec], pred: Any) -> list[tuple[str, int]]:
+    return [(r.topic, r.offset) for r in truth if pred(r)]
+
+
+# -- time seeks ---------------------------------------------------------------------------------
+def test_time_seek_agrees_with_a_brute_force_scan(logdir: tuple[Path, list[Rec]]) -> None:
+    d, truth = logdir
+    last = max(r.timestamp for r in truth)
+    for t in [
+        T0 - 1,
+        T0,
+        T0 + 4000,
+        T0 + 7500,
+        T0 + 23_000,
+        T0 + 40_000,
+        T0 + 60_000,
+        last,
+        last + 1,
+    ]:
+        objs, finder = find([d], from_time=t)
+        want = expect(truth, lambda r, t=t: r.timestamp >= t)
+        assert offsets(objs) == want, t
+        assert codes(objs) == []
+        scanned, _ = find([d], from_time=t, use_indexes=False)
+        assert offsets(scanned) == want
+    # a late time skips whole segments by their .timeindex and reads fewer batch headers
+    _, seek = find([d / "events-0"], from_time=T0 + 60_000)
+    _, brute = find([d / "events-0"], from_time=T0 + 60_000, use_indexes=False)
+    assert seek.counts.segments_skipped == 2
+    assert seek.counts.batches < brute.counts.batches
+
+
+def test_to_time_and_time_range(logdir: tuple[Path, list[Rec]]) -> None:
+    d, truth = logdir
+    lo, hi = T0 + 10_000, T0 + 30_000
+    objs, _ = find([d], from_time=lo, to_time=hi)
+    assert offsets(objs) == expect(truth, lambda r: lo <= r.timestamp <= hi)
+    objs, _ = find([d], to_time=T0 + 5000)
+    assert offsets(objs) == expect(truth, lambda r: r.timestamp <= T0 + 5000)
+
+
+def test_missing_indexes_are_scanned_and_said(logdir: tuple[Path, list[Rec]]) -> None:
+    d, truth = logdir
+    part = d / "events-0"
+    for f in part.glob("*.timeindex"):
+        f.unlink()
+    (part / "00000000000000000024.index").unlink()
+    t = T0 + 30_000
+    objs, finder = find([part], from_time=t)
+    assert offsets(objs) == expect(truth, lambda r: r.topic == "events" and r.timestamp >= t)
+    assert codes(objs) == ["timeindex-unusable"] * 3
+    assert finder.counts.segments_scanned == 3
+    assert all("scanned from its start" in o["message"] for o in objs if o["type"] == "finding")
+
+
+def test_wrong_indexes_are_scanned_and_said(logdir: tuple[Path, list[Rec]]) -> None:
+    d, truth = logdir
+    part = d / "events-0"
+    # a time index whose last timestamp is below its first fails the broker's sanity check
+    entry = struct.Struct(">qi")
+    (part / "00000000000000000000.timeindex").write_bytes(
+        entry.pack(T0 + 5000, 2) + entry.pack(T0, 5)
+    )
+    # an offset index pointing into the middle of a batch
+    (part / "00000000000000000024.index").write_bytes(encode_offset_index([(25, 7)], 24))
+    want = expect(truth, lambda r: r.topic == "events" and r.timestamp >= T0 + 30_000)
+    objs, _ = find([part], from_time=T0 + 30_000)
+    assert offsets(objs) == want
+    assert codes(objs) == ["timeindex-unusable", "index-unusable"]
+    # --offsets seeks with the offset index too, and falls back the same way
+    objs, _ = find([part], offsets=(35, 40))
+    assert offsets(objs) == expect(truth, lambda r: r.topic == "events" and 35 <= r.offset <= 40)
+    assert codes(objs) == ["index-unusable"]
+
+
+def test_untrimmed_active_segment_index_still_seeks(logdir: tuple[Path, list[Rec]]) -> None:
+    d, truth = logdir
+    ti = d / "events-0" / "00000000000000000048.timeindex"
+    ti.write_bytes(ti.read_bytes() + bytes(12 * 50))  # preallocated, as a crash leaves it
+    for t in (T0 + 50_000, T0 + 70_000, T0 + 100_000):
+        objs, _ = find([d / "events-0"], from_time=t)
+        assert offsets(objs) == expect(
+            truth, lambda r, t=t: r.topic == "events" and r.timestamp >= t
+        )
+        assert codes(objs) == []
+
+
+def test_log_append_time_batches(tmp_path: Path) -> None:
+    d = tmp_path / "lat-0"
+    d.mkdir()
+    data = b"".join(
+        encode_batch(
+            [Record(o, T0, b"k", b"v") for o in range(b * 2, b * 2 + 2)],
+            timestamp_type=LOG_APPEND_TIME,
+            max_timestamp=T0 + 1000 * b,
+        )
+        for b in range(10)
+    )
+    generator().write_segment_files(d, 0, data)
+    objs, _ = find([d], from_time=T0 + 3000, to_time=T0 + 5000)
+    assert [o for _, o in offsets(objs)] == [6, 7, 8, 9, 10, 11]
+    assert {o["timestamp"] for o in objs if o["type"] == "record"} == {
+        T0 + 3000,
+        T0 + 4000,
+        T0 + 5000,
+    }
+
+
+# -- the other filters ----------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "kw,pred",
+    [
+        ({"offsets": (5, 29)}, lambda r: 5 <= r.offset <= 29),
+        ({"offsets": (40, 1 << 62)}, lambda r: r.offset >= 40),
+        ({"key": b"k-3"}, lambda r: r.key == b"k-3"),
+        ({"key_regex": "^k-[12]$"}, lambda r: r.key in (b"k-1", b"k-2")),
+        ({"headers": (("trace", None),)}, lambda r: any(k == "trace" for k, _ in r.headers)),
+        ({"headers": (("trace", b"t2"),)}, lambda r: ("trace", b"t2") in r.headers),
+        ({"headers": (("trace", b"t2"), ("flag", None))}, lambda r: ("trace", b"t2") in r.headers),
+        ({"headers": (("nope", None),)}, lambda r: False),
+        ({"producer_ids": frozenset({101, 103})}, lambda r: r.producer_id in (101, 103)),
+        ({"control": True}, lambda r: False),
+        ({"control": False}, lambda r: True),
+        ({"key": b"k-0", "offsets": (0, 30)}, lambda r: r.key == b"k-0" and r.offset <= 30),
+    ],
+)
+def test_filters_agree_with_a_brute_force_scan(
+    logdir: tuple[Path, list[Rec]], kw: dict[str, Any], pred: Any
+) -> None:
+    d, truth = logdir
+    objs, _ = find([d], **kw)
+    assert offsets(objs) == expect(truth, pred)
+    objs, _ = find([d], use_indexes=False, **kw)
+    assert offsets(objs) == expect(truth, pred)
+
+
+def test_value_regex_pattern_is_what_it_says(logdir: tuple[Path, list[Rec]]) -> None:
+    d, truth = logdir
+    import re
+
+    objs, _ = find([d], value_regex=r"-1\d-even")
+    assert offsets(objs) == expect(
+        truth, lambda r: r.value is not None and re.search(rb"-1\d-even", r.value) is not None
+    )
+    assert offsets(objs)
+
+
+def test_record_objects_carry_topic_partition_and_segment(logdir: tuple[Path, list[Rec]]) -> None:
+    d, _ = logdir
+    objs, _ = find([d / "events-0"], offsets=(25, 25))
+    rec = next(o for o in objs if o["type"] == "record")
+    assert (rec["topic"], rec["partition"], rec["offset"]) == ("events", 0, 25)
+    assert rec["segment"] == str(d / "events-0" / "00000000000000000024.log")
+    assert rec["key"] == "k-1" and rec["value"] == "v-25-odd"
+    # the file and batch objects come before the first match in them
+    assert [o["type"] for o in objs] == ["file", "batch", "record", "summary"]
+
+
+# -- limit and order ---------------------------------------------------------------------------
+def test_limit_and_newest_first(logdir: tuple[Path, list[Rec]]) -> None:
+    d, truth = logdir
+    events = [o for t, o in expect(truth, lambda r: r.topic == "events")]
+    objs, finder = find([d], limit=5)
+    assert [o for _, o in offsets(objs)] == events[:5]
+    assert finder.counts.segments == 1  # stopped early
+    objs, _ = find([d / "events-0"], newest_first=True)
+    assert [o for _, o in offsets(objs)] == events[::-1]
+    objs, finder = find([d / "events-0"], newest_first=True, limit=4)
+    assert [o for _, o in offsets(objs)] == events[::-1][:4]
+    assert finder.counts.segments == 1
+    # newest first within each partition, partitions in PATH order
+    objs, _ = find([d], newest_first=True, offsets=(20, 30))
+    want = [(t, o) for t, o in expect(truth, lambda r: 20 <= r.offset <= 30)]
+    by_topic = [x for x in want if x[0] == "events"][::-1] + [x for x in want if x[0] == "other"][
+        ::-1
+    ]
+    assert offsets(objs) == by_topic
+    objs, _ = find([d / "events-0"], newest_first=True, from_time=T0 + 40_000, key=b"k-2")
+    assert (
+        offsets(objs)
+        == expect(
+            truth, lambda r: r.topic == "events" and r.timestamp >= T0 + 40_000 and r.key == b"k-2"
+        )[::-1]
+    )
+
+
+def test_process_pool_output_is_deterministic(tmp_path: Path) -> None:
+    d = tmp_path / "logdir"
+    truth: list[Rec] = []
+    for p in range(4):
+        truth += write_partition(d, "many", p, segments=2, batches=4)
+    (d / "recovery-point-offset-checkpoint").write_text("0\n0\n")
+    serial, _ = find([d], jobs=1, value_regex="odd")
+    parallel, finder = find([d], jobs=2, value_regex="odd")
+    assert [o for o in serial if o["type"] != "summary"] == [
+        o for o in parallel if o["type"] != "summary"
+    ]
+    assert finder.counts.matches == len(offsets(serial)) > 0
+    limited, finder = find([d], jobs=2, limit=7)
+    assert offsets(limited) == offsets(find([d], limit=7)[0])
+    assert finder.counts.matches == 7
+
+
+# -- transactions ---------------------------------------------------------------------------------
+def _txn_partition(logdir: Path) -> Path:
+    gen = generator()
+    d = logdir / "tx-0"
+    d.mkdir(parents=True)
+    data = b"".join(
+        [
+            gen._txn_data(1, 0, 2, 0, transactional=True),  # 0-1: committed at 5
+            gen._txn_data(2, 2, 2, 0, transactional=True),  # 2-3: aborted at 6
+            gen._txn_data(9, 4, 1, 0, transactional=False),  # 4: not transactional
+            gen._marker(1, 5, COMMIT),
+            gen._marker(2, 6, ABORT),
+            gen._txn_data(1, 7, 2, 2, transactional=True),  # 7-8: still open
+            gen._txn_data(2, 9, 1, 2, transactional=True),  # 9: committed at 10
+            gen._marker(2, 10, COMMIT),
+        ]
+    )
+    gen.write_segment_files(d, 0, data)
+    return d
+
+
+@pytest.mark.parametrize(
+    "states,want",
+    [
+        (("committed",), [0, 1, 5, 9, 10]),
+        (("aborted",), [2, 3, 6]),
+        (("open",), [7, 8]),
+        (("none",), [4]),
+        (("aborted", "open"), [2, 3, 6, 7, 8]),
+    ],
+)
+def test_transactional_states(tmp_path: Path, states: tuple[str, ...], want: list[int]) -> None:
+    d = _txn_partition(tmp_path)
+    objs, _ = find([d], transactions=frozenset(states))
+    assert [o for _, o in offsets(objs)] == want
+    assert {o["transaction"] for o in objs if o["type"] == "record"} == set(states)
+    objs, _ = find([d], transactions=frozenset(states), newest_first=True)
+    assert [o for _, o in offsets(objs)] == want[::-1]
+
+
+def test_transactions_of_the_fixture_partition_and_control_records() -> None:
+    objs, _ = find([LOGDIR / "txn-0"], transactions=frozenset({"aborted"}))
+    assert [o for _, o in offsets(objs)] == [4, 5, 6, 7, 8]
+    objs, _ = find([LOGDIR / "txn-0"], control=True)
+    recs = [o for o in objs if o["type"] == "record"]
+    assert [(r["offset"], r["control"]["type"]) for r in recs] == [(8, "ABORT"), (10, "COMMIT")]
+
+
+# -- formats and the command line ----------------------------------------------------------------
+def test_kafka_format_is_what_dump_segments_prints() -> None:
+    log = "logdir/v2-gzip-0/00000000000000000000.log"
+    code, out, _ = run("find", "--format", "kafka", log)
+    dcode, dump, _ = run(
+        "dump-segments", "--format", "kafka", "--deep-iteration", "--print-data", log
+    )
+    assert (code, dcode) == (0, 0)
+    assert out == dump
+
+
+@pytest.mark.parametrize("decoder", ["base64", "hex", "utf8"])
+def test_jsonl_records_are_dump_segments_records(decoder: str) -> None:
+    log = "logdir/v2-none-0/00000000000000000000.log"
+    code, out, _ = run("find", "--format", "jsonl", "--key-decoder", decoder, log)
+    _, dump, _ = run(
+        "dump-segments", "--format", "jsonl", "--print-data", "--key-decoder", decoder, log
+    )
+    found = jsonl(out)
+    assert code == 0 and found
+    for o in found:
+        assert (o.pop("topic"), o.pop("partition")) == ("v2-none", 0)
+        assert o.pop("segment") == log
+    assert found == [o for o in jsonl(dump) if o["type"] == "record"]
+
+
+def test_text_and_json_formats(logdir: tuple[Path, list[Rec]]) -> None:
+    d, _ = logdir
+    code, out, _ = run("find", "--offsets", "2:4", "--key-regex", "k-", str(d / "events-0"))
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) == 2  # offset 4 has no key
+    assert lines[0].startswith("events-0  offset 2  ts ")
+    assert "key: k-3  value: v-3-odd" in lines[1]
+    code, out, _ = run("find", "--format", "json", "--limit", "3", str(d))
+    assert code == 0
+    assert [o["offset"] for o in json.loads(out)] == [0, 1, 2]
+    code, out, _ = run("find", "--format", "json", "--key", "absent", str(d))
+    assert code == 1 and json.loads(out) == []
+
+
+def test_internal_topics_decode() -> None:
+    code, out, _ = run("find", "--format", "jsonl", "--limit", "1", "logdir/__consumer_offsets-0")
+    assert code == 0
+    assert jsonl(out)[0]["key"]["data"]["group"] == "group-a"
+
+
+def test_cli_options_and_exit_codes(logdir: tuple[Path, list[Rec]]) -> None:
+    d, truth = logdir
+    code, out, err = run(
+        "find",
+        "--format",
+        "jsonl",
+        "--from-time",
+        "2023-11-14T22:13:50Z",  # T0 + 30 s
+        "--header",
+        "trace",
+        "--producer-id",
+        "100",
+        "--producer-id",
+        "102",
+        str(d),
+    )
+    assert code == 0, err
+    want = expect(
+        truth,
+        lambda r: (
+            r.timestamp >= T0 + 30_000
+            and any(k == "trace" for k, _ in r.headers)
+            and r.producer_id in (100, 102)
+        ),
+    )
+    assert [(o["topic"], o["offset"]) for o in jsonl(out)] == want
+    code, out, _ = run("find", "--newest-first", "--limit", "2", "--format", "jsonl", str(d))
+    assert [o["offset"] for o in jsonl(out)] == [71, 70]
+    code, out, _ = run("find", "--transaction", "open", str(LOGDIR / "txn-0"))
+    assert code == 1 and out == ""
+    code, _, err = run("find", "nope-0")
+    assert code == 3 and "not-found" in err
+    code, _, err = run("find", "--key-regex", "(", str(d))
+    assert code == 2 and "not a regular expression" in err
+    code, _, err = run("find", "--from-time", "yesterday", str(d))
+    assert code == 2
+    code, out, err = run("find", "-j", "2", "--scan", "--no-print-data", "--limit", "1", str(d))
+    assert code == 0 and "key:" not in out and "key 3 B" in out
+
+
+def test_damaged_segments(tmp_path: Path) -> None:
+    code, out, err = run("find", "corrupt/crc-flip-0")
+    assert code == 3 and out
+    assert "crc-mismatch" in err
+    code, out, err = run("find", "corrupt/torn-tail-0")
+    assert code == 0 and out
+    assert "torn-tail" in err
+    shutil.copytree(LOGS / "corrupt" / "missing-index-0", tmp_path / "m-0")
+    code, out, err = run("find", "--from-time", str(T0 + 5000), str(tmp_path / "m-0"))
+    assert code == 0 and "index-unusable" in err
+    code, out, err = run("-q", "find", "--from-time", str(T0 + 5000), str(tmp_path / "m-0"))
+    assert code == 0 and err == ""
+
+
+def test_help_has_the_exit_status() -> None:
+    code, out, _ = run("find", "--help")
+    assert code == 0
+    assert "0 when records were found; 1 when none were; 3 when an input" in " ".join(out.split())
