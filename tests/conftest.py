@@ -18,6 +18,7 @@ ONE_ENGINE = (
     "tests/test_manpages.py",
     "tests/test_native_crate.py",
     "tests/test_layers.py",
+    "tests/formats/test_engines.py",  # compares the engines itself
     "tests/test_corpus_notice.py",
     "tests/test_startup.py",
 )

@@ -34,12 +34,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(autouse=True)
-def native_only(klogtool_engine: str) -> None:
-    if klogtool_engine != engine.NATIVE:
-        pytest.skip("compares the native engine with the python engine")
-
-
 payload = st.none() | st.binary(max_size=40)
 records_strategy = st.lists(
     st.tuples(
