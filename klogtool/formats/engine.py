@@ -14,6 +14,8 @@ every error, message and byte position comes from one place and the engines cann
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
@@ -30,6 +32,9 @@ else:
     _native = _built
 
 _active: ModuleType | None = None
+
+# (offset, timestamp, key, value, headers, sequence, attributes) of one record
+Row = tuple[int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...], int, int]
 
 
 class EngineChoiceError(ValueError):
@@ -69,6 +74,17 @@ def name() -> str:
     return NATIVE if _active is not None else PYTHON
 
 
+@contextmanager
+def using(engine_name: str) -> Iterator[None]:
+    """``use(engine_name)`` for the duration (the differential tests' reference runs)."""
+    before = name()
+    use(engine_name)
+    try:
+        yield
+    finally:
+        use(before)
+
+
 def native_available() -> bool:
     return _native is not None
 
@@ -86,6 +102,20 @@ def check_v2(data: memoryview, max_batch_bytes: int, where: str) -> tuple[int, b
             raise NativeEngineError(where, e) from None
         raise
     return result
+
+
+def records_v2(data: memoryview, max_batch_bytes: int, position: int) -> list[Row] | None:
+    """The records of a whole well-formed v2 batch as tuples (payloads as ``bytes``), or None:
+    decode it in Python. ``position`` (the batch's) names it if the engine fails."""
+    if _active is None:
+        return None
+    try:
+        rows: list[Row] | None = _active.records_v2(data, max_batch_bytes)
+    except BaseException as e:
+        if _panicked(e):
+            raise NativeEngineError(f"byte {position}", e) from None
+        raise
+    return rows
 
 
 RENDERINGS = ("jsonl", "text", "kafka")

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import Any
 
-from klogtool.formats import codecs
+from klogtool.formats import codecs, engine
 from klogtool.formats.batch import (
     CREATE_TIME,
     DEFAULT_MAX_BATCH_BYTES,
@@ -163,6 +163,9 @@ class DefaultBatch(Batch):
             raise e.at(self.position + RECORD_BATCH_OVERHEAD) from None
 
     def records(self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> Iterator[Record]:
+        rows = engine.records_v2(self.data, max_batch_bytes, self.position)
+        if rows is not None:  # the native engine decoded it (payloads are bytes then)
+            return _from_rows(rows)
         count = self.records_count
         if count < 0:
             raise CorruptRecordError(
@@ -199,6 +202,22 @@ class DefaultBatch(Batch):
             self.position,
         )
         return chain.from_iterable(chunks)
+
+
+def _from_rows(rows: list[engine.Row]) -> Iterator[Record]:
+    new = object.__new__  # as in _decode_fast: fill the slots, no __init__ call
+    for offset, timestamp, key, value, headers, sequence, attributes in rows:
+        r = new(Record)
+        r.offset = offset
+        r.timestamp = timestamp
+        r.key = key
+        r.value = value
+        r.headers = headers
+        r.sequence = sequence
+        r.attributes = attributes
+        r.crc = None
+        r.crc_valid = None
+        yield r
 
 
 def sequence_at(base_sequence: int, delta: int) -> int:

@@ -6,8 +6,9 @@
 
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyNone, PyString, PyTuple};
 
+use crate::batch::{self, Sink};
 use crate::columns;
 use crate::render;
 
@@ -50,6 +51,79 @@ fn check_v2(
     let bytes = Bytes::get(batch)?;
     let data = bytes.as_slice();
     Ok(py.detach(|| columns::check(data, max_batch_bytes)))
+}
+
+/// Python tuples `(offset, timestamp, key, value, headers, sequence, attributes)` of records.
+struct Rows<'py> {
+    py: Python<'py>,
+    rows: Vec<Bound<'py, PyTuple>>,
+    error: Option<PyErr>,
+}
+
+impl<'py> Rows<'py> {
+    fn optional(&self, v: Option<&[u8]>) -> Bound<'py, PyAny> {
+        match v {
+            Some(b) => PyBytes::new(self.py, b).into_any(),
+            None => PyNone::get(self.py).to_owned().into_any(),
+        }
+    }
+
+    fn row(&self, r: &batch::Record<'_>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = self.py;
+        let headers = r
+            .headers
+            .iter()
+            .map(|(k, v)| PyTuple::new(py, [PyString::new(py, k).into_any(), self.optional(*v)]))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyTuple::new(
+            py,
+            [
+                r.offset.into_pyobject(py)?.into_any(),
+                r.timestamp.into_pyobject(py)?.into_any(),
+                self.optional(r.key),
+                self.optional(r.value),
+                PyTuple::new(py, headers)?.into_any(),
+                r.sequence.into_pyobject(py)?.into_any(),
+                r.attributes.into_pyobject(py)?.into_any(),
+            ],
+        )
+    }
+}
+
+impl Sink for Rows<'_> {
+    fn record(&mut self, r: &batch::Record<'_>) {
+        if self.error.is_some() {
+            return;
+        }
+        match self.row(r) {
+            Ok(row) => self.rows.push(row),
+            Err(e) => self.error = Some(e),
+        }
+    }
+}
+
+/// The records of a whole v2 batch as `(offset, timestamp, key, value, headers, sequence,
+/// attributes)` tuples (payloads as bytes), or None: decode it in Python.
+#[pyfunction]
+fn records_v2<'py>(
+    py: Python<'py>,
+    batch: &Bound<'py, PyAny>,
+    max_batch_bytes: usize,
+) -> PyResult<Option<Bound<'py, PyList>>> {
+    let bytes = Bytes::get(batch)?;
+    let mut rows = Rows {
+        py,
+        rows: Vec::new(),
+        error: None,
+    };
+    // Python objects are made as the records decode: the GIL stays held.
+    if batch::decode(bytes.as_slice(), max_batch_bytes, &mut rows).is_none() {
+        return Ok(None);
+    }
+    if let Some(e) = rows.error {
+        return Err(e);
+    }
+    Ok(Some(PyList::new(py, rows.rows)?))
 }
 
 /// What `render_records` returns: the lines, the number of records, their first and last
@@ -199,6 +273,7 @@ impl Columns {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_v2, m)?)?;
+    m.add_function(wrap_pyfunction!(records_v2, m)?)?;
     m.add_function(wrap_pyfunction!(render_records, m)?)?;
     m.add_class::<Columns>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
