@@ -518,14 +518,15 @@ def compare_engines(batch, stats: Counter) -> None:
     got = native_records(batch.data, MAX_BATCH_BYTES)
     rows = engine.records_v2(batch.data, MAX_BATCH_BYTES, batch.position)
     checked = engine.check_v2(batch.data, MAX_BATCH_BYTES, "fuzz")
-    assert (rows is None) == (got is None), "records_v2 and Columns.add disagree on handing back"
+    # records_v2 also hands back batches of over 4,096 records (a list holds them all)
+    assert rows is None or got is not None, "records_v2 decoded what Columns.add handed back"
     if got is None:
         stats["native-handed-back"] += 1
     else:
         assert error is None, f"the native engine decoded what the python engine rejects: {error}"
         assert expected is not None
         assert got == [r[:6] for r in expected], "the engines decoded different records"
-        assert rows == expected, "records_v2 decoded different records"
+        assert rows is None or rows == expected, "records_v2 decoded different records"
     if checked is not None:
         assert error is None, f"check_v2 accepted what the python engine rejects: {error}"
         assert expected is not None

@@ -102,6 +102,9 @@ impl Sink for Rows<'_> {
     }
 }
 
+/// The most records `records_v2` returns as one list.
+const MAX_LISTED_RECORDS: i32 = 4096;
+
 /// The records of a whole v2 batch as `(offset, timestamp, key, value, headers, sequence,
 /// attributes)` tuples (payloads as bytes), or None: decode it in Python.
 #[pyfunction]
@@ -111,6 +114,12 @@ fn records_v2<'py>(
     max_batch_bytes: usize,
 ) -> PyResult<Option<Bound<'py, PyList>>> {
     let bytes = Bytes::get(batch)?;
+    // A list holds the whole batch: past this many records the Python decoder, which yields
+    // them a chunk at a time, keeps memory bounded instead.
+    match batch::parse_header(bytes.as_slice()) {
+        Some(h) if (0..=MAX_LISTED_RECORDS).contains(&h.records_count) => {}
+        _ => return Ok(None),
+    }
     let mut rows = Rows {
         py,
         rows: Vec::new(),
