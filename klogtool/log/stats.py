@@ -532,9 +532,7 @@ class PartitionStats:
                 "distinct_standard_error": None if self.distinct_exact else HLL_STANDARD_ERROR,
                 "tombstones": self.tombstones,
                 "tombstone_share": share(self.tombstones, self.data_records),
-                "heaviest": [
-                    {"key": label, "records": n} for _h, label, n in self.top_keys.top(TOP)
-                ],
+                "heaviest": [_key_obj(label, n) for _h, label, n in self.top_keys.top(TOP)],
                 "heaviest_exact": self.top_exact,
                 "compaction": {
                     "removable": round(self.compaction_removable),
@@ -547,6 +545,16 @@ class PartitionStats:
             },
             "problems": self.problems,
         }
+
+
+def _key_obj(label: bytes, n: int) -> Obj:
+    """A heavy key: as text when it is UTF-8, else in base64 (at most its first 64 bytes)."""
+    try:
+        return {"key": label.decode("utf-8"), "records": n}
+    except UnicodeDecodeError:
+        import base64
+
+        return {"key_base64": base64.b64encode(label).decode("ascii"), "records": n}
 
 
 def _share(n: float, d: int) -> float | None:
