@@ -20,6 +20,7 @@ ONE_ENGINE = (
     "tests/test_layers.py",
     "tests/test_corpus_notice.py",
     "tests/test_startup.py",
+    "tests/test_stats_html.py",
 )
 
 

@@ -65,7 +65,7 @@ Progress = Callable[[int, int], None]  # (bytes walked, records read) since the 
 
 SIZE_BUCKETS = 41  # log2 buckets: sizes up to 2**40 bytes
 TIME_BUCKETS = 512  # the most time buckets kept before their width doubles
-CHART_BUCKETS = 60  # buckets in the records-per-time chart
+CHART_BUCKETS = 40  # buckets in the records-per-time chart
 EXACT_KEYS = 1_000_000
 MAX_PRODUCERS = 100_000
 TOP = 10  # heaviest keys and largest producers reported
@@ -105,7 +105,7 @@ class HyperLogLog:
 
     @property
     def standard_error(self) -> float:
-        return 1.04 / self.m**0.5
+        return float(1.04 / self.m**0.5)
 
     def add(self, h: int) -> None:
         q = 64 - self.p
@@ -577,8 +577,9 @@ class _Sampler:
         self.credit += self.fraction * size
         return self.credit > 0
 
-    def took(self, n: int) -> None:
-        self.credit -= n
+    def took(self, size: int, n: int) -> None:
+        """A batch of ``size`` bytes on disk, ``n`` uncompressed, was taken."""
+        self.credit -= size
         self.taken += n
 
 
@@ -652,7 +653,7 @@ def _batch(st: PartitionStats, batch: Batch, opts: StatsOptions, sampler: _Sampl
             area = records_area if records_area is not None else batch.data[RECORD_BATCH_OVERHEAD:]
             st.sample.append(bytes(area))
             st.sample_records += batch.count
-            sampler.took(len(area))
+            sampler.took(size, len(area))
     lat = batch.timestamp_type == LOG_APPEND_TIME
     pid = batch.producer_id if magic >= 2 else -1
     txn = batch.is_transactional
