@@ -59,8 +59,7 @@ def sparkline(counts: list[int]) -> str:
 @click.option(
     "--per-partition/--no-per-partition",
     default=True,
-    show_default=True,
-    help="Text: a table row per partition (with several).",
+    help="Text: a table row per partition, when there are several [default: on].",
 )
 @click.option(
     "--exact-keys",
