@@ -95,6 +95,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "diff",
         "Compare two copies of a partition, or two log dirs, and say where they diverge.",
     ),
+    "stats": (
+        "stats",
+        "What is in these partitions: volume, sizes, time, producers, keys, what-if codecs.",
+    ),
     "explain": (
         "explain",
         "Explain one partition: why it is not being compacted or deleted, and what makes the "

@@ -21,6 +21,7 @@ ONE_ENGINE = (
     "tests/formats/test_engines.py",  # compares the engines itself
     "tests/test_corpus_notice.py",
     "tests/test_startup.py",
+    "tests/test_stats_html.py",
 )
 
 

@@ -1,0 +1,336 @@
+"""``klogtool stats``: what is in these partitions, in tables and charts (docs/stats.md)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import click
+
+from klogtool.commands._options import (
+    format_option,
+    jobs_option,
+    max_batch_bytes_option,
+    now_option,
+    parse_size,
+    paths_argument,
+)
+from klogtool.errors import InputError
+from klogtool.log import stats as lib
+from klogtool.log.stats_html import display_key, human_bytes, iso, pct, render
+from klogtool.output import Output
+
+_BLOCKS = " ▏▎▍▌▋▊▉█"
+_SPARK = "▁▂▃▄▅▆▇█"
+
+
+def bar(value: float, top: float, width: int = 30) -> str:
+    """A bar of block characters, ``value / top`` of ``width`` cells (eighths of a cell)."""
+    if top <= 0 or value <= 0:
+        return ""
+    eighths = max(1, round(8 * width * value / top))
+    return "█" * (eighths // 8) + (_BLOCKS[eighths % 8] if eighths % 8 else "")
+
+
+def sparkline(counts: list[int]) -> str:
+    top = max(counts, default=0)
+    if top <= 0:
+        return ""
+    return "".join(" " if c == 0 else _SPARK[min(7, (c * 8 - 1) // top)] for c in counts)
+
+
+@click.command("stats")
+@paths_argument
+@click.option(
+    "--topic",
+    "topics",
+    multiple=True,
+    metavar="NAME",
+    help="Only the partitions of this topic (repeatable) in the log dirs named.",
+)
+@format_option()
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="FILE",
+    help="Also write one self-contained HTML report (inline SVG charts, no script) to FILE.",
+)
+@click.option(
+    "--per-partition/--no-per-partition",
+    default=True,
+    help="Text: a table row per partition, when there are several [default: on].",
+)
+@click.option(
+    "--exact-keys",
+    type=int,
+    default=lib.EXACT_KEYS,
+    show_default=True,
+    metavar="N",
+    help="Distinct keys counted exactly per partition up to N, then estimated (HyperLogLog).",
+)
+@click.option(
+    "--sample",
+    "sample",
+    default="8M",
+    show_default=True,
+    metavar="SIZE",
+    callback=lambda _c, _p, v: parse_size(v),
+    help="Uncompressed records compressed with each codec for the what-if sizes (0: none).",
+)
+@now_option
+@jobs_option
+@max_batch_bytes_option
+@click.pass_obj
+def command(
+    settings: Any,
+    paths: tuple[str, ...],
+    topics: tuple[str, ...],
+    fmt: str,
+    html_file: str | None,
+    per_partition: bool,
+    exact_keys: int,
+    sample: int,
+    now: int | None,
+    jobs: int,
+    max_batch_bytes: int,
+) -> None:
+    """What is in these partitions: volume, sizes, time, producers, keys, what-if codecs.
+
+    PATH is a segment (.log), a partition directory or a log directory (--topic narrows it to
+    one topic's partitions). Every record is read once, with memory that does not grow with
+    the data: sizes go into log2 buckets (percentiles are interpolated inside a bucket),
+    distinct keys are exact up to --exact-keys per partition and then a HyperLogLog estimate
+    (standard error 0.81 %), the heaviest keys come from a bounded counter (approximate past
+    the exact phase).
+
+    The compaction potential is the share of a partition's data records a compaction of its
+    whole log would remove at --now: keyless records, records whose key appears again later,
+    and tombstones past their delete horizon (aborted transactions and the cleaner's bounds
+    are not counted; see docs/stats.md). The what-if sizes compress a sample of batches with
+    gzip, snappy, lz4 and zstd (levels 1, 3, 9, 19), and time it.
+
+    Output: tables and block-character charts on stdout, or one "stats" object per partition
+    and one for the total with --format jsonl; --html FILE writes a report to attach to a
+    ticket.
+
+    Exit status: 0 done (problems in the data are listed, not fatal), 3 a PATH holds no
+    partition or cannot be read.
+    """
+    out = Output(
+        fmt, progress=settings.progress, color=settings.color, verbosity=settings.verbosity
+    )
+    clock = now if now is not None else int(time.time() * 1000)
+    found = lib.targets(list(paths), topics)
+    if not found:
+        raise InputError(
+            "no partition of the topics named", path=" ".join(paths), code="no-kafka-files"
+        )
+    options = lib.StatsOptions(
+        now=clock, exact_keys=exact_keys, sample_bytes=sample, max_batch_bytes=max_batch_bytes
+    )
+    parts: list[lib.PartitionStats] = []
+    with out.progress(sum(t.size for t in found), "stats", records=True) as advance:
+        for st in lib.collect(found, options, jobs=jobs, progress=advance):
+            parts.append(st)
+            if fmt != "text":
+                st.sample = st.sample if sample else []
+                out.emit(st.as_obj())
+    tot = lib.total(parts, " ".join(paths))
+    if len(parts) == 1:
+        tot.topic, tot.partition = parts[0].topic, parts[0].partition
+    total_obj = tot.as_obj("total")
+    what_if: dict[str, Any] | None = None
+    if sample:
+        with out.status("compressing the sample with every codec"):
+            described, rows = lib.what_if(tot, sample)
+        if rows:
+            what_if = {"sample": described, "codecs": [r.as_obj() for r in rows]}
+    if fmt != "text":
+        out.emit({**total_obj, "what_if": what_if})
+    else:
+        _text(out, total_obj, [p.as_obj() for p in parts] if per_partition else [], what_if)
+    if html_file is not None:
+        title = (
+            "klogtool stats: "
+            + " ".join(paths)
+            + (f" (topic {', '.join(topics)})" if topics else "")
+        )
+        page = render(
+            total_obj,
+            [p.as_obj() for p in parts],
+            what_if,
+            title=title,
+            generated=f"generated {iso(int(time.time() * 1000))} for now = {iso(clock)} "
+            f"by klogtool stats",
+        )
+        with open(html_file, "w", encoding="utf-8") as f:
+            f.write(page)
+        out.info(f"wrote {html_file}")
+    out.close()
+
+
+def _text(out: Output, t: dict[str, Any], parts: list[dict[str, Any]], what_if: Any) -> None:
+    v, s, tm, p, k = (t[x] for x in ("volume", "sizes", "time", "producers", "keys"))
+    comp = k["compaction"]
+    for problem in t["problems"]:
+        out.warn(problem)
+    approx = "" if k["distinct_exact"] else "≈"
+    out.table(
+        f"klogtool stats: {t['partitions']:,} partition" + ("" if t["partitions"] == 1 else "s"),
+        ["volume", "value"],
+        [
+            ["records", f"{v['records']:,}"],
+            ["batches", f"{v['batches']:,}"],
+            ["bytes on disk", f"{v['bytes_on_disk']:,} ({human_bytes(v['bytes_on_disk'])})"],
+            [
+                "bytes uncompressed",
+                f"{v['bytes_uncompressed']:,} ({human_bytes(v['bytes_uncompressed'])})",
+            ],
+            ["compression ratio", f"{v['compression_ratio'] or 0:.2f}"],
+            [
+                "codecs",
+                ", ".join(f"{n} {c['records']:,}" for n, c in v["codecs"].items()) or "-",
+            ],
+            ["control records", f"{v['control_records']:,}"],
+        ],
+        left=frozenset({"value"}),
+    )
+    rows = []
+    for name in ("key", "value", "headers"):
+        d = s[name]
+        rows.append(
+            [name]
+            + [_n(d[x]) for x in ("count", "nulls", "min", "p50", "p90", "p99", "max", "mean")]
+        )
+    out.table(
+        "sizes (bytes; percentiles from log2 buckets)",
+        ["", "count", "null", "min", "p50", "p90", "p99", "max", "mean"],
+        rows,
+    )
+    out.table(
+        "value sizes (records per log2 bucket)",
+        ["bytes", "records", ""],
+        _histogram_rows(s["value"]),
+        left=frozenset({""}),
+    )
+    spark = sparkline(tm["buckets"])
+    out.table(
+        "time",
+        ["", "value"],
+        [
+            ["first timestamp", iso(tm["first_timestamp"])],
+            ["last timestamp", iso(tm["last_timestamp"])],
+            ["records over time", spark or "-"],
+            ["bucket", f"{tm['bucket_ms']:,} ms"],
+            ["out of order", f"{tm['out_of_order']:,}"],
+            ["in the future", f"{tm['future']:,}"],
+            ["CreateTime / LogAppendTime", f"{tm['create_time']:,} / {tm['log_append_time']:,}"],
+        ],
+        left=frozenset({"value"}),
+    )
+    largest = p["largest"]
+    top = max((x["records"] for x in largest), default=0)
+    out.table(
+        f"producers: {p['count']:,}{'+' if p['count_truncated'] else ''}, idempotent "
+        f"{pct(p['idempotent_share'])}, transactional {pct(p['transactional_share'])}",
+        ["producer", "records", ""],
+        [[str(x["producer_id"]), f"{x['records']:,}", bar(x["records"], top)] for x in largest],
+        left=frozenset({""}),
+    )
+    err = k["distinct_standard_error"]
+    out.table(
+        "keys",
+        ["", "value"],
+        [
+            [
+                "distinct",
+                f"{approx}{k['distinct']:,}"
+                + ("" if err is None else f" (HyperLogLog, ±{100 * err:.2f} % std. error)"),
+            ],
+            ["keyless", pct(k["keyless_share"])],
+            ["tombstones", pct(k["tombstone_share"])],
+            [
+                "compaction potential",
+                f"{pct(comp['share'])} ({comp['removable']:,} records: {comp['superseded']:,} "
+                f"superseded, {comp['keyless']:,} keyless, {comp['tombstones_expired']:,} "
+                "expired tombstones)" + (" estimated" if comp["estimated"] else ""),
+            ],
+        ],
+        left=frozenset({"value"}),
+    )
+    heavy = k["heaviest"]
+    top = max((x["records"] for x in heavy), default=0)
+    out.table(
+        "heaviest keys" + ("" if k["heaviest_exact"] else " (approximate)"),
+        ["key", "records", ""],
+        [[display_key(x), f"{x['records']:,}", bar(x["records"], top)] for x in heavy],
+        left=frozenset({""}),
+    )
+    if what_if is not None:
+        rows_w = what_if["codecs"]
+        smp = what_if["sample"]
+        top = max((r["estimated_bytes"] for r in rows_w), default=0)
+        out.table(
+            f"what if: each codec (sample of {smp['batches']:,} batches, "
+            f"{human_bytes(smp['bytes'])})",
+            ["codec", "ratio", "seconds", "estimated size", ""],
+            [
+                [
+                    r["codec"],
+                    f"{r['ratio']:.2f}",
+                    f"{r['seconds']:.3f}",
+                    human_bytes(r["estimated_bytes"]) if not r["error"] else r["error"],
+                    bar(r["estimated_bytes"], top, 24),
+                ]
+                for r in rows_w
+            ],
+            left=frozenset({""}),
+        )
+    if len(parts) > 1:
+        out.table(
+            "partitions",
+            ["partition", "records", "bytes", "distinct keys", "compaction"],
+            [
+                [
+                    o["path"],
+                    f"{o['volume']['records']:,}",
+                    f"{o['volume']['bytes_on_disk']:,}",
+                    ("" if o["keys"]["distinct_exact"] else "≈") + f"{o['keys']['distinct']:,}",
+                    pct(o["keys"]["compaction"]["share"]),
+                ]
+                for o in parts
+            ],
+        )
+
+
+def _histogram_rows(hist: dict[str, Any]) -> list[list[str]]:
+    buckets = hist["buckets"]
+    top = max((b["count"] for b in buckets), default=0)
+    return [
+        [f"{b['from']:,}..{b['to']:,}", f"{b['count']:,}", bar(b["count"], top)] for b in buckets
+    ]
+
+
+def _n(x: Any) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float) and not x.is_integer():
+        return f"{x:,.1f}"
+    return f"{int(x):,}"
+
+
+# Shown in the man page's EXAMPLES section: (what it does, the command lines).
+EXAMPLES: list[tuple[str, list[str]]] = [
+    (
+        "What is in a partition; one topic of a log dir as a report for a ticket:",
+        [
+            "klogtool stats /var/lib/kafka/data/orders-3",
+            "klogtool stats --topic orders --html orders.html /var/lib/kafka/data",
+        ],
+    ),
+    (
+        "Every partition as JSON Lines (one object per partition, then the total):",
+        ["klogtool stats --format jsonl /var/lib/kafka/data > stats.jsonl"],
+    ),
+]

@@ -1,0 +1,881 @@
+"""``stats`` as a library: what is in segments, partitions, topics and log dirs, in numbers.
+
+One pass over every record, with memory that does not grow with the data:
+
+* Volume: records, batches, bytes on disk and uncompressed (the batch with its records area
+  decompressed), per codec, and the compression ratio.
+* Sizes: key, value and header sizes in fixed log2 buckets (bucket ``b`` holds sizes in
+  ``[2**(b-1), 2**b)``, bucket 0 the size 0); percentiles are read off the buckets,
+  interpolated linearly inside one (so within a factor of two, exact at min and max).
+* Time: first and last record timestamps, records per time bucket (buckets of a power-of-two
+  number of seconds, doubled whenever more than :data:`TIME_BUCKETS` would be needed), records
+  whose timestamp is below one already seen in the partition (out of order), records after
+  ``now`` (future), and records by timestamp type (CreateTime, LogAppendTime).
+* Producers: distinct producer ids (exact up to :data:`MAX_PRODUCERS`, then only the ones seen
+  first), records of idempotent and of transactional batches, the largest producers.
+* Keys, per partition (compaction is per partition): distinct keys, exact in a set of 64-bit
+  key hashes (BLAKE2b) up to ``exact_keys`` keys; past that, a :class:`HyperLogLog`
+  (2**14 registers, standard error 1.04/sqrt(m) = 0.81 %). The heaviest keys come from a
+  bounded :class:`TopCounter` (space-saving): while the key set is exact their counts are
+  exact, afterwards they are upper bounds (``approximate``). Keyless and tombstone shares.
+* Compaction potential: the share of a partition's data records (control records aside) that
+  a compaction of the whole log would remove now. The rule, from the cleaner
+  (:mod:`klogtool.log.cleaner`, ``Cleaner._retain``): a keyless record goes; a record whose
+  key appears again later in the partition is superseded and goes; the latest record of a key
+  goes when it is a tombstone (null value) of a v2 batch whose delete horizon (KIP-534) is at or
+  before ``now``. Not counted: aborted transactional records and transaction markers (they
+  need the transaction index), and the cleaner's bounds (active segment, last stable offset,
+  ``min.compaction.lag.ms``, the dirty ratio): it is what could go, not what the next
+  cleaning pass will take. Past the exact key bound, superseded records are estimated as keyed
+  records minus the estimated distinct keys, and expired tombstones seen after the switch are
+  all counted (``compaction_estimated`` is then true).
+* What if: a sample of batches' uncompressed records areas (up to ``sample_bytes``, spread over
+  the data by size) is compressed batch by batch with every codec (zstd at levels 1, 3, 9, 19)
+  through :func:`klogtool.formats.codecs.compress`, with the time it took.
+
+:func:`collect` gives one :class:`PartitionStats` per partition (with ``jobs > 1`` from a
+process pool), :func:`total` merges them, :func:`what_if` measures the sample.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from klogtool.formats import codecs, engine
+from klogtool.formats.batch import (
+    DEFAULT_MAX_BATCH_BYTES,
+    LOG_APPEND_TIME,
+    LOG_OVERHEAD,
+    Batch,
+)
+from klogtool.formats.errors import FormatError
+from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
+from klogtool.formats.v2 import RECORD_BATCH_OVERHEAD, DefaultBatch
+from klogtool.log.finder import Target, resolve_targets
+from klogtool.log.segment import ReleaseBehind, mapped
+
+Obj = dict[str, Any]
+Progress = Callable[[int, int], None]  # (bytes walked, records read) since the last call
+
+SIZE_BUCKETS = 41  # log2 buckets: sizes up to 2**40 bytes
+TIME_BUCKETS = 512  # the most time buckets kept before their width doubles
+CHART_BUCKETS = 40  # buckets in the records-per-time chart
+EXACT_KEYS = 1_000_000
+MAX_PRODUCERS = 100_000
+TOP = 10  # heaviest keys and largest producers reported
+SAMPLE_BYTES = 8 << 20
+HLL_P = 14
+HLL_STANDARD_ERROR = 1.04 / (1 << HLL_P) ** 0.5
+# (label, codec id, level): what each "what if" row compresses with
+WHAT_IF_CODECS: tuple[tuple[str, int, int | None], ...] = (
+    ("gzip", codecs.GZIP, None),
+    ("snappy", codecs.SNAPPY, None),
+    ("lz4", codecs.LZ4, None),
+    ("zstd-1", codecs.ZSTD, 1),
+    ("zstd-3", codecs.ZSTD, 3),
+    ("zstd-9", codecs.ZSTD, 9),
+    ("zstd-19", codecs.ZSTD, 19),
+)
+_LEGACY_HEADER = {0: 14, 1: 22}  # crc, magic, attributes, [timestamp], key and value lengths
+_MASK64 = (1 << 64) - 1
+
+
+def key_hash(key: bytes | memoryview) -> int:
+    """The 64-bit hash keys are counted by (BLAKE2b: the same in every process)."""
+    return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big")
+
+
+# -- sketches -------------------------------------------------------------------------------------
+class HyperLogLog:
+    """Flajolet et al.'s HyperLogLog over 64-bit hashes, ``2**p`` one-byte registers.
+
+    Standard error 1.04/sqrt(2**p) (0.81 % at p = 14, 16 KiB); linear counting below
+    2.5 * m, as in the paper; no large-range correction is needed with 64-bit hashes."""
+
+    def __init__(self, p: int = HLL_P) -> None:
+        self.p = p
+        self.m = 1 << p
+        self.registers = bytearray(self.m)
+
+    @property
+    def standard_error(self) -> float:
+        return float(1.04 / self.m**0.5)
+
+    def add(self, h: int) -> None:
+        q = 64 - self.p
+        i = h >> q
+        rank = q - (h & ((1 << q) - 1)).bit_length() + 1
+        if rank > self.registers[i]:
+            self.registers[i] = rank
+
+    def merge(self, other: HyperLogLog) -> None:
+        assert other.p == self.p
+        self.registers = bytearray(map(max, self.registers, other.registers))
+
+    def estimate(self) -> float:
+        m = self.m
+        alpha = 0.7213 / (1 + 1.079 / m)
+        raw = alpha * m * m / sum(2.0**-r for r in self.registers)
+        zeros = self.registers.count(0)
+        if raw <= 2.5 * m and zeros:
+            import math
+
+            return m * math.log(m / zeros)
+        return raw
+
+
+class TopCounter:
+    """The heaviest items of a stream in bounded memory (space-saving, lazily evicted).
+
+    Up to ``2 * k`` items are counted; when the table is full the ``k`` lightest go, and the
+    heaviest count evicted becomes the floor every newcomer starts from. A count is at most
+    ``floor`` above the truth, and an item seen more than ``floor`` times is in the table."""
+
+    def __init__(self, k: int = 256) -> None:
+        self.k = k
+        self.counts: dict[int, int] = {}
+        self.labels: dict[int, bytes] = {}
+        self.floor = 0
+
+    def add(self, h: int, label: bytes | memoryview, n: int = 1) -> None:
+        counts = self.counts
+        c = counts.get(h)
+        if c is not None:
+            counts[h] = c + n
+            return
+        if len(counts) >= 2 * self.k:
+            self._evict()
+        counts[h] = self.floor + n
+        self.labels[h] = bytes(label[:64])
+
+    def _evict(self) -> None:
+        keep = heapq.nlargest(self.k, self.counts.items(), key=lambda kv: kv[1])
+        kept = {h for h, _ in keep}
+        self.floor = max(
+            [self.floor, *(c for h, c in self.counts.items() if h not in kept)], default=0
+        )
+        self.counts = dict(keep)
+        self.labels = {h: self.labels[h] for h in kept}
+
+    def merge(self, other: TopCounter) -> None:
+        for h, c in other.counts.items():
+            self.counts[h] = self.counts.get(h, self.floor) + c
+            self.labels.setdefault(h, other.labels[h])
+        self.floor += other.floor
+        if len(self.counts) > 2 * self.k:
+            self._evict()
+
+    def top(self, n: int) -> list[tuple[int, bytes, int]]:
+        """``(hash, label, count)`` of the ``n`` heaviest, heaviest first."""
+        best = heapq.nlargest(n, self.counts.items(), key=lambda kv: (kv[1], -kv[0]))
+        return [(h, self.labels[h], c) for h, c in best]
+
+
+class SizeHistogram:
+    """Sizes in log2 buckets (see the module docstring), with nulls counted apart."""
+
+    def __init__(self) -> None:
+        self.buckets = [0] * SIZE_BUCKETS
+        self.count = 0
+        self.nulls = 0
+        self.total = 0
+        self.min: int | None = None
+        self.max: int | None = None
+
+    def add(self, n: int) -> None:
+        self.buckets[min(n.bit_length(), SIZE_BUCKETS - 1)] += 1
+        self.count += 1
+        self.total += n
+        if self.min is None or n < self.min:
+            self.min = n
+        if self.max is None or n > self.max:
+            self.max = n
+
+    def merge(self, other: SizeHistogram) -> None:
+        self.buckets = [a + b for a, b in zip(self.buckets, other.buckets, strict=True)]
+        self.count += other.count
+        self.nulls += other.nulls
+        self.total += other.total
+        self.min = _opt(min, self.min, other.min)
+        self.max = _opt(max, self.max, other.max)
+
+    def percentile(self, q: float) -> float | None:
+        """The ``q`` quantile (0..1), interpolated inside its bucket, clamped to [min, max]."""
+        if not self.count or self.min is None or self.max is None:
+            return None
+        rank = q * self.count
+        seen = 0
+        for b, n in enumerate(self.buckets):
+            if not n:
+                continue
+            if seen + n >= rank:
+                lo, hi = bucket_bounds(b)
+                lo, hi = max(lo, self.min), min(hi, self.max)
+                value = lo + (hi - lo) * max(0.0, rank - seen) / n
+                return float(max(self.min, min(self.max, value)))
+            seen += n
+        return float(self.max)
+
+    def as_obj(self) -> Obj:
+        return {
+            "count": self.count,
+            "nulls": self.nulls,
+            "bytes": self.total,
+            "min": self.min,
+            "max": self.max,
+            "mean": round(self.total / self.count, 1) if self.count else None,
+            "p50": _round(self.percentile(0.5)),
+            "p90": _round(self.percentile(0.9)),
+            "p99": _round(self.percentile(0.99)),
+            "buckets": [
+                {"from": bucket_bounds(b)[0], "to": bucket_bounds(b)[1], "count": n}
+                for b, n in enumerate(self.buckets)
+                if n
+            ],
+        }
+
+
+def _opt(pick: Callable[[int, int], int], a: int | None, b: int | None) -> int | None:
+    """``pick(a, b)`` of the ones that are not None."""
+    return b if a is None else a if b is None else pick(a, b)
+
+
+def bucket_bounds(b: int) -> tuple[int, int]:
+    """Bucket ``b``'s sizes, inclusive: 0 → (0, 0), 1 → (1, 1), 2 → (2, 3), 3 → (4, 7)..."""
+    if b == 0:
+        return 0, 0
+    return 1 << (b - 1), (1 << b) - 1
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 1)
+
+
+class TimeBuckets:
+    """Records per time bucket; the width (ms) doubles when the span needs more buckets."""
+
+    def __init__(self, width: int = 1000) -> None:
+        self.width = width
+        self.counts: dict[int, int] = {}
+
+    def add(self, ts: int, n: int = 1) -> None:
+        i = ts // self.width
+        counts = self.counts
+        counts[i] = counts.get(i, 0) + n
+        if len(counts) > TIME_BUCKETS:
+            self._widen()
+
+    def _widen(self) -> None:
+        while len(self.counts) > TIME_BUCKETS or (
+            self.counts and max(self.counts) - min(self.counts) > 64 * TIME_BUCKETS
+        ):
+            self.width *= 2
+            widened: dict[int, int] = {}
+            for i, n in self.counts.items():
+                widened[i // 2] = widened.get(i // 2, 0) + n
+            self.counts = widened
+
+    def merge(self, other: TimeBuckets) -> None:
+        while self.width < other.width:
+            self.width *= 2
+            self.counts = _halve(self.counts)
+        theirs = dict(other.counts)
+        width = other.width
+        while width < self.width:
+            width *= 2
+            theirs = _halve(theirs)
+        for i, n in theirs.items():
+            self.counts[i] = self.counts.get(i, 0) + n
+        if len(self.counts) > TIME_BUCKETS:
+            self._widen()
+
+    def chart(self, n: int = CHART_BUCKETS) -> tuple[int, int, list[int]]:
+        """``(start ms, bucket width ms, counts)``: at most ``n`` equal buckets from the first
+        record's bucket to the last's, empty ones included."""
+        if not self.counts:
+            return 0, self.width, []
+        lo, hi = min(self.counts), max(self.counts)
+        per = max(1, -(-(hi - lo + 1) // n))
+        out = [0] * (-(-(hi - lo + 1) // per))
+        for i, c in self.counts.items():
+            out[(i - lo) // per] += c
+        return lo * self.width, per * self.width, out
+
+
+def _halve(counts: dict[int, int]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for i, n in counts.items():
+        out[i // 2] = out.get(i // 2, 0) + n
+    return out
+
+
+# -- per partition ------------------------------------------------------------------------------
+@dataclass
+class StatsOptions:
+    now: int = 0  # ms: future timestamps and expired delete horizons are judged against it
+    exact_keys: int = EXACT_KEYS
+    sample_bytes: int = SAMPLE_BYTES
+    sample_fraction: float = 1.0  # of the on-disk bytes whose records areas are sampled
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+
+
+@dataclass
+class PartitionStats:
+    """The aggregates of one partition (or of several, after :meth:`merge`)."""
+
+    path: str
+    topic: str | None = None
+    partition: int | None = None
+    partitions: int = 1
+    segments: int = 0
+    batches: int = 0
+    records: int = 0
+    control_records: int = 0
+    bytes_on_disk: int = 0  # of the batches read
+    bytes_uncompressed: int = 0
+    unreadable_bytes: int = 0
+    problems: list[str] = field(default_factory=list)
+    codecs: dict[str, list[int]] = field(default_factory=dict)  # name: [batches, records, bytes]
+    magics: dict[int, int] = field(default_factory=dict)  # magic: batches
+    key_sizes: SizeHistogram = field(default_factory=SizeHistogram)
+    value_sizes: SizeHistogram = field(default_factory=SizeHistogram)
+    header_sizes: SizeHistogram = field(default_factory=SizeHistogram)
+    header_counts: SizeHistogram = field(default_factory=SizeHistogram)
+    first_timestamp: int | None = None
+    last_timestamp: int | None = None
+    out_of_order: int = 0
+    future: int = 0
+    no_timestamp: int = 0  # v0 records, and timestamps of -1
+    create_time: int = 0
+    log_append_time: int = 0
+    times: TimeBuckets = field(default_factory=TimeBuckets)
+    idempotent_records: int = 0
+    transactional_records: int = 0
+    producers: dict[int, int] = field(default_factory=dict)  # producer id: records
+    producers_truncated: bool = False
+    keyed: int = 0
+    keyless: int = 0
+    tombstones: int = 0
+    distinct_keys: float = 0.0
+    distinct_exact: bool = True
+    superseded: float = 0.0
+    tombstones_expired: int = 0
+    top_keys: TopCounter = field(default_factory=TopCounter)
+    top_exact: bool = True
+    sample: list[bytes] = field(default_factory=list)  # uncompressed records areas
+    sample_records: int = 0
+    # the exact phase: key hash -> count * 2 + (latest record is an expired tombstone)
+    _keys: dict[int, int] | None = field(default_factory=dict, repr=False)
+    _hll: HyperLogLog | None = field(default=None, repr=False)
+    _expired_after: int = 0  # expired tombstones seen past the exact phase
+    _max_ts: int = -1
+
+    # -- derived --------------------------------------------------------------------------------
+    @property
+    def data_records(self) -> int:
+        return self.records - self.control_records
+
+    @property
+    def compaction_removable(self) -> float:
+        n = self.keyless + self.superseded + self.tombstones_expired
+        return min(float(self.data_records), n)
+
+    @property
+    def compaction_estimated(self) -> bool:
+        return not self.distinct_exact
+
+    def finish(self) -> None:
+        """Turn the exact key set into counts and drop it (it is not merged or shipped)."""
+        if self._max_ts >= 0:
+            self.last_timestamp = self._max_ts
+        if self._keys is not None:
+            keys = self._keys
+            self.distinct_keys = float(len(keys))
+            self.superseded = float(self.keyed - len(keys))
+            self.tombstones_expired = sum(v & 1 for v in keys.values())
+            # exact counts for the candidates
+            tc = self.top_keys
+            tc.counts = {h: keys[h] >> 1 for h in tc.counts if h in keys}
+            tc.labels = {h: tc.labels[h] for h in tc.counts}
+            tc.floor = 0
+            self._keys = None
+        elif self._hll is not None:
+            est = self._hll.estimate()
+            self.distinct_keys = est
+            self.superseded = max(0.0, self.keyed - est)
+            self.tombstones_expired += self._expired_after
+            self._expired_after = 0
+            self.top_exact = False
+            self._hll = None
+
+    def merge(self, o: PartitionStats) -> None:
+        """Add a finished partition's aggregates to these (a total)."""
+        for name in (
+            "partitions",
+            "segments",
+            "batches",
+            "records",
+            "control_records",
+            "bytes_on_disk",
+            "bytes_uncompressed",
+            "unreadable_bytes",
+            "out_of_order",
+            "future",
+            "no_timestamp",
+            "create_time",
+            "log_append_time",
+            "idempotent_records",
+            "transactional_records",
+            "keyed",
+            "keyless",
+            "tombstones",
+            "distinct_keys",
+            "superseded",
+            "tombstones_expired",
+            "sample_records",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(o, name))
+        self.problems += o.problems
+        for name, (b, r, n) in o.codecs.items():
+            mine = self.codecs.setdefault(name, [0, 0, 0])
+            mine[0] += b
+            mine[1] += r
+            mine[2] += n
+        for magic, n in o.magics.items():
+            self.magics[magic] = self.magics.get(magic, 0) + n
+        for h in ("key_sizes", "value_sizes", "header_sizes", "header_counts"):
+            getattr(self, h).merge(getattr(o, h))
+        self.first_timestamp = _opt(min, self.first_timestamp, o.first_timestamp)
+        self.last_timestamp = _opt(max, self.last_timestamp, o.last_timestamp)
+        self.times.merge(o.times)
+        for pid, n in o.producers.items():
+            if pid in self.producers or len(self.producers) < MAX_PRODUCERS:
+                self.producers[pid] = self.producers.get(pid, 0) + n
+            else:
+                self.producers_truncated = True
+        self.producers_truncated |= o.producers_truncated
+        self.distinct_exact &= o.distinct_exact
+        self.top_exact &= o.top_exact
+        self.top_keys.merge(o.top_keys)
+        self.sample += o.sample
+
+    # -- output ---------------------------------------------------------------------------------
+    def as_obj(self, scope: str = "partition") -> Obj:
+        """The JSON Lines object (docs/stats.md)."""
+        start, width, counts = self.times.chart()
+        share = _share
+        codec_rows = {
+            name: {"batches": b, "records": r, "bytes": n}
+            for name, (b, r, n) in sorted(self.codecs.items())
+        }
+        producers = sorted(self.producers.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
+        return {
+            "type": "stats",
+            "scope": scope,
+            "path": self.path,
+            "topic": self.topic,
+            "partition": self.partition,
+            "partitions": self.partitions,
+            "segments": self.segments,
+            "volume": {
+                "batches": self.batches,
+                "records": self.records,
+                "control_records": self.control_records,
+                "bytes_on_disk": self.bytes_on_disk,
+                "bytes_uncompressed": self.bytes_uncompressed,
+                "compression_ratio": round(self.bytes_uncompressed / self.bytes_on_disk, 3)
+                if self.bytes_on_disk
+                else None,
+                "codecs": codec_rows,
+                "magics": {str(k): v for k, v in sorted(self.magics.items())},
+                "unreadable_bytes": self.unreadable_bytes,
+            },
+            "sizes": {
+                "key": self.key_sizes.as_obj(),
+                "value": self.value_sizes.as_obj(),
+                "headers": self.header_sizes.as_obj(),
+                "header_count": self.header_counts.as_obj(),
+            },
+            "time": {
+                "first_timestamp": self.first_timestamp,
+                "last_timestamp": self.last_timestamp,
+                "out_of_order": self.out_of_order,
+                "future": self.future,
+                "no_timestamp": self.no_timestamp,
+                "create_time": self.create_time,
+                "log_append_time": self.log_append_time,
+                "bucket_start": start,
+                "bucket_ms": width,
+                "buckets": counts,
+            },
+            "producers": {
+                "count": len(self.producers),
+                "count_truncated": self.producers_truncated,
+                "idempotent_records": self.idempotent_records,
+                "idempotent_share": share(self.idempotent_records, self.data_records),
+                "transactional_records": self.transactional_records,
+                "transactional_share": share(self.transactional_records, self.data_records),
+                "largest": [{"producer_id": p, "records": n} for p, n in producers],
+            },
+            "keys": {
+                "keyed": self.keyed,
+                "keyless": self.keyless,
+                "keyless_share": share(self.keyless, self.data_records),
+                "distinct": round(self.distinct_keys),
+                "distinct_exact": self.distinct_exact,
+                "distinct_standard_error": None if self.distinct_exact else HLL_STANDARD_ERROR,
+                "tombstones": self.tombstones,
+                "tombstone_share": share(self.tombstones, self.data_records),
+                "heaviest": [_key_obj(label, n) for _h, label, n in self.top_keys.top(TOP)],
+                "heaviest_exact": self.top_exact,
+                "compaction": {
+                    "removable": round(self.compaction_removable),
+                    "share": share(self.compaction_removable, self.data_records),
+                    "superseded": round(self.superseded),
+                    "keyless": self.keyless,
+                    "tombstones_expired": self.tombstones_expired,
+                    "estimated": self.compaction_estimated,
+                },
+            },
+            "problems": self.problems,
+        }
+
+
+def _key_obj(label: bytes, n: int) -> Obj:
+    """A heavy key: as text when it is UTF-8, else in base64 (at most its first 64 bytes)."""
+    try:
+        return {"key": label.decode("utf-8"), "records": n}
+    except UnicodeDecodeError:
+        import base64
+
+        return {"key_base64": base64.b64encode(label).decode("ascii"), "records": n}
+
+
+def _share(n: float, d: int) -> float | None:
+    return round(n / d, 4) if d else None
+
+
+# -- the walk -----------------------------------------------------------------------------------
+class _Sampler:
+    """Which batches' records areas go to the what-if sample: spread evenly by on-disk bytes."""
+
+    def __init__(self, fraction: float, budget: int) -> None:
+        self.fraction = fraction
+        self.budget = budget
+        self.credit = 0.0
+        self.taken = 0
+
+    def wants(self, size: int) -> bool:
+        if self.taken >= self.budget:
+            return False
+        self.credit += self.fraction * size
+        return self.credit > 0
+
+    def took(self, size: int, n: int) -> None:
+        """A batch of ``size`` bytes on disk, ``n`` uncompressed, was taken."""
+        self.credit -= size
+        self.taken += n
+
+
+def partition_stats(
+    target: Target,
+    options: StatsOptions,
+    progress: Progress | None = None,
+    sampler: _Sampler | None = None,
+) -> PartitionStats:
+    """Walk every batch and record of one partition (or of the segments named)."""
+    advance = progress or (lambda b, r: None)
+    st = PartitionStats(target.display, target.topic, target.partition)
+    sampler = sampler or _Sampler(options.sample_fraction, options.sample_bytes)
+    for files, display in zip(target.segments, target.seg_displays, strict=True):
+        assert files.log is not None
+        st.segments += 1
+        with mapped(files.log) as buf:
+            scanner = SegmentScanner(buf, check_crc=False, stop_on_crc=False)
+            release = ReleaseBehind(buf)
+            reported = 0
+            for batch in scanner:
+                release(batch.position)
+                before = st.records
+                try:
+                    _batch(st, batch, options, sampler)
+                except FormatError as e:
+                    st.problems.append(
+                        f"{display}:{batch.position}: cannot decode the records: {e} ({e.code})"
+                    )
+                if batch.position - reported >= 4 << 20:
+                    advance(batch.position - reported, st.records - before)
+                    reported = batch.position
+                else:
+                    advance(0, st.records - before)
+            advance(len(buf) - reported, 0)
+            result = scanner.result
+            if result is not None and result.end not in (CLEAN, ZERO_FILL):
+                st.unreadable_bytes += result.size - result.stopped_at
+                st.problems.append(
+                    f"{display}:{result.stopped_at}: the last {result.size - result.stopped_at} "
+                    f"bytes cannot be read ({result.error or result.end})"
+                )
+    st.finish()
+    return st
+
+
+def _batch(st: PartitionStats, batch: Batch, opts: StatsOptions, sampler: _Sampler) -> None:
+    st.batches += 1
+    size = batch.size
+    st.bytes_on_disk += size
+    magic = batch.magic
+    st.magics[magic] = st.magics.get(magic, 0) + 1
+    codec = codecs.CODEC_NAMES.get(batch.compression, str(batch.compression))
+    if batch.is_control:
+        n = 0
+        for _ in batch.records(opts.max_batch_bytes):
+            n += 1
+        st.records += n
+        st.control_records += n
+        st.bytes_uncompressed += size
+        _codec(st, codec, n, size)
+        return
+    records_area: bytes | memoryview | None = None
+    if isinstance(batch, DefaultBatch):
+        if batch.compression == codecs.NONE:
+            st.bytes_uncompressed += size
+        else:
+            records_area = batch.records_area(opts.max_batch_bytes)
+            st.bytes_uncompressed += RECORD_BATCH_OVERHEAD + len(records_area)
+        if sampler.wants(size):
+            area = records_area if records_area is not None else batch.data[RECORD_BATCH_OVERHEAD:]
+            st.sample.append(bytes(area))
+            st.sample_records += batch.count
+            sampler.took(size, len(area))
+    lat = batch.timestamp_type == LOG_APPEND_TIME
+    pid = batch.producer_id if magic >= 2 else -1
+    txn = batch.is_transactional
+    # per record
+    now = opts.now
+    horizon = batch.delete_horizon_ms
+    expired = horizon is not None and horizon <= now
+    ks, vs, hs, hc = st.key_sizes, st.value_sizes, st.header_sizes, st.header_counts
+    times = st.times
+    keys = st._keys
+    top = st.top_keys
+    # a compressed v0/v1 wrapper: its inner messages, uncompressed, are counted per record
+    legacy_header = _LEGACY_HEADER.get(magic) if batch.compression != codecs.NONE else None
+    if magic < 2 and legacy_header is None:
+        st.bytes_uncompressed += size
+    n = 0
+    for r in batch.records(opts.max_batch_bytes):
+        n += 1
+        key, value = r.key, r.value
+        if legacy_header is not None:
+            st.bytes_uncompressed += LOG_OVERHEAD + legacy_header
+            st.bytes_uncompressed += (len(key) if key is not None else 0) + (
+                len(value) if value is not None else 0
+            )
+        if value is None:
+            vs.nulls += 1
+            st.tombstones += 1
+        else:
+            vs.add(len(value))
+        headers = r.headers
+        if headers:
+            hc.add(len(headers))
+            hs.add(sum(len(k) + (len(v) if v is not None else 0) for k, v in headers))
+        else:
+            hc.add(0)
+            hs.add(0)
+        ts = r.timestamp
+        if ts < 0:
+            st.no_timestamp += 1
+        else:
+            if ts < st._max_ts:
+                st.out_of_order += 1
+                if st.first_timestamp is None or ts < st.first_timestamp:
+                    st.first_timestamp = ts
+            else:
+                st._max_ts = ts
+                if st.first_timestamp is None:
+                    st.first_timestamp = ts
+            if ts > now:
+                st.future += 1
+            times.add(ts)
+        if key is None:
+            ks.nulls += 1
+            st.keyless += 1
+            continue
+        ks.add(len(key))
+        st.keyed += 1
+        h = key_hash(key)
+        top.add(h, key)
+        bit = 1 if value is None and expired else 0
+        if keys is not None:
+            c = keys.get(h)
+            if c is None and len(keys) >= opts.exact_keys:
+                _to_hll(st)
+                keys = None
+            else:
+                keys[h] = ((c >> 1) + 1 << 1 if c is not None else 2) | bit
+                continue
+        assert st._hll is not None
+        st._hll.add(h)
+        st._expired_after += bit
+    st.records += n
+    if lat:
+        st.log_append_time += n
+    elif magic >= 1:
+        st.create_time += n
+    if pid >= 0:
+        st.idempotent_records += n
+        if txn:
+            st.transactional_records += n
+        prods = st.producers
+        if pid in prods or len(prods) < MAX_PRODUCERS:
+            prods[pid] = prods.get(pid, 0) + n
+        else:
+            st.producers_truncated = True
+    _codec(st, codec, n, size)
+
+
+def _to_hll(st: PartitionStats) -> None:
+    """Past the exact bound: the key set goes into a HyperLogLog (and is dropped)."""
+    assert st._keys is not None
+    hll = HyperLogLog()
+    expired = 0
+    tc = st.top_keys
+    for h, v in st._keys.items():
+        hll.add(h)
+        expired += v & 1
+    # the candidates keep their exact counts so far
+    tc.counts = {h: st._keys[h] >> 1 if h in st._keys else c for h, c in tc.counts.items()}
+    st._keys = None
+    st._hll = hll
+    st._expired_after = expired
+    st.distinct_exact = False
+    st.top_exact = False
+
+
+def _codec(st: PartitionStats, name: str, records: int, size: int) -> None:
+    row = st.codecs.setdefault(name, [0, 0, 0])
+    row[0] += 1
+    row[1] += records
+    row[2] += size
+
+
+# -- runs ---------------------------------------------------------------------------------------
+def targets(paths: list[str], topics: Iterable[str] = ()) -> list[Target]:
+    """The partitions PATHs stand for (see :func:`klogtool.log.finder.resolve_targets`), only
+    those of ``topics`` when any are named."""
+    found = resolve_targets(paths)
+    wanted = set(topics)
+    return [t for t in found if not wanted or t.topic in wanted]
+
+
+def collect(
+    found: list[Target],
+    options: StatsOptions,
+    *,
+    jobs: int = 1,
+    progress: Progress | None = None,
+) -> Iterator[PartitionStats]:
+    """One finished :class:`PartitionStats` per target, in order (``jobs`` processes)."""
+    total = sum(t.size for t in found)
+    if total > options.sample_bytes:
+        options.sample_fraction = options.sample_bytes / total
+    advance = progress or (lambda b, r: None)
+    if jobs <= 1 or len(found) <= 1:
+        sampler = _Sampler(options.sample_fraction, options.sample_bytes)
+        for t in found:
+            yield partition_stats(t, options, advance, sampler)
+        return
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+    with ProcessPoolExecutor(
+        max_workers=min(jobs, len(found)),
+        mp_context=ctx,
+        initializer=engine.use,
+        initargs=(engine.name(),),
+    ) as pool:
+        futures = [pool.submit(partition_stats, t, options) for t in found]
+        for t, fut in zip(found, futures, strict=True):
+            st = fut.result()
+            advance(t.size, st.records)
+            yield st
+
+
+def total(parts: Iterable[PartitionStats], path: str = "total") -> PartitionStats:
+    """The merge of finished partitions' aggregates. Distinct keys add up: a key is counted
+    once per partition it is in (compaction works per partition)."""
+    out = PartitionStats(path, partitions=0)
+    out._keys = None
+    for p in parts:
+        out.merge(p)
+    return out
+
+
+@dataclass
+class WhatIf:
+    codec: str
+    bytes: int  # the sample's records areas, compressed batch by batch
+    ratio: float  # uncompressed / compressed
+    seconds: float
+    estimated_bytes: int  # the whole data's records areas at this ratio (plus batch headers)
+    sample_bytes: int = 0
+    error: str | None = None
+
+    def as_obj(self) -> Obj:
+        return {
+            "codec": self.codec,
+            "bytes": self.bytes,
+            "ratio": round(self.ratio, 3),
+            "seconds": round(self.seconds, 4),
+            "mb_per_s": round(self.sample_bytes / 1e6 / self.seconds, 1)
+            if self.seconds > 0
+            else None,
+            "estimated_bytes": self.estimated_bytes,
+            "error": self.error,
+        }
+
+
+def what_if(stats: PartitionStats, sample_bytes: int = SAMPLE_BYTES) -> tuple[Obj, list[WhatIf]]:
+    """Compress the sample with every codec: ``(sample description, one row per codec)``."""
+    sample: list[bytes] = []
+    taken = 0
+    for area in stats.sample:
+        if taken >= sample_bytes:
+            break
+        sample.append(area)
+        taken += len(area)
+    overhead = RECORD_BATCH_OVERHEAD * stats.batches
+    data_bytes = max(0, stats.bytes_uncompressed - overhead)
+    rows: list[WhatIf] = []
+    if taken:
+        rows.append(WhatIf("none", taken, 1.0, 0.0, stats.bytes_uncompressed, taken))
+    for label, codec, level in WHAT_IF_CODECS if taken else ():
+        started = time.perf_counter()
+        try:
+            size = sum(len(codecs.compress(codec, a, magic=2, level=level)) for a in sample)
+        except FormatError as e:
+            rows.append(WhatIf(label, 0, 0.0, 0.0, 0, taken, error=str(e)))
+            continue
+        seconds = time.perf_counter() - started
+        ratio = taken / size if size else 0.0
+        rows.append(
+            WhatIf(
+                label,
+                size,
+                ratio,
+                seconds,
+                overhead + round(data_bytes / ratio) if ratio else 0,
+                taken,
+            )
+        )
+    described = {"batches": len(sample), "bytes": taken, "records": stats.sample_records}
+    return described, rows

@@ -1,0 +1,181 @@
+"""``klogtool stats``: the numbers against brute force, the sketches' bounds, the CLI."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from pathlib import Path
+
+from cli_helpers import jsonl, run
+from rewrite_helpers import write_partition
+
+from klogtool.formats import encode_batch
+from klogtool.formats.batch import Record
+from klogtool.formats.codecs import GZIP, NONE
+from klogtool.log import stats
+
+NOW = 1_700_000_100_000
+
+
+def _partition(root: Path) -> tuple[Path, list[tuple[int, int, bytes | None, bytes | None, int]]]:
+    """A partition of two segments, two codecs, keyless records, tombstones (some past their
+    delete horizon), out-of-order and future timestamps and two producers; and its records as
+    ``(offset, timestamp, key, value, horizon-or-0)``."""
+    rng = random.Random(7)
+    part = root / "orders-0"
+    truth: list[tuple[int, int, bytes | None, bytes | None, int]] = []
+    segments: list[tuple[int, list[bytes]]] = []
+    offset = 0
+    for seg in range(2):
+        base = offset
+        batches = []
+        for b in range(20):
+            recs = []
+            horizon = NOW - 1000 if b % 5 == 0 else (NOW + 1000 if b % 5 == 1 else None)
+            for _ in range(rng.randint(1, 8)):
+                key = None if rng.random() < 0.1 else b"k%d" % rng.randint(0, 40)
+                value = None if rng.random() < 0.15 else bytes(rng.randint(0, 300))
+                ts = 1_700_000_000_000 + offset * 10 - (5000 if rng.random() < 0.1 else 0)
+                if rng.random() < 0.03:
+                    ts = NOW + 10**6
+                recs.append(Record(offset, ts, key, value, (("h", b"x" * (offset % 7)),)))
+                truth.append((offset, ts, key, value, horizon or 0))
+                offset += 1
+            batches.append(
+                encode_batch(
+                    recs,
+                    compression=GZIP if b % 2 else NONE,
+                    producer_id=1000 + b % 2,
+                    producer_epoch=0,
+                    base_sequence=recs[0].offset,
+                    delete_horizon_ms=horizon,
+                )
+            )
+        segments.append((base, batches))
+        del seg
+    write_partition(part, segments)
+    return part, truth
+
+
+def test_numbers_match_brute_force(tmp_path: Path) -> None:
+    part, truth = _partition(tmp_path)
+    (st,) = stats.collect(stats.targets([str(part)]), stats.StatsOptions(now=NOW))
+    o = st.as_obj()
+    assert o["volume"]["records"] == len(truth) and o["segments"] == 2
+    assert set(o["volume"]["codecs"]) == {"none", "gzip"}
+    keys = [k for _o, _t, k, _v, _h in truth if k is not None]
+    assert o["keys"]["keyless"] == sum(1 for r in truth if r[2] is None)
+    assert o["keys"]["distinct"] == len(set(keys)) and o["keys"]["distinct_exact"]
+    assert o["keys"]["tombstones"] == sum(1 for r in truth if r[3] is None)
+    # compaction potential, brute force: keyless, superseded, latest-is-expired-tombstone
+    last: dict[bytes, tuple[int, bytes | None, int]] = {}
+    for off, _ts, k, v, h in truth:
+        if k is not None:
+            last[k] = (off, v, h)
+    superseded = len(keys) - len(last)
+    expired = sum(1 for _off, v, h in last.values() if v is None and h and h <= NOW)
+    comp = o["keys"]["compaction"]
+    assert (comp["superseded"], comp["tombstones_expired"]) == (superseded, expired)
+    keyless = o["keys"]["keyless"]
+    assert comp["removable"] == superseded + expired + keyless
+    assert comp["share"] == round((superseded + expired + keyless) / len(truth), 4)
+    # heaviest keys: exact counts
+    heavy = Counter(keys).most_common(3)
+    got = {h["key"].encode(): h["records"] for h in o["keys"]["heaviest"]}
+    for k, n in heavy:
+        assert got[k] == n
+    # time
+    stamps = [t for _o, t, *_ in truth]
+    t = o["time"]
+    assert (t["first_timestamp"], t["last_timestamp"]) == (min(stamps), max(stamps))
+    assert t["future"] == sum(1 for s in stamps if s > NOW)
+    running, ooo = -1, 0
+    for s in stamps:
+        ooo += s < running
+        running = max(running, s)
+    assert t["out_of_order"] == ooo and sum(t["buckets"]) == len(truth)
+    # sizes
+    v = o["sizes"]["value"]
+    values = [len(r[3]) for r in truth if r[3] is not None]
+    assert (v["count"], v["min"], v["max"], v["bytes"]) == (
+        len(values),
+        min(values),
+        max(values),
+        sum(values),
+    )
+    assert min(values) <= v["p50"] <= max(values)
+    exact_p50 = sorted(values)[len(values) // 2]
+    assert exact_p50 / 2 <= v["p50"] <= exact_p50 * 2  # within its log2 bucket
+    p = o["producers"]
+    assert p["count"] == 2 and p["idempotent_share"] == 1.0
+    assert o["volume"]["bytes_uncompressed"] > 0
+
+
+def test_past_the_exact_bound_keys_are_estimated(tmp_path: Path) -> None:
+    part, truth = _partition(tmp_path)
+    options = stats.StatsOptions(now=NOW, exact_keys=5)
+    (st,) = stats.collect(stats.targets([str(part)]), options)
+    o = st.as_obj()
+    distinct = len({r[2] for r in truth if r[2] is not None})
+    assert not o["keys"]["distinct_exact"] and o["keys"]["compaction"]["estimated"]
+    assert abs(o["keys"]["distinct"] - distinct) <= 2  # linear counting: tiny sets are exact-ish
+
+
+def test_hyperloglog_error_bound() -> None:
+    for n in (1_000, 50_000, 300_000):
+        hll = stats.HyperLogLog()
+        for i in range(n):
+            hll.add(stats.key_hash(b"user-%d" % i))
+        error = abs(hll.estimate() - n) / n
+        assert error < 4 * hll.standard_error, (n, error)  # 4 sigma: 3.2 %
+
+
+def test_top_counter_finds_the_heavy_hitters() -> None:
+    tc = stats.TopCounter(k=16)
+    rng = random.Random(1)
+    stream = [b"hot-%d" % (i % 3) for i in range(3000)] + [
+        b"cold-%d" % rng.randint(0, 100_000) for _ in range(20_000)
+    ]
+    rng.shuffle(stream)
+    for k in stream:
+        tc.add(stats.key_hash(k), k)
+    top = [label for _h, label, _n in tc.top(3)]
+    assert sorted(top) == [b"hot-0", b"hot-1", b"hot-2"]
+    for _h, _label, n in tc.top(3):
+        assert 1000 <= n <= 1000 + tc.floor
+
+
+def test_cli_text_jsonl_and_html(tmp_path: Path) -> None:
+    part, truth = _partition(tmp_path / "logdir")
+    code, out, err = run("stats", "--now", str(NOW), str(part), cwd=tmp_path)
+    assert code == 0, err
+    assert out.startswith("klogtool stats: 1 partition") and "compaction potential" in out
+    assert "what if: each codec" in out and "zstd-19" in out
+    code, out, err = run(
+        "stats", "--format", "jsonl", "--now", str(NOW), "--jobs", "2", "logdir", cwd=tmp_path
+    )
+    assert code == 0, err
+    objs = jsonl(out)
+    assert [o["scope"] for o in objs] == ["partition", "total"]
+    assert objs[1]["volume"]["records"] == len(truth)
+    codecs = {r["codec"] for r in objs[1]["what_if"]["codecs"]}
+    assert {"gzip", "snappy", "lz4", "zstd-1", "zstd-19"} <= codecs
+    html = tmp_path / "r.html"
+    code, _out, err = run("stats", "--html", str(html), "--sample", "0", "logdir", cwd=tmp_path)
+    assert code == 0, err
+    page = html.read_text()
+    assert (
+        page.count("<svg") >= 5
+        and "<script" not in page
+        and "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    )
+    json.dumps(objs)  # JSON all the way down
+
+
+def test_topic_filter_and_nothing_found(tmp_path: Path) -> None:
+    _partition(tmp_path / "logdir")
+    code, _out, err = run("stats", "--topic", "nope", "logdir", cwd=tmp_path)
+    assert code == 3, err
+    code, out, err = run("stats", "--topic", "orders", "--format", "jsonl", "logdir", cwd=tmp_path)
+    assert code == 0 and len(jsonl(out)) == 2
