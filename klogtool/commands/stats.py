@@ -106,9 +106,10 @@ def command(
 
     The compaction potential is the share of a partition's data records a compaction of its
     whole log would remove at --now: keyless records, records whose key appears again later,
-    and tombstones past their delete horizon (aborted transactions and the cleaner's bounds
-    are not counted; see docs/stats.md). The what-if sizes compress a sample of batches with
-    gzip, snappy, lz4 and zstd (levels 1, 3, 9, 19), and time it.
+    tombstones past their delete horizon and records of aborted transactions (transaction
+    markers and the cleaner's bounds are not counted; see docs/stats.md). The what-if sizes
+    compress a sample of batches with gzip, snappy, lz4 and zstd (levels 1, 3, 9, 19), and
+    time it.
 
     Output: tables and block-character charts on stdout, or one "stats" object per partition
     and one for the total with --format jsonl; --html FILE writes a report to attach to a
@@ -254,7 +255,8 @@ def _text(out: Output, t: dict[str, Any], parts: list[dict[str, Any]], what_if: 
                 "compaction potential",
                 f"{pct(comp['share'])} ({comp['removable']:,} records: {comp['superseded']:,} "
                 f"superseded, {comp['keyless']:,} keyless, {comp['tombstones_expired']:,} "
-                "expired tombstones)" + (" estimated" if comp["estimated"] else ""),
+                f"expired tombstones, {comp['aborted']:,} aborted)"
+                + (" estimated" if comp["estimated"] else ""),
             ],
         ],
         left=frozenset({"value"}),

@@ -198,7 +198,7 @@ def _dir_target(path: Path, display: str) -> Target:
 
 
 # -- transactional state --------------------------------------------------------------------------
-class _Transactions:
+class TransactionStates:
     """Per producer: its transactions' first offsets, end offsets and states (compact arrays)."""
 
     def __init__(self) -> None:
@@ -231,10 +231,10 @@ class _Transactions:
         return OPEN
 
 
-def transaction_states(target: Target) -> _Transactions:
+def transaction_states(target: Target) -> TransactionStates:
     """Every transaction of ``target``, from the producer-state rules of the transactions
     command (a header pass; control records only are decoded)."""
-    txns = _Transactions()
+    txns = TransactionStates()
     scanner = TransactionScanner(now_ms=0, older_than_ms=_MAX_OFFSET, use_coordinator=False)
     part = PartitionInput(
         Path(target.display), target.display, target.topic, target.partition, target.segments
@@ -350,7 +350,7 @@ class Finder:
             or options.from_time is not None
             or options.to_time is not None
         )
-        self._txns: _Transactions | None = None
+        self._txns: TransactionStates | None = None
         self._records_reported = 0
 
     # -- entry points ---------------------------------------------------------------------------

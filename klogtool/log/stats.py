@@ -23,8 +23,11 @@ One pass over every record, with memory that does not grow with the data:
   (:mod:`klogtool.log.cleaner`, ``Cleaner._retain``): a keyless record goes; a record whose
   key appears again later in the partition is superseded and goes; the latest record of a key
   goes when it is a tombstone (null value) of a v2 batch whose delete horizon (KIP-534) is at or
-  before ``now``. Not counted: aborted transactional records and transaction markers (they
-  need the transaction index), and the cleaner's bounds (active segment, last stable offset,
+  before ``now``; records of aborted transactions go (the cleaner discards them first, so they
+  neither supersede nor count as keys). Which transactions aborted comes from a header pass
+  (:func:`klogtool.log.finder.transaction_states`). Not counted: transaction markers (the
+  cleaner keeps one until its transaction's data is gone and ``delete.retention.ms`` passed),
+  and the cleaner's bounds (active segment, last stable offset,
   ``min.compaction.lag.ms``, the dirty ratio): it is what could go, not what the next
   cleaning pass will take. Past the exact key bound, superseded records are estimated as keyed
   records minus the estimated distinct keys, and expired tombstones seen after the switch are
@@ -57,7 +60,13 @@ from klogtool.formats.batch import (
 from klogtool.formats.errors import FormatError
 from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.formats.v2 import RECORD_BATCH_OVERHEAD, DefaultBatch
-from klogtool.log.finder import Target, resolve_targets
+from klogtool.log.finder import (
+    ABORTED,
+    Target,
+    TransactionStates,
+    resolve_targets,
+    transaction_states,
+)
 from klogtool.log.segment import ReleaseBehind, mapped
 
 Obj = dict[str, Any]
@@ -361,6 +370,7 @@ class PartitionStats:
     producers_truncated: bool = False
     keyed: int = 0
     keyless: int = 0
+    aborted: int = 0  # records of aborted transactions
     tombstones: int = 0
     distinct_keys: float = 0.0
     distinct_exact: bool = True
@@ -383,7 +393,7 @@ class PartitionStats:
 
     @property
     def compaction_removable(self) -> float:
-        n = self.keyless + self.superseded + self.tombstones_expired
+        n = self.keyless + self.superseded + self.tombstones_expired + self.aborted
         return min(float(self.data_records), n)
 
     @property
@@ -434,6 +444,7 @@ class PartitionStats:
             "transactional_records",
             "keyed",
             "keyless",
+            "aborted",
             "tombstones",
             "distinct_keys",
             "superseded",
@@ -539,6 +550,7 @@ class PartitionStats:
                     "share": share(self.compaction_removable, self.data_records),
                     "superseded": round(self.superseded),
                     "keyless": self.keyless,
+                    "aborted": self.aborted,
                     "tombstones_expired": self.tombstones_expired,
                     "estimated": self.compaction_estimated,
                 },
@@ -593,6 +605,7 @@ def partition_stats(
     advance = progress or (lambda b, r: None)
     st = PartitionStats(target.display, target.topic, target.partition)
     sampler = sampler or _Sampler(options.sample_fraction, options.sample_bytes)
+    txns = transaction_states(target)
     for files, display in zip(target.segments, target.seg_displays, strict=True):
         assert files.log is not None
         st.segments += 1
@@ -604,7 +617,7 @@ def partition_stats(
                 release(batch.position)
                 before = st.records
                 try:
-                    _batch(st, batch, options, sampler)
+                    _batch(st, batch, options, sampler, txns)
                 except FormatError as e:
                     st.problems.append(
                         f"{display}:{batch.position}: cannot decode the records: {e} ({e.code})"
@@ -626,7 +639,9 @@ def partition_stats(
     return st
 
 
-def _batch(st: PartitionStats, batch: Batch, opts: StatsOptions, sampler: _Sampler) -> None:
+def _batch(
+    st: PartitionStats, batch: Batch, opts: StatsOptions, sampler: _Sampler, txns: TransactionStates
+) -> None:
     st.batches += 1
     size = batch.size
     st.bytes_on_disk += size
@@ -657,6 +672,7 @@ def _batch(st: PartitionStats, batch: Batch, opts: StatsOptions, sampler: _Sampl
     lat = batch.timestamp_type == LOG_APPEND_TIME
     pid = batch.producer_id if magic >= 2 else -1
     txn = batch.is_transactional
+    aborted = txn and txns.state(batch) == ABORTED
     # per record
     now = opts.now
     horizon = batch.delete_horizon_ms
@@ -705,6 +721,13 @@ def _batch(st: PartitionStats, batch: Batch, opts: StatsOptions, sampler: _Sampl
             if ts > now:
                 st.future += 1
             times.add(ts)
+        if aborted:  # removed by the cleaner whatever its key
+            st.aborted += 1
+            if key is not None:
+                ks.add(len(key))
+            else:
+                ks.nulls += 1
+            continue
         if key is None:
             ks.nulls += 1
             st.keyless += 1

@@ -380,6 +380,7 @@ def render(
                 ["superseded (key appears again later)", f"{comp['superseded']:,}"],
                 ["keyless", f"{comp['keyless']:,}"],
                 ["tombstones past their delete horizon", f"{comp['tombstones_expired']:,}"],
+                ["records of aborted transactions", f"{comp['aborted']:,}"],
                 ["total" + (" (estimated)" if comp["estimated"] else ""), f"{comp['removable']:,}"],
             ],
         )
