@@ -41,6 +41,24 @@ def parse_size(text: str) -> int:
     return int(digits) * mult
 
 
+def payload_decoder_options(f: F) -> F:
+    """--key-decoder and --value-decoder, as dump-segments and find show payloads."""
+    from klogtool.formats import BYTE_DECODERS
+
+    f = click.option(
+        "--value-decoder",
+        type=click.Choice(BYTE_DECODERS),
+        default=None,
+        help="How to render values and header values [default: as --key-decoder].",
+    )(f)
+    return click.option(
+        "--key-decoder",
+        type=click.Choice(BYTE_DECODERS),
+        default=None,
+        help="How to render keys [default: utf8 for text/kafka, base64 for json].",
+    )(f)
+
+
 def max_batch_bytes_option(f: F) -> F:
     return click.option(
         "--max-batch-bytes",

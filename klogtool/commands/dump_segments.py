@@ -13,9 +13,10 @@ from klogtool.commands._options import (
     max_batch_bytes_option,
     parse_offsets,
     paths_argument,
+    payload_decoder_options,
 )
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
-from klogtool.formats import BYTE_DECODERS, INTERNAL_DECODERS, UNIMPLEMENTED_DECODERS
+from klogtool.formats import INTERNAL_DECODERS, UNIMPLEMENTED_DECODERS
 from klogtool.log import layout
 from klogtool.log.dumper import Dumper, DumpOptions, Obj
 from klogtool.log.files import STDIN_KINDS, total_log_bytes
@@ -34,18 +35,7 @@ INTERNAL_DECODERS = tuple(d for d in INTERNAL_DECODERS if d not in UNIMPLEMENTED
     is_flag=True,
     help="Print keys, values and header values (implies --deep-iteration).",
 )
-@click.option(
-    "--key-decoder",
-    type=click.Choice(BYTE_DECODERS),
-    default=None,
-    help="How to render keys [default: utf8 for text/kafka, base64 for json].",
-)
-@click.option(
-    "--value-decoder",
-    type=click.Choice(BYTE_DECODERS),
-    default=None,
-    help="How to render values and header values [default: as --key-decoder].",
-)
+@payload_decoder_options
 @click.option(
     "--decoder",
     type=click.Choice(("auto", "none") + INTERNAL_DECODERS),

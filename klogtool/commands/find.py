@@ -14,10 +14,10 @@ from klogtool.commands._options import (
     parse_now,
     parse_offsets,
     paths_argument,
+    payload_decoder_options,
 )
 from klogtool.commands.dump_segments import INTERNAL_DECODERS, KafkaRenderer
 from klogtool.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK
-from klogtool.formats import BYTE_DECODERS
 from klogtool.log.dumper import DumpOptions
 from klogtool.log.finder import TXN_STATES, Finder, FindOptions, Obj, resolve_targets
 from klogtool.output import Output, render_text
@@ -134,18 +134,7 @@ def _regex(_c: click.Context, p: click.Parameter, v: str | None) -> str | None:
     default=True,
     help="Show keys, values and header values, or only their sizes [default: --print-data].",
 )
-@click.option(
-    "--key-decoder",
-    type=click.Choice(BYTE_DECODERS),
-    default=None,
-    help="How to render keys [default: utf8 for text/kafka, base64 for json].",
-)
-@click.option(
-    "--value-decoder",
-    type=click.Choice(BYTE_DECODERS),
-    default=None,
-    help="How to render values and header values [default: as --key-decoder].",
-)
+@payload_decoder_options
 @click.option(
     "--decoder",
     type=click.Choice(("auto", "none") + INTERNAL_DECODERS),
