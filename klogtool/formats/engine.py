@@ -2,7 +2,8 @@
 
 Two engines implement the format layer's hot paths. The **python** engine is the reference:
 every decoder in this package. The **native** engine (Rust, ``native/`` in the source tree)
-decodes well-formed message format v2 batches into columns; wherever a batch is not
+decodes well-formed message format v2 batches into records, columns or rendered lines;
+wherever a batch is not
 well-formed, or is one of the rare kinds it leaves alone (legacy messages, control batches,
 odd framings), it answers ``None`` and the caller reads that batch with the python engine, so
 every error, message and byte position comes from one place and the engines cannot disagree.
@@ -49,9 +50,15 @@ class NativeEngineError(RuntimeError):
         super().__init__(f"the native engine failed at {where}: {panic}")
 
 
-def _panicked(e: BaseException) -> bool:
-    # PyO3 turns a Rust panic into pyo3_runtime.PanicException, a BaseException.
-    return type(e).__name__ == "PanicException"
+def _call(where: str, fn: Any, *args: Any) -> Any:
+    """``fn(*args)``, a native function; a Rust panic (PyO3's ``PanicException``, a
+    BaseException) becomes :class:`NativeEngineError` naming ``where``."""
+    try:
+        return fn(*args)
+    except BaseException as e:
+        if type(e).__name__ == "PanicException":
+            raise NativeEngineError(where, e) from None
+        raise
 
 
 def use(name: str) -> None:
@@ -95,12 +102,7 @@ def check_v2(data: memoryview, max_batch_bytes: int, where: str) -> tuple[int, b
     position) names the batch if the engine fails."""
     if _active is None:
         return None
-    try:
-        result: tuple[int, bool, int] | None = _active.check_v2(data, max_batch_bytes)
-    except BaseException as e:
-        if _panicked(e):
-            raise NativeEngineError(where, e) from None
-        raise
+    result: tuple[int, bool, int] | None = _call(where, _active.check_v2, data, max_batch_bytes)
     return result
 
 
@@ -109,12 +111,7 @@ def records_v2(data: memoryview, max_batch_bytes: int, position: int) -> list[Ro
     decode it in Python. ``position`` (the batch's) names it if the engine fails."""
     if _active is None:
         return None
-    try:
-        rows: list[Row] | None = _active.records_v2(data, max_batch_bytes)
-    except BaseException as e:
-        if _panicked(e):
-            raise NativeEngineError(f"byte {position}", e) from None
-        raise
+    rows: list[Row] | None = _call(f"byte {position}", _active.records_v2, data, max_batch_bytes)
     return rows
 
 
@@ -141,14 +138,11 @@ def render_records(
     anything the decoder hands back)."""
     if _active is None:
         return None
-    try:
-        result: Rendered | None = _active.render_records(
-            data, max_batch_bytes, position, print_data, key_decoder, value_decoder, rendering
-        )
-    except BaseException as e:
-        if _panicked(e):
-            raise NativeEngineError(where, e) from None
-        raise
+    result: Rendered | None = _call(
+        where,
+        _active.render_records,
+        *(data, max_batch_bytes, position, print_data, key_decoder, value_decoder, rendering),
+    )
     return result
 
 
@@ -162,12 +156,7 @@ class RecordColumns:
         """Append a whole v2 batch's records as batch number ``index`` (of the caller's own
         list): their number, or None (nothing added) to read this batch with the python
         engine."""
-        try:
-            n: int | None = self._columns.add(data, index)
-        except BaseException as e:
-            if _panicked(e):
-                raise NativeEngineError(where, e) from None
-            raise
+        n: int | None = _call(where, self._columns.add, data, index)
         return n
 
     @property
