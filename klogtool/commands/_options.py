@@ -59,6 +59,22 @@ def payload_decoder_options(f: F) -> F:
     )(f)
 
 
+def internal_decoder_option(f: F) -> F:
+    """--decoder: how internal topics' records are decoded (dump-segments, find)."""
+    from klogtool.formats import INTERNAL_DECODERS, UNIMPLEMENTED_DECODERS
+
+    available = tuple(d for d in INTERNAL_DECODERS if d not in UNIMPLEMENTED_DECODERS)
+    return click.option(
+        "--decoder",
+        type=click.Choice(("auto", "none") + available),
+        default="auto",
+        show_default=True,
+        help="Decoder for internal topics; auto picks it from the partition directory "
+        "name (__consumer_offsets-*, __transaction_state-*, __cluster_metadata-*) and uses "
+        "cluster-metadata for KRaft snapshots (*.checkpoint).",
+    )(f)
+
+
 def max_batch_bytes_option(f: F) -> F:
     return click.option(
         "--max-batch-bytes",

@@ -10,19 +10,17 @@ import click
 
 from klogtool.commands._options import (
     format_option,
+    internal_decoder_option,
     max_batch_bytes_option,
     parse_offsets,
     paths_argument,
     payload_decoder_options,
 )
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
-from klogtool.formats import INTERNAL_DECODERS, UNIMPLEMENTED_DECODERS
 from klogtool.log import layout
 from klogtool.log.dumper import Dumper, DumpOptions, Obj
 from klogtool.log.files import STDIN_KINDS, total_log_bytes
 from klogtool.output import Output, to_json
-
-INTERNAL_DECODERS = tuple(d for d in INTERNAL_DECODERS if d not in UNIMPLEMENTED_DECODERS)
 
 
 @click.command("dump-segments")
@@ -36,15 +34,7 @@ INTERNAL_DECODERS = tuple(d for d in INTERNAL_DECODERS if d not in UNIMPLEMENTED
     help="Print keys, values and header values (implies --deep-iteration).",
 )
 @payload_decoder_options
-@click.option(
-    "--decoder",
-    type=click.Choice(("auto", "none") + INTERNAL_DECODERS),
-    default="auto",
-    show_default=True,
-    help="Decoder for internal topics; auto picks it from the partition directory "
-    "name (__consumer_offsets-*, __transaction_state-*, __cluster_metadata-*) and uses "
-    "cluster-metadata for KRaft snapshots (*.checkpoint).",
-)
+@internal_decoder_option
 @click.option(
     "--max-bytes",
     type=int,

@@ -9,6 +9,7 @@ import click
 
 from klogtool.commands._options import (
     format_option,
+    internal_decoder_option,
     jobs_option,
     max_batch_bytes_option,
     parse_now,
@@ -16,7 +17,7 @@ from klogtool.commands._options import (
     paths_argument,
     payload_decoder_options,
 )
-from klogtool.commands.dump_segments import INTERNAL_DECODERS, KafkaRenderer
+from klogtool.commands.dump_segments import KafkaRenderer
 from klogtool.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK
 from klogtool.log.dumper import DumpOptions
 from klogtool.log.finder import TXN_STATES, Finder, FindOptions, Obj, resolve_targets
@@ -135,13 +136,7 @@ def _regex(_c: click.Context, p: click.Parameter, v: str | None) -> str | None:
     help="Show keys, values and header values, or only their sizes [default: --print-data].",
 )
 @payload_decoder_options
-@click.option(
-    "--decoder",
-    type=click.Choice(("auto", "none") + INTERNAL_DECODERS),
-    default="auto",
-    show_default=True,
-    help="Decoder for internal topics; auto picks it from the partition directory name.",
-)
+@internal_decoder_option
 @format_option("kafka")
 @max_batch_bytes_option
 @jobs_option

@@ -555,7 +555,7 @@ class _Pending:
     records: list[Record] = field(default_factory=list)
     native_rows: int = 0
     batch_index: list[int] = field(default_factory=list)  # per record: index into batches
-    batches: list[tuple[Any, ...]] = field(default_factory=list)
+    batches: list[dict[str, Any]] = field(default_factory=list)  # _batch_fields of each
     batch_rows: list[dict[str, Any]] = field(default_factory=list)  # level=batches
     payload_bytes: int = 0
 
@@ -777,7 +777,7 @@ class _RangeReader:
         if n is None:
             return False
         if n:
-            p.batches.append(self._batch_header(batch))
+            p.batches.append(self._batch_fields(batch))
             p.native_rows += n
             p.payload_bytes = self.native.payload_bytes
         return True
@@ -787,28 +787,13 @@ class _RangeReader:
             return
         p = self.pending
         i = len(p.batches)
-        p.batches.append(self._batch_header(batch))
+        p.batches.append(self._batch_fields(batch))
         p.records.extend(recs)
         p.batch_index.extend([i] * len(recs))
         if batch.compression == codecs.NONE:
             p.payload_bytes += batch.size
         else:
             p.payload_bytes += sum(len(r.value) for r in recs if r.value is not None)
-
-    @staticmethod
-    def _batch_header(batch: Batch) -> tuple[Any, ...]:
-        """The batch header fields each of its rows repeats (see ``_records_batch``)."""
-        return (
-            batch.position,
-            batch.magic,
-            codecs.CODEC_NAMES.get(batch.compression, f"unknown({batch.compression})"),
-            batch.producer_id,
-            batch.producer_epoch,
-            batch.partition_leader_epoch,
-            batch.is_transactional,
-            batch.is_control,
-            batch.timestamp_type,
-        )
 
     def _flush(self) -> Iterator[pa.RecordBatch]:
         p = self.pending
@@ -851,18 +836,7 @@ class _RangeReader:
         records = self._record_arrays(p)
         n = len(records["offset"])
         idx = records["batch_index"]
-        per_batch = list(zip(*p.batches, strict=True))
-        batch_col = {
-            "position": 0,
-            "magic": 1,
-            "compression": 2,
-            "producer_id": 3,
-            "producer_epoch": 4,
-            "partition_leader_epoch": 5,
-            "is_transactional": 6,
-            "is_control": 7,
-            "timestampType": 8,
-        }
+        batch_col = p.batches[0]  # the names of the batch fields each row repeats
         constant = {
             "topic": self.rng.topic,
             "partition": self.rng.partition,
@@ -874,7 +848,7 @@ class _RangeReader:
             if name in records:
                 arrays.append(records[name])
             elif name in batch_col:
-                arrays.append(pa.array(per_batch[batch_col[name]], f.type).take(idx))
+                arrays.append(pa.array([b[name] for b in p.batches], f.type).take(idx))
             elif name in constant:
                 arrays.append(
                     pa.nulls(n, f.type)

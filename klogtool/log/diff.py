@@ -821,16 +821,7 @@ class _Walk:
                 self.lag[name][0] += ref.batch.count
                 self.lag[name][1] += ref.batch.size
                 if self.diverged_at is not None:
-                    yield from self._emit(
-                        Difference(
-                            self.pair.name,
-                            ONLY_A if name == A else ONLY_B,
-                            ref.base,
-                            ref.last,
-                            batch_info(ref) if name == A else None,
-                            batch_info(ref) if name == B else None,
-                        )
-                    )
+                    yield from self._emit(self._only_in(name, ref))
                 elif self.compaction.pending:
                     self.compaction.see(ref.batch)
                 ref = next(it, None)
@@ -909,10 +900,9 @@ class _Walk:
         self.compaction.drop(full_batch, full, kept)
         return True
 
-    def _only(
-        self, name: str, ref: _Ref, other: _Ref, overlap: bool = False
-    ) -> Iterator[Difference]:
-        d = Difference(
+    def _only_in(self, name: str, ref: _Ref) -> Difference:
+        """A batch that only side ``name`` has."""
+        return Difference(
             self.pair.name,
             ONLY_A if name == A else ONLY_B,
             ref.base,
@@ -920,6 +910,11 @@ class _Walk:
             batch_info(ref) if name == A else None,
             batch_info(ref) if name == B else None,
         )
+
+    def _only(
+        self, name: str, ref: _Ref, other: _Ref, overlap: bool = False
+    ) -> Iterator[Difference]:
+        d = self._only_in(name, ref)
         if self.diverged_at is None and not overlap:
             compacted = B if name == A else A  # the side without the batch
             explained = False

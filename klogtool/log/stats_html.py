@@ -32,6 +32,17 @@ svg text{font-family:system-ui,"DejaVu Sans",sans-serif}.note{color:#5a6478;font
 _BLUE, _ORANGE, _GREEN, _GREY = "#3b6fd8", "#e07b39", "#2f9e6b", "#8a94a6"
 
 
+def _svg_head(width: int, height: int, title: str) -> list[str]:
+    """The opening ``<svg>`` tag of a chart and its title line."""
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(title)}">',
+        f'<text x="0" y="16" font-size="13" font-weight="600" fill="#1d2330">'
+        f"{escape(title)}</text>",
+    ]
+
+
 def iso(ms: int | None) -> str:
     if ms is None:
         return "-"
@@ -80,11 +91,7 @@ def bar_chart(
     top = max(values, default=0) or 1
     inner = width - left - right
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" '
-        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{escape(title)}">',
-        f'<text x="0" y="16" font-size="13" font-weight="600" fill="#1d2330">'
-        f"{escape(title)}</text>",
+        *_svg_head(width, height, title),
     ]
     if not values:
         parts.append('<text x="0" y="40" font-size="12" fill="#5a6478">no data</text>')
@@ -121,11 +128,7 @@ def histogram(hist: Obj, *, title: str, color: str = _BLUE) -> str:
     top = max(counts) or 1
     bw = inner_w / len(cols)
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" '
-        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{escape(title)}">',
-        f'<text x="0" y="16" font-size="13" font-weight="600" fill="#1d2330">'
-        f"{escape(title)}</text>",
+        *_svg_head(width, height, title),
         f'<line x1="{left}" y1="{30 + inner_h}" x2="{width - 10}" y2="{30 + inner_h}" '
         'stroke="#8a94a6"/>',
         f'<text x="{left - 6}" y="36" font-size="11" text-anchor="end" fill="#5a6478">'
@@ -168,11 +171,7 @@ def area_chart(start: int, width_ms: int, counts: list[int], *, title: str) -> s
     width, height, left, bottom = 1100, 240, 64, 40
     inner_w, inner_h = width - left - 16, height - 30 - bottom
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" '
-        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{escape(title)}">',
-        f'<text x="0" y="16" font-size="13" font-weight="600" fill="#1d2330">'
-        f"{escape(title)}</text>",
+        *_svg_head(width, height, title),
     ]
     if not counts:
         parts.append('<text x="0" y="40" font-size="12" fill="#5a6478">no timestamps</text>')

@@ -174,14 +174,48 @@ pub fn jsonl(
     key: Payload,
     value: Payload,
 ) -> Option<(Vec<u8>, usize)> {
+    let lines = render(batch_bytes, max_batch_bytes, |_| {
+        JsonLines::new(position, print_data, key, value)
+    })?;
+    Some((lines.out, lines.records))
+}
+
+/// A sink that writes lines, and may refuse a batch only Python renders exactly.
+trait Lines: Sink {
+    fn out(&mut self) -> &mut Vec<u8>;
+    fn refused(&self) -> bool;
+}
+
+macro_rules! lines {
+    ($($t:ty),*) => {$(
+        impl Lines for $t {
+            fn out(&mut self) -> &mut Vec<u8> {
+                &mut self.out
+            }
+            fn refused(&self) -> bool {
+                self.refused
+            }
+        }
+    )*};
+}
+lines!(JsonLines, TextLines, KafkaLines);
+
+/// Render every record of a whole v2 batch into the sink `make` builds from its header, or
+/// `None`: control records are rendered decoded, by Python, as is anything the decoder or the
+/// sink hands back.
+fn render<L: Lines>(
+    batch_bytes: &[u8],
+    max_batch_bytes: usize,
+    make: impl FnOnce(&batch::Header) -> L,
+) -> Option<L> {
     let header = batch::parse_header(batch_bytes)?;
     if header.attributes & 0x20 != 0 {
-        return None; // control records are rendered decoded, by Python
+        return None;
     }
-    let mut lines = JsonLines::new(position, print_data, key, value);
-    lines.out.reserve(reserve(batch_bytes, &header));
+    let mut lines = make(&header);
+    lines.out().reserve(reserve(batch_bytes, &header));
     batch::decode(batch_bytes, max_batch_bytes, &mut lines)?;
-    (!lines.refused).then_some((lines.out, lines.records))
+    (!lines.refused()).then_some(lines)
 }
 
 /// Text lines (`dump-segments --deep-iteration`, text format).
@@ -453,11 +487,7 @@ pub fn kafka(
     key: Payload,
     value: Payload,
 ) -> Option<KafkaLines> {
-    let header = batch::parse_header(batch_bytes)?;
-    if header.attributes & 0x20 != 0 {
-        return None;
-    }
-    let mut lines = KafkaLines {
+    render(batch_bytes, max_batch_bytes, |header| KafkaLines {
         out: Vec::new(),
         records: 0,
         first: None,
@@ -472,10 +502,7 @@ pub fn kafka(
         key,
         value,
         refused: false,
-    };
-    lines.out.reserve(reserve(batch_bytes, &header));
-    batch::decode(batch_bytes, max_batch_bytes, &mut lines)?;
-    (!lines.refused).then_some(lines)
+    })
 }
 
 /// About what a batch's lines take: the payloads (a third more as base64) and ~160 bytes of
@@ -494,14 +521,10 @@ pub fn text(
     key: Payload,
     value: Payload,
 ) -> Option<(Vec<u8>, usize)> {
-    let header = batch::parse_header(batch_bytes)?;
-    if header.attributes & 0x20 != 0 {
-        return None;
-    }
-    let mut lines = TextLines::new(print_data, key, value);
-    lines.out.reserve(reserve(batch_bytes, &header));
-    batch::decode(batch_bytes, max_batch_bytes, &mut lines)?;
-    (!lines.refused).then_some((lines.out, lines.records))
+    let lines = render(batch_bytes, max_batch_bytes, |_| {
+        TextLines::new(print_data, key, value)
+    })?;
+    Some((lines.out, lines.records))
 }
 
 #[cfg(test)]
