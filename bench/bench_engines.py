@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import inspect
 import mmap
 import os
 import platform
@@ -58,9 +57,11 @@ try:
 except ImportError:  # run from a checkout without installing
     sys.path.insert(0, _REPO)
 
+from bench_formats import cached_segment_ok  # noqa: E402  (bench/ is on sys.path[0])
+
 from klogtool.formats import codecs, engine, v2  # noqa: E402
 from klogtool.formats.batch import Record  # noqa: E402
-from klogtool.formats.records import CLEAN, SegmentScanner  # noqa: E402
+from klogtool.formats.records import SegmentScanner  # noqa: E402
 
 try:
     from kafka.record import MemoryRecords as KafkaMemoryRecords
@@ -232,42 +233,6 @@ def write_segments(out: str, shape: str, codecs_: list[str], n_records: int) -> 
         os.replace(tmp, path)
 
 
-def cached_segment_ok(path: str, n_records: int) -> bool:
-    """Reuse a cached file only if it walks cleanly, CRCs included, to ``n_records``."""
-    if not os.path.exists(path):
-        return False
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        scanner = SegmentScanner(data)
-        total = sum(b.count for b in scanner)
-    except Exception:
-        return False
-    res = scanner.result
-    return res is not None and res.end == CLEAN and res.error is None and total == n_records
-
-
-# -- the engine seam (its signatures have been changing: adapt once, not per call) -----------
-def _takes_where(fn: Callable) -> bool:
-    try:
-        return "where" in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-_CHECK_WHERE = _takes_where(engine.check_v2)
-
-
-def _add_where() -> bool:
-    prev = engine.name()
-    engine.use("native")
-    try:
-        cols = engine.record_columns(MAX_BATCH_BYTES)
-        return _takes_where(cols.add)
-    finally:
-        engine.use(prev)
-
-
 # -- the timed operations -------------------------------------------------------------------
 # Each returns (records, sum of offsets+timestamps, key+value bytes, headers, fallbacks):
 # the sanity pass compares the first four between implementations; ``fallbacks`` counts
@@ -279,7 +244,6 @@ class Ctx:
     path: str
     view: memoryview  # the mmap, as the CLI reads segments
     data: bytes  # for the peers, whose MemoryRecords want bytes
-    add_where: bool
 
 
 def _sum_columns(cols: dict, acc: list[int]) -> None:
@@ -303,17 +267,13 @@ def native_decode(ctx: Ctx, check: bool = False) -> tuple:
     add = cols.add
     take = cols.take
     path = ctx.path
-    where = ctx.add_where
     acc = [0, 0, 0, 0]
     n = pending = fallbacks = bad_crc = batches = 0
     scanner = SegmentScanner(ctx.view, stop_on_crc=False)
     for batch in scanner:
         if not scanner.crc_valid:
             bad_crc += 1
-        if where:
-            got = add(batch.data, batches, f"{path}:{batch.position}")
-        else:
-            got = add(batch.data, batches)
+        got = add(batch.data, batches, f"{path}:{batch.position}")
         batches += 1
         if got is None:  # the reader would read this batch with the python engine
             fallbacks += 1
@@ -404,7 +364,6 @@ def native_deep(ctx: Ctx, check: bool = False) -> tuple:
     """CRC walk + ``engine.check_v2`` per batch (``verify --deep``'s per-batch check)."""
     engine.use("native")
     check_v2 = engine.check_v2
-    where = _CHECK_WHERE
     path = ctx.path
     n = fallbacks = bad_crc = 0
     max_ts = -1
@@ -412,10 +371,7 @@ def native_deep(ctx: Ctx, check: bool = False) -> tuple:
     for batch in scanner:
         if not scanner.crc_valid:
             bad_crc += 1
-        if where:
-            fast = check_v2(batch.data, MAX_BATCH_BYTES, f"{path}:{batch.position}")
-        else:
-            fast = check_v2(batch.data, MAX_BATCH_BYTES)
+        fast = check_v2(batch.data, MAX_BATCH_BYTES, f"{path}:{batch.position}")
         if fast is None or not fast[1]:  # the verifier would walk it in Python
             fallbacks += 1
             recs = list(batch.records(MAX_BATCH_BYTES))
@@ -550,13 +506,13 @@ def sanity(seg: Segment, ctx: Ctx, ops: list[str]) -> dict[str, str]:
     return errors
 
 
-def bench_segment(seg: Segment, runs: int, ops: list[str], add_where: bool) -> list[Result]:
+def bench_segment(seg: Segment, runs: int, ops: list[str]) -> list[Result]:
     with open(seg.path, "rb") as f:
         data = f.read()
         mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     view = memoryview(mm)
     try:
-        ctx = Ctx(seg.path, view, data, add_where)
+        ctx = Ctx(seg.path, view, data)
         errors = sanity(seg, ctx, ops)
         results = {op: Result(seg, op, error=errors.get(op)) for op in ops}
         live = [op for op in ops if op not in errors]
@@ -712,7 +668,7 @@ def provenance() -> str:
     return "; ".join(parts)
 
 
-def print_header(add_where: bool) -> None:
+def print_header() -> None:
     print("klogtool engine benchmark")
     print(f"  python       {platform.python_implementation()} {platform.python_version()}")
     print(f"  code         {provenance()}")
@@ -721,10 +677,7 @@ def print_header(add_where: bool) -> None:
         print(f"  loadavg      {' '.join(f'{x:.2f}' for x in os.getloadavg())} (at start)")
     except OSError:
         pass
-    print(
-        f"  native       {'built' if engine.native_available() else 'NOT BUILT'}; "
-        f"check_v2 takes where={_CHECK_WHERE}, Columns.add takes where={add_where}"
-    )
+    print(f"  native       {'built' if engine.native_available() else 'NOT BUILT'}")
     print(f"  kafka-python {_version('kafka-python')}")
     aio = _version("aiokafka")
     if AioMemoryRecords is not None:
@@ -920,8 +873,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     t_start = time.perf_counter()
-    add_where = _add_where() if engine.native_available() else False
-    print_header(add_where)
+    print_header()
     counts = {"small": args.small_records, "large": args.large_records}
 
     for shape in args.shapes:
@@ -951,7 +903,7 @@ def main(argv: list[str] | None = None) -> int:
                 seg = describe(shape, codec, path, memoryview(f.read()))
             segs.append(seg)
             print(f"  timing {shape} {codec} ...", file=sys.stderr)
-            res = bench_segment(seg, args.runs, ops, add_where)
+            res = bench_segment(seg, args.runs, ops)
             for op, why in skipped.items():
                 res.append(Result(seg, op, error=why))
             results.extend(res)
