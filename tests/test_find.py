@@ -20,6 +20,7 @@ from klogtool.formats.index import encode_offset_index
 from klogtool.formats.payloads.control import ABORT, COMMIT
 from klogtool.formats.v2 import encode_batch
 from klogtool.log.finder import Finder, FindOptions
+from klogtool.log.record_filter import RecordFilter
 
 T0 = 1_700_000_000_000
 
@@ -87,7 +88,8 @@ def logdir(tmp_path: Path) -> tuple[Path, list[Rec]]:
 
 
 def find(paths: list[Path | str], jobs: int = 1, **kw: Any) -> tuple[list[dict[str, Any]], Finder]:
-    finder = Finder(FindOptions(**kw))
+    walk = {k: kw.pop(k) for k in list(kw) if k in FindOptions.__dataclass_fields__}
+    finder = Finder(FindOptions(where=RecordFilter(**kw), **walk))
     objs = list(finder.objects([str(p) for p in paths], jobs=jobs))
     return objs, finder
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+import re
+import shlex
 from collections.abc import Callable
 from datetime import UTC
 from typing import Any
 
 import click
 
+from klogtool.log.record_filter import TXN_STATES, RecordFilter
 from klogtool.output import FORMATS
 
 F = Callable[..., Any]
@@ -265,3 +269,162 @@ def chosen_engine(engine: str | None, master: str | None, remote: str | None, co
     if engine == "local" and (master or remote or conf):
         raise click.UsageError("--master, --remote and --conf need --engine spark")
     return engine
+
+
+# -- record filters (find, and the --where of export and the Spark source) ---------------------
+def _time_option(_c: click.Context, _p: click.Parameter, v: str | None) -> int | None:
+    return parse_now(v)
+
+
+def _headers_option(
+    _c: click.Context, _p: click.Parameter, values: tuple[str, ...]
+) -> tuple[tuple[str, bytes | None], ...]:
+    out: list[tuple[str, bytes | None]] = []
+    for v in values:
+        name, sep, value = v.partition("=")
+        if not name:
+            raise click.BadParameter(f"expected NAME or NAME=VALUE, not {v!r}")
+        out.append((name, value.encode() if sep else None))
+    return tuple(out)
+
+
+def _regex_option(_c: click.Context, _p: click.Parameter, v: str | None) -> str | None:
+    if v is not None:
+        try:
+            re.compile(v.encode())
+        except re.error as e:
+            raise click.BadParameter(f"not a regular expression: {e}") from None
+    return v
+
+
+_RECORD_FILTER_OPTIONS = [
+    click.option(
+        "--from-time",
+        metavar="TIME",
+        callback=_time_option,
+        help="Records with a timestamp at or after TIME (milliseconds since the epoch or "
+        "ISO-8601; UTC without a zone).",
+    ),
+    click.option(
+        "--to-time",
+        metavar="TIME",
+        callback=_time_option,
+        help="Records with a timestamp at or before TIME.",
+    ),
+    click.option(
+        "--offsets",
+        callback=parse_offsets,
+        metavar="FROM:TO",
+        help="Records with offsets in FROM..TO (inclusive; 100: or :200 leave an end open).",
+    ),
+    click.option("--key", metavar="TEXT", help="Records whose key is exactly TEXT (UTF-8 bytes)."),
+    click.option(
+        "--key-regex",
+        metavar="REGEX",
+        callback=_regex_option,
+        help="Records whose key matches REGEX (searched in the key's bytes).",
+    ),
+    click.option(
+        "--value-regex",
+        metavar="REGEX",
+        callback=_regex_option,
+        help="Records whose value matches REGEX (searched in the value's bytes).",
+    ),
+    click.option(
+        "--header",
+        "headers",
+        multiple=True,
+        metavar="NAME[=VALUE]",
+        callback=_headers_option,
+        help="Records with a header NAME (with exactly VALUE if given). Repeatable: all must "
+        "match.",
+    ),
+    click.option(
+        "--producer-id",
+        "producer_ids",
+        type=int,
+        multiple=True,
+        metavar="ID",
+        help="Records written by producer ID. Repeatable: any may match.",
+    ),
+    click.option(
+        "--transaction",
+        "transactions",
+        type=click.Choice(TXN_STATES),
+        multiple=True,
+        help="Records of committed, aborted or still open transactions (the markers included), "
+        "or none for records outside any transaction. Repeatable: any may match.",
+    ),
+    click.option(
+        "--control/--no-control",
+        default=None,
+        help="Only control records (transaction markers, ...), or none of them [default: both].",
+    ),
+]
+
+
+def record_filter_options(f: F) -> F:
+    """find's record filters, handed to the command as one ``where``: a RecordFilter."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        key = kwargs.pop("key")
+        kwargs["where"] = RecordFilter(
+            from_time=kwargs.pop("from_time"),
+            to_time=kwargs.pop("to_time"),
+            offsets=kwargs.pop("offsets"),
+            key=key.encode() if key is not None else None,
+            key_regex=kwargs.pop("key_regex"),
+            value_regex=kwargs.pop("value_regex"),
+            headers=kwargs.pop("headers"),
+            producer_ids=frozenset(kwargs.pop("producer_ids")),
+            transactions=frozenset(kwargs.pop("transactions")),
+            control=kwargs.pop("control"),
+        )
+        return f(*args, **kwargs)
+
+    for option in reversed(_RECORD_FILTER_OPTIONS):
+        wrapper = option(wrapper)
+    return wrapper
+
+
+@click.command("--where", add_help_option=False)
+@record_filter_options
+def _where_command(where: RecordFilter) -> RecordFilter:
+    return where
+
+
+def parse_where(text: str) -> RecordFilter:
+    """A ``--where`` string (find's filter options, quoted as a shell would) as a RecordFilter.
+    Raises ValueError with click's message for what find would refuse."""
+    try:
+        args = shlex.split(text)
+        result = _where_command.main(args, prog_name="--where", standalone_mode=False)
+    except ValueError as e:  # shlex: an unclosed quote
+        raise ValueError(f"--where: {e}") from None
+    except click.ClickException as e:
+        raise ValueError(f"--where: {e.format_message()}") from None
+    assert isinstance(result, RecordFilter)
+    return result
+
+
+def where_option(f: F) -> F:
+    """``--where FILTERS``: checked here, kept as given (the Spark source parses it again)."""
+
+    def check(_c: click.Context, _p: click.Parameter, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                parse_where(v)
+            except ValueError as e:
+                raise click.BadParameter(str(e).removeprefix("--where: ")) from None
+        return v
+
+    return click.option(
+        "--where",
+        metavar="FILTERS",
+        callback=check,
+        help="Only records that find's filters select, given as find's options in one quoted "
+        "argument, e.g. --where '--key customer-42 --from-time 2024-05-01'. Every filter of "
+        "find works: times, offsets, key, value, headers, producer ids, transactional state, "
+        "control records.",
+    )(f)

@@ -14,8 +14,10 @@ from klogtool.commands._options import (
     format_option,
     max_batch_bytes_option,
     parse_size,
+    parse_where,
     paths_argument,
     spark_options,
+    where_option,
 )
 from klogtool.commands._spark import check_target, require_pyarrow, spark_session
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
@@ -27,6 +29,7 @@ from klogtool.log.arrow_reader import (
     ReadOptions,
     list_segments,
     pack,
+    where_prune,
 )
 from klogtool.log.exporter import (
     FORMATS,
@@ -94,6 +97,7 @@ def _partition_by(_c: click.Context, _p: click.Parameter, value: str) -> tuple[s
     show_default=True,
     help="One row per record, or one row per batch (headers only, nothing decompressed).",
 )
+@where_option
 @click.option(
     "--verify/--no-verify",
     default=True,
@@ -143,6 +147,7 @@ def command(
     key_decoder: str | None,
     value_decoder: str | None,
     level: str,
+    where: str | None,
     verify: bool,
     on_corrupt: str,
     target_split_bytes: int,
@@ -175,7 +180,10 @@ def command(
     vd = value_decoder or (key_decoder if key_decoder is not None else default)
     if to == "jsonl":  # JSON has no bytes: raw payloads become base64 text
         kd, vd = ("base64" if d == "binary" else d for d in (kd, vd))
+    if where is not None and level != "records":
+        raise click.BadOptionUsage("where", "--where selects records: it needs --level records")
     read = ReadOptions(
+        where=parse_where(where) if where is not None else None,
         level=level,
         verify=verify,
         max_batch_bytes=max_batch_bytes,
@@ -193,8 +201,9 @@ def command(
     )
     ncpu = os.cpu_count() or 1
     if dry_run:
+        prune = where_prune(read)
         splits = pack(
-            [s for s in segments if s.size > 0],
+            [s for s in segments if s.size > 0 and prune.keeps(s)],
             target_split_bytes=target_split_bytes,
             min_splits=(jobs or ncpu) if engine == "local" else 1,
         )
@@ -243,6 +252,8 @@ def command(
                     "valueDecoder": vd,
                     "targetSplitBytes": str(target_split_bytes),
                 }
+                if where is not None:
+                    options["where"] = where
                 with spark_session(master, remote, spark_conf, settings.verbosity) as (spark, sj):
                     nsplits = sj.export(
                         spark,

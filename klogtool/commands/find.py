@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import click
@@ -12,107 +11,21 @@ from klogtool.commands._options import (
     internal_decoder_option,
     jobs_option,
     max_batch_bytes_option,
-    parse_now,
-    parse_offsets,
     paths_argument,
     payload_decoder_options,
+    record_filter_options,
 )
 from klogtool.commands.dump_segments import KafkaRenderer
 from klogtool.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK
 from klogtool.log.dumper import DumpOptions
-from klogtool.log.finder import TXN_STATES, Finder, FindOptions, Obj, resolve_targets
+from klogtool.log.finder import Finder, FindOptions, Obj, resolve_targets
+from klogtool.log.record_filter import RecordFilter
 from klogtool.output import Output, render_text
-
-
-def _time(_c: click.Context, _p: click.Parameter, v: str | None) -> int | None:
-    return parse_now(v)
-
-
-def _headers(
-    _c: click.Context, _p: click.Parameter, values: tuple[str, ...]
-) -> tuple[tuple[str, bytes | None], ...]:
-    out: list[tuple[str, bytes | None]] = []
-    for v in values:
-        name, sep, value = v.partition("=")
-        if not name:
-            raise click.BadParameter(f"expected NAME or NAME=VALUE, not {v!r}")
-        out.append((name, value.encode() if sep else None))
-    return tuple(out)
-
-
-def _regex(_c: click.Context, p: click.Parameter, v: str | None) -> str | None:
-    if v is not None:
-        try:
-            re.compile(v.encode())
-        except re.error as e:
-            raise click.BadParameter(f"not a regular expression: {e}") from None
-    return v
 
 
 @click.command("find")
 @paths_argument
-@click.option(
-    "--from-time",
-    metavar="TIME",
-    callback=_time,
-    help="Records with a timestamp at or after TIME (milliseconds since the epoch or ISO-8601; "
-    "UTC without a zone). Seeks with .timeindex and .index as the broker answers "
-    "offsetsForTimes.",
-)
-@click.option(
-    "--to-time",
-    metavar="TIME",
-    callback=_time,
-    help="Records with a timestamp at or before TIME.",
-)
-@click.option(
-    "--offsets",
-    callback=parse_offsets,
-    metavar="FROM:TO",
-    help="Records with offsets in FROM..TO (inclusive; 100: or :200 leave an end open).",
-)
-@click.option("--key", metavar="TEXT", help="Records whose key is exactly TEXT (UTF-8 bytes).")
-@click.option(
-    "--key-regex",
-    metavar="REGEX",
-    callback=_regex,
-    help="Records whose key matches REGEX (searched in the key's bytes).",
-)
-@click.option(
-    "--value-regex",
-    metavar="REGEX",
-    callback=_regex,
-    help="Records whose value matches REGEX (searched in the value's bytes).",
-)
-@click.option(
-    "--header",
-    "headers",
-    multiple=True,
-    metavar="NAME[=VALUE]",
-    callback=_headers,
-    help="Records with a header NAME (with exactly VALUE if given). Repeatable: all must match.",
-)
-@click.option(
-    "--producer-id",
-    "producer_ids",
-    type=int,
-    multiple=True,
-    metavar="ID",
-    help="Records written by producer ID. Repeatable: any may match.",
-)
-@click.option(
-    "--transaction",
-    "transactions",
-    type=click.Choice(TXN_STATES),
-    multiple=True,
-    help="Records of committed, aborted or still open transactions (the markers included), or "
-    "none for records outside any transaction. Repeatable: any may match.",
-)
-@click.option(
-    "--control/--no-control",
-    default=None,
-    help="Only control records (transaction markers, ...), or none of them [default: both].",
-)
+@record_filter_options
 @click.option(
     "--newest-first/--oldest-first",
     default=False,
@@ -144,16 +57,7 @@ def _regex(_c: click.Context, p: click.Parameter, v: str | None) -> str | None:
 def command(
     settings: Any,
     paths: tuple[str, ...],
-    from_time: int | None,
-    to_time: int | None,
-    offsets: tuple[int, int] | None,
-    key: str | None,
-    key_regex: str | None,
-    value_regex: str | None,
-    headers: tuple[tuple[str, bytes | None], ...],
-    producer_ids: tuple[int, ...],
-    transactions: tuple[str, ...],
-    control: bool | None,
+    where: RecordFilter,
     newest_first: bool,
     limit: int | None,
     scan: bool,
@@ -188,16 +92,7 @@ def command(
     default = "base64" if fmt in ("json", "jsonl") else "utf8"
     kd = key_decoder or default
     options = FindOptions(
-        from_time=from_time,
-        to_time=to_time,
-        offsets=offsets,
-        key=key.encode() if key is not None else None,
-        key_regex=key_regex,
-        value_regex=value_regex,
-        headers=headers,
-        producer_ids=frozenset(producer_ids),
-        transactions=frozenset(transactions),
-        control=control,
+        where=where,
         newest_first=newest_first,
         limit=limit,
         use_indexes=not scan,

@@ -49,6 +49,8 @@ from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner
 from klogtool.log import layout
 from klogtool.log.dumper import batch_object
 from klogtool.log.files import expand
+from klogtool.log.finder import TransactionStates, segment_transaction_states
+from klogtool.log.record_filter import RecordFilter
 from klogtool.log.segment import STDIN, ReleaseBehind, mapped
 
 if TYPE_CHECKING:
@@ -123,6 +125,7 @@ class ReadOptions:
     min_offset: int | None = None
     max_offset: int | None = None
     min_timestamp_us: int | None = None
+    where: RecordFilter | None = None  # find's filters: only the records they select
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -136,6 +139,8 @@ class ReadOptions:
                 raise ValueError(f"decoder must be one of {', '.join(PAYLOAD_DECODERS)}, not {d!r}")
         if self.max_batch_bytes <= 0:
             raise ValueError("maxBatchBytes must be positive")
+        if self.where is not None and self.where.active and self.level != "records":
+            raise ValueError("where selects records: it needs level records")
 
 
 def columns(opts: ReadOptions) -> list[tuple[str, str]]:
@@ -262,6 +267,13 @@ class Prune:
         if self.max_offset is not None and seg.base is not None and seg.base > self.max_offset:
             return False
         return True
+
+
+def where_prune(opts: ReadOptions) -> Prune:
+    """The segments the options' ``where`` offsets leave out (by file name)."""
+    if opts.where is None or opts.where.offsets is None:
+        return Prune()
+    return Prune(min_offset=opts.where.offsets[0], max_offset=opts.where.offsets[1])
 
 
 def list_segments(paths: Sequence[str]) -> list[SegmentFile]:
@@ -567,8 +579,11 @@ class _RangeReader:
         self.schema = schema
         self.pending = _Pending()
         self.native = None
+        self.where = opts.where if opts.where is not None and opts.where.active else None
+        self.txns: TransactionStates | None = None
         if (
             opts.level == "records"
+            and (self.where is None or not self.where.record_level)
             and opts.key_decoder in _NATIVE_DECODERS
             and opts.value_decoder in _NATIVE_DECODERS
         ):
@@ -657,6 +672,10 @@ class _RangeReader:
             buf[start:], check_crc=opts.verify, stop_on_crc=False, base_position=start
         )
         lo, hi = opts.min_offset, opts.max_offset
+        if self.where is not None and self.where.offsets is not None:
+            wlo, whi = self.where.offsets
+            lo = wlo if lo is None else max(lo, wlo)
+            hi = whi if hi is None else min(hi, whi)
         min_ts_ms = None
         if opts.min_timestamp_us is not None:
             min_ts_ms = opts.min_timestamp_us // 1000
@@ -680,6 +699,8 @@ class _RangeReader:
                     f"batch CRC mismatch (stored {batch.crc}, computed {batch.compute_crc()})",
                     batch,
                 )
+                continue
+            if self.where is not None and not self._selects(batch):
                 continue
             if opts.level == "batches":
                 self.pending.batch_rows.append(self._batch_row(batch, opts.verify or None))
@@ -720,6 +741,8 @@ class _RangeReader:
                         batch,
                     )
                     continue
+            if self.where is not None and self.where.record_level:
+                recs = [r for r in recs if self.where.matches(r)]
             self._add(batch, recs)
             p = self.pending
             if len(p.records) >= BATCH_ROWS or p.payload_bytes >= BATCH_PAYLOAD_BYTES:
@@ -746,6 +769,18 @@ class _RangeReader:
                 err.code if err is not None else "corrupt",
                 f"{err}; the {invalid} bytes from here to the end cannot be read",
             )
+
+    def _selects(self, batch: Batch) -> bool:
+        """Whether ``where`` keeps any record of ``batch``, judged from its header (and the
+        partition's transactions, read once per reader when that filter is used)."""
+        assert self.where is not None
+        if self.where.skips_batch(batch):
+            return False
+        if not self.where.transactions:
+            return True
+        if self.txns is None:
+            self.txns = segment_transaction_states(self.rng.path)
+        return self.txns.state(batch) in self.where.transactions
 
     # -- building ------------------------------------------------------------------------
     def _batch_fields(self, b: Batch) -> dict[str, Any]:

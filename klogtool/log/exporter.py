@@ -36,6 +36,7 @@ from klogtool.log.arrow_reader import (
     arrow_schema,
     plan_splits,
     read_split,
+    where_prune,
 )
 
 if TYPE_CHECKING:
@@ -270,7 +271,12 @@ def export_local(
     """Write every split of PATHs into ``job.work`` with ``jobs`` processes; returns the
     splits. Raises what the reader raises (:class:`CorruptSegmentError` with ``fail``)."""
     advance = progress or (lambda n: None)
-    splits = plan_splits(paths, target_split_bytes=target_split_bytes, min_splits=jobs)
+    splits = plan_splits(
+        paths,
+        target_split_bytes=target_split_bytes,
+        min_splits=jobs,
+        prune=where_prune(job.read),
+    )
     os.makedirs(job.work, exist_ok=True)
     if jobs <= 1 or len(splits) <= 1:
         for s in splits:

@@ -36,7 +36,6 @@ from __future__ import annotations
 import bisect
 import os
 import pickle
-import re
 import struct
 import tempfile
 from array import array
@@ -49,7 +48,7 @@ from typing import Any
 
 from klogtool.errors import InputError
 from klogtool.formats import engine, index
-from klogtool.formats.batch import LOG_APPEND_TIME, Batch, Record
+from klogtool.formats.batch import Batch, Record
 from klogtool.formats.errors import FormatError
 from klogtool.formats.payloads.control import ABORT, decode_control_record
 from klogtool.formats.records import (
@@ -66,17 +65,23 @@ from klogtool.log import layout
 from klogtool.log.dumper import DumpOptions, batch_object, internal_decoder, record_object
 from klogtool.log.files import InputFile, classify_dir, detect_kind
 from klogtool.log.findings import Finding
+from klogtool.log.record_filter import (
+    ABORTED,
+    COMMITTED,
+    MAX_OFFSET,
+    NONE,
+    OPEN,
+    RecordFilter,
+    past,
+)
 from klogtool.log.segment import ReleaseBehind, mapped, read_small
 from klogtool.log.transactions import PartitionInput, TransactionScanner
 
 Obj = dict[str, Any]
 Progress = Callable[[int, int], None]  # (bytes walked, records decoded) since the last call
 
-COMMITTED, ABORTED, OPEN, NONE = "committed", "aborted", "open", "none"
-TXN_STATES = (COMMITTED, ABORTED, OPEN, NONE)
 _STATE_CODES = {COMMITTED: 0, ABORTED: 1, OPEN: 2}
 _STATE_NAMES = {v: k for k, v in _STATE_CODES.items()}
-_MAX_OFFSET = (1 << 63) - 1
 PROGRESS_STEP = 4 << 20  # bytes between progress updates inside one segment
 _TIME_ENTRY = struct.Struct(">qi")
 _OFFSET_ENTRY = struct.Struct(">ii")
@@ -84,19 +89,9 @@ _OFFSET_ENTRY = struct.Struct(">ii")
 
 @dataclass(frozen=True)
 class FindOptions:
-    """What to find. Times are milliseconds since the epoch; ranges are inclusive. Regexes
-    are ``re`` patterns over the raw bytes (UTF-8 text patterns, compiled where they run)."""
+    """What to find (``where``) and how to walk and show it."""
 
-    from_time: int | None = None
-    to_time: int | None = None
-    offsets: tuple[int, int] | None = None
-    key: bytes | None = None
-    key_regex: str | None = None
-    value_regex: str | None = None
-    headers: tuple[tuple[str, bytes | None], ...] = ()  # (name, value or None = any value)
-    producer_ids: frozenset[int] = frozenset()
-    transactions: frozenset[str] = frozenset()  # subset of TXN_STATES; empty = any
-    control: bool | None = None  # True: control records only; False: none; None: both
+    where: RecordFilter = RecordFilter()
     newest_first: bool = False
     limit: int | None = None
     use_indexes: bool = True  # False: scan every batch header (no seeks)
@@ -235,16 +230,41 @@ def transaction_states(target: Target) -> TransactionStates:
     """Every transaction of ``target``, from the producer-state rules of the transactions
     command (a header pass; control records only are decoded)."""
     txns = TransactionStates()
-    scanner = TransactionScanner(now_ms=0, older_than_ms=_MAX_OFFSET, use_coordinator=False)
+    scanner = TransactionScanner(now_ms=0, older_than_ms=MAX_OFFSET, use_coordinator=False)
     part = PartitionInput(
         Path(target.display), target.display, target.topic, target.partition, target.segments
     )
     for obj in scanner.scan_partition(part):
         if obj["type"] != "transaction":
             continue
-        end = obj["marker_offset"] if obj["state"] != OPEN else _MAX_OFFSET
+        end = obj["marker_offset"] if obj["state"] != OPEN else MAX_OFFSET
         txns.add(obj["producer_id"], obj["first_offset"], end, obj["state"])
     return txns
+
+
+def segment_transaction_states(log_path: str) -> TransactionStates:
+    """The transactions of the partition that the segment ``log_path`` belongs to (of the
+    segment alone when its directory is not a partition's). Kept per process for the last few
+    partitions, as long as their ``.log`` files are unchanged."""
+    directory = Path(log_path).parent
+    if layout.parse_partition_dir_name(directory.name) is not None:
+        target = _dir_target(directory, str(directory))
+    else:
+        target = resolve_targets([log_path])[0]
+    signature = tuple(
+        (str(s.log), st.st_size, st.st_mtime_ns)
+        for s in target.segments
+        if s.log is not None
+        for st in (s.log.stat(),)
+    )
+    states = _STATES_CACHE.pop(signature, None) or transaction_states(target)
+    _STATES_CACHE[signature] = states  # the most recent last
+    while len(_STATES_CACHE) > 8:
+        del _STATES_CACHE[next(iter(_STATES_CACHE))]
+    return states
+
+
+_STATES_CACHE: dict[tuple[Any, ...], TransactionStates] = {}
 
 
 # -- index lookups ------------------------------------------------------------------------------
@@ -339,17 +359,7 @@ class Finder:
         self.should_stop = should_stop or (lambda: False)
         self.counts = Counts()
         self.remaining = options.limit
-        self._key_re = re.compile(options.key_regex.encode()) if options.key_regex else None
-        self._value_re = re.compile(options.value_regex.encode()) if options.value_regex else None
-        self._record_filters = bool(
-            options.key is not None
-            or self._key_re
-            or self._value_re
-            or options.headers
-            or options.offsets
-            or options.from_time is not None
-            or options.to_time is not None
-        )
+        self.where = options.where
         self._txns: TransactionStates | None = None
         self._records_reported = 0
 
@@ -375,7 +385,7 @@ class Finder:
         """One partition's objects (raises :class:`_Stop` when the limit is reached)."""
         self.counts.partitions += 1
         opts = self.opts
-        self._txns = transaction_states(target) if opts.transactions else None
+        self._txns = transaction_states(target) if self.where.transactions else None
         order = range(len(target.segments))
         for i in reversed(order) if opts.newest_first else order:
             files = target.segments[i]
@@ -404,8 +414,8 @@ class Finder:
         opts = self.opts
         base = seg.files.base_offset
         assert seg.files.log is not None
-        if opts.offsets is not None:
-            lo, hi = opts.offsets
+        if self.where.offsets is not None:
+            lo, hi = self.where.offsets
             if base > hi or (next_base is not None and next_base <= lo):
                 self.counts.segments_skipped += 1
                 self._advance(seg.files.log.stat().st_size)
@@ -427,13 +437,13 @@ class Finder:
         self, seg: _Segment, buf: memoryview, next_base: int | None, last: bool
     ) -> int | None:
         """Where the walk over the segment starts, or None to skip it."""
-        opts = self.opts
+        opts, where = self.opts, self.where
         if not opts.use_indexes or not len(buf):
             return 0 if len(buf) else None
         base = seg.files.base_offset
         start = 0
         offset_index: _Index | str | None = None
-        if opts.from_time is not None:
+        if where.from_time is not None:
             times = _load_index(seg.files.timeindex, base, time=True)
             if isinstance(times, _Index) and times.n == 0 and sniff_magic(buf) != 0:
                 times = "the .timeindex is empty"
@@ -450,9 +460,9 @@ class Finder:
                         f"the .timeindex's last offset {base + last_rel} is in the next segment",
                     )
                     return 0
-                if last_ts < opts.from_time and not last and not times.untrimmed:
+                if last_ts < where.from_time and not last and not times.untrimmed:
                     return None  # the segment's largest timestamp is below from_time
-                i = times.floor(opts.from_time)
+                i = times.floor(where.from_time)
                 if i >= 0:
                     target_offset = base + times.value(i)
                     offset_index = _load_index(seg.files.index, base, time=False)
@@ -460,10 +470,10 @@ class Finder:
                     if found is None:
                         return 0
                     start = found
-        if opts.offsets is not None and opts.offsets[0] > base:
+        if where.offsets is not None and where.offsets[0] > base:
             if offset_index is None:
                 offset_index = _load_index(seg.files.index, base, time=False)
-            found = self._offset_position(seg, buf, offset_index, opts.offsets[0])
+            found = self._offset_position(seg, buf, offset_index, where.offsets[0])
             if found is None:
                 return 0
             start = max(start, found)
@@ -517,10 +527,8 @@ class Finder:
     def _candidates(self, seg: _Segment, buf: memoryview, start: int) -> Iterator[Batch]:
         """The batches from ``start`` that pass the header filters (raises _Stop past the
         offset range); findings for how the walk ended go to ``seg.findings``."""
-        opts = self.opts
-        lo, hi = opts.offsets or (-1, _MAX_OFFSET)
-        from_time, to_time = opts.from_time, opts.to_time
-        pids, control = opts.producer_ids, opts.control
+        where = self.where
+        hi = where.offsets[1] if where.offsets else MAX_OFFSET
         scanner = SegmentScanner(
             buf[start:], check_crc=False, stop_on_crc=False, base_position=start
         )
@@ -535,24 +543,12 @@ class Finder:
                 if self.should_stop():
                     raise _Stop()
             self.counts.batches += 1
-            if batch.last_offset < lo:
-                continue
-            if _first_offset(batch) > hi:
-                seg.past_range = True
+            if past(batch, hi):
+                seg.past_range = True  # offsets increase within a segment: nothing further
                 break
-            if from_time is not None and batch.max_timestamp < from_time:
+            if where.skips_batch(batch):
                 continue
-            if (
-                to_time is not None
-                and batch.timestamp_type == LOG_APPEND_TIME
-                and batch.max_timestamp > to_time
-            ):
-                continue
-            if pids and batch.producer_id not in pids:
-                continue
-            if control is not None and batch.is_control != control:
-                continue
-            if self._txns is not None and self._txns.state(batch) not in opts.transactions:
+            if self._txns is not None and self._txns.state(batch) not in where.transactions:
                 continue
             yield batch
         self._advance(len(buf) - reported)
@@ -598,7 +594,8 @@ class Finder:
 
     def _batch(self, seg: _Segment, batch: Batch, reverse: bool = False) -> Iterator[Obj]:
         """The matching records of one candidate batch (newest first with ``reverse``)."""
-        opts = self.opts
+        opts, where = self.opts, self.where
+        record_level = where.record_level
         self.counts.batches_decoded += 1
         matched: list[Obj] = []
         first = True
@@ -606,7 +603,7 @@ class Finder:
             for rec in batch.records(opts.dump.max_batch_bytes):
                 self.counts.records += 1
                 self._records_reported += 1
-                if self._record_filters and not self._matches(batch, rec):
+                if record_level and not where.matches(rec):
                     continue
                 obj = self._record_obj(seg, batch, rec)
                 if reverse:
@@ -682,32 +679,6 @@ class Finder:
         if self._txns is not None:
             obj["transaction"] = self._txns.state(batch)
         return obj
-
-    def _matches(self, batch: Batch, rec: Record) -> bool:
-        opts = self.opts
-        if opts.offsets is not None and not opts.offsets[0] <= rec.offset <= opts.offsets[1]:
-            return False
-        if opts.from_time is not None and rec.timestamp < opts.from_time:
-            return False
-        if opts.to_time is not None and rec.timestamp > opts.to_time:
-            return False
-        if opts.key is not None and (rec.key is None or bytes(rec.key) != opts.key):
-            return False
-        if self._key_re is not None and (
-            rec.key is None or self._key_re.search(bytes(rec.key)) is None
-        ):
-            return False
-        if self._value_re is not None and (
-            rec.value is None or self._value_re.search(bytes(rec.value)) is None
-        ):
-            return False
-        for name, value in opts.headers:
-            if not any(
-                k == name and (value is None or (v is not None and bytes(v) == value))
-                for k, v in rec.headers
-            ):
-                return False
-        return True
 
     # -- bookkeeping ------------------------------------------------------------------------------
     def _advance(self, nbytes: int) -> None:
@@ -797,10 +768,3 @@ def _search_to_file(options: FindOptions, target: Target, out: str) -> tuple[str
         except _Stop:
             pass
     return out, finder.counts
-
-
-def _first_offset(batch: Batch) -> int:
-    try:
-        return batch.base_offset
-    except FormatError:
-        return batch.last_offset

@@ -61,12 +61,12 @@ from klogtool.formats.errors import FormatError
 from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.formats.v2 import RECORD_BATCH_OVERHEAD, DefaultBatch
 from klogtool.log.finder import (
-    ABORTED,
     Target,
     TransactionStates,
     resolve_targets,
     transaction_states,
 )
+from klogtool.log.record_filter import ABORTED
 from klogtool.log.segment import ReleaseBehind, mapped
 
 Obj = dict[str, Any]

@@ -17,7 +17,9 @@ Options (all optional):
   many splits when there is enough data (default 1);
 - ``keyDecoder`` / ``valueDecoder``: ``binary`` (default) | ``utf8`` | ``base64`` | ``hex`` |
   ``none`` (a text decoder makes the column a string; ``none`` drops it);
-- ``deep``: with ``level=findings``, ``verify --deep``.
+- ``deep``: with ``level=findings``, ``verify --deep``;
+- ``where``: only the records ``klogtool find`` would select, as find's options in one
+  string (``--key customer-42 --from-time 2024-05-01``); with ``level=records``.
 
 A user-supplied schema selects columns (by name, in its order; types must match). Filters on
 ``topic`` and ``partition`` prune whole segments at planning and are fully handled; filters on
@@ -65,6 +67,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from klogtool.commands._options import parse_where
 from klogtool.formats import DEFAULT_MAX_BATCH_BYTES
 from klogtool.log import arrow_reader as core
 from klogtool.log import fleet_verify
@@ -128,6 +131,7 @@ def read_options(options: dict[str, str]) -> core.ReadOptions:
         on_corrupt=options.get("oncorrupt", "fail"),
         key_decoder=options.get("keydecoder", "binary"),
         value_decoder=options.get("valuedecoder", "binary"),
+        where=parse_where(options["where"]) if options.get("where") else None,
     )
 
 
@@ -195,7 +199,7 @@ class KafkaSegmentsReader(DataSourceReader):
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
         self.target = _size(options.get("targetsplitbytes", str(core.DEFAULT_TARGET_SPLIT_BYTES)))
         self.min_splits = int(options.get("minsplits", "1"))
-        self.prune = core.Prune()
+        self.prune = core.where_prune(self.opts)
 
     # -- pushdown ------------------------------------------------------------------------
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:  # noqa: N802 (pyspark API)

@@ -53,22 +53,12 @@ def test_export_parquet_same_rows_as_local_engine(spark, tmp_path: Path) -> None
 
 def test_export_jsonl_partitioned(spark, tmp_path: Path) -> None:
     dest = tmp_path / "j"
-    code, _, err = run(
-        "export", "logdir", *SPARK, "--to", "jsonl", str(dest), "--partition-by", "topic,partition"
-    )
+    # the --where string is handed to the Spark source as its where option
+    opts = ("--partition-by", "topic,partition", "--where", "--no-control --offsets 2:")
+    code, _, err = run("export", "logdir", *SPARK, "--to", "jsonl", str(dest), *opts)
     assert code == 0, err
     local = tmp_path / "lj"
-    code, _, err = run(
-        "export",
-        "logdir",
-        "--engine",
-        "local",
-        "--to",
-        "jsonl",
-        str(local),
-        "--partition-by",
-        "topic,partition",
-    )
+    code, _, err = run("export", "logdir", "--engine", "local", "--to", "jsonl", str(local), *opts)
     assert code == 0, err
 
     def rows(root: Path) -> list:
@@ -85,6 +75,8 @@ def test_export_jsonl_partitioned(spark, tmp_path: Path) -> None:
     spark_dirs = {p.parent.relative_to(dest) for p in dest.rglob("*.json")}
     assert spark_dirs == {p.parent.relative_to(local) for p in local.rglob("*.json")}
     assert rows(dest) == rows(local)
+    offsets = [r[3] for r in rows(dest)]
+    assert offsets and min(offsets) == 2 and len(offsets) < 190
 
 
 def test_export_failure_is_one_line_and_leaves_nothing(spark, tmp_path: Path) -> None:

@@ -138,3 +138,21 @@ def test_on_corrupt_modes(spark) -> None:
     skipped = jobs.read(spark, [str(CORRUPT / "crc-flip-0")], {"onCorrupt": "skip"})
     offsets = [r.offset for r in skipped.select("offset").collect()]
     assert offsets == [o for o in range(27) if not 4 <= o <= 7]
+
+
+def test_where_option_selects_what_find_finds(spark) -> None:
+    from klogtool.commands._options import parse_where
+    from klogtool.log.finder import Finder, FindOptions
+
+    text = "--transaction committed --transaction none --value-regex '-[0-3]$' --offsets 1:"
+    df = jobs.read(spark, [str(LOGDIR)], {"where": text})
+    got = sorted(tuple(r) for r in df.select("topic", "partition", "offset").collect())
+    finder = Finder(FindOptions(where=parse_where(text)))
+    want = sorted(
+        (o["topic"], o["partition"], o["offset"])
+        for o in finder.objects([str(LOGDIR)])
+        if o["type"] == "record"
+    )
+    assert got == want and got
+    with pytest.raises(ValueError, match="No such option"):
+        source.read_options({"where": "--newest-first"})

@@ -1,0 +1,156 @@
+"""``export --where`` and the Spark source's ``where``: find's filters over the Arrow reader.
+
+The reference is ``klogtool find`` itself (its filters are tested against brute-force scans in
+test_find.py) and, for a few filters, a brute-force scan of the reader's own unfiltered rows.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from cli_helpers import LOGDIR, run
+
+from klogtool.commands._options import parse_where
+from klogtool.log import arrow_reader as ar
+from klogtool.log.finder import Finder, FindOptions
+from klogtool.log.record_filter import RecordFilter
+
+T0 = 1_700_000_000_000
+WHERES = [
+    "--offsets 3:9",
+    "--offsets 20:",
+    "--key key-1",
+    "--key-regex '^key-1'",
+    "--value-regex 'value-[0-4]$'",
+    "--header trace-id",
+    "--header h=",
+    f"--from-time {T0 + 300} --to-time {T0 + 1300}",
+    "--from-time 2023-11-14T22:13:21Z",
+    "--transaction aborted",
+    "--transaction committed --transaction open",
+    "--transaction none --offsets 0:5",
+    "--control",
+    "--no-control --key-regex 1",
+    "--producer-id 1000 --producer-id 1001",
+]
+Key = tuple[str | None, int | None, int]
+
+
+def reader_rows(paths: list[str], where: RecordFilter | None, **plan: Any) -> list[Key]:
+    opts = ar.ReadOptions(where=where)
+    table = pa.Table.from_batches(
+        [
+            b
+            for s in ar.plan_splits(paths, prune=ar.where_prune(opts), **plan)
+            for b in ar.read_split(s, opts)
+        ],
+        schema=ar.arrow_schema(opts),
+    )
+    cols = table.select(["topic", "partition", "offset"]).to_pydict()
+    return list(zip(cols["topic"], cols["partition"], cols["offset"], strict=True))
+
+
+def found_rows(paths: list[str], where: RecordFilter) -> list[Key]:
+    finder = Finder(FindOptions(where=where))
+    return [
+        (o["topic"], o["partition"], o["offset"])
+        for o in finder.objects(paths)
+        if o["type"] == "record"
+    ]
+
+
+@pytest.mark.parametrize("text", WHERES)
+def test_the_reader_selects_what_find_finds(text: str) -> None:
+    paths = [str(LOGDIR)]
+    where = parse_where(text)
+    expected = found_rows(paths, where)
+    assert reader_rows(paths, where) == expected
+    # cut into ~100-byte ranges: each selected row exactly once
+    assert reader_rows(paths, where, target_split_bytes=100) == expected
+
+
+def test_filters_select_something_and_not_everything() -> None:
+    """The cases above would pass vacuously if every filter selected nothing (or all)."""
+    paths = [str(LOGDIR)]
+    everything = len(reader_rows(paths, None))
+    counts = {t: len(reader_rows(paths, parse_where(t))) for t in WHERES}
+    assert all(0 < n < everything for n in counts.values()), counts
+
+
+def test_a_brute_force_scan_agrees() -> None:
+    opts = ar.ReadOptions(key_decoder="utf8", value_decoder="utf8")
+    rows = pa.Table.from_batches(list(ar.read_paths([str(LOGDIR / "v2-gzip-0")], opts)))
+    data = rows.select(["offset", "key", "value"]).to_pylist()
+    want = [
+        r["offset"]
+        for r in data
+        if r["key"] is not None
+        and re.search("^key-1", r["key"])
+        and r["value"] is not None
+        and re.search("value", r["value"])
+    ]
+    assert want
+    where = parse_where("--key-regex '^key-1' --value-regex value")
+    got = [o for _t, _p, o in reader_rows([str(LOGDIR / "v2-gzip-0")], where)]
+    assert got == want
+
+
+def test_offsets_prune_segments_at_planning() -> None:
+    opts = ar.ReadOptions(where=parse_where("--offsets 100:"))
+    segs = ar.list_segments([str(LOGDIR / "v2-none-0")])
+    prune = ar.where_prune(opts)
+    assert len(segs) > 1
+    assert not any(prune.keeps(s) for s in segs[:-1])
+
+
+def test_where_needs_record_level() -> None:
+    with pytest.raises(ValueError, match="level records"):
+        ar.ReadOptions(level="batches", where=parse_where("--key k"))
+    ar.ReadOptions(level="batches", where=RecordFilter())  # nothing filtered: fine
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("--limit 3", "No such option"),
+        ("--offsets 9:1", "FROM <= TO"),
+        ("--key-regex '('", "not a regular expression"),
+        ("--transaction maybe", "maybe"),
+        ("--key 'unclosed", "quotation"),
+        ("--from-time yesterday", "not a time"),
+    ],
+)
+def test_bad_where_strings(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_where(text)
+
+
+def test_export_where_cli(tmp_path: Path) -> None:
+    text = "--transaction committed --value-regex 'txn-value-[0-3]'"
+    code, _out, err = run(
+        "export", str(LOGDIR), "--to", "jsonl", str(tmp_path / "out"), "--where", text
+    )
+    assert code == 0, err
+    rows = [
+        json.loads(line)
+        for f in sorted((tmp_path / "out").glob("*.json"))
+        for line in f.read_text().splitlines()
+    ]
+    got = sorted((r["topic"], r["partition"], r["offset"]) for r in rows)
+    assert got and got == sorted(found_rows([str(LOGDIR)], parse_where(text)))
+
+
+def test_export_where_usage_errors(tmp_path: Path) -> None:
+    out = str(tmp_path / "out")
+    code, _out, err = run("export", str(LOGDIR), "--to", "jsonl", out, "--where", "--limit 2")
+    assert code == 2 and "--where" in err and "--limit" in err
+    code, _out, err = run(
+        "export", str(LOGDIR), "--to", "jsonl", out, "--level", "batches", "--where", "--key k"
+    )
+    assert code == 2 and "--level records" in err
+    assert not Path(out).exists()
