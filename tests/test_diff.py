@@ -441,3 +441,27 @@ def test_batches_of_an_overlapping_segment_are_skipped_as_corruption(tmp_path: P
     (d,) = items[:-1]
     assert d.kind == "corrupt" and d.b is not None  # type: ignore[union-attr]
     assert "do not increase" in d.b["message"]  # type: ignore[union-attr]
+
+
+def test_jobs_give_the_same_output_in_partition_order(tmp_path: Path) -> None:
+    for i in range(4):
+        replica(tmp_path / "a", LEADER_1, [(0, 0), (1, 10), (3, 20)], name=f"t-{i}")
+        follower = (FOLLOWER_1, LEADER_1, LEADER_1[:2], LEADER_1)[i]
+        replica(tmp_path / "b", follower, [(0, 0), (1, 10), (2, 15)], name=f"t-{i}")
+    outs = []
+    for jobs in ("1", "2"):
+        code, out, err = run("diff", "--deep", "--jobs", jobs, "a", "b", cwd=tmp_path)
+        assert code == 1, err
+        outs.append(out)
+    assert outs[0] == outs[1]
+    assert [line for line in outs[0].splitlines() if line.startswith("== ")][:4] == [
+        f"== t-{i}" for i in (0, 1, 2, 3)
+    ]
+    # an unreadable partition is the same one-line error, whatever the number of processes
+    (tmp_path / "b" / "t-2" / "00000000000000000000.log").write_bytes(b"\x7f" * 200)
+    errs = []
+    for jobs in ("1", "2"):
+        code, _out, err = run("diff", "--jobs", jobs, "a", "b", cwd=tmp_path)
+        assert code == 3, err
+        errs.append(err)
+    assert errs[0] == errs[1] and errs[0].startswith("klogtool: error:")

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from klogtool.commands._options import format_option, max_batch_bytes_option
+from klogtool.commands._options import format_option, jobs_option, max_batch_bytes_option
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
 from klogtool.log.diff import (
     CHANGED,
@@ -82,6 +82,7 @@ def _epilog(examples: list[tuple[str, list[str]]]) -> str:
 )
 @format_option()
 @max_batch_bytes_option
+@jobs_option
 @click.pass_obj
 def command(
     settings: Any,
@@ -94,6 +95,7 @@ def command(
     max_differences: int,
     fmt: str,
     max_batch_bytes: int,
+    jobs: int,
 ) -> None:
     """Compare two copies of a partition, or two log dirs, and say where they diverge.
 
@@ -115,7 +117,8 @@ def command(
 
     Batch headers and CRCs are compared first, then bytes; records are decoded only where
     batches differ. A torn tail (which the broker's recovery cuts) is reported but the
-    verdict is made on whole batches.
+    verdict is made on whole batches. Partitions of two log dirs are compared by --jobs
+    processes; the output is in partition order either way.
 
     Output: text, or jsonl/json: one "difference" object per difference, one
     "partition-diff" object per partition, and a final "summary" (docs/diff.md).
@@ -129,7 +132,7 @@ def command(
     )
     summary = DiffSummary()
     current: str | None = None
-    for item in diff(a, b, options):
+    for item in diff(a, b, options, jobs=jobs):
         if isinstance(item, Difference):
             if fmt != "text":
                 out.emit(item.as_obj())

@@ -38,6 +38,7 @@ import hashlib
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ from klogtool.formats.codecs import codec_name
 from klogtool.formats.errors import FormatError
 from klogtool.formats.payloads.control import ABORT, decode_control_key
 from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner, not_a_log
-from klogtool.log import layout
+from klogtool.log import layout, pool
 from klogtool.log.partition import PartitionView, load_partition
 from klogtool.log.segment import ReleaseBehind, mapped, read_small
 
@@ -1042,9 +1043,11 @@ def diff_partition(pair: Pair, options: DiffOptions) -> Iterator[Difference | Pa
 
 
 def diff(
-    a: str, b: str, options: DiffOptions | None = None
+    a: str, b: str, options: DiffOptions | None = None, *, jobs: int = 1
 ) -> Iterator[Difference | PartitionDiff]:
-    """Every difference and every partition verdict of A against B, streamed."""
+    """Every difference and every partition verdict of A against B, streamed in partition
+    order; partitions are compared by ``jobs`` processes."""
     opts = options or DiffOptions()
-    for pair in pair_partitions(a, b):
-        yield from diff_partition(pair, opts)
+    pairs = pair_partitions(a, b)
+    work = partial(diff_partition, options=opts)
+    yield from pool.spooled(work, pairs, jobs, prefix="klogtool-diff-")

@@ -65,6 +65,7 @@ from klogtool.log import layout
 from klogtool.log.dumper import DumpOptions, batch_object, internal_decoder, record_object
 from klogtool.log.files import InputFile, classify_dir, detect_kind
 from klogtool.log.findings import Finding
+from klogtool.log.pool import fork_context
 from klogtool.log.record_filter import (
     ABORTED,
     COMMITTED,
@@ -693,9 +694,7 @@ class Finder:
 
     # -- a process pool ---------------------------------------------------------------------------
     def _parallel(self, targets: list[Target], jobs: int) -> Iterator[Obj]:
-        import multiprocessing
-
-        ctx = multiprocessing.get_context("fork" if "fork" in _start_methods() else None)
+        ctx = fork_context()
         stop = ctx.Event()
         with (
             tempfile.TemporaryDirectory(prefix="klogtool-find-") as spool,
@@ -740,12 +739,6 @@ class Finder:
                 stop.set()
                 for _t, fut in queue:
                     fut.cancel()
-
-
-def _start_methods() -> list[str]:
-    import multiprocessing
-
-    return multiprocessing.get_all_start_methods()
 
 
 _STOP_EVENT: Any = None

@@ -66,6 +66,7 @@ from klogtool.log.finder import (
     resolve_targets,
     transaction_states,
 )
+from klogtool.log.pool import fork_context
 from klogtool.log.record_filter import ABORTED
 from klogtool.log.segment import ReleaseBehind, mapped
 
@@ -816,13 +817,9 @@ def collect(
         for t in found:
             yield partition_stats(t, options, advance, sampler)
         return
-    import multiprocessing
-
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
     with ProcessPoolExecutor(
         max_workers=min(jobs, len(found)),
-        mp_context=ctx,
+        mp_context=fork_context(),
         initializer=engine.use,
         initargs=(engine.name(),),
     ) as pool:
