@@ -8,51 +8,76 @@ result in memory. At most ``2 * jobs`` items run ahead of the one being read.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import pickle
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain, islice
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from klogtool.formats import engine
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 T = TypeVar("T")
 
 
 def fork_context() -> Any:
     """fork where there is one: workers start in milliseconds and inherit what is loaded."""
+    import multiprocessing  # here: a command that runs no pool does not pay for the import
+
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("fork" if "fork" in methods else None)
 
 
 def spooled(
-    fn: Callable[[T], Iterator[Any]], items: Sequence[T], jobs: int, *, prefix: str = "klogtool-"
+    fn: Callable[[T], Iterator[Any]], items: Iterable[T], jobs: int, *, prefix: str = "klogtool-"
 ) -> Iterator[Any]:
     """Everything ``fn(item)`` yields, item after item, computed by ``jobs`` processes (in this
     one when ``jobs`` is 1 or there is one item). ``fn`` must be picklable (a module-level
-    function, or a ``functools.partial`` of one). A worker's exception is raised here when its
-    item's turn comes."""
-    if jobs <= 1 or len(items) <= 1:
-        for item in items:
+    function, or a ``functools.partial`` of one). ``items`` is read lazily, a few ahead; an
+    exception raised by it, or by a worker, is raised here when its turn comes, after
+    everything before it was yielded."""
+    todo = iter(items)
+    ahead: list[T] = []
+    error: Exception | None = None
+    if jobs > 1:
+        try:
+            ahead.extend(islice(todo, 2))
+        except Exception as e:  # raised in its turn
+            error = e
+    if len(ahead) <= 1 or error is not None:
+        for item in ahead:
+            yield from fn(item)
+        if error is not None:
+            raise error
+        for item in todo:
             yield from fn(item)
         return
+    from concurrent.futures import ProcessPoolExecutor
+
     with (
         tempfile.TemporaryDirectory(prefix=prefix) as spool,
         ProcessPoolExecutor(
-            max_workers=min(jobs, len(items)),
+            max_workers=jobs,
             mp_context=fork_context(),
             initializer=engine.use,
             initargs=(engine.name(),),
         ) as pool,
     ):
-        queue: deque[Future[str]] = deque()
-        todo = iter(enumerate(items))
+        queue: deque[Future[str] | BaseException] = deque()
+        numbered = enumerate(chain(ahead, todo))
 
         def submit() -> None:
-            nxt = next(todo, None)
+            if queue and isinstance(queue[-1], BaseException):
+                return  # items ended with an error
+            try:
+                nxt = next(numbered, None)
+            except Exception as e:  # raised in its turn
+                queue.append(e)
+                return
             if nxt is not None:
                 i, item = nxt
                 queue.append(pool.submit(_spool, fn, item, os.path.join(spool, f"{i:08d}")))
@@ -61,7 +86,10 @@ def spooled(
             submit()
         try:
             while queue:
-                path = queue.popleft().result()
+                head = queue.popleft()
+                if isinstance(head, BaseException):
+                    raise head
+                path = head.result()
                 submit()
                 with open(path, "rb") as f:
                     while True:
@@ -73,7 +101,8 @@ def spooled(
                 os.unlink(path)
         finally:
             for fut in queue:
-                fut.cancel()
+                if not isinstance(fut, BaseException):
+                    fut.cancel()
 
 
 def _spool(fn: Callable[[Any], Iterator[Any]], item: Any, path: str) -> str:

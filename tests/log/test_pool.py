@@ -1,0 +1,52 @@
+"""klogtool.log.pool.spooled: item order, flat spooling and errors in their turn."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import partial
+
+import pytest
+
+from klogtool.log import pool
+
+
+def _count(n: int, times: int = 3) -> Iterator[tuple[int, int]]:
+    if n == 13:
+        raise ValueError("unlucky item")
+    for i in range(times):
+        yield n, i
+
+
+def _items(n: int, fail_at: int | None = None) -> Iterator[int]:
+    for i in range(n):
+        if i == fail_at:
+            raise KeyError("no such item")
+        yield i
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_output_keeps_item_order(jobs: int) -> None:
+    work = partial(_count, times=50)
+    got = list(pool.spooled(work, range(9), jobs))
+    assert got == [(n, i) for n in range(9) for i in range(50)]
+    assert list(pool.spooled(work, [4], jobs)) == [(4, i) for i in range(50)]
+    assert list(pool.spooled(work, [], jobs)) == []
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("fail_at", [0, 1, 5])
+def test_an_item_error_comes_after_what_precedes_it(jobs: int, fail_at: int) -> None:
+    got: list[tuple[int, int]] = []
+    with pytest.raises(KeyError, match="no such item"):
+        for obj in pool.spooled(_count, _items(9, fail_at), jobs):
+            got.append(obj)
+    assert got == [(n, i) for n in range(fail_at) for i in range(3)]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_worker_error_is_raised_in_its_turn(jobs: int) -> None:
+    got: list[tuple[int, int]] = []
+    with pytest.raises(ValueError, match="unlucky"):
+        for obj in pool.spooled(_count, range(10, 20), jobs):
+            got.append(obj)
+    assert got == [(n, i) for n in range(10, 13) for i in range(3)]
