@@ -365,6 +365,7 @@ def _decode_fast(
     append = out.append
     new = object.__new__  # Record(...) would run __init__ in Python: fill the slots here
     idempotent = base_sequence >= 0
+    names: dict[bytes | memoryview, str] = {}  # header keys repeat: decode each once
     for _ in range(n):
         start = pos
         try:
@@ -437,13 +438,40 @@ def _decode_fast(
                 value = None
             else:
                 raise _CarefulFrom(start)
-            if buf[pos] == 0:
+            b = buf[pos]
+            pos += 1
+            if b == 0:
                 headers: tuple[Header, ...] = ()
-                pos += 1
+            elif b < 0x80 and not b & 1:  # 1 to 63 headers; anything else: the careful path
+                hl = []
+                for _ in range(z1[b]):
+                    b = buf[pos]
+                    if b >= 0x80 or b & 1:  # a long or negative key length
+                        raise _CarefulFrom(start)
+                    end = pos + 1 + z1[b]
+                    raw = buf[pos + 1 : end]
+                    hkey = names.get(raw)
+                    if hkey is None:
+                        hkey = names[raw] = str(raw, "utf-8", "replace")
+                    b = buf[end]
+                    if b < 0x80:
+                        hvlen = z1[b]
+                        pos = end + 1
+                    else:
+                        hvlen = z2[buf[end + 1]][b]
+                        pos = end + 2
+                    if hvlen >= 0:
+                        end = pos + hvlen
+                        hl.append((hkey, view[pos:end]))
+                        pos = end
+                    elif hvlen == -1:
+                        hl.append((hkey, None))
+                    else:
+                        raise _CarefulFrom(start)
+                headers = tuple(hl)
             else:
-                hcount, pos = slow(buf, pos, 5, None, 0)
-                headers, pos = _decode_headers(buf, view, pos, rec_end, hcount, 0)
-        except (IndexError, FormatError):
+                raise _CarefulFrom(start)
+        except (IndexError, TypeError, FormatError):
             raise _CarefulFrom(start) from None
         # Slices past the end of the buffer are cut short, so a record whose lengths disagree
         # with its length field, or with the buffer, cannot end exactly at rec_end.

@@ -695,6 +695,8 @@ def _mixed_records(n: int) -> list[Record]:
         headers: tuple = ()
         if i % 13 == 0:
             headers = (("h", b"x"), ("null", None))
+        elif i % 17 == 0:  # an empty name, a 2-byte value length, a name past 63 bytes
+            headers = (("", b"y" * 300), ("h", b""), ("k" * 70 if i % 34 else "h", None))
         if i == 1500:
             headers = tuple((f"h{j}", b"%d" % j) for j in range(70))
         recs.append(Record(i * 5, ts, key, value, headers))
