@@ -9,6 +9,7 @@ the offset of the LAST inner message. See kafka-spec.md §1.2-1.3.
 from __future__ import annotations
 
 import struct
+import zlib
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
@@ -239,13 +240,17 @@ class LegacyBatch(Batch):
             raw = memoryview(codecs.decompress(codec, msg.value, magic=msg.magic, limit=limit))
         except FormatError as e:
             raise e.at(pos0) from None  # positions inside the compressed value are relative
-        count = 0
-        first_rel = last_rel = 0
-        for m in _inner_messages(raw, pos0):
-            if count == 0:
-                first_rel = m.offset
-            last_rel = m.offset
-            count += 1
+        scanned = _fast_scan(raw, msg.magic)
+        if scanned is not None:
+            count, first_rel, last_rel = scanned
+        else:  # something unusual: the careful walk says what, or reads it
+            count = 0
+            first_rel = last_rel = 0
+            for m in _inner_messages(raw, pos0):
+                if count == 0:
+                    first_rel = m.offset
+                last_rel = m.offset
+                count += 1
         if count == 0:
             raise CorruptRecordError(
                 "Found invalid compressed record set with no inner records", pos0, "corrupt-record"
@@ -265,12 +270,21 @@ class LegacyBatch(Batch):
                 shift = wrapper_offset - last_rel
         else:
             shift = 0
-        return _Unpacked(raw, shift, count, first_rel + shift)
+        return _Unpacked(raw, shift, count, first_rel + shift, scanned is not None)
 
     def _inner_records(self, unpacked: _Unpacked) -> Iterator[Record]:
         msg = self._msg
         shift = unpacked.shift
         log_append = msg.magic >= 1 and msg.attributes & TIMESTAMP_TYPE_MASK
+        if unpacked.plain:
+            fixed_ts = msg.timestamp if log_append else None
+            return _fast_records(unpacked.raw, msg.magic, shift, fixed_ts)
+        return self._careful_records(unpacked, shift, log_append)
+
+    def _careful_records(
+        self, unpacked: _Unpacked, shift: int, log_append: int
+    ) -> Iterator[Record]:
+        msg = self._msg
         for m in _inner_messages(unpacked.raw, self.position):
             yield Record(
                 m.offset + shift,
@@ -290,6 +304,84 @@ class _Unpacked(NamedTuple):
     shift: int  # added to inner offsets (v1 relative offsets)
     n_records: int
     first_offset: int
+    plain: bool  # every inner message has the wrapper's magic and its lengths add up
+
+
+# The inner message headers up to the key length, for each magic.
+_INNER_HEAD = {0: struct.Struct(">qiIbbi"), 1: struct.Struct(">qiIbbqi")}
+
+
+def _fast_scan(raw: memoryview, magic: int) -> tuple[int, int, int] | None:
+    """(count, first offset, last offset) of a decompressed inner message set whose messages
+    all have ``magic``, no compression and consistent lengths; None for anything else (the
+    careful walk then reads it or says what is wrong)."""
+    head = _INNER_HEAD.get(magic)
+    if head is None:
+        return None
+    unpack = head.unpack_from
+    length = LENGTH.unpack_from
+    hsize = head.size
+    pos = count = first = last = 0
+    n = len(raw)
+    try:
+        while pos < n:
+            fields = unpack(raw, pos)
+            end = pos + LOG_OVERHEAD + fields[1]
+            klen = fields[-1]
+            if fields[3] != magic or fields[4] & COMPRESSION_MASK or end > n or klen < -1:
+                return None
+            p = pos + hsize + klen if klen > 0 else pos + hsize
+            (vlen,) = length(raw, p)
+            if vlen < -1 or (p + 4 + vlen if vlen > 0 else p + 4) != end:
+                return None
+            offset = fields[0]
+            if count == 0:
+                first = offset
+            last = offset
+            count += 1
+            pos = end
+    except struct.error:  # a header past the end
+        return None
+    return count, first, last
+
+
+def _fast_records(
+    raw: memoryview, magic: int, shift: int, fixed_ts: int | None
+) -> Iterator[Record]:
+    """The records of an inner message set :func:`_fast_scan` accepted (so no checks here)."""
+    unpack = _INNER_HEAD[magic].unpack_from
+    length = LENGTH.unpack_from
+    hsize = _INNER_HEAD[magic].size
+    new = object.__new__  # fill the slots: Record(...) would run __init__ in Python
+    crc = zlib.crc32
+    pos = 0
+    n = len(raw)
+    while pos < n:
+        fields = unpack(raw, pos)
+        end = pos + LOG_OVERHEAD + fields[1]
+        klen = fields[-1]
+        p = pos + hsize
+        if klen >= 0:
+            key: memoryview | None = raw[p : p + klen]
+            p += klen
+        else:
+            key = None
+        (vlen,) = length(raw, p)
+        value = raw[p + 4 : end] if vlen >= 0 else None
+        r = new(Record)
+        r.offset = fields[0] + shift
+        r.timestamp = fields[5] if magic else -1
+        if fixed_ts is not None:
+            r.timestamp = fixed_ts
+        r.key = key
+        r.value = value
+        r.headers = ()
+        r.sequence = -1
+        r.attributes = fields[4]
+        r.crc = fields[2]
+        r.crc_valid = crc(raw[pos + CRC_START : end]) == fields[2]
+        yield r
+        pos = end
 
 
 def _inner_messages(raw: memoryview, pos0: int) -> Iterator[_Message]:

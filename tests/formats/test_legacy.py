@@ -24,6 +24,15 @@ from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TY
 from klogtool.formats.errors import CorruptRecordError, FormatError, UnsupportedError
 from klogtool.formats.records import CLEAN, SegmentScanner
 
+
+@pytest.fixture(autouse=True, params=["fast", "careful"])
+def inner_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test twice: wrappers read by the fast inner loop, and by the careful walk it
+    hands unusual message sets to (which must read what the fast loop reads)."""
+    if request.param == "careful":
+        monkeypatch.setattr(legacy, "_fast_scan", lambda raw, magic: None)
+    return str(request.param)
+
 LEGACY_CODECS = [codecs.NONE, codecs.GZIP, codecs.SNAPPY, codecs.LZ4]
 WRAPPER_CODECS = LEGACY_CODECS[1:]
 IDS = [codecs.CODEC_NAMES[c] for c in LEGACY_CODECS]
