@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import click
 
-from klogtool.commands._options import format_option, paths_argument
+from klogtool.commands._options import format_option, parse_now, paths_argument
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
 from klogtool.log.transactions import (
     BOOTSTRAP_PLACEHOLDER,
@@ -31,21 +30,8 @@ def _parse_older_than(_ctx: click.Context, _param: click.Parameter, value: str) 
 
 
 def _parse_now(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int:
-    if value is None:
-        return int(time.time() * 1000)
-    text = value.strip()
-    if text.lstrip("-").isdigit():
-        return int(text)
-    try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise click.BadParameter(
-            "expected epoch milliseconds or an ISO-8601 time, e.g. 1700000000000 or "
-            "2024-05-01T12:00:00Z"
-        ) from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return int(dt.timestamp() * 1000)
+    now = parse_now(value)
+    return int(time.time() * 1000) if now is None else now
 
 
 @click.command("transactions")
