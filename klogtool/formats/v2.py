@@ -443,7 +443,7 @@ def _decode_fast(
             if b == 0:
                 headers: tuple[Header, ...] = ()
             elif b < 0x80 and not b & 1:  # 1 to 63 headers; anything else: the careful path
-                hl = []
+                hl: list[Header] = []
                 for _ in range(z1[b]):
                     b = buf[pos]
                     if b >= 0x80 or b & 1:  # a long or negative key length
