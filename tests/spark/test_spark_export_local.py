@@ -54,6 +54,12 @@ def test_parquet_reads_back_to_the_dump(tmp_path: Path) -> None:
     assert (dest / "_SUCCESS").is_file()
     assert not list(tmp_path.glob(".out.klogtool-tmp-*"))
     assert_int64_micros(next(dest.glob("*.parquet")))
+    # dictionaries only where values repeat (topic), not for nearly distinct ones (offset)
+    meta = pq.ParquetFile(next(dest.glob("*.parquet"))).metadata
+    names = meta.schema.names
+    group = meta.row_group(0)
+    dictionary = {n for i, n in enumerate(names) if "RLE_DICTIONARY" in group.column(i).encodings}
+    assert "topic" in dictionary and not {"offset", "key", "value"} & dictionary
 
 
 def test_jsonl_partitioned_with_processes(tmp_path: Path) -> None:
