@@ -2,7 +2,8 @@
 
 Two engines implement the format layer's hot paths. The **python** engine is the reference:
 every decoder in this package. The **native** engine (Rust, ``native/`` in the source tree)
-decodes well-formed message format v2 batches into records, columns or rendered lines;
+decodes well-formed message format v2 batches into records, columns or rendered lines, and
+re-encodes their records for the rewriting commands;
 wherever a batch is not
 well-formed, or is one of the rare kinds it leaves alone (legacy messages, control batches,
 odd framings), it answers ``None`` and the caller reads that batch with the python engine, so
@@ -113,6 +114,32 @@ def records_v2(data: memoryview, max_batch_bytes: int, position: int) -> list[Ro
         return None
     rows: list[Row] | None = _call(f"byte {position}", _active.records_v2, data, max_batch_bytes)
     return rows
+
+
+# records area, records, largest record timestamp, base timestamp of the deltas
+Reencoded = tuple[bytes, int, int | None, int | None]
+
+
+def reencode_v2(
+    data: memoryview,
+    max_batch_bytes: int,
+    keep: bytes | bytearray | None,
+    base_offset: int,
+    base_timestamp: int | None,
+    position: int,
+) -> Reencoded | None:
+    """The records area of a whole v2 batch re-encoded byte for byte as ``v2.encode_record``
+    writes it: the records whose ``keep`` byte is not 0 (all without ``keep``), offset deltas
+    from ``base_offset``, timestamp deltas from ``base_timestamp`` (the first kept record's
+    timestamp when None). None: re-encode it in Python."""
+    if _active is None:
+        return None
+    result: Reencoded | None = _call(
+        f"byte {position}",
+        _active.reencode_v2,
+        *(data, max_batch_bytes, keep, base_offset, base_timestamp),
+    )
+    return result
 
 
 RENDERINGS = ("jsonl", "text", "kafka")

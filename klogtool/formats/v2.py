@@ -688,10 +688,7 @@ def encode_batch(
         base_timestamp = delete_horizon_ms
     elif base_timestamp is None:
         base_timestamp = first.timestamp if first is not None else -1
-    if max_timestamp is None and timestamp_type == LOG_APPEND_TIME:
-        raise ValueError("LogAppendTime batches need an explicit max_timestamp")
-    if compression not in codecs.CODEC_NAMES:
-        raise ValueError(f"unknown compression id {compression}")
+    _check_header(timestamp_type, max_timestamp, compression)
     body = bytearray()
     count = 0
     largest: int | None = None
@@ -713,6 +710,55 @@ def encode_batch(
     if last_offset_delta is None:
         assert last is not None
         last_offset_delta = last.offset - base_offset
+    return _finish_batch(
+        body,
+        count,
+        largest,
+        base_offset=base_offset,
+        last_offset_delta=last_offset_delta,
+        partition_leader_epoch=partition_leader_epoch,
+        compression=compression,
+        compression_level=compression_level,
+        timestamp_type=timestamp_type,
+        is_transactional=is_transactional,
+        is_control=is_control,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        delete_horizon_ms=delete_horizon_ms,
+    )
+
+
+def _check_header(timestamp_type: int, max_timestamp: int | None, compression: int) -> None:
+    if max_timestamp is None and timestamp_type == LOG_APPEND_TIME:
+        raise ValueError("LogAppendTime batches need an explicit max_timestamp")
+    if compression not in codecs.CODEC_NAMES:
+        raise ValueError(f"unknown compression id {compression}")
+
+
+def _finish_batch(
+    body: bytearray,
+    count: int,
+    largest: int | None,
+    *,
+    base_offset: int,
+    last_offset_delta: int,
+    partition_leader_epoch: int,
+    compression: int,
+    compression_level: int | None,
+    timestamp_type: int,
+    is_transactional: bool,
+    is_control: bool,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    base_timestamp: int,
+    max_timestamp: int | None,
+    delete_horizon_ms: int | None,
+) -> bytes:
+    """The batch around an encoded records area: compression, header, CRC (both engines)."""
     if max_timestamp is None:
         max_timestamp = -1 if largest is None else largest
     if compression != codecs.NONE:
@@ -753,9 +799,17 @@ def encode_batch(
 
 
 def reencode(
-    batch: DefaultBatch, records: Iterable[Record] | None = None, **overrides: Any
+    batch: DefaultBatch,
+    records: Iterable[Record] | None = None,
+    *,
+    keep: bytes | bytearray | None = None,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    **overrides: Any,
 ) -> bytes:
-    """Rebuild ``batch`` (optionally with other records) keeping every header field."""
+    """Rebuild ``batch`` keeping every header field but ``overrides``: with other ``records``,
+    or its own (only those whose ``keep`` byte is not 0, one byte per record, when given).
+    The native engine re-encodes a batch's own records without a Python object per record;
+    both engines give the same bytes."""
     fields: dict[str, Any] = dict(
         base_offset=batch.base_offset,
         last_offset_delta=batch.last_offset_delta,
@@ -773,4 +827,78 @@ def reencode(
     if batch.delete_horizon_ms is None:
         fields["base_timestamp"] = batch.base_timestamp
     fields.update(overrides)
-    return encode_batch(batch.records() if records is None else records, **fields)
+    if records is None:
+        native = _reencode_native(batch, keep, max_batch_bytes, fields)
+        if native is not None:
+            return native
+        records = batch.records(max_batch_bytes)
+        if keep is not None:
+            records = (r for r, k in zip(records, keep, strict=True) if k)
+    return encode_batch(records, **fields)
+
+
+# encode_batch's keyword arguments (a test holds the two equal)
+_ENCODE_FIELDS = frozenset(
+    (
+        "base_offset",
+        "last_offset_delta",
+        "partition_leader_epoch",
+        "compression",
+        "compression_level",
+        "timestamp_type",
+        "is_transactional",
+        "is_control",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "base_timestamp",
+        "max_timestamp",
+        "delete_horizon_ms",
+    )
+)
+
+
+def _reencode_native(
+    batch: DefaultBatch,
+    keep: bytes | bytearray | None,
+    max_batch_bytes: int,
+    fields: dict[str, Any],
+) -> bytes | None:
+    """:func:`reencode` of the batch's own records by the native engine, or None."""
+    base_offset = fields["base_offset"]
+    if base_offset is None or fields["last_offset_delta"] is None:
+        return None  # set from the records: the Python encoder does that
+    if not fields.keys() <= _ENCODE_FIELDS:
+        return None  # encode_batch says what it does not know
+    horizon = fields["delete_horizon_ms"]
+    done = engine.reencode_v2(
+        batch.data,
+        max_batch_bytes,
+        keep,
+        base_offset,
+        horizon if horizon is not None else fields.get("base_timestamp"),
+        batch.position,
+    )
+    if done is None:
+        return None
+    area, count, largest, base_timestamp = done
+    _check_header(fields["timestamp_type"], fields["max_timestamp"], fields["compression"])
+    return _finish_batch(
+        bytearray(area),
+        count,
+        largest,
+        base_offset=base_offset,
+        last_offset_delta=fields["last_offset_delta"],
+        partition_leader_epoch=fields["partition_leader_epoch"],
+        compression=fields["compression"],
+        compression_level=fields.get("compression_level"),
+        timestamp_type=fields["timestamp_type"],
+        is_transactional=fields["is_transactional"],
+        is_control=fields["is_control"],
+        producer_id=fields["producer_id"],
+        producer_epoch=fields["producer_epoch"],
+        base_sequence=fields["base_sequence"],
+        base_timestamp=-1 if base_timestamp is None else base_timestamp,
+        max_timestamp=fields["max_timestamp"],
+        delete_horizon_ms=horizon,
+    )

@@ -459,7 +459,8 @@ class _Cleaner:
                 # MemoryRecordsBuilder: the base timestamp is the first retained record's
                 return reencode(
                     batch,
-                    retained(),
+                    keep=keep,
+                    max_batch_bytes=self.max_batch_bytes,
                     base_timestamp=None,
                     max_timestamp=(
                         batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from klogtool.errors import InputError, RefusedError
-from klogtool.formats import codecs
+from klogtool.formats import codecs, engine
 from klogtool.formats.batch import (
     CREATE_TIME,
     DEFAULT_MAX_BATCH_BYTES,
@@ -367,6 +367,11 @@ def _account(batch: Batch, opts: ConvertOptions, losses: Losses) -> bool:
     elif isinstance(batch, DefaultBatch) and (batch.is_control or batch.records_count == 0):
         return True
     # decoded whatever the target: a batch that cannot be converted is refused while planning
+    if target >= 2 and isinstance(batch, DefaultBatch):
+        # nothing to count per record: the native engine's check is the decoding (None: it
+        # hands the batch back, and the python engine decodes it or says what is wrong)
+        if engine.check_v2(batch.data, opts.max_batch_bytes, f"byte {batch.position}"):
+            return True
     for r in batch.records(opts.max_batch_bytes):
         if target < 2 and r.headers:
             losses.headers += 1
@@ -484,7 +489,12 @@ def convert_batch(batch: Batch, opts: ConvertOptions) -> Iterator[bytes]:
             return
         if target >= 2:
             level = opts.compression_level if opts.compression is not None else None
-            yield reencode(batch, compression=_target_codec(batch, opts), compression_level=level)
+            yield reencode(
+                batch,
+                max_batch_bytes=opts.max_batch_bytes,
+                compression=_target_codec(batch, opts),
+                compression_level=level,
+            )
             return
     records = _plain(batch.records(opts.max_batch_bytes))
     yield from _encode_group(records, _group_key(batch, opts), opts)

@@ -10,6 +10,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyNone, PyString, PyTuple};
 
 use crate::batch::{self, Sink};
 use crate::columns;
+use crate::encode;
 use crate::render;
 
 /// A read-only view of a Python buffer (bytes, a memoryview of an mmap) for one call.
@@ -133,6 +134,39 @@ fn records_v2<'py>(
         return Err(e);
     }
     Ok(Some(PyList::new(py, rows.rows)?))
+}
+
+/// What `reencode_v2` returns: the records area, the number of records, their largest
+/// timestamp and the base timestamp of their deltas.
+type Reencoded<'py> = (Bound<'py, PyBytes>, usize, Option<i64>, Option<i64>);
+
+/// `(records area, records, largest timestamp, base timestamp)` of a whole v2 batch
+/// re-encoded (see `encode::reencode`; `keep`: one byte per record, 0 drops it), or None:
+/// re-encode it in Python.
+#[pyfunction]
+#[pyo3(signature = (batch, max_batch_bytes, keep, base_offset, base_timestamp))]
+fn reencode_v2<'py>(
+    py: Python<'py>,
+    batch: &Bound<'py, PyAny>,
+    max_batch_bytes: usize,
+    keep: Option<&Bound<'py, PyAny>>,
+    base_offset: i64,
+    base_timestamp: Option<i64>,
+) -> PyResult<Option<Reencoded<'py>>> {
+    let bytes = Bytes::get(batch)?;
+    let mask = keep.map(Bytes::get).transpose()?;
+    let data = bytes.as_slice();
+    let mask = mask.as_ref().map(Bytes::as_slice);
+    let done =
+        py.detach(|| encode::reencode(data, max_batch_bytes, mask, base_offset, base_timestamp));
+    Ok(done.map(|d| {
+        (
+            PyBytes::new(py, &d.area),
+            d.count,
+            d.max_timestamp,
+            d.base_timestamp,
+        )
+    }))
 }
 
 /// What `render_records` returns: the lines, the number of records, their first and last
@@ -284,6 +318,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_v2, m)?)?;
     m.add_function(wrap_pyfunction!(records_v2, m)?)?;
     m.add_function(wrap_pyfunction!(render_records, m)?)?;
+    m.add_function(wrap_pyfunction!(reencode_v2, m)?)?;
     m.add_class::<Columns>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

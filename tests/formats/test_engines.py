@@ -75,6 +75,7 @@ def test_generated_batches_decode_identically(recs, base_offset, codec, ts_type,
     stats: Counter = Counter()
     fuzz.compare_engines(batch, stats)
     assert stats["native-agreed"] == 1, "a well-formed batch was handed back to python"
+    assert stats["reencode-agreed"] == stats["reencode-native"] == 1
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
