@@ -33,6 +33,7 @@ def inner_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
         monkeypatch.setattr(legacy, "_fast_scan", lambda raw, magic: None)
     return str(request.param)
 
+
 LEGACY_CODECS = [codecs.NONE, codecs.GZIP, codecs.SNAPPY, codecs.LZ4]
 WRAPPER_CODECS = LEGACY_CODECS[1:]
 IDS = [codecs.CODEC_NAMES[c] for c in LEGACY_CODECS]
