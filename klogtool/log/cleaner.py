@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from klogtool.errors import InputError
-from klogtool.formats import codecs
+from klogtool.formats import codecs, engine
 from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, LOG_APPEND_TIME, Batch, Record
 from klogtool.formats.errors import FormatError
 from klogtool.formats.index import (
@@ -273,7 +273,7 @@ class _Cleaner:
         self.config = config
         self.now = now
         self.max_batch_bytes = max_batch_bytes
-        self.offset_map: dict[bytes, int] = {}
+        self.offset_map = engine.offset_map()
         self.latest_offset = -1
         self.end_offset = 0
         self.map_full = False
@@ -330,6 +330,23 @@ class _Cleaner:
                         if batch.is_control:
                             tracker.on_control(batch, _control_type(batch, self.max_batch_bytes))
                         elif not tracker.on_batch(batch):
+                            added = engine.map_batch(
+                                omap,
+                                batch.data,
+                                self.max_batch_bytes,
+                                first_dirty,
+                                capacity,
+                                f"{s.path}:{batch.position}",
+                            )
+                            if added is not None:  # the native engine put its keys
+                                full, last_put = added
+                                latest = latest if last_put is None else last_put
+                                if full:
+                                    self.map_full = True
+                                    self.latest_offset, self.end_offset = latest, latest + 1
+                                    return
+                                latest = batch.last_offset
+                                continue
                             for r in batch.records(self.max_batch_bytes):
                                 if r.key is not None and r.offset >= first_dirty:
                                     if len(omap) >= capacity:
@@ -412,20 +429,10 @@ class _Cleaner:
         # Two passes over the batch's records, none kept as objects: the first decides which
         # records stay (one byte each), the second encodes them. A batch of millions of tiny
         # records then costs its decompressed size, not a Python object per record.
-        keep = bytearray()
-        tombstones = 0
-        for r in batch.records(self.max_batch_bytes):
-            if discard_records:
-                if not batch.is_control:
-                    st.aborted += 1
-                keep.append(0)
-                continue
-            if batch.is_control or self._retain(r, batch, retain_legacy, st):
-                keep.append(1)
-                if r.value is None and not batch.is_control:
-                    tombstones += 1
-            else:
-                keep.append(0)
+        decided: tuple[bytes | bytearray, int] | None = None
+        if is_v2 and not discard_records and not batch.is_control:
+            decided = self._decide_natively(batch, st)
+        keep, tombstones = decided or self._decide(batch, discard_records, retain_legacy, st)
         n_records = len(keep)
         n_retained = keep.count(1)
         if not batch.is_control:
@@ -488,6 +495,47 @@ class _Cleaner:
         if batch.is_control:
             st.markers_removed += 1
         return None
+
+    def _decide(
+        self, batch: Batch, discard_records: bool, retain_legacy: bool, st: SegmentStats
+    ) -> tuple[bytearray, int]:
+        """Which records of ``batch`` stay (one byte each) and how many of them are
+        tombstones."""
+        keep = bytearray()
+        tombstones = 0
+        for r in batch.records(self.max_batch_bytes):
+            if discard_records:
+                if not batch.is_control:
+                    st.aborted += 1
+                keep.append(0)
+                continue
+            if batch.is_control or self._retain(r, batch, retain_legacy, st):
+                keep.append(1)
+                if r.value is None and not batch.is_control:
+                    tombstones += 1
+            else:
+                keep.append(0)
+        return keep, tombstones
+
+    def _decide_natively(self, batch: Batch, st: SegmentStats) -> tuple[bytes, int] | None:
+        """:meth:`_decide` for a v2 data batch by the native engine (None: decide in Python),
+        by the rules of :meth:`_retain`."""
+        horizon = batch.delete_horizon_ms
+        decided = engine.retain_batch(
+            self.offset_map,
+            batch.data,
+            self.max_batch_bytes,
+            self.latest_offset,
+            horizon is None or self.now < horizon,  # whether its tombstones stay
+            f"byte {batch.position}",
+        )
+        if decided is None:
+            return None
+        keep, keyless, superseded, expired, tombstones = decided
+        st.keyless += keyless
+        st.superseded += superseded
+        st.tombstones_expired += expired
+        return keep, tombstones
 
     def _retain(self, r: Record, batch: Batch, retain_legacy: bool, st: SegmentStats) -> bool:
         if r.offset > self.latest_offset:
