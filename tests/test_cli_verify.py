@@ -296,3 +296,29 @@ def test_quiet_shows_errors_only() -> None:
     assert code == 0 and "warning:" not in out
     code, out, _err = run("verify", "corrupt/missing-index-0")
     assert "warning: index-missing" in out
+
+
+@pytest.mark.parametrize("fmt", ["text", "jsonl"])
+def test_jobs_give_the_same_output(fmt: str) -> None:
+    """Partitions of a log dir verified by two processes: the same findings, in the same
+    order, the same summary and exit code (fixtures: clean and damaged partitions)."""
+    args = ("verify", "--deep", "--format", fmt, "logdir", str(CORRUPT))
+    one, two = (run(*args, "--jobs", j) for j in ("1", "2"))
+    assert one == two
+    assert one[0] == 1 and "crc" in one[1].lower()
+
+
+@needs_corpus
+def test_jobs_on_the_real_corpus() -> None:
+    logdirs = sorted(
+        {
+            p.parent
+            for p in _corpus_partitions()
+            if p.parent != CORPUS and layout.scan_log_dir(p.parent) is not None
+        }
+    )
+    assert len(logdirs) >= 10
+    args = ("verify", "--format", "jsonl", *map(str, logdirs))
+    one, two = (run(*args, "--jobs", j) for j in ("1", "2"))
+    assert one == two and one[0] == 0
+    assert json.loads(one[1].splitlines()[-1])["partitions"] >= 40

@@ -240,6 +240,32 @@ def index_interval_option(f: F) -> F:
     )(f)
 
 
+SMALL_INPUT_BYTES = 64 << 20  # less than this runs in one process unless --jobs says otherwise
+
+
+def sized_jobs_option(f: F) -> F:
+    """``--jobs``, None unless given: :func:`jobs_for` chooses by the input's size."""
+    return click.option(
+        "--jobs",
+        "-j",
+        type=click.IntRange(min=1),
+        default=None,
+        metavar="N",
+        help="Worker processes for the partitions of a log dir; the output keeps its order "
+        "[default: the CPU count, or 1 for less than 64 MiB of segments].",
+    )(f)
+
+
+def jobs_for(jobs: int | None, input_bytes: int) -> int:
+    """The processes to use: as given; else the CPU count, or one for a small input (where
+    starting processes costs more than it saves)."""
+    import os
+
+    if jobs is not None:
+        return jobs
+    return 1 if input_bytes < SMALL_INPUT_BYTES else os.cpu_count() or 1
+
+
 def jobs_option(f: F) -> F:
     def check(_c: click.Context, _p: click.Parameter, v: int | None) -> int:
         import os

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from klogtool.formats.records import (
 )
 from klogtool.formats.snapshot import parse_snapshot
 from klogtool.formats.v2 import DefaultBatch
-from klogtool.log import layout
+from klogtool.log import layout, pool
 from klogtool.log.files import classify_dir, detect_kind
 from klogtool.log.findings import Finding, FindingCounts
 from klogtool.log.segment import ReleaseBehind, mapped, read_small
@@ -147,10 +148,12 @@ class Verifier:
         deep: bool = False,
         max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
         progress: Callable[[int], None] | None = None,
+        jobs: int = 1,
     ):
         self.deep = deep
         self.max_batch_bytes = max_batch_bytes
         self.progress = progress or (lambda n: None)
+        self.jobs = jobs  # processes verifying the partitions of a log dir
         self.stats = Stats()
 
     # -- entry points ------------------------------------------------------------------------
@@ -1018,11 +1021,25 @@ class Verifier:
     # -- log dirs --------------------------------------------------------------------------------
     def verify_log_dir(self, logdir: layout.LogDir) -> Iterator[Finding]:
         ends: dict[tuple[str, int], tuple[int | None, int | None]] = {}
-        for p in logdir.partitions:
-            bounds = yield from self.verify_partition(p)
-            parsed = layout.parse_partition_dir_name(p.name)
-            if parsed is not None:
-                ends[parsed] = bounds
+        if self.jobs > 1:
+            work = partial(_partition_job, self.deep, self.max_batch_bytes)
+            for item in pool.spooled(work, logdir.partitions, self.jobs, prefix="klogtool-verify-"):
+                if isinstance(item, Finding):
+                    yield item
+                    continue
+                path, bounds, stats, moved = item  # a worker's partition is done
+                for k, v in vars(stats).items():
+                    setattr(self.stats, k, getattr(self.stats, k) + v)
+                self.progress(moved)
+                parsed = layout.parse_partition_dir_name(path.name)
+                if parsed is not None:
+                    ends[parsed] = bounds
+        else:
+            for p in logdir.partitions:
+                bounds = yield from self.verify_partition(p)
+                parsed = layout.parse_partition_dir_name(p.name)
+                if parsed is not None:
+                    ends[parsed] = bounds
         yield from self.verify_log_dir_files(logdir, ends)
 
     def verify_log_dir_files(
@@ -1100,6 +1117,22 @@ class Verifier:
             parser(read_small(path))
         except FormatError as e:
             yield Finding("error", f"{kind}-corrupt", str(path), e.position, None, str(e))
+
+
+def _partition_job(
+    deep: bool, max_batch_bytes: int, path: Path
+) -> Generator[Finding | tuple[Path, tuple[int | None, int | None], Stats, int], None, None]:
+    """In a worker: one partition's findings, then ``(path, its bounds, the counts it added,
+    the bytes it moved the progress by)`` (findings are counted where they are shown)."""
+    moved = 0
+
+    def progress(n: int) -> None:
+        nonlocal moved
+        moved += n
+
+    verifier = Verifier(deep=deep, max_batch_bytes=max_batch_bytes, progress=progress)
+    bounds = yield from verifier.verify_partition(path)
+    yield path, bounds, verifier.stats, moved
 
 
 def _batch_range(batch: Batch) -> str:
