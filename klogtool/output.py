@@ -12,14 +12,28 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TextIO
-
-from rich.console import Console
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TextIO
 
 from klogtool.errors import StdoutClosed
 from klogtool.log.writing import format_ts
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 FORMATS = ("text", "jsonl", "json")
+
+
+def _maybe_terminal(stream: TextIO, color: bool | None) -> bool:
+    """False where Rich would certainly not see a terminal (no tty, nothing forcing one), so
+    that a run with nothing to draw never loads Rich (start-up time)."""
+    env = os.environ
+    if color or "FORCE_COLOR" in env or env.get("TTY_COMPATIBLE") == "1":
+        return True
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def label(key: str) -> str:
@@ -52,27 +66,45 @@ class Output:
         self.fmt = fmt
         self.out: TextIO = stdout or sys.stdout
         self.verbosity = verbosity
-        no_color = color is False or (color is None and "NO_COLOR" in os.environ)
-        self.err = Console(
-            stderr=True,
+        self._color = color
+        self._progress = progress
+        self._json_count = 0
+
+    # Rich consoles are made when first needed: a run that draws nothing does not load Rich.
+    def _console(self, **kw: Any) -> Console:
+        from rich.console import Console
+
+        color = self._color
+        return Console(
             markup=False,
             highlight=False,
-            no_color=no_color,
+            no_color=color is False or (color is None and "NO_COLOR" in os.environ),
             force_terminal=True if color else None,
             soft_wrap=True,  # one message, one line: a log file or a pipe gets no wrapping
+            **kw,
         )
-        self.data = Console(
-            file=self.out,
-            markup=False,
-            highlight=False,
-            no_color=no_color,
-            soft_wrap=True,
-            force_terminal=True if color else None,
-        )
-        if not self.data.is_terminal:
-            self.data.width = 10_000  # a file or a pipe has no screen to fit: never wrap a table
-        self.show_progress = progress and self.err.is_terminal
-        self._json_count = 0
+
+    @cached_property
+    def err(self) -> Console:
+        """Diagnostics and progress (stderr)."""
+        return self._console(stderr=True)
+
+    @cached_property
+    def data(self) -> Console:
+        """Tables (stdout)."""
+        console = self._console(file=self.out)
+        if not console.is_terminal:
+            console.width = 10_000  # a file or a pipe has no screen to fit: never wrap a table
+        return console
+
+    @cached_property
+    def data_is_terminal(self) -> bool:
+        return _maybe_terminal(self.out, self._color) and self.data.is_terminal
+
+    @cached_property
+    def show_progress(self) -> bool:
+        """Progress bars and spinners: on a terminal, unless --no-progress."""
+        return self._progress and _maybe_terminal(sys.stderr, self._color) and self.err.is_terminal
 
     # -- data ---------------------------------------------------------------------------------
     def _write(self, text: str) -> None:
@@ -118,7 +150,10 @@ class Output:
         if self.fmt != "text":
             return
         # Box drawing on a terminal; plain aligned columns for a file or a pipe.
-        boxed = self.data.is_terminal
+        boxed = self.data_is_terminal
+        if not boxed and _plain(title, columns, rows):
+            self._write(plain_table(title, columns, rows, left))
+            return
         from rich import box as rich_box  # loaded when a table is drawn (start-up time)
         from rich.table import Table
 
@@ -226,6 +261,43 @@ _INDENTED = {
 }
 # C0 controls and DEL would drive the terminal: show them escaped (\x1b, \x00, ...).
 _CONTROL_ESCAPES = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F] if c not in (0x09,)}
+
+
+def _plain(*texts: Any) -> bool:
+    """Whether text is printable ASCII on one line, where :func:`plain_table` lays a table out
+    as Rich does (wider characters and line breaks are left to Rich)."""
+    stack = list(texts)
+    while stack:
+        t = stack.pop()
+        if isinstance(t, str):
+            if not (t.isascii() and t.isprintable()):
+                return False
+        else:
+            stack.extend(t)
+    return True
+
+
+def plain_table(
+    title: str, columns: list[str], rows: list[list[str]], left: frozenset[str] = frozenset()
+) -> str:
+    """A table for a file or a pipe, as Rich prints it without a box (a test holds the two
+    equal): the title, then columns two spaces apart, the first column and those in ``left``
+    left-aligned, the others right-aligned (trailing blanks dropped first); a missing cell is
+    empty. Unlike Rich it leaves ``:name:`` alone (Rich would draw an emoji in a path). Drawing it without Rich
+    keeps Rich out of a run that prints nothing else (start-up time)."""
+    n = len(columns)
+    cells = [columns, *([*r[:n], *[""] * (n - len(r))] for r in rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(n)]
+    lefts = [i == 0 or c in left for i, c in enumerate(columns)]
+    lines = [title] if title else []
+    for row in cells:
+        lines.append(
+            "  ".join(
+                c.ljust(w) if is_left else c.rstrip().rjust(w)
+                for c, w, is_left in zip(row, widths, lefts, strict=True)
+            )
+        )
+    return "\n".join(lines) + "\n"
 
 
 def render_text(obj: dict[str, Any]) -> str:

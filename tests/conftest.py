@@ -22,6 +22,7 @@ ONE_ENGINE = (
     "tests/test_corpus_notice.py",
     "tests/test_startup.py",
     "tests/test_stats_html.py",
+    "tests/test_output_tables.py",
 )
 
 

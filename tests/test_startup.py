@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from klogtool import cli
+from klogtool.formats import engine
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
@@ -48,6 +49,19 @@ def test_a_command_loads_only_itself() -> None:
     assert "klogtool.commands.verify" in loaded
     assert "klogtool.commands.export" not in loaded
     assert not {m.split(".")[0] for m in loaded} & {"pyarrow", "pyspark"}
+
+
+@pytest.mark.skipif(not engine.native_available(), reason="the native engine is not built")
+def test_a_small_verify_loads_only_what_it_uses() -> None:
+    """Start-up of a small verify (issue 10: under 150 ms): its summary table is drawn without
+    Rich when piped, CRC-32C comes from the native engine (the crc32c package reads its own
+    metadata on import), and the internal topics' payload schemas load only when a record of
+    theirs is decoded."""
+    loaded = _modules_after(["verify", str(ROOT / "fixtures/logs/logdir/txn-0")])
+    assert "klogtool.commands.verify" in loaded
+    assert not {m.split(".")[0] for m in loaded} & {"rich", "crc32c"}
+    schemas = ("cluster_metadata", "consumer_offsets", "transaction_state", "coordinator")
+    assert not [m for m in loaded if m.rsplit(".", 1)[-1] in schemas]
 
 
 @pytest.mark.parametrize("name", sorted(cli.COMMANDS))

@@ -122,7 +122,7 @@ def command(
     first_bad: Obj | None = None
     renderer = KafkaRenderer(out) if fmt == "kafka" else None
     # a bar only when the dump goes to a file or a pipe: on a terminal the lines are the progress
-    total = 0 if out.data.is_terminal else total_log_bytes(list(paths))
+    total = 0 if out.data_is_terminal else total_log_bytes(list(paths))
     with out.progress(total, "dumping") as advance:
         dumper = Dumper(list(paths), opts, progress=advance)
         for obj in dumper.objects():

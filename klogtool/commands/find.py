@@ -115,7 +115,7 @@ def command(
     renderer = KafkaRenderer(out) if fmt == "kafka" else None
     targets = resolve_targets(list(paths))
     # a bar only when the records go to a file or a pipe: on a terminal they are the progress
-    total = 0 if out.data.is_terminal else sum(t.size for t in targets)
+    total = 0 if out.data_is_terminal else sum(t.size for t in targets)
     with out.progress(total, "finding", records=True) as advance:
         finder = Finder(options, progress=advance)
         for obj in finder.run(targets, jobs=jobs):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import zlib
 
-import crc32c as _crc32c
+from klogtool.formats import engine
 
 
 def crc32(data: bytes | bytearray | memoryview) -> int:
@@ -14,4 +14,4 @@ def crc32(data: bytes | bytearray | memoryview) -> int:
 
 def crc32c(data: bytes | bytearray | memoryview) -> int:
     """CRC-32C (Castagnoli), unsigned."""
-    return _crc32c.crc32c(data)
+    return engine.crc32c(data)

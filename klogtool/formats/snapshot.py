@@ -17,8 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import crc32c
-
+from klogtool.formats.crc import crc32c
 from klogtool.formats.errors import (
     CrcMismatchError,
     FormatError,
@@ -124,7 +123,7 @@ def parse_snapshot(buf: Buffer, *, check_crc: bool = True) -> ProducerSnapshot:
             f"{size - HEADER_SIZE} bytes ({available} entries) follow the header",
             HEADER_SIZE + available * ENTRY_SIZE,
         )
-    computed = crc32c.crc32c(mv[PRODUCER_ENTRIES_OFFSET:])
+    computed = crc32c(mv[PRODUCER_ENTRIES_OFFSET:])
     if check_crc and crc != computed:
         raise CrcMismatchError(
             f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. "
@@ -150,5 +149,5 @@ def encode_snapshot(entries: Iterable[ProducerEntry]) -> bytes:
         except struct.error as e:
             raise ValueError(f"producer entry {entry} does not fit the snapshot layout: {e}") from e
         pos += ENTRY_SIZE
-    _CRC.pack_into(out, CRC_OFFSET, crc32c.crc32c(out[PRODUCER_ENTRIES_OFFSET:]))
+    _CRC.pack_into(out, CRC_OFFSET, crc32c(out[PRODUCER_ENTRIES_OFFSET:]))
     return bytes(out)

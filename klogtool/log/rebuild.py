@@ -37,11 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
-import crc32c
-
 from klogtool.errors import InputError
 from klogtool.formats import index
 from klogtool.formats.batch import LOG_OVERHEAD, Batch
+from klogtool.formats.crc import crc32c
 from klogtool.formats.errors import CorruptRecordError, FormatError
 from klogtool.formats.payloads.control import ABORT, COMMIT, decode_control_key
 from klogtool.formats.records import CLEAN, CORRUPT, ZERO_FILL, ScanResult, SegmentScanner
@@ -246,7 +245,7 @@ def _fast_scan(
     """
     n = len(view)
     unpack = BATCH_HEADER.unpack_from
-    crc = crc32c.crc32c
+    crc = crc32c
     limit = base_offset + INT32_MAX
     offsets: list[int] = []  # relative offset, position, relative offset, position, ...
     times: list[tuple[int, int]] = []

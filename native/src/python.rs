@@ -42,6 +42,20 @@ impl Bytes {
     }
 }
 
+/// CRC-32C (Castagnoli) of a buffer, with the CPU's CRC instructions where it has them.
+#[pyfunction]
+#[pyo3(name = "crc32c")]
+fn crc32c_of(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u32> {
+    let bytes = Bytes::get(data)?;
+    let data = bytes.as_slice();
+    // Releasing the GIL costs more than a small CRC.
+    Ok(if data.len() < 1 << 16 {
+        crc32c::crc32c(data)
+    } else {
+        py.detach(|| crc32c::crc32c(data))
+    })
+}
+
 /// `(records, offsets in order and inside the batch's range, largest record timestamp)` for
 /// a well-formed v2 batch (`batch` is the whole batch), or None.
 #[pyfunction]
@@ -406,6 +420,7 @@ impl OffsetMap {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_v2, m)?)?;
+    m.add_function(wrap_pyfunction!(crc32c_of, m)?)?;
     m.add_function(wrap_pyfunction!(records_v2, m)?)?;
     m.add_function(wrap_pyfunction!(render_records, m)?)?;
     m.add_function(wrap_pyfunction!(reencode_v2, m)?)?;

@@ -192,3 +192,24 @@ def test_a_native_panic_is_an_internal_error(monkeypatch, capsys) -> None:
     assert "internal error" in err and "native engine failed at" in err, err
     assert f"{target}/00000000000000000000.log:0" in err, err
     assert "Traceback" not in err
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=5000), cut=st.integers(0, 7))
+def test_crc32c_is_the_crc32c_packages(data: bytes, cut: int) -> None:
+    import crc32c
+
+    view = memoryview(data)[cut:]  # unaligned starts too
+    with engine.using(engine.NATIVE):
+        native = engine.crc32c(view)
+    with engine.using(engine.PYTHON):
+        python = engine.crc32c(view)
+    assert native == python == crc32c.crc32c(bytes(view))
+
+
+def test_crc32c_of_a_large_buffer() -> None:
+    import crc32c
+
+    data = bytes(range(256)) * 4096  # past the size where the GIL is released
+    with engine.using(engine.NATIVE):
+        assert engine.crc32c(data) == crc32c.crc32c(data) == engine.crc32c(bytearray(data))

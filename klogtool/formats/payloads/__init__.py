@@ -56,21 +56,36 @@ import math
 import re
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from klogtool.formats.errors import CorruptRecordError, FormatError, UnsupportedError
-from klogtool.formats.payloads.cluster_metadata import (
-    MetadataRecord,
-    decode_metadata_record,
-    kafka_error_message,
-)
-from klogtool.formats.payloads.consumer_offsets import decode_consumer_offsets
 from klogtool.formats.payloads.control import ControlRecord, decode_control_record
-from klogtool.formats.payloads.coordinator import CoordinatorRecord
-from klogtool.formats.payloads.transaction_state import (
-    decode_transaction_state,
-    format_transaction_text,
-)
+
+if TYPE_CHECKING:
+    from klogtool.formats.payloads.cluster_metadata import MetadataRecord, decode_metadata_record
+    from klogtool.formats.payloads.consumer_offsets import decode_consumer_offsets
+    from klogtool.formats.payloads.coordinator import CoordinatorRecord
+    from klogtool.formats.payloads.transaction_state import decode_transaction_state
+
+# The internal topics' schemas load when first used: most runs (verify, a plain dump) only
+# meet control records, and loading every schema costs about 20 ms of start-up.
+_LAZY = {
+    "MetadataRecord": "cluster_metadata",
+    "decode_metadata_record": "cluster_metadata",
+    "decode_consumer_offsets": "consumer_offsets",
+    "CoordinatorRecord": "coordinator",
+    "decode_transaction_state": "transaction_state",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
 
 __all__ = [
     "BYTE_DECODERS",
@@ -192,6 +207,9 @@ def _check_internal(name: str) -> None:
 
 
 def _decode_coordinator(name: str, key: Payload | None, value: Payload | None) -> CoordinatorRecord:
+    from klogtool.formats.payloads.consumer_offsets import decode_consumer_offsets
+    from klogtool.formats.payloads.transaction_state import decode_transaction_state
+
     _check_internal(name)
     if name == "consumer-offsets":
         return decode_consumer_offsets(key, value)
@@ -203,6 +221,8 @@ def decode_internal(
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """Decode a record of an internal topic into kafka-dump-log's JSON shape (see above)."""
     if name == "cluster-metadata":
+        from klogtool.formats.payloads.cluster_metadata import decode_metadata_record
+
         _check_internal(name)
         return None, decode_metadata_record(value).json()
     record = _decode_coordinator(name, key, value)
@@ -288,6 +308,16 @@ def kafka_dump_text(
         if decoder_name == "none":
             return None, None
         return _kafka_bytes_text(decoder_name, key), _kafka_bytes_text(decoder_name, value)
+    from klogtool.formats.payloads.cluster_metadata import (
+        decode_metadata_record,
+        kafka_error_message,
+    )
+    from klogtool.formats.payloads.consumer_offsets import decode_consumer_offsets
+    from klogtool.formats.payloads.transaction_state import (
+        decode_transaction_state,
+        format_transaction_text,
+    )
+
     _check_internal(decoder_name)
     if decoder_name == "cluster-metadata":
         try:
