@@ -10,7 +10,7 @@ import base64
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TextIO
@@ -196,15 +196,8 @@ class Output:
         with self.err.status(message):
             yield
 
-    @contextmanager
-    def progress(self, total: int, description: str, *, records: bool = False) -> Iterator[Any]:
-        """A byte-based progress bar on a terminal; a no-op advance function otherwise.
-
-        With ``records``, the advance function takes ``(bytes, records)`` and the bar also shows
-        the records read and the records per second."""
-        if not self.show_progress or total <= 0:
-            yield (lambda n, r=0: None) if records else (lambda n: None)
-            return
+    def _bar(self, *, records: bool = False) -> Any:
+        """A transient Rich progress display on stderr (byte counts, time left)."""
         from rich.progress import (  # loaded when a bar is shown (start-up time)
             BarColumn,
             DownloadColumn,
@@ -230,7 +223,18 @@ class Output:
         ]
         if records:
             columns.append(RecordsColumn())
-        bar = Progress(*columns, console=self.err, transient=True)
+        return Progress(*columns, console=self.err, transient=True)
+
+    @contextmanager
+    def progress(self, total: int, description: str, *, records: bool = False) -> Iterator[Any]:
+        """A byte-based progress bar on a terminal; a no-op advance function otherwise.
+
+        With ``records``, the advance function takes ``(bytes, records)`` and the bar also shows
+        the records read and the records per second."""
+        if not self.show_progress or total <= 0:
+            yield (lambda n, r=0: None) if records else (lambda n: None)
+            return
+        bar = self._bar(records=records)
         with bar:
             task = bar.add_task(description, total=total, records=0)
             if not records:
@@ -243,6 +247,26 @@ class Output:
                 bar.update(task, advance=n, records=seen[0])
 
             yield advance
+
+    @contextmanager
+    def phases(self, prefix: str) -> Iterator[Callable[[str, int, int], None]]:
+        """Byte-based bars for work done in phases (reading, then building a map, then
+        cleaning...): the report function takes ``(phase, bytes, the phase's total)`` and
+        shows one bar per phase, ``prefix: phase``. A no-op off a terminal."""
+        if not self.show_progress:
+            yield lambda phase, n, total: None
+            return
+        bar = self._bar()
+        with bar:
+            tasks: dict[str, Any] = {}
+
+            def report(phase: str, n: int, total: int) -> None:
+                task = tasks.get(phase)
+                if task is None:
+                    task = tasks[phase] = bar.add_task(f"{prefix}: {phase}", total=total)
+                bar.advance(task, n)
+
+            yield report
 
 
 _INDENTED = {
@@ -283,8 +307,9 @@ def plain_table(
     """A table for a file or a pipe, as Rich prints it without a box (a test holds the two
     equal): the title, then columns two spaces apart, the first column and those in ``left``
     left-aligned, the others right-aligned (trailing blanks dropped first); a missing cell is
-    empty. Unlike Rich it leaves ``:name:`` alone (Rich would draw an emoji in a path). Drawing it without Rich
-    keeps Rich out of a run that prints nothing else (start-up time)."""
+    empty. Unlike Rich it leaves ``:name:`` alone (Rich would draw an emoji in a path).
+    Drawing it without Rich keeps Rich out of a run that prints nothing else (start-up
+    time)."""
     n = len(columns)
     cells = [columns, *([*r[:n], *[""] * (n - len(r))] for r in rows)]
     widths = [max(len(row[i]) for row in cells) for i in range(n)]

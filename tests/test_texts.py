@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -67,27 +68,35 @@ def test_an_op_is_not_repeated(tmp_path: Path) -> None:
     assert "would create" in out and "create: create" not in out
 
 
-def test_explain_and_compact_show_a_spinner_on_a_terminal(
+def test_explain_and_compact_show_byte_progress_by_phase(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # issue 10: explain (44.6 s on 1.6 GB) and compact (35-38 s) showed nothing while working
+    # issue 10: explain (44.6 s on 1.6 GB) and compact (35-38 s) showed nothing while working,
+    # then only a spinner: now a bar per phase, by bytes, that reaches each phase's total
     from klogtool import output
 
-    seen: list[str] = []
+    seen: dict[tuple[str, str], list[int]] = {}
 
     class Recorder(output.Output):
         def __init__(self, *a: object, **k: object) -> None:
             super().__init__(*a, **k)  # type: ignore[arg-type]
             self.show_progress = True
 
-        def status(self, message: str):  # type: ignore[override]
-            seen.append(message)
-            return super().status(message)
+        @contextmanager
+        def phases(self, prefix: str):  # type: ignore[override]
+            def report(phase: str, n: int, total: int) -> None:
+                done = seen.setdefault((prefix.split(":")[0], phase), [0, total])
+                assert done[1] == total and n >= 0
+                done[0] += n
+
+            yield report
 
     part = _partition(tmp_path)
     for module in ("explain", "compact"):
         monkeypatch.setattr(f"klogtool.commands.{module}.Output", Recorder)
     assert run("explain", str(part), cwd=tmp_path)[0] == 0
     assert run("compact", str(part), "--high-watermark", "log-end", cwd=tmp_path)[0] == 0
-    assert any(m.startswith("explaining") for m in seen)
-    assert any("compacting" in m for m in seen)
+    phases = {phase for _who, phase in seen}
+    assert {"reading segments", "building the offset map", "cleaning"} <= phases
+    assert any(who.startswith("explaining") for who, _ in seen)
+    assert all(done == total and total > 0 for done, total in seen.values()), seen

@@ -206,7 +206,7 @@ def command(
         for p in parts:
             for n_pass in itertools.count(1):
                 try:
-                    with out.status(f"{p.name}: planning pass {n_pass}"):
+                    with out.phases(f"{p.name}: planning pass {n_pass}") as report:
                         view = load_partition(p)
                         parsed = layout.parse_partition_dir_name(p.name)
                         cfg = source.for_topic(parsed[0] if parsed else None, overrides)
@@ -217,6 +217,7 @@ def command(
                             high_watermark=high_watermark,
                             simulate=dry_run,
                             max_batch_bytes=max_batch_bytes,
+                            progress=report,
                         )
                 except (KlogtoolError, FormatError) as e:
                     if len(parts) == 1:
@@ -230,8 +231,8 @@ def command(
                     run = False
                     plan.notes.append("--only-eligible: not compacted")
                 if run:
-                    with out.status(f"{p.name}: compacting, pass {n_pass}"):
-                        res = execute_compaction(session.ops, plan)
+                    with out.phases(f"{p.name}: compacting, pass {n_pass}") as report:
+                        res = execute_compaction(session.ops, plan, progress=report)
                     totals["partitions_compacted"] += n_pass == 1
                     totals["segments_replaced"] += res.segments_replaced
                     totals["bytes_before"] += res.bytes_before

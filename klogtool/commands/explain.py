@@ -69,9 +69,14 @@ def command(
     p = Path(path)
     parsed = layout.parse_partition_dir_name(p.name)
     cfg = source.for_topic(parsed[0] if parsed else None)
-    with out.status(f"explaining {path}: reading its segments"):
+    with out.phases(f"explaining {p.name}") as report:
         ex = explain_partition(
-            p, cfg, now=now_ms(now), high_watermark=high_watermark, max_batch_bytes=max_batch_bytes
+            p,
+            cfg,
+            now=now_ms(now),
+            high_watermark=high_watermark,
+            max_batch_bytes=max_batch_bytes,
+            progress=report,
         )
     if fmt == "text":
         _text(out, ex)

@@ -56,7 +56,7 @@ from klogtool.log import layout
 from klogtool.log.atomic import CLEANED, FileOps, swap_in_cleaned
 from klogtool.log.indexer import build_indexes
 from klogtool.log.partition import CLEANER, PartitionView, TxnReplay, update_offset_checkpoint
-from klogtool.log.segment import mapped, read_small
+from klogtool.log.segment import PhaseProgress, Phases, mapped, read_small
 from klogtool.log.topicconfig import TopicConfig
 from klogtool.log.writing import check_batch_offsets, require_readable_end, unreadable
 
@@ -273,6 +273,7 @@ class _Cleaner:
         self.config = config
         self.now = now
         self.max_batch_bytes = max_batch_bytes
+        self.progress: Phases | None = None
         self.offset_map = engine.offset_map()
         self.latest_offset = -1
         self.end_offset = 0
@@ -321,10 +322,12 @@ class _Cleaner:
         capacity = self.map_capacity
         latest = -1
         dirty = [s for s in self.segments if s.base_offset < end and s.next_offset > first_dirty]
+        walked = PhaseProgress(self.progress, "building the offset map", sum(s.size for s in dirty))
         for i, s in enumerate(dirty):
             with mapped(s.path) as buf:
                 try:
                     for batch in SegmentScanner(buf):
+                        walked.at(batch.position)
                         if batch.last_offset < first_dirty:
                             continue
                         if batch.is_control:
@@ -357,13 +360,18 @@ class _Cleaner:
                         latest = batch.last_offset
                 except FormatError as e:
                     raise unreadable(e, s.path) from None
+            walked.done(s.size)
             # past gaps at the segment's end, up to the next segment
             latest = dirty[i + 1].base_offset - 1 if i + 1 < len(dirty) else end - 1
         self.latest_offset, self.end_offset = end - 1, end
 
     # -- cleaning -------------------------------------------------------------------------------
     def clean_group(
-        self, group: list[int], tracker: _TxnTracker, stats: dict[int, SegmentStats]
+        self,
+        group: list[int],
+        tracker: _TxnTracker,
+        stats: dict[int, SegmentStats],
+        walked: PhaseProgress | None = None,
     ) -> Iterator[bytes]:
         """The batches of the cleaned segment replacing the segments ``group`` (indexes into
         ``self.segments``); fills ``stats`` and ``tracker.cleaned_index``."""
@@ -380,6 +388,8 @@ class _Cleaner:
                 scanner = SegmentScanner(buf)
                 try:
                     for batch in scanner:
+                        if walked is not None:
+                            walked.at(batch.position)
                         out = self._filter(batch, tracker, st, retain_legacy)
                         if out is not None:
                             st.batches_out += 1
@@ -387,6 +397,8 @@ class _Cleaner:
                             yield out
                 except FormatError as e:
                     raise unreadable(e, s.path) from None
+            if walked is not None:
+                walked.done(s.size)
 
     def _last_of_producer(self, batch: Batch) -> bool:
         p = self.active.get(batch.producer_id)
@@ -560,9 +572,12 @@ class _Cleaner:
 
 
 # ------------------------------------------------------------------------------ planning
-def _scan(view: PartitionView, max_batch_bytes: int) -> tuple[list[_Segment], dict[int, Producer]]:
+def _scan(
+    view: PartitionView, max_batch_bytes: int, progress: Phases | None = None
+) -> tuple[list[_Segment], dict[int, Producer]]:
     """Every segment's batch headers: next offsets, first batch timestamps and the producer
     state (the broker's rebuild of ProducerStateManager); the txn indexes."""
+    walked = PhaseProgress(progress, "reading segments", sum(i.size for i in view.segments))
     segments: list[_Segment] = []
     producers: dict[int, Producer] = {}
     replay = TxnReplay()
@@ -577,6 +592,7 @@ def _scan(view: PartitionView, max_batch_bytes: int) -> tuple[list[_Segment], di
             scanner = SegmentScanner(buf)
             try:
                 for batch in scanner:
+                    walked.at(batch.position)
                     check_batch_offsets(batch, info.base_offset, floor, path)
                     floor = batch.last_offset + 1
                     if next_offset == info.base_offset and first_ts == -1:
@@ -591,6 +607,7 @@ def _scan(view: PartitionView, max_batch_bytes: int) -> tuple[list[_Segment], di
             except FormatError as e:
                 raise unreadable(e, path) from None
             require_readable_end(scanner, path)
+        walked.done(info.size)
         txns: list[AbortedTxn] = []
         if info.files.index is None:
             # the broker recovers a segment whose offset index is missing (e.g. after it
@@ -678,10 +695,12 @@ def plan_compaction(
     high_watermark: int | str | None = None,
     simulate: bool = False,
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    progress: Phases | None = None,
 ) -> CompactionPlan:
     """Where the cleaner would clean ``view`` at time ``now`` and why; with ``simulate``, the
-    exact outcome per segment (the cleaning is run, nothing is written)."""
-    segs, producers = _scan(view, max_batch_bytes)
+    exact outcome per segment (the cleaning is run, nothing is written). ``progress`` hears
+    of each phase's bytes (reading segments, building the offset map, cleaning)."""
+    segs, producers = _scan(view, max_batch_bytes, progress)
     notes: list[str] = []
     leo = view.log_end_offset
     log_start = view.log_start_offset
@@ -788,6 +807,7 @@ def plan_compaction(
             status, why = DIRTY, "in the dirty range"
         stats[s.base_offset] = SegmentStats(s.base_offset, s.size, status, why, s.largest_timestamp)
     cleaner = _Cleaner(segs, config, now, producers, max_batch_bytes)
+    cleaner.progress = progress
     end_offset: int | None = None
     groups: list[list[int]] = []
     if first_dirty < first_uncleanable:
@@ -822,8 +842,9 @@ def plan_compaction(
                 stats[segs[i].base_offset].group = gi
         if simulate:
             tracker = _TxnTracker()
+            walked = PhaseProgress(progress, "cleaning", sum(segs[i].size for i in cleanable))
             for g in idx_groups:
-                for _ in cleaner.clean_group(g, tracker, stats):
+                for _ in cleaner.clean_group(g, tracker, stats, walked):
                     pass
     return CompactionPlan(
         path=view.path,
@@ -890,10 +911,14 @@ class CompactionResult:
 
 
 def execute_compaction(
-    ops: FileOps, plan: CompactionPlan, *, index_interval_bytes: int | None = None
+    ops: FileOps,
+    plan: CompactionPlan,
+    *,
+    index_interval_bytes: int | None = None,
+    progress: Phases | None = None,
 ) -> CompactionResult:
     """Clean and swap in each group, then checkpoint the end offset. Fills ``plan``'s
-    per-segment stats with what was done."""
+    per-segment stats with what was done; ``progress`` hears of the bytes cleaned."""
     res = CompactionResult()
     cleaner = plan._cleaner
     if plan.end_offset is None or cleaner is None:
@@ -912,13 +937,15 @@ def execute_compaction(
             stats[s.base_offset] = fresh
     tracker = _TxnTracker()
     part = plan.path
+    grouped = [by_base[b] for bases in plan.groups for b in bases]
+    walked = PhaseProgress(progress, "cleaning", sum(cleaner.segments[i].size for i in grouped))
     for bases in plan.groups:
         group = [by_base[b] for b in bases]
         base = bases[0]
         log_path = part / (layout.segment_name(base, ".log") + CLEANED)
         written = [log_path]
         try:
-            ops.write(log_path, cleaner.clean_group(group, tracker, stats))
+            ops.write(log_path, cleaner.clean_group(group, tracker, stats, walked))
             last = cleaner.segments[group[-1]]
             ops.set_mtime(log_path, last.mtime_ns)  # the cleaner keeps the last one's mtime
             with mapped(log_path) as buf:

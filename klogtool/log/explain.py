@@ -26,6 +26,7 @@ from klogtool.log.cleaner import CompactionPlan, SegmentStats, plan_compaction
 from klogtool.log.findings import Finding
 from klogtool.log.partition import PartitionView, load_partition
 from klogtool.log.retention import RetentionPlan, SegmentDecision, plan_retention
+from klogtool.log.segment import Phases
 from klogtool.log.topicconfig import TopicConfig
 from klogtool.log.verifier import SegmentSummary, Verifier, _TxnState
 
@@ -172,8 +173,10 @@ def explain_partition(
     now: int,
     high_watermark: int | str | None = None,
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    progress: Phases | None = None,
 ) -> PartitionExplain:
-    """Explain the partition dir ``path`` at time ``now`` (ms). Never writes."""
+    """Explain the partition dir ``path`` at time ``now`` (ms). Never writes. ``progress``
+    hears of the compaction dry run's phases (see :func:`plan_compaction`)."""
     if not path.exists():
         raise InputError("no such file or directory", path=str(path), code="not-found")
     if not path.is_dir() or not layout.looks_like_partition_dir(path):
@@ -193,6 +196,7 @@ def explain_partition(
             high_watermark=high_watermark,
             simulate=True,
             max_batch_bytes=max_batch_bytes,
+            progress=progress,
         )
     except (KlogtoolError, FormatError) as e:
         notes.append(f"compaction cannot be planned: {e}")

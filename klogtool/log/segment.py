@@ -11,7 +11,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -82,3 +82,30 @@ def read_small(path: Path, limit: int = 16 << 20) -> bytes:
     if size > limit:
         raise OSError(f"{path}: {size} bytes is too large for this kind of file")
     return path.read_bytes()
+
+
+# (phase, bytes walked since the last call, the phase's total bytes): progress of work done in
+# phases over segments (compact: reading, the offset map, cleaning)
+Phases = Callable[[str, int, int], None]
+PHASE_STEP = 8 << 20  # bytes between reports inside one segment
+
+
+class PhaseProgress:
+    """Reports one phase's walk over segments to a :data:`Phases` callback: ``at(position)``
+    as a segment is walked, ``done(size)`` when it is finished."""
+
+    def __init__(self, report: Phases | None, phase: str, total: int):
+        self.report = report
+        self.phase = phase
+        self.total = total
+        self.reported = 0  # bytes of the current segment reported
+
+    def at(self, position: int) -> None:
+        if self.report is not None and position - self.reported >= PHASE_STEP:
+            self.report(self.phase, position - self.reported, self.total)
+            self.reported = position
+
+    def done(self, size: int) -> None:
+        if self.report is not None:
+            self.report(self.phase, max(size - self.reported, 0), self.total)
+        self.reported = 0
