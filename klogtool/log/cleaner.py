@@ -56,7 +56,7 @@ from klogtool.log import layout
 from klogtool.log.atomic import CLEANED, FileOps, swap_in_cleaned
 from klogtool.log.indexer import build_indexes
 from klogtool.log.partition import CLEANER, PartitionView, TxnReplay, update_offset_checkpoint
-from klogtool.log.segment import PhaseProgress, Phases, mapped, read_small
+from klogtool.log.segment import Phases, Walked, mapped, phase_walk, read_small
 from klogtool.log.topicconfig import TopicConfig
 from klogtool.log.writing import check_batch_offsets, require_readable_end, unreadable
 
@@ -322,7 +322,7 @@ class _Cleaner:
         capacity = self.map_capacity
         latest = -1
         dirty = [s for s in self.segments if s.base_offset < end and s.next_offset > first_dirty]
-        walked = PhaseProgress(self.progress, "building the offset map", sum(s.size for s in dirty))
+        walked = phase_walk(self.progress, "building the offset map", sum(s.size for s in dirty))
         for i, s in enumerate(dirty):
             with mapped(s.path) as buf:
                 try:
@@ -371,7 +371,7 @@ class _Cleaner:
         group: list[int],
         tracker: _TxnTracker,
         stats: dict[int, SegmentStats],
-        walked: PhaseProgress | None = None,
+        walked: Walked | None = None,
     ) -> Iterator[bytes]:
         """The batches of the cleaned segment replacing the segments ``group`` (indexes into
         ``self.segments``); fills ``stats`` and ``tracker.cleaned_index``."""
@@ -577,7 +577,7 @@ def _scan(
 ) -> tuple[list[_Segment], dict[int, Producer]]:
     """Every segment's batch headers: next offsets, first batch timestamps and the producer
     state (the broker's rebuild of ProducerStateManager); the txn indexes."""
-    walked = PhaseProgress(progress, "reading segments", sum(i.size for i in view.segments))
+    walked = phase_walk(progress, "reading segments", sum(i.size for i in view.segments))
     segments: list[_Segment] = []
     producers: dict[int, Producer] = {}
     replay = TxnReplay()
@@ -842,7 +842,7 @@ def plan_compaction(
                 stats[segs[i].base_offset].group = gi
         if simulate:
             tracker = _TxnTracker()
-            walked = PhaseProgress(progress, "cleaning", sum(segs[i].size for i in cleanable))
+            walked = phase_walk(progress, "cleaning", sum(segs[i].size for i in cleanable))
             for g in idx_groups:
                 for _ in cleaner.clean_group(g, tracker, stats, walked):
                     pass
@@ -938,7 +938,7 @@ def execute_compaction(
     tracker = _TxnTracker()
     part = plan.path
     grouped = [by_base[b] for bases in plan.groups for b in bases]
-    walked = PhaseProgress(progress, "cleaning", sum(cleaner.segments[i].size for i in grouped))
+    walked = phase_walk(progress, "cleaning", sum(cleaner.segments[i].size for i in grouped))
     for bases in plan.groups:
         group = [by_base[b] for b in bases]
         base = bases[0]

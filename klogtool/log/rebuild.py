@@ -31,14 +31,14 @@ import struct
 import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 from klogtool.errors import InputError
-from klogtool.formats import index
+from klogtool.formats import engine, index
 from klogtool.formats.batch import LOG_OVERHEAD, Batch
 from klogtool.formats.crc import crc32c
 from klogtool.formats.errors import CorruptRecordError, FormatError
@@ -58,7 +58,8 @@ from klogtool.log import atomic, layout
 from klogtool.log.atomic import FileOps
 from klogtool.log.findings import Finding, FindingCounts
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES, build_indexes
-from klogtool.log.segment import mapped, read_small
+from klogtool.log.pool import fork_context
+from klogtool.log.segment import Walked, mapped, read_small
 from klogtool.log.targets import PartitionTarget, Targets
 
 INT32_MAX = (1 << 31) - 1
@@ -162,7 +163,9 @@ class _EventCollector:
         prev_last_offset: int | None = None,
         count_records: bool = False,
         check_range: bool = True,
+        walked: Walked | None = None,
     ):
+        self.walked = walked
         self.base_offset = base_offset
         self.prev_last = prev_last_offset
         self.count_records = count_records
@@ -176,6 +179,8 @@ class _EventCollector:
         self.max_timestamp = -1
 
     def __call__(self, batch: Batch) -> None:
+        if self.walked is not None:
+            self.walked.at(batch.position)
         last = batch.last_offset
         if self.check_range and not 0 <= last - self.base_offset <= INT32_MAX:
             raise _Stop(
@@ -234,6 +239,7 @@ def _fast_scan(
     prev_last_offset: int | None,
     path: str,
     count_records: bool,
+    walked: Walked | None = None,
 ) -> SegmentScan | None:
     """:func:`scan_segment` for the common case, a segment of valid v2 batches to its end,
     in one tight loop over the batch headers (no batch objects, no scanner).
@@ -259,6 +265,8 @@ def _fast_scan(
     batches = records = 0
     pos = 0
     while pos < n:
+        if walked is not None:
+            walked.at(pos)
         if n - pos < RECORD_BATCH_OVERHEAD:
             return None
         (bo, length, _epoch, magic, stored_crc, attrs, delta, _bts, mts, pid, _pe, _seq,
@@ -334,6 +342,7 @@ def scan_segment(
     count_records: bool = False,
     path: str = "",
     fast: bool = True,
+    walked: Walked | None = None,
 ) -> SegmentScan:
     """Walk one segment: rebuilt indexes, transaction events, where the valid bytes end.
 
@@ -345,7 +354,8 @@ def scan_segment(
     error code ``offset-overflow``: the broker splits such a segment rather than truncating it.
 
     ``fast``: try :func:`_fast_scan` first (the same result, several times faster, for the
-    common all-valid v2 segment); ``False`` walks with the general scanner only.
+    common all-valid v2 segment); ``False`` walks with the general scanner only. ``walked``
+    hears of the walk's position (progress inside one large segment).
     """
     view = buf if isinstance(buf, memoryview) else memoryview(buf)
     if len(view) > INT32_MAX:
@@ -356,12 +366,12 @@ def scan_segment(
         )
     if fast:
         quick = _fast_scan(
-            view, base_offset, index_interval_bytes, prev_last_offset, path, count_records
+            view, base_offset, index_interval_bytes, prev_last_offset, path, count_records, walked
         )
         if quick is not None:
             return quick
     collector = _EventCollector(
-        base_offset, prev_last_offset=prev_last_offset, count_records=count_records
+        base_offset, prev_last_offset=prev_last_offset, count_records=count_records, walked=walked
     )
     try:
         built = build_indexes(
@@ -416,7 +426,7 @@ class ScanTask:
     count_records: bool = False
 
 
-def run_scan_task(task: ScanTask) -> SegmentScan:
+def run_scan_task(task: ScanTask, walked: Walked | None = None) -> SegmentScan:
     """:func:`scan_segment` over a file (the unit of work of the process pool)."""
     with mapped(task.path) as buf:
         return scan_segment(
@@ -426,37 +436,75 @@ def run_scan_task(task: ScanTask) -> SegmentScan:
             prev_last_offset=task.prev_last_offset,
             count_records=task.count_records,
             path=task.path,
+            walked=walked,
         )
 
 
 def run_parallel(
-    fn: Callable[[T], R],
+    fn: Callable[[T, Walked], R],
     tasks: Sequence[T],
     *,
     jobs: int,
     sizes: Sequence[int],
     progress: Callable[[int], None] | None = None,
 ) -> list[R]:
-    """``[fn(t) for t in tasks]``, across ``jobs`` worker processes when it pays off.
+    """``[fn(t, walked) for t in tasks]``, across ``jobs`` worker processes when it pays off.
 
-    Results come back in task order; ``progress`` is called with each finished task's size.
-    Workers are forked before anything else runs, and only read files.
+    Results come back in task order. ``progress`` hears of the bytes done, inside a task as
+    ``fn`` reports them to its :class:`Walked` (from a worker through a shared counter that
+    is read every 0.2 s), and all of a task's size when it ends. Workers only read files.
     """
-    advance = progress or (lambda n: None)
     if jobs <= 1 or len(tasks) <= 1 or sum(sizes) < POOL_MIN_BYTES:
         out: list[R] = []
         for t, size in zip(tasks, sizes, strict=True):
-            out.append(fn(t))
-            advance(size)
+            out.append(_walk_task(fn, t, size, Walked(progress)))
         return out
+    ctx = fork_context()
+    counter = ctx.Value("q", 0)
     results: dict[int, R] = {}
-    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
-        futures = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
-        for fut in as_completed(futures):
-            i = futures[fut]
-            results[i] = fut.result()
-            advance(sizes[i])
+    with ProcessPoolExecutor(
+        max_workers=min(jobs, len(tasks)),
+        mp_context=ctx,
+        initializer=_share_progress,
+        initargs=(counter, engine.name()),
+    ) as pool:
+        futures = {
+            pool.submit(_walk_task, fn, t, size): i
+            for i, (t, size) in enumerate(zip(tasks, sizes, strict=True))
+        }
+        pending = set(futures)
+        shown = 0
+        while pending:
+            done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for fut in done:
+                results[futures[fut]] = fut.result()
+            if progress is not None and counter.value > shown:
+                progress(counter.value - shown)
+                shown = counter.value
     return [results[i] for i in range(len(tasks))]
+
+
+_SHARED_PROGRESS: Any = None  # a worker's counter of bytes done (multiprocessing.Value)
+
+
+def _share_progress(counter: Any, engine_name: str) -> None:
+    global _SHARED_PROGRESS
+    _SHARED_PROGRESS = counter
+    engine.use(engine_name)
+
+
+def _add_shared(n: int) -> None:
+    with _SHARED_PROGRESS.get_lock():
+        _SHARED_PROGRESS.value += n
+
+
+def _walk_task(fn: Callable[[T, Walked], R], task: T, size: int, walked: Walked | None = None) -> R:
+    """``fn(task, walked)``, then the rest of ``size`` reported (in a worker: to the shared
+    counter)."""
+    walked = walked or Walked(_add_shared if _SHARED_PROGRESS is not None else None)
+    result = fn(task, walked)
+    walked.done(size)
+    return result
 
 
 # -- transactions across segments -----------------------------------------------------------
@@ -555,7 +603,11 @@ def chain_transactions(
 
 
 def check_segment_indexes(
-    seg: layout.SegmentFiles, *, active: bool, open_txns: dict[int, int]
+    seg: layout.SegmentFiles,
+    *,
+    active: bool,
+    open_txns: dict[int, int],
+    walked: Walked | None = None,
 ) -> list[Finding]:
     """The verifier's findings about this segment's index files (none about the .log).
 
@@ -564,7 +616,7 @@ def check_segment_indexes(
     """
     from klogtool.log.verifier import SegmentSummary, Verifier, _TxnState
 
-    verifier = Verifier()
+    verifier = Verifier(progress=walked.add if walked is not None else None)
     found = verifier.verify_segment(
         seg,
         SegmentSummary(seg.base_offset),
@@ -629,7 +681,7 @@ class CheckTask:
     open_txns: tuple[tuple[int, int], ...]
 
 
-def run_check_task(task: CheckTask) -> list[Finding]:
+def run_check_task(task: CheckTask, walked: Walked | None = None) -> list[Finding]:
     seg = layout.SegmentFiles(
         task.base_offset,
         log=Path(task.log),
@@ -637,7 +689,9 @@ def run_check_task(task: CheckTask) -> list[Finding]:
         timeindex=Path(task.timeindex) if task.timeindex else None,
         txnindex=Path(task.txnindex) if task.txnindex else None,
     )
-    return check_segment_indexes(seg, active=task.active, open_txns=dict(task.open_txns))
+    return check_segment_indexes(
+        seg, active=task.active, open_txns=dict(task.open_txns), walked=walked
+    )
 
 
 def matches_rebuild(

@@ -90,22 +90,31 @@ Phases = Callable[[str, int, int], None]
 PHASE_STEP = 8 << 20  # bytes between reports inside one segment
 
 
-class PhaseProgress:
-    """Reports one phase's walk over segments to a :data:`Phases` callback: ``at(position)``
-    as a segment is walked, ``done(size)`` when it is finished."""
+class Walked:
+    """Progress through a segment by position: :meth:`at` reports every PHASE_STEP bytes (a
+    byte is never reported twice: a second walk from the start adds nothing until it passes
+    the first), :meth:`add` reports a count, :meth:`done` the rest of the segment; the sink
+    hears byte counts."""
 
-    def __init__(self, report: Phases | None, phase: str, total: int):
-        self.report = report
-        self.phase = phase
-        self.total = total
+    def __init__(self, sink: Callable[[int], None] | None):
+        self.sink = sink
         self.reported = 0  # bytes of the current segment reported
 
     def at(self, position: int) -> None:
-        if self.report is not None and position - self.reported >= PHASE_STEP:
-            self.report(self.phase, position - self.reported, self.total)
-            self.reported = position
+        if self.sink is not None and position - self.reported >= PHASE_STEP:
+            self.add(position - self.reported)
+
+    def add(self, n: int) -> None:
+        if self.sink is not None:
+            self.sink(n)
+        self.reported += n
 
     def done(self, size: int) -> None:
-        if self.report is not None:
-            self.report(self.phase, max(size - self.reported, 0), self.total)
+        if size > self.reported:
+            self.add(size - self.reported)
         self.reported = 0
+
+
+def phase_walk(report: Phases | None, phase: str, total: int) -> Walked:
+    """A :class:`Walked` for one phase of a :data:`Phases` report of ``total`` bytes."""
+    return Walked(None if report is None else lambda n: report(phase, n, total))

@@ -454,3 +454,42 @@ def test_check_txnindex_lso_below_the_log_is_only_different(tmp_path: Path) -> N
     (check,) = [o for o in _objs(out, "index_check") if o["path"] == str(txn)]
     assert check["status"] == "differs"
     assert check["first_difference"]["entry"] == 1
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("fast", [True, False])
+def test_progress_moves_inside_a_segment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int, fast: bool
+) -> None:
+    """issue 10: the bar moved only when a whole segment was scanned (a 1.6 GB segment said
+    nothing for its whole scan). Now it moves every PHASE_STEP bytes, from worker processes
+    too, and adds up to the segments' sizes."""
+    from klogtool.formats.batch import Record
+    from klogtool.formats.v2 import encode_batch
+    from klogtool.log import segment
+
+    monkeypatch.setattr(segment, "PHASE_STEP", 2048)
+    monkeypatch.setattr(rebuild, "POOL_MIN_BYTES", 0)
+    if not fast:  # the general scanner's walk reports too
+        monkeypatch.setattr(rebuild, "_fast_scan", lambda *a, **k: None)
+    logs = []
+    for seg in range(2):  # two segments of ~60 KB: 40 batches of 20 records each
+        base = seg * 800
+        data = b"".join(
+            encode_batch(
+                [Record(o, 1_700_000_000_000 + o, b"k%d" % o, b"v" * 50) for o in range(b, b + 20)]
+            )
+            for b in range(base, base + 800, 20)
+        )
+        logs.append(tmp_path / f"{base:020d}.log")
+        logs[-1].write_bytes(data)
+    tasks = [rebuild.ScanTask(str(p), int(p.stem)) for p in logs]
+    sizes = [p.stat().st_size for p in logs]
+    calls: list[int] = []
+    scans = rebuild.run_parallel(
+        rebuild.run_scan_task, tasks, jobs=jobs, sizes=sizes, progress=calls.append
+    )
+    assert [s.size for s in scans] == sizes
+    assert sum(calls) == sum(sizes)
+    if jobs == 1:  # each segment reports many steps (one per ~2 KB batch) before its end
+        assert len(calls) >= 30
