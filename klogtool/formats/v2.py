@@ -438,39 +438,11 @@ def _decode_fast(
                 value = None
             else:
                 raise _CarefulFrom(start)
-            b = buf[pos]
-            pos += 1
-            if b == 0:
+            if buf[pos] == 0:
                 headers: tuple[Header, ...] = ()
-            elif b < 0x80 and not b & 1:  # 1 to 63 headers; anything else: the careful path
-                hl: list[Header] = []
-                for _ in range(z1[b]):
-                    b = buf[pos]
-                    if b >= 0x80 or b & 1:  # a long or negative key length
-                        raise _CarefulFrom(start)
-                    end = pos + 1 + z1[b]
-                    raw = buf[pos + 1 : end]
-                    hkey = names.get(raw)
-                    if hkey is None:
-                        hkey = names[raw] = str(raw, "utf-8", "replace")
-                    b = buf[end]
-                    if b < 0x80:
-                        hvlen = z1[b]
-                        pos = end + 1
-                    else:
-                        hvlen = z2[buf[end + 1]][b]
-                        pos = end + 2
-                    if hvlen >= 0:
-                        end = pos + hvlen
-                        hl.append((hkey, view[pos:end]))
-                        pos = end
-                    elif hvlen == -1:
-                        hl.append((hkey, None))
-                    else:
-                        raise _CarefulFrom(start)
-                headers = tuple(hl)
+                pos += 1
             else:
-                raise _CarefulFrom(start)
+                headers, pos = _fast_headers(buf, view, pos, names, start)
         except (IndexError, TypeError, FormatError):
             raise _CarefulFrom(start) from None
         # Slices past the end of the buffer are cut short, so a record whose lengths disagree
@@ -489,6 +461,48 @@ def _decode_fast(
         r.crc_valid = None
         append(r)
     return pos
+
+
+def _fast_headers(
+    buf: bytes | memoryview,
+    view: memoryview | bytes,
+    pos: int,
+    names: dict[bytes | memoryview, str],
+    start: int,
+) -> tuple[tuple[Header, ...], int]:
+    """The headers of a record in the fast loop (1 to 63 of them, short lengths; anything
+    else raises :class:`_CarefulFrom`); ``names`` caches decoded header keys."""
+    z1 = _ZIGZAG1
+    b = buf[pos]
+    if b >= 0x80 or b & 1:  # a long or negative count: the careful path
+        raise _CarefulFrom(start)
+    pos += 1
+    hl: list[Header] = []
+    for _ in range(z1[b]):
+        b = buf[pos]
+        if b >= 0x80 or b & 1:  # a long or negative key length
+            raise _CarefulFrom(start)
+        end = pos + 1 + z1[b]
+        raw = buf[pos + 1 : end]
+        hkey = names.get(raw)
+        if hkey is None:
+            hkey = names[raw] = str(raw, "utf-8", "replace")
+        b = buf[end]
+        if b < 0x80:
+            hvlen = z1[b]
+            pos = end + 1
+        else:
+            hvlen = _ZIGZAG2[buf[end + 1]][b]
+            pos = end + 2
+        if hvlen >= 0:
+            end = pos + hvlen
+            hl.append((hkey, view[pos:end]))
+            pos = end
+        elif hvlen == -1:
+            hl.append((hkey, None))
+        else:
+            raise _CarefulFrom(start)
+    return tuple(hl), pos
 
 
 def _decode_record(

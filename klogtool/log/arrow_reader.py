@@ -35,7 +35,7 @@ import base64
 import json
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from pathlib import Path
@@ -571,6 +571,12 @@ class _Pending:
     batch_rows: list[dict[str, Any]] = field(default_factory=list)  # level=batches
     payload_bytes: int = 0
 
+    @property
+    def full(self) -> bool:
+        """Enough for one Arrow batch: rows or payload bytes."""
+        rows = max(len(self.records), self.native_rows, len(self.batch_rows))
+        return rows >= BATCH_ROWS or self.payload_bytes >= BATCH_PAYLOAD_BYTES
+
 
 class _RangeReader:
     def __init__(self, rng: SegmentRange, opts: ReadOptions, schema: pa.Schema):
@@ -651,34 +657,17 @@ class _RangeReader:
     def _walk(self, buf: memoryview) -> Iterator[pa.RecordBatch]:
         rng = self.rng
         opts = self.opts
-        start = 0
         release = ReleaseBehind(buf)
+        start = 0
         if rng.start > 0:
-            # Find this range's first batch by walking the headers from the segment start.
-            finder = SegmentScanner(buf, check_crc=False, stop_on_crc=False)
-            found = None
-            for b in finder:
-                release(b.position)
-                if b.position >= rng.start:
-                    found = b.position
-                    break
+            found = yield from self._range_start(buf, release)
             if found is None:
-                res = finder.result
-                if res is not None and rng.start <= res.stopped_at < rng.end:
-                    yield from self._scan_end(res)  # the walk ends in this range
                 return
             start = found
         scanner = SegmentScanner(
             buf[start:], check_crc=opts.verify, stop_on_crc=False, base_position=start
         )
-        lo, hi = opts.min_offset, opts.max_offset
-        if self.where is not None and self.where.offsets is not None:
-            wlo, whi = self.where.offsets
-            lo = wlo if lo is None else max(lo, wlo)
-            hi = whi if hi is None else min(hi, whi)
-        min_ts_ms = None
-        if opts.min_timestamp_us is not None:
-            min_ts_ms = opts.min_timestamp_us // 1000
+        lo, hi, min_ts_ms = self._bounds()
         for batch in scanner:
             pos = batch.position
             if pos >= rng.end:
@@ -704,53 +693,82 @@ class _RangeReader:
                 continue
             if opts.level == "batches":
                 self.pending.batch_rows.append(self._batch_row(batch, opts.verify or None))
-                if len(self.pending.batch_rows) >= BATCH_ROWS:
-                    yield from self._flush()
-                    release(pos)
-                continue
-            if self.native is not None and magic2:
-                if self.pending.records:  # keep an Arrow batch to rows of one engine
-                    yield from self._flush()
-                if self._add_native(batch):
-                    p = self.pending
-                    if p.native_rows >= BATCH_ROWS or p.payload_bytes >= BATCH_PAYLOAD_BYTES:
-                        yield from self._flush()
-                        release(pos)
-                    continue
-            if self.pending.native_rows:
-                yield from self._flush()
-            try:
-                recs = list(batch.records(opts.max_batch_bytes))
-            except FormatError as e:
-                yield from self._problem(
-                    e.position if e.position is not None else pos,
-                    batch.header_offset,
-                    e.code,
-                    f"records cannot be decoded: {e}",
-                    batch,
-                )
-                continue
-            if opts.verify and not magic2 and batch.compression != codecs.NONE:
-                bad = next((r for r in recs if r.crc_valid is False), None)
-                if bad is not None:
-                    yield from self._problem(
-                        pos,
-                        bad.offset,
-                        "inner-crc-mismatch",
-                        f"message at offset {bad.offset} inside the wrapper has a bad CRC",
-                        batch,
-                    )
-                    continue
-            if self.where is not None and self.where.record_level:
-                recs = [r for r in recs if self.where.matches(r)]
-            self._add(batch, recs)
-            p = self.pending
-            if len(p.records) >= BATCH_ROWS or p.payload_bytes >= BATCH_PAYLOAD_BYTES:
+            elif not (self.native is not None and magic2 and (yield from self._native(batch))):
+                recs = yield from self._python_records(batch)
+                if recs:
+                    self._add(batch, recs)
+            if self.pending.full:
                 yield from self._flush()
                 release(pos)
         res = scanner.result
         if res is not None and rng.start <= res.stopped_at < rng.end:
             yield from self._scan_end(res)
+
+    def _range_start(
+        self, buf: memoryview, release: ReleaseBehind
+    ) -> Generator[pa.RecordBatch, None, int | None]:
+        """The position of this range's first batch, found by walking the headers from the
+        segment start; None when there is none (the walk's end is reported if it lies in this
+        range)."""
+        rng = self.rng
+        finder = SegmentScanner(buf, check_crc=False, stop_on_crc=False)
+        for b in finder:
+            release(b.position)
+            if b.position >= rng.start:
+                return b.position
+        res = finder.result
+        if res is not None and rng.start <= res.stopped_at < rng.end:
+            yield from self._scan_end(res)  # the walk ends in this range
+        return None
+
+    def _bounds(self) -> tuple[int | None, int | None, int | None]:
+        """The offset bounds (pushed down, and ``where``'s) and the smallest timestamp (ms)."""
+        opts = self.opts
+        lo, hi = opts.min_offset, opts.max_offset
+        if self.where is not None and self.where.offsets is not None:
+            wlo, whi = self.where.offsets
+            lo = wlo if lo is None else max(lo, wlo)
+            hi = whi if hi is None else min(hi, whi)
+        min_ts_us = opts.min_timestamp_us
+        return lo, hi, None if min_ts_us is None else min_ts_us // 1000
+
+    def _native(self, batch: Batch) -> Generator[pa.RecordBatch, None, bool]:
+        """Add a v2 batch's records through the native engine; False: read it in Python."""
+        if self.pending.records:  # keep an Arrow batch to rows of one engine
+            yield from self._flush()
+        return self._add_native(batch)
+
+    def _python_records(self, batch: Batch) -> Generator[pa.RecordBatch, None, list[Record]]:
+        """The records of ``batch`` that ``where`` keeps, decoded in Python and checked (a
+        problem, reported as ``on_corrupt`` says, gives no records)."""
+        opts = self.opts
+        if self.pending.native_rows:
+            yield from self._flush()
+        try:
+            recs = list(batch.records(opts.max_batch_bytes))
+        except FormatError as e:
+            yield from self._problem(
+                e.position if e.position is not None else batch.position,
+                batch.header_offset,
+                e.code,
+                f"records cannot be decoded: {e}",
+                batch,
+            )
+            return []
+        if opts.verify and batch.magic < 2 and batch.compression != codecs.NONE:
+            bad = next((r for r in recs if r.crc_valid is False), None)
+            if bad is not None:
+                yield from self._problem(
+                    batch.position,
+                    bad.offset,
+                    "inner-crc-mismatch",
+                    f"message at offset {bad.offset} inside the wrapper has a bad CRC",
+                    batch,
+                )
+                return []
+        if self.where is not None and self.where.record_level:
+            recs = [r for r in recs if self.where.matches(r)]
+        return recs
 
     def _scan_end(self, res: Any) -> Iterator[pa.RecordBatch]:
         invalid = res.size - res.stopped_at
