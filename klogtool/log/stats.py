@@ -650,26 +650,14 @@ def _batch(
     st.magics[magic] = st.magics.get(magic, 0) + 1
     codec = codecs.CODEC_NAMES.get(batch.compression, str(batch.compression))
     if batch.is_control:
-        n = 0
-        for _ in batch.records(opts.max_batch_bytes):
-            n += 1
+        n = sum(1 for _ in batch.records(opts.max_batch_bytes))
         st.records += n
         st.control_records += n
         st.bytes_uncompressed += size
         _codec(st, codec, n, size)
         return
-    records_area: bytes | memoryview | None = None
     if isinstance(batch, DefaultBatch):
-        if batch.compression == codecs.NONE:
-            st.bytes_uncompressed += size
-        else:
-            records_area = batch.records_area(opts.max_batch_bytes)
-            st.bytes_uncompressed += RECORD_BATCH_OVERHEAD + len(records_area)
-        if sampler.wants(size):
-            area = records_area if records_area is not None else batch.data[RECORD_BATCH_OVERHEAD:]
-            st.sample.append(bytes(area))
-            st.sample_records += batch.count
-            sampler.took(size, len(area))
+        _v2_volume(st, batch, opts, sampler)
     lat = batch.timestamp_type == LOG_APPEND_TIME
     pid = batch.producer_id if magic >= 2 else -1
     txn = batch.is_transactional
@@ -764,6 +752,24 @@ def _batch(
         else:
             st.producers_truncated = True
     _codec(st, codec, n, size)
+
+
+def _v2_volume(
+    st: PartitionStats, batch: DefaultBatch, opts: StatsOptions, sampler: _Sampler
+) -> None:
+    """A v2 batch's uncompressed bytes, and its records area in the codec sample if wanted."""
+    size = batch.size
+    records_area: bytes | memoryview | None = None
+    if batch.compression == codecs.NONE:
+        st.bytes_uncompressed += size
+    else:
+        records_area = batch.records_area(opts.max_batch_bytes)
+        st.bytes_uncompressed += RECORD_BATCH_OVERHEAD + len(records_area)
+    if sampler.wants(size):
+        area = records_area if records_area is not None else batch.data[RECORD_BATCH_OVERHEAD:]
+        st.sample.append(bytes(area))
+        st.sample_records += batch.count
+        sampler.took(size, len(area))
 
 
 def _to_hll(st: PartitionStats) -> None:
