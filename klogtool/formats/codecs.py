@@ -477,8 +477,9 @@ def _lz4_compress(view: memoryview, magic: int, level: int | None) -> bytes:
     return bytes(out)
 
 
-def _lz4_decompress(view: memoryview, magic: int, limit: int) -> bytes:
-    block_mod = _lz4_block_module()
+def _lz4_frame_header(view: memoryview, magic: int) -> tuple[int, int, bool, bool]:
+    """The frame descriptor: (position of the first block, largest block, block checksums,
+    content checksum)."""
     n = len(view)
     if n < 6:
         raise _truncated("lz4")
@@ -491,8 +492,6 @@ def _lz4_decompress(view: memoryview, magic: int, limit: int) -> bytes:
         raise DecompressionError(f"lz4: unsupported frame version {flg >> 6}")
     if not flg & 0x20:
         raise UnsupportedError("lz4: dependent (linked) block streams are not supported")
-    block_checksum = bool(flg & 0x10)
-    content_checksum = bool(flg & 0x04)
     bd = view[5]
     if bd & 0x8F:
         raise DecompressionError("lz4: BD reserved bits must be 0")
@@ -507,8 +506,13 @@ def _lz4_decompress(view: memoryview, magic: int, limit: int) -> bytes:
         raise _truncated("lz4")
     if magic != 0 and view[pos] != _lz4_hc(view[4:pos]):
         raise DecompressionError("lz4: stream frame descriptor corrupted (header checksum)")
-    pos += 1
+    return pos + 1, max_block, bool(flg & 0x10), bool(flg & 0x04)
 
+
+def _lz4_decompress(view: memoryview, magic: int, limit: int) -> bytes:
+    block_mod = _lz4_block_module()
+    n = len(view)
+    pos, max_block, block_checksum, content_checksum = _lz4_frame_header(view, magic)
     lz4_decompress = block_mod.decompress
     parts: list[Any] = []
     total = 0
@@ -538,28 +542,36 @@ def _lz4_decompress(view: memoryview, magic: int, limit: int) -> bytes:
         if word & _LZ4_UNCOMPRESSED:
             if size > budget:
                 raise _too_big("lz4", limit)
-            parts.append(block)
-            total += size
-            continue
-        cap = min(max_block, budget)
-        try:
-            out = lz4_decompress(block, uncompressed_size=cap) if cap > 0 else None
-        except Exception:
-            out = None
-        if out is None:
-            # failed within the budget: find out whether the block is corrupt or just too big
-            # (this allocates at most one maximum-size block, 4 MiB at worst)
-            try:
-                out = lz4_decompress(block, uncompressed_size=max_block)
-            except Exception as e:
-                raise DecompressionError(f"lz4: corrupt block ({_describe(e)})") from None
-            if len(out) > budget:
-                raise _too_big("lz4", limit)
+            out: Any = block
+        else:
+            out = _lz4_block(lz4_decompress, block, max_block, budget, limit)
         parts.append(out)
         total += len(out)
     if not parts:
         return b""
     return _join(parts)
+
+
+def _lz4_block(
+    lz4_decompress: Any, block: memoryview, max_block: int, budget: int, limit: int
+) -> bytes:
+    """One compressed block, within the ``budget`` left of ``limit``."""
+    cap = min(max_block, budget)
+    try:
+        out: bytes | None = lz4_decompress(block, uncompressed_size=cap) if cap > 0 else None
+    except Exception:
+        out = None
+    if out is None:
+        # failed within the budget: find out whether the block is corrupt or just too big
+        # (this allocates at most one maximum-size block, 4 MiB at worst)
+        try:
+            out = lz4_decompress(block, uncompressed_size=max_block)
+        except Exception as e:
+            raise DecompressionError(f"lz4: corrupt block ({_describe(e)})") from None
+        assert out is not None
+        if len(out) > budget:
+            raise _too_big("lz4", limit)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
