@@ -759,19 +759,28 @@ def _write_value(
         out += raw
         return
     if kind in ("bytes", "records"):
-        if isinstance(value, str):
-            try:
-                raw = base64.b64decode(value, validate=True)
-            except (binascii.Error, ValueError):
-                raise ValueError(f"field {f.name}: not base64: {value!r}") from None
-        elif isinstance(value, bytes | bytearray | memoryview):
-            raw = bytes(value)
-        else:
-            raise ValueError(f"field {f.name}: expected bytes, got {type(value).__name__}")
+        raw = _bytes_value(f, value)
         _write_length(len(raw), kind, flexible, out)
         out += raw
         return
-    # array
+    _write_array(f, kind, value, version, flexible, out)
+
+
+def _bytes_value(f: Field, value: Any) -> bytes:
+    """A bytes field's value: bytes, or base64 text (as the JSON form carries it)."""
+    if isinstance(value, str):
+        try:
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError(f"field {f.name}: not base64: {value!r}") from None
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    raise ValueError(f"field {f.name}: expected bytes, got {type(value).__name__}")
+
+
+def _write_array(
+    f: Field, kind: str, value: Any, version: int, flexible: bool, out: bytearray
+) -> None:
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
         raise ValueError(f"field {f.name}: expected a list, got {type(value).__name__}")
     assert f.elem is not None
