@@ -39,7 +39,7 @@ transactions.sh describe-producers --topic T --partition P`` shows it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -373,6 +373,32 @@ class TransactionScanner:
             yield from self._check_txn_index(part, seg, aborts, markers, finding)
 
         # Transactions still open at the end of the log.
+        yield from self._still_open(part, open_txns, last_marker_epoch, counts, finding)
+        last_stable = min((t.first_offset for t in open_txns.values()), default=log_end)
+        self.summary.transactions += counts["transactions"]
+        for k in ("committed", "aborted", "open", "hanging"):
+            setattr(self.summary, k, getattr(self.summary, k) + counts[k])
+        yield {
+            "type": "partition",
+            "topic": part.topic,
+            "partition": part.partition,
+            "path": part.display,
+            "log_start_offset": log_start,
+            "log_end_offset": log_end,
+            "last_stable_offset": last_stable,
+            **counts,
+        }
+
+    def _still_open(
+        self,
+        part: PartitionInput,
+        open_txns: dict[int, _Open],
+        last_marker_epoch: dict[int, int],
+        counts: dict[str, int],
+        finding: Callable[..., Obj],
+    ) -> Iterator[Obj]:
+        """The transactions open at the end of the log, and a finding for each that hangs
+        (older than ``older_than_ms``), with the command that would abort it."""
         hanging: list[Obj] = []
         coordinator: dict[int, CoordinatorInfo] | None = None
         snapshot = self._snapshot_entries(part) if self.use_coordinator and open_txns else {}
@@ -437,20 +463,6 @@ class TransactionScanner:
                 producer_id=obj["producer_id"],
                 producer_epoch=obj["producer_epoch"],
             )
-        last_stable = min((t.first_offset for t in open_txns.values()), default=log_end)
-        self.summary.transactions += counts["transactions"]
-        for k in ("committed", "aborted", "open", "hanging"):
-            setattr(self.summary, k, getattr(self.summary, k) + counts[k])
-        yield {
-            "type": "partition",
-            "topic": part.topic,
-            "partition": part.partition,
-            "path": part.display,
-            "log_start_offset": log_start,
-            "log_end_offset": log_end,
-            "last_stable_offset": last_stable,
-            **counts,
-        }
 
     def _txn_obj(self, part: PartitionInput, txn: _Open, state: str, epoch: int) -> Obj:
         return {
