@@ -721,19 +721,7 @@ def plan_compaction(
         if first < lso:
             lso = first
             lso_reason = f"last stable offset {first} (open transaction of producer {pid})"
-    # first dirty offset
-    cp = view.checkpointed(CLEANER)
-    if cp is None:
-        first_dirty, fd_source = log_start, "log start offset: no cleaner checkpoint"
-    elif cp < log_start:
-        first_dirty, fd_source = log_start, f"log start offset (checkpoint {cp} is below it)"
-    elif cp > leo:
-        first_dirty, fd_source = (
-            log_start,
-            f"log start offset (checkpoint {cp} is beyond the log end {leo})",
-        )
-    else:
-        first_dirty, fd_source = cp, CLEANER
+    first_dirty, fd_source = _first_dirty(view)
     # uncleanable bound
     candidates: list[tuple[int, str]] = [(lso, lso_reason)]
     active_base = segs[-1].base_offset if segs else leo
@@ -764,48 +752,11 @@ def plan_compaction(
     clean_bytes = sum(segs[i].size for i in _log_segments(segs, -1, first_dirty))
     total = clean_bytes + cleanable_bytes
     ratio = cleanable_bytes / total if total else 0.0
-    # eligibility: dirty ratio, or max.compaction.lag.ms forcing it
-    eligible = False
     if first_dirty >= first_uncleanable or cleanable_bytes == 0:
-        eligibility = "nothing cleanable"
-    elif ratio > config.min_cleanable_dirty_ratio:
-        eligible = True
-        eligibility = (
-            f"dirty ratio {ratio:.3f} > min.cleanable.dirty.ratio "
-            f"{config.min_cleanable_dirty_ratio}"
-        )
+        eligible, eligibility = False, "nothing cleanable"
     else:
-        eligibility = (
-            f"dirty ratio {ratio:.3f} <= min.cleanable.dirty.ratio "
-            f"{config.min_cleanable_dirty_ratio}: the broker would not pick this log yet"
-        )
-        start_i = _floor_index(segs, first_dirty)
-        firsts = [s.first_batch_timestamp for s in segs[start_i:-1] if s.first_batch_timestamp > 0]
-        if firsts and config.max_compaction_lag_ms < (1 << 63) - 1:
-            if min(firsts) < now - max(config.max_compaction_lag_ms, 0):
-                eligible = True
-                eligibility = (
-                    f"max.compaction.lag.ms {config.max_compaction_lag_ms} has passed for the "
-                    f"earliest dirty segment (dirty ratio {ratio:.3f})"
-                )
-    # statuses
-    stats: dict[int, SegmentStats] = {}
-    for i, s in enumerate(segs):
-        upper = segs[i + 1].base_offset if i + 1 < len(segs) else leo
-        if i == len(segs) - 1:
-            status, why = ACTIVE, "the active segment is never cleaned"
-        elif s.base_offset == first_uncleanable:
-            status, why = UNCLEANABLE, f"the first uncleanable segment: {un_reason}"
-        elif s.base_offset > first_uncleanable:
-            status, why = UNCLEANABLE, "after the first uncleanable segment"
-        elif upper <= first_dirty:
-            status, why = (
-                CLEAN_SECTION,
-                f"below the first dirty offset {first_dirty} (recopied, like the cleaner does)",
-            )
-        else:
-            status, why = DIRTY, "in the dirty range"
-        stats[s.base_offset] = SegmentStats(s.base_offset, s.size, status, why, s.largest_timestamp)
+        eligible, eligibility = _eligibility(segs, config, now, first_dirty, ratio)
+    stats = _statuses(segs, leo, first_dirty, first_uncleanable, un_reason)
     cleaner = _Cleaner(segs, config, now, producers, max_batch_bytes)
     cleaner.progress = progress
     end_offset: int | None = None
@@ -880,6 +831,67 @@ def plan_compaction(
         notes=notes,
         _cleaner=cleaner,
     )
+
+
+def _first_dirty(view: PartitionView) -> tuple[int, str]:
+    """Where the dirty range starts (the cleaner checkpoint, kept inside the log), and why."""
+    log_start, leo = view.log_start_offset, view.log_end_offset
+    cp = view.checkpointed(CLEANER)
+    if cp is None:
+        return log_start, "log start offset: no cleaner checkpoint"
+    if cp < log_start:
+        return log_start, f"log start offset (checkpoint {cp} is below it)"
+    if cp > leo:
+        return log_start, f"log start offset (checkpoint {cp} is beyond the log end {leo})"
+    return cp, CLEANER
+
+
+def _eligibility(
+    segs: list[_Segment], config: TopicConfig, now: int, first_dirty: int, ratio: float
+) -> tuple[bool, str]:
+    """Whether the broker's cleaner would pick a log with something cleanable: its dirty
+    ratio, or max.compaction.lag.ms forcing it."""
+    if ratio > config.min_cleanable_dirty_ratio:
+        return True, (
+            f"dirty ratio {ratio:.3f} > min.cleanable.dirty.ratio "
+            f"{config.min_cleanable_dirty_ratio}"
+        )
+    start_i = _floor_index(segs, first_dirty)
+    firsts = [s.first_batch_timestamp for s in segs[start_i:-1] if s.first_batch_timestamp > 0]
+    if firsts and config.max_compaction_lag_ms < (1 << 63) - 1:
+        if min(firsts) < now - max(config.max_compaction_lag_ms, 0):
+            return True, (
+                f"max.compaction.lag.ms {config.max_compaction_lag_ms} has passed for the "
+                f"earliest dirty segment (dirty ratio {ratio:.3f})"
+            )
+    return False, (
+        f"dirty ratio {ratio:.3f} <= min.cleanable.dirty.ratio "
+        f"{config.min_cleanable_dirty_ratio}: the broker would not pick this log yet"
+    )
+
+
+def _statuses(
+    segs: list[_Segment], leo: int, first_dirty: int, first_uncleanable: int, un_reason: str
+) -> dict[int, SegmentStats]:
+    """Each segment's place for the cleaner (active, uncleanable, clean section, dirty)."""
+    stats: dict[int, SegmentStats] = {}
+    for i, s in enumerate(segs):
+        upper = segs[i + 1].base_offset if i + 1 < len(segs) else leo
+        if i == len(segs) - 1:
+            status, why = ACTIVE, "the active segment is never cleaned"
+        elif s.base_offset == first_uncleanable:
+            status, why = UNCLEANABLE, f"the first uncleanable segment: {un_reason}"
+        elif s.base_offset > first_uncleanable:
+            status, why = UNCLEANABLE, "after the first uncleanable segment"
+        elif upper <= first_dirty:
+            status, why = (
+                CLEAN_SECTION,
+                f"below the first dirty offset {first_dirty} (recopied, like the cleaner does)",
+            )
+        else:
+            status, why = DIRTY, "in the dirty range"
+        stats[s.base_offset] = SegmentStats(s.base_offset, s.size, status, why, s.largest_timestamp)
+    return stats
 
 
 def _floor_index(segs: list[_Segment], offset: int) -> int:
