@@ -30,7 +30,7 @@ from klogtool.formats.checkpoint import EpochEntry
 from klogtool.formats.errors import FormatError
 from klogtool.log import layout
 from klogtool.log.atomic import DELETED, FileOps
-from klogtool.log.partition import LOG_START, PartitionView, update_offset_checkpoint
+from klogtool.log.partition import LOG_START, PartitionView, SegmentInfo, update_offset_checkpoint
 from klogtool.log.segment import read_small
 from klogtool.log.topicconfig import TopicConfig
 
@@ -114,6 +114,10 @@ class RetentionRefused(ValueError):
     """A requested log start offset the broker would refuse (beyond the high watermark)."""
 
 
+# a retention rule's test of segment i (and the index of the one after it): (delete?, why)
+Predicate = Callable[[int, int | None], tuple[bool, str]]
+
+
 def plan_retention(
     view: PartitionView,
     config: TopicConfig,
@@ -135,20 +139,19 @@ def plan_retention(
                 f"requested log start offset {log_start_offset} is beyond the high watermark "
                 f"{hw} ({hw_source}); the broker refuses that"
             )
-        if log_start_offset > lso:
-            lso = log_start_offset
-        else:
+        if log_start_offset <= lso:
             notes.append(
                 f"requested log start offset {log_start_offset} is not above the current "
                 f"{lso}: nothing to do for it"
             )
+        lso = max(lso, log_start_offset)
     decided: dict[int, tuple[str, str]] = {}  # index -> (rule, reason) for deleted segments
     remaining = list(range(len(segs)))
     roll = False
     # index -> [(rule, reason)] from every walk that stopped on it
     kept_reason: dict[int, list[tuple[str, str]]] = {}
 
-    def walk(rule: str, predicate: Callable[[int, int | None], tuple[bool, str]]) -> None:
+    def walk(rule: str, predicate: Predicate) -> None:
         nonlocal remaining, roll, lso
         deletable: list[int] = []
         for pos, i in enumerate(remaining):
@@ -213,22 +216,7 @@ def plan_retention(
         if config.retention_bytes >= 0:
             size = sum(segs[i].size for i in remaining)
             if size >= config.retention_bytes:
-                diff = [size - config.retention_bytes]
-
-                def by_size(i: int, _nxt: int | None) -> tuple[bool, str]:
-                    s = segs[i].size
-                    if diff[0] - s >= 0:
-                        diff[0] -= s
-                        return True, (
-                            f"the partition is {size} bytes, retention.bytes "
-                            f"{config.retention_bytes}: {s} bytes fit in the excess"
-                        )
-                    return False, (
-                        f"deleting these {s} bytes would take the partition below "
-                        f"retention.bytes {config.retention_bytes}"
-                    )
-
-                walk(RULE_SIZE, by_size)
+                walk(RULE_SIZE, _by_size([s.size for s in segs], size, config.retention_bytes))
         if config.retention_ms >= 0:
 
             def by_time(i: int, _nxt: int | None) -> tuple[bool, str]:
@@ -242,49 +230,8 @@ def plan_retention(
             f"cleanup.policy={','.join(config.cleanup_policy)}: only the log start offset rule "
             f"applies"
         )
-    decisions: list[SegmentDecision] = []
-    first_kept: int | None = None
-    for i, seg in enumerate(segs):
-        upper = view.upper_bound(i)
-        if i in decided:
-            rule, why = decided[i]
-            decisions.append(
-                SegmentDecision(
-                    seg.base_offset,
-                    upper,
-                    seg.size,
-                    seg.largest_timestamp,
-                    seg.timestamp_source,
-                    DELETE,
-                    rule,
-                    why,
-                )
-            )
-            continue
-        if first_kept is None:
-            first_kept = i
-            reasons = kept_reason.get(i) or [(RULE_NOT_BREACHED, "no rule applies")]
-            rule = reasons[-1][0]
-            why = "; ".join(r for _, r in reasons)
-        elif i in kept_reason and kept_reason[i][-1][0] == RULE_ACTIVE_EMPTY:
-            rule, why = kept_reason[i][-1]
-        else:
-            rule = RULE_AFTER_KEPT
-            why = "an older segment is kept (retention deletes only a prefix of the log)"
-            if config.delete and config.retention_ms >= 0 and age_of(i)[0]:
-                why += "; on its own it is past retention.ms"
-        decisions.append(
-            SegmentDecision(
-                seg.base_offset,
-                upper,
-                seg.size,
-                seg.largest_timestamp,
-                seg.timestamp_source,
-                KEEP,
-                rule,
-                why,
-            )
-        )
+    past_time = config.delete and config.retention_ms >= 0
+    decisions = _decisions(view, decided, kept_reason, lambda i: past_time and age_of(i)[0])
     deleted_bases = {segs[i].base_offset for i in decided}
     # the broker's logStartOffset only grows; after deletion it is at least the first base
     new_first = segs[remaining[0]].base_offset if remaining else leo
@@ -304,12 +251,7 @@ def plan_retention(
     # an empty last segment without its indexes (a roll cut short): the broker creates them
     missing: list[Path] = []
     if remaining and not roll and segs[remaining[-1]].size == 0:
-        files = segs[remaining[-1]].files
-        for suffix, have in ((".index", files.index), (".timeindex", files.timeindex)):
-            if have is None:
-                missing.append(
-                    view.path / layout.segment_name(segs[remaining[-1]].base_offset, suffix)
-                )
+        missing = _missing_indexes(view, segs[remaining[-1]])
     cp_before = view.checkpointed(LOG_START)
     # the broker checkpoints only partitions whose log start is above the first base offset
     cp_after = new_lso if view.tp is not None and new_lso > new_first else None
@@ -338,6 +280,82 @@ def plan_retention(
         checkpoint_after=cp_after,
         notes=notes,
     )
+
+
+def _by_size(sizes: list[int], size: int, retention_bytes: int) -> Predicate:
+    """The size rule's predicate: delete oldest segments while the excess over
+    retention.bytes holds them."""
+    excess = size - retention_bytes
+
+    def by_size(i: int, _nxt: int | None) -> tuple[bool, str]:
+        nonlocal excess
+        s = sizes[i]
+        if excess - s >= 0:
+            excess -= s
+            return True, (
+                f"the partition is {size} bytes, retention.bytes {retention_bytes}: {s} bytes "
+                f"fit in the excess"
+            )
+        return False, (
+            f"deleting these {s} bytes would take the partition below retention.bytes "
+            f"{retention_bytes}"
+        )
+
+    return by_size
+
+
+def _decisions(
+    view: PartitionView,
+    decided: dict[int, tuple[str, str]],
+    kept_reason: dict[int, list[tuple[str, str]]],
+    past_retention: Callable[[int], bool],
+) -> list[SegmentDecision]:
+    """One decision per segment: deleted by the rule that took it, or kept, and why (the
+    first kept segment says which walks stopped on it)."""
+    decisions: list[SegmentDecision] = []
+    first_kept: int | None = None
+    for i, seg in enumerate(view.segments):
+        if i in decided:
+            action = DELETE
+            rule, why = decided[i]
+        elif first_kept is None:
+            first_kept = i
+            action = KEEP
+            reasons = kept_reason.get(i) or [(RULE_NOT_BREACHED, "no rule applies")]
+            rule = reasons[-1][0]
+            why = "; ".join(r for _, r in reasons)
+        elif i in kept_reason and kept_reason[i][-1][0] == RULE_ACTIVE_EMPTY:
+            action = KEEP
+            rule, why = kept_reason[i][-1]
+        else:
+            action = KEEP
+            rule = RULE_AFTER_KEPT
+            why = "an older segment is kept (retention deletes only a prefix of the log)"
+            if past_retention(i):
+                why += "; on its own it is past retention.ms"
+        decisions.append(
+            SegmentDecision(
+                seg.base_offset,
+                view.upper_bound(i),
+                seg.size,
+                seg.largest_timestamp,
+                seg.timestamp_source,
+                action,
+                rule,
+                why,
+            )
+        )
+    return decisions
+
+
+def _missing_indexes(view: PartitionView, seg: SegmentInfo) -> list[Path]:
+    """The index files an empty last segment lacks (the broker creates them)."""
+    files = seg.files
+    return [
+        view.path / layout.segment_name(seg.base_offset, suffix)
+        for suffix, have in ((".index", files.index), (".timeindex", files.timeindex))
+        if have is None
+    ]
 
 
 def human_ms(ms: int) -> str:
