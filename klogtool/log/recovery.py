@@ -49,7 +49,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from klogtool import __version__
 from klogtool.errors import InputError, RefusedError
@@ -340,7 +340,48 @@ def plan_partition(
     scans: list[rebuild.SegmentScan] = rebuild.run_parallel(
         rebuild.run_scan_task, tasks, jobs=opts.jobs, sizes=sizes, progress=progress
     )
-    t_index: int | None = None
+    walked = _walk_scans(plan, recovered, scans, opts)
+    if walked is False:
+        return plan
+    t_index = walked
+    kept = scans if t_index is None else scans[: t_index + 1]
+    plan.segments_recovered = len(kept)
+    new_leo = kept[-1].next_offset
+    plan.log_end_offset = new_leo
+    plan.bytes_kept = sum(os.path.getsize(str(s.log)) for s in trusted)
+    plan.bytes_kept += sum(s.valid_bytes for s in kept)
+    plan.records_kept = sum(s.records for s in kept)
+    quarantined_last: int | None = None
+    if t_index is not None:
+        _plan_cut(plan, part, recovered[t_index], scans[t_index])
+    for piece in plan.cuts + plan.moves:
+        if piece.kind == layout.LOG:
+            plan.bytes_quarantined += piece.end - piece.start
+            plan.records_quarantined += piece.records
+            if piece.last_offset is not None:
+                quarantined_last = max(quarantined_last or -1, piece.last_offset)
+    plan.log_end_offset_before = max(
+        new_leo, quarantined_last + 1 if quarantined_last is not None else new_leo
+    )
+    _plan_snapshots(plan, part, new_leo)
+    _plan_indexes(plan, part, recovered, kept, t_index, opts)
+    _plan_epochs(plan, part, new_leo)
+    _plan_checkpoints(plan, part_dir, new_leo)
+    _plan_clean_shutdown(plan, part_dir)
+    if plan.changes:
+        plan.status = "recovered"
+    return plan
+
+
+def _walk_scans(
+    plan: PartitionPlan,
+    recovered: list[layout.SegmentFiles],
+    scans: list[rebuild.SegmentScan],
+    opts: RecoveryOptions,
+) -> int | None | Literal[False]:
+    """Check the scans in order (a segment whose offsets do not follow the previous one's is
+    scanned again with that bound): the index of the segment to truncate, None when all are
+    clean, or False when the partition is skipped (``plan`` says why)."""
     prev_last: int | None = None
     for i, scan in enumerate(scans):
         seg = recovered[i]
@@ -366,10 +407,9 @@ def plan_partition(
                 scan.path,
                 position=scan.valid_bytes,
             )
-            return plan
+            return False
         if not scan.clean:
-            t_index = i
-            break
+            return i
         if i + 1 < len(recovered) and scan.last_offset is not None:
             nxt = recovered[i + 1].base_offset
             if scan.last_offset >= nxt:
@@ -381,73 +421,63 @@ def plan_partition(
                     scan.path,
                     offset=scan.last_offset,
                 )
-                return plan
+                return False
         if scan.last_offset is not None:
             prev_last = scan.last_offset
-    kept = scans if t_index is None else scans[: t_index + 1]
-    plan.segments_recovered = len(kept)
-    new_leo = kept[-1].next_offset
-    plan.log_end_offset = new_leo
-    plan.bytes_kept = sum(os.path.getsize(str(s.log)) for s in trusted)
-    plan.bytes_kept += sum(s.valid_bytes for s in kept)
-    plan.records_kept = sum(s.records for s in kept)
-    quarantined_last: int | None = None
+    return None
 
-    if t_index is not None:
-        t_scan = scans[t_index]
-        t_seg = recovered[t_index]
-        assert t_seg.log is not None
-        plan.reason = t_scan.error_code or t_scan.end
-        plan.message = (
-            f"{t_seg.log.name}: {t_scan.error or t_scan.end} at byte {t_scan.valid_bytes}"
-        )
-        plan.truncated_base = t_seg.base_offset
-        if t_scan.valid_bytes < t_scan.size:
-            plan.truncate = (t_seg.log, t_scan.valid_bytes, t_scan.size)
-            # checked again when copying and truncating: a file swapped in since is refused
-            plan.truncate_id = identity(t_seg.log)
-            if t_scan.end == ZERO_FILL:
-                cut = Piece(
-                    ZEROS,
-                    t_seg.log.name,
-                    start=t_scan.valid_bytes,
-                    end=t_scan.size,
-                    kind=layout.LOG,
-                )
-            else:
-                cut = Piece(
-                    CUT,
-                    t_seg.log.name,
-                    stored=f"{t_seg.log.name}.{t_scan.valid_bytes}-{t_scan.size}",
-                    start=t_scan.valid_bytes,
-                    end=t_scan.size,
-                    sha256=_sha256(t_seg.log, t_scan.valid_bytes, t_scan.size),
-                    kind=layout.LOG,
-                )
-                cut.batches, cut.records, cut.first_offset, cut.last_offset = _readable(
-                    t_seg.log, t_scan.valid_bytes, t_scan.size
-                )
-            plan.cuts.append(cut)
-        # every later segment (and any index files left without their .log) goes, highest
-        # first, indexes before their .log
-        later = [s for s in part.segments if s.base_offset > t_seg.base_offset]
-        for seg in sorted(later, key=lambda s: s.base_offset, reverse=True):
-            for kind in (layout.TXNINDEX, layout.TIMEINDEX, layout.INDEX, layout.LOG):
-                p = getattr(seg, kind)
-                if p is not None:
-                    plan.moves.append(_file_piece(p, kind))
-            if seg.log is not None:
-                plan.segments_removed += 1
-    for piece in plan.cuts + plan.moves:
-        if piece.kind == layout.LOG:
-            plan.bytes_quarantined += piece.end - piece.start
-            plan.records_quarantined += piece.records
-            if piece.last_offset is not None:
-                quarantined_last = max(quarantined_last or -1, piece.last_offset)
-    plan.log_end_offset_before = max(
-        new_leo, quarantined_last + 1 if quarantined_last is not None else new_leo
-    )
 
+def _plan_cut(
+    plan: PartitionPlan,
+    part: layout.PartitionDir,
+    t_seg: layout.SegmentFiles,
+    t_scan: rebuild.SegmentScan,
+) -> None:
+    """The cut of the segment to truncate, and every later segment moved to the quarantine."""
+    assert t_seg.log is not None
+    plan.reason = t_scan.error_code or t_scan.end
+    plan.message = f"{t_seg.log.name}: {t_scan.error or t_scan.end} at byte {t_scan.valid_bytes}"
+    plan.truncated_base = t_seg.base_offset
+    if t_scan.valid_bytes < t_scan.size:
+        plan.truncate = (t_seg.log, t_scan.valid_bytes, t_scan.size)
+        # checked again when copying and truncating: a file swapped in since is refused
+        plan.truncate_id = identity(t_seg.log)
+        if t_scan.end == ZERO_FILL:
+            cut = Piece(
+                ZEROS,
+                t_seg.log.name,
+                start=t_scan.valid_bytes,
+                end=t_scan.size,
+                kind=layout.LOG,
+            )
+        else:
+            cut = Piece(
+                CUT,
+                t_seg.log.name,
+                stored=f"{t_seg.log.name}.{t_scan.valid_bytes}-{t_scan.size}",
+                start=t_scan.valid_bytes,
+                end=t_scan.size,
+                sha256=_sha256(t_seg.log, t_scan.valid_bytes, t_scan.size),
+                kind=layout.LOG,
+            )
+            cut.batches, cut.records, cut.first_offset, cut.last_offset = _readable(
+                t_seg.log, t_scan.valid_bytes, t_scan.size
+            )
+        plan.cuts.append(cut)
+    # every later segment (and any index files left without their .log) goes, highest
+    # first, indexes before their .log
+    later = [s for s in part.segments if s.base_offset > t_seg.base_offset]
+    for seg in sorted(later, key=lambda s: s.base_offset, reverse=True):
+        for kind in (layout.TXNINDEX, layout.TIMEINDEX, layout.INDEX, layout.LOG):
+            p = getattr(seg, kind)
+            if p is not None:
+                plan.moves.append(_file_piece(p, kind))
+        if seg.log is not None:
+            plan.segments_removed += 1
+
+
+def _plan_snapshots(plan: PartitionPlan, part: layout.PartitionDir, new_leo: int) -> None:
+    """Producer snapshots beyond the new end, and unreadable ones, to the quarantine."""
     # producer snapshots beyond the new end, and unreadable ones (the broker deletes both
     # on load; a corrupt one would otherwise hide the older snapshots it falls back to)
     for snap in part.snapshots:
@@ -471,6 +501,18 @@ def plan_partition(
                 )
             )
 
+
+def _plan_indexes(
+    plan: PartitionPlan,
+    part: layout.PartitionDir,
+    recovered: list[layout.SegmentFiles],
+    kept: list[rebuild.SegmentScan],
+    t_index: int | None,
+    opts: RecoveryOptions,
+) -> None:
+    """Index files to rewrite: the truncated segment's, and those of recovered segments whose
+    indexes the broker would rebuild (missing, or failing the checks)."""
+    part_dir = part.path
     # indexes: the truncated segment's, and those of recovered segments that need recovery
     initial = rebuild.txn_state_before(part, recovered[0].base_offset)
     chained = rebuild.chain_transactions(initial, kept)
@@ -542,6 +584,9 @@ def plan_partition(
             else:
                 plan.created.append(Piece(CREATED, path.name, kind=kind))
 
+
+def _plan_epochs(plan: PartitionPlan, part: layout.PartitionDir, new_leo: int) -> None:
+    """Leader epochs at or beyond the new end, when data was cut."""
     # leader epochs starting at or beyond the new end (LeaderEpochFileCache.truncateFromEnd),
     # when data was cut: where nothing was, the broker's own load does the same, and an entry
     # at the end of an untouched log (an empty partition's "0 0") is no reason for a quarantine
@@ -577,6 +622,9 @@ def plan_partition(
                     )
                 )
 
+
+def _plan_checkpoints(plan: PartitionPlan, part_dir: Path, new_leo: int) -> None:
+    """Log-dir offset checkpoints that point past the new end."""
     # log-dir checkpoints that point past the new end
     key = _checkpoint_key(part_dir)
     if key is not None:
@@ -602,6 +650,9 @@ def plan_partition(
             if old is not None and old > new_leo:
                 plan.checkpoints.append(CheckpointChange(name, key[0], key[1], old, new_leo))
 
+
+def _plan_clean_shutdown(plan: PartitionPlan, part_dir: Path) -> None:
+    """The clean-shutdown marker goes when the log changes (the broker must recover it)."""
     # the broker must not skip recovery of a log changed under it
     marker = part_dir.parent / CLEAN_SHUTDOWN
     if (plan.truncate or plan.segments_removed) and marker.is_file() and not marker.is_symlink():
@@ -617,9 +668,6 @@ def plan_partition(
                 kind=layout.CLEAN_SHUTDOWN,
             ),
         )
-    if plan.changes:
-        plan.status = "recovered"
-    return plan
 
 
 # -- the quarantine ---------------------------------------------------------------------------
