@@ -932,45 +932,9 @@ def apply_plan(plan: PartitionPlan, opts: RecoveryOptions, ops: FileOps, emit: E
     if resumed is not None:
         step("resume", qdir, f"resume the interrupted recovery recorded in {qdir}")
     if old is not None:
-        for p in old["pieces"]:
-            if p.action in (CUT, COPY):
-                if _valid_copy(qdir, p):
-                    pieces.append(p)
-                elif p.stored and os.path.lexists(qdir / p.stored):
-                    ops.unlink(qdir / p.stored)  # a copy cut short by the crash
-                    step(
-                        "delete",
-                        qdir / p.stored,
-                        f"delete {qdir / p.stored}, a copy the interrupted run did not finish",
-                    )
-            elif p.action == MOVE:
-                if p.stored and (qdir / p.stored).exists():
-                    pieces.append(p)
-            elif p.action == ZEROS:
-                src = part_dir / p.source
-                if src.is_file() and src.stat().st_size == p.start:
-                    pieces.append(p)
-            elif p.action == CREATED and (part_dir / p.source).exists():
-                pieces.append(p)
+        pieces = _surviving_pieces(old["pieces"], qdir, part_dir, ops, step)
         changes = list(old["checkpoints"])
-    taken = {p.stored for p in pieces if p.stored}
-    seq = max((p.seq for p in pieces), default=0)
-    new_pieces: list[Piece] = []
-    for p in plan.cuts + plan.copies + plan.moves + plan.created:
-        match = next((q for q in pieces if q.same(p)), None)
-        if match is not None and p.action != MOVE:
-            continue  # already done by the interrupted run
-        if p.stored is not None:
-            name = p.stored
-            n = 1
-            while name in taken or os.path.lexists(qdir / name):
-                n += 1
-                name = f"{p.stored}.{n}"
-            p.stored = name
-            taken.add(name)
-        seq += 1
-        p.seq = seq
-        new_pieces.append(p)
+    new_pieces = _new_pieces(plan, pieces, qdir)
     pieces += new_pieces
     for c in plan.checkpoints:
         if not any(
@@ -1002,6 +966,110 @@ def apply_plan(plan: PartitionPlan, opts: RecoveryOptions, ops: FileOps, emit: E
         ops.mkdir(qdir)
         step("mkdir", qdir, f"create the quarantine directory {qdir}")
     ops.replace_file(qdir / MANIFEST, [_dump_manifest(manifest)])
+    _copy_pieces(plan, new_pieces, qdir, ops, step)
+    ops.fsync_dir(qdir)
+    # 2. moves: the clean-shutdown marker first, then checkpoints, then whole files
+    _apply_moves(plan, new_pieces, qdir, ops, step)
+    # 3. the truncation
+    if plan.truncate is not None:
+        log, valid, size = plan.truncate
+        ops.truncate(log, valid, expect=plan.truncate_id)
+        step(
+            "truncate",
+            log,
+            f"truncate {log.name} from {size} to {valid} bytes",
+            start=valid,
+            end=size,
+            log_end_offset=plan.log_end_offset,
+        )
+    # 4. rebuilt indexes, leader epochs
+    for r in plan.rewrites:
+        ops.replace_file(r.path, [r.data])
+        verb = "rewrite" if r.existed else "create"
+        step(
+            verb,
+            r.path,
+            f"{verb} {r.path.name} (rebuilt: {_n(r.entries, 'entry', 'entries')})",
+            entries=r.entries,
+        )
+    if plan.epochs is not None:
+        lec = part_dir / "leader-epoch-checkpoint"
+        ops.replace_file(lec, [plan.epochs])
+        dropped = ", ".join(f"epoch {e} from {s}" for e, s in plan.epochs_dropped)
+        step(
+            "epochs",
+            lec,
+            f"drop leader epochs at or beyond offset {plan.log_end_offset}: {dropped}",
+            dropped=[list(x) for x in plan.epochs_dropped],
+        )
+    # 5. done
+    manifest["state"] = COMPLETE
+    ops.replace_file(qdir / MANIFEST, [_dump_manifest(manifest)])
+    plan.operations = ops.count
+
+
+Step = Callable[..., None]  # (op, path, message, **fields): one step of a recovery, reported
+
+
+def _surviving_pieces(
+    old: list[Piece], qdir: Path, part_dir: Path, ops: FileOps, step: Step
+) -> list[Piece]:
+    """What an interrupted run's manifest lists and really did: copies that are whole, moved
+    files that are in the quarantine, zeros recorded before the truncation, created files.
+    A copy cut short by the crash is deleted."""
+    pieces: list[Piece] = []
+    for p in old:
+        if p.action in (CUT, COPY):
+            if _valid_copy(qdir, p):
+                pieces.append(p)
+            elif p.stored and os.path.lexists(qdir / p.stored):
+                ops.unlink(qdir / p.stored)  # a copy cut short by the crash
+                step(
+                    "delete",
+                    qdir / p.stored,
+                    f"delete {qdir / p.stored}, a copy the interrupted run did not finish",
+                )
+        elif p.action == MOVE:
+            if p.stored and (qdir / p.stored).exists():
+                pieces.append(p)
+        elif p.action == ZEROS:
+            src = part_dir / p.source
+            if src.is_file() and src.stat().st_size == p.start:
+                pieces.append(p)
+        elif p.action == CREATED and (part_dir / p.source).exists():
+            pieces.append(p)
+    return pieces
+
+
+def _new_pieces(plan: PartitionPlan, pieces: list[Piece], qdir: Path) -> list[Piece]:
+    """The plan's pieces not already done by an interrupted run, numbered after ``pieces``,
+    each stored under a name free in the quarantine."""
+    taken = {p.stored for p in pieces if p.stored}
+    seq = max((p.seq for p in pieces), default=0)
+    new_pieces: list[Piece] = []
+    for p in plan.cuts + plan.copies + plan.moves + plan.created:
+        match = next((q for q in pieces if q.same(p)), None)
+        if match is not None and p.action != MOVE:
+            continue  # already done by the interrupted run
+        if p.stored is not None:
+            name = p.stored
+            n = 1
+            while name in taken or os.path.lexists(qdir / name):
+                n += 1
+                name = f"{p.stored}.{n}"
+            p.stored = name
+            taken.add(name)
+        seq += 1
+        p.seq = seq
+        new_pieces.append(p)
+    return new_pieces
+
+
+def _copy_pieces(
+    plan: PartitionPlan, new_pieces: list[Piece], qdir: Path, ops: FileOps, step: Step
+) -> None:
+    """Step 1: a copy in the quarantine of every byte about to change (zeros only recorded)."""
+    part_dir = plan.path
     for p in new_pieces:
         if p.action in (CUT, COPY):
             assert p.stored is not None
@@ -1033,8 +1101,14 @@ def apply_plan(plan: PartitionPlan, opts: RecoveryOptions, ops: FileOps, emit: E
                 start=p.start,
                 end=p.end,
             )
-    ops.fsync_dir(qdir)
-    # 2. moves: the clean-shutdown marker first, then checkpoints, then whole files
+
+
+def _apply_moves(
+    plan: PartitionPlan, new_pieces: list[Piece], qdir: Path, ops: FileOps, step: Step
+) -> None:
+    """Step 2: the clean-shutdown marker first, then the checkpoints, then whole files."""
+    part_dir = plan.path
+    log_dir = part_dir.parent
     moves = [p for p in new_pieces if p.action == MOVE]
     for p in [m for m in moves if m.where == "log_dir"]:
         assert p.stored is not None
@@ -1080,42 +1154,6 @@ def apply_plan(plan: PartitionPlan, opts: RecoveryOptions, ops: FileOps, emit: E
         )
     if moves:
         ops.fsync_dir(part_dir)
-    # 3. the truncation
-    if plan.truncate is not None:
-        log, valid, size = plan.truncate
-        ops.truncate(log, valid, expect=plan.truncate_id)
-        step(
-            "truncate",
-            log,
-            f"truncate {log.name} from {size} to {valid} bytes",
-            start=valid,
-            end=size,
-            log_end_offset=plan.log_end_offset,
-        )
-    # 4. rebuilt indexes, leader epochs
-    for r in plan.rewrites:
-        ops.replace_file(r.path, [r.data])
-        verb = "rewrite" if r.existed else "create"
-        step(
-            verb,
-            r.path,
-            f"{verb} {r.path.name} (rebuilt: {_n(r.entries, 'entry', 'entries')})",
-            entries=r.entries,
-        )
-    if plan.epochs is not None:
-        lec = part_dir / "leader-epoch-checkpoint"
-        ops.replace_file(lec, [plan.epochs])
-        dropped = ", ".join(f"epoch {e} from {s}" for e, s in plan.epochs_dropped)
-        step(
-            "epochs",
-            lec,
-            f"drop leader epochs at or beyond offset {plan.log_end_offset}: {dropped}",
-            dropped=[list(x) for x in plan.epochs_dropped],
-        )
-    # 5. done
-    manifest["state"] = COMPLETE
-    ops.replace_file(qdir / MANIFEST, [_dump_manifest(manifest)])
-    plan.operations = ops.count
 
 
 def _n(n: int, one: str, many: str) -> str:
