@@ -1290,60 +1290,13 @@ def restore(qdir: Path, ops: FileOps, emit: Emit, part_dir: Path | None = None) 
             }
         )
 
-    def refuse(message: str, path: Path) -> RefusedError:
-        return RefusedError(
-            message,
-            path=str(path),
-            code="restore-conflict",
-            hint="the partition changed after the truncation; restore by hand "
-            "from the quarantine if you must (see its manifest.json)",
-        )
-
     pieces: list[Piece] = manifest["pieces"]
 
     def where(p: Piece) -> Path:
         return (log_dir if p.where == "log_dir" else part_dir) / p.source
 
-    # -- checks first: nothing is changed when one fails
+    _check_restore(qdir, manifest, part_dir, where)
     tails = [p for p in pieces if p.action in (CUT, ZEROS)]
-    for p in tails:
-        src = where(p)
-        if src.is_symlink():
-            raise refuse(f"{p.source} is a symlink: klogtool does not write through links", src)
-        size = src.lstat().st_size if src.is_file() else -1
-        if size not in (p.start, p.end):
-            raise refuse(
-                f"{p.source} is {size} bytes, neither the {p.start} left by the truncation nor "
-                f"the original {p.end}",
-                src,
-            )
-        if size == p.start and p.action == CUT and not _valid_copy(qdir, p):
-            raise refuse(f"the stored tail {p.stored} is missing or damaged", qdir)
-    for p in pieces:
-        if p.action != MOVE or p.stored is None or not os.path.lexists(qdir / p.stored):
-            continue
-        if os.path.lexists(where(p)):
-            raise refuse(f"{p.source} exists again: not overwriting it", where(p))
-        if p.sha256 and _sha256(qdir / p.stored) != p.sha256:
-            raise refuse(f"{p.stored} does not match its SHA-256 in the manifest", qdir / p.stored)
-    truncated = manifest.get("truncated_segment")
-    if truncated is not None and part_dir.is_dir():
-        pending = {
-            p.source
-            for p in pieces
-            if p.action == MOVE
-            and p.kind == layout.LOG
-            and p.stored
-            and os.path.lexists(qdir / p.stored)
-        }
-        back = {p.source for p in pieces if p.action == MOVE and p.kind == layout.LOG} - pending
-        for seg in layout.scan_partition_dir(part_dir).segments:
-            if seg.log is not None and seg.base_offset > truncated and seg.log.name not in back:
-                raise refuse(
-                    f"{seg.log.name} was not there when the partition was truncated (the "
-                    f"broker has appended since)",
-                    seg.log,
-                )
 
     # 1. data tails, so that the log is whole again before later segments come back
     for p in tails:
@@ -1408,14 +1361,30 @@ def restore(qdir: Path, ops: FileOps, emit: Emit, part_dir: Path | None = None) 
             ops.unlink(where(p))
             step("delete", where(p), f"delete {p.source}, which the recovery created")
     # 4. checkpoint values the recovery lowered
-    for name in sorted({c.file for c in manifest["checkpoints"]}):
+    _restore_checkpoints(manifest["checkpoints"], log_dir, ops, step)
+    manifest["state"] = RESTORED
+    ops.replace_file(qdir / MANIFEST, [_dump_manifest(manifest)])
+    # everything is back: the run dir goes (marked restored first, so that a crash in
+    # between leaves a run that the next --restore recognises and removes)
+    _remove_run(ops, qdir)
+    step("remove", qdir, f"remove the restored quarantine {qdir}")
+    if ops.dry_run:
+        report["status"] = "would-restore"
+    return report
+
+
+def _restore_checkpoints(
+    changes: list[CheckpointChange], log_dir: Path, ops: FileOps, step: Step
+) -> None:
+    """Checkpoint values a recovery lowered, raised back where they still hold its value."""
+    for name in sorted({c.file for c in changes}):
         cp = log_dir / name
         if not cp.is_file() or cp.is_symlink():
             continue
         data = _read_nofollow(cp)
         values = dict(checkpoint.parse_offset_checkpoint(data).entries)
         edits: dict[tuple[str, int], tuple[int, int]] = {}
-        for c in manifest["checkpoints"]:
+        for c in changes:
             key = (c.topic, c.partition)
             if c.file == name and values.get(key) == c.new and c.new != c.old:
                 edits[key] = (c.new, c.old)
@@ -1431,15 +1400,64 @@ def restore(qdir: Path, ops: FileOps, emit: Emit, part_dir: Path | None = None) 
         if edits:
             # only those lines: the file comes back byte for byte
             ops.replace_file(cp, [edit_checkpoint(data, edits)])
-    manifest["state"] = RESTORED
-    ops.replace_file(qdir / MANIFEST, [_dump_manifest(manifest)])
-    # everything is back: the run dir goes (marked restored first, so that a crash in
-    # between leaves a run that the next --restore recognises and removes)
-    _remove_run(ops, qdir)
-    step("remove", qdir, f"remove the restored quarantine {qdir}")
-    if ops.dry_run:
-        report["status"] = "would-restore"
-    return report
+
+
+def _restore_conflict(message: str, path: Path) -> RefusedError:
+    return RefusedError(
+        message,
+        path=str(path),
+        code="restore-conflict",
+        hint="the partition changed after the truncation; restore by hand "
+        "from the quarantine if you must (see its manifest.json)",
+    )
+
+
+def _check_restore(
+    qdir: Path, manifest: dict[str, Any], part_dir: Path, where: Callable[[Piece], Path]
+) -> None:
+    """The checks of :func:`restore`, all made before anything changes: raises RefusedError
+    where restoring would break the partition as it is now."""
+    refuse = _restore_conflict
+    pieces: list[Piece] = manifest["pieces"]
+    tails = [p for p in pieces if p.action in (CUT, ZEROS)]
+    for p in tails:
+        src = where(p)
+        if src.is_symlink():
+            raise refuse(f"{p.source} is a symlink: klogtool does not write through links", src)
+        size = src.lstat().st_size if src.is_file() else -1
+        if size not in (p.start, p.end):
+            raise refuse(
+                f"{p.source} is {size} bytes, neither the {p.start} left by the truncation nor "
+                f"the original {p.end}",
+                src,
+            )
+        if size == p.start and p.action == CUT and not _valid_copy(qdir, p):
+            raise refuse(f"the stored tail {p.stored} is missing or damaged", qdir)
+    for p in pieces:
+        if p.action != MOVE or p.stored is None or not os.path.lexists(qdir / p.stored):
+            continue
+        if os.path.lexists(where(p)):
+            raise refuse(f"{p.source} exists again: not overwriting it", where(p))
+        if p.sha256 and _sha256(qdir / p.stored) != p.sha256:
+            raise refuse(f"{p.stored} does not match its SHA-256 in the manifest", qdir / p.stored)
+    truncated = manifest.get("truncated_segment")
+    if truncated is not None and part_dir.is_dir():
+        pending = {
+            p.source
+            for p in pieces
+            if p.action == MOVE
+            and p.kind == layout.LOG
+            and p.stored
+            and os.path.lexists(qdir / p.stored)
+        }
+        back = {p.source for p in pieces if p.action == MOVE and p.kind == layout.LOG} - pending
+        for seg in layout.scan_partition_dir(part_dir).segments:
+            if seg.log is not None and seg.base_offset > truncated and seg.log.name not in back:
+                raise refuse(
+                    f"{seg.log.name} was not there when the partition was truncated (the "
+                    f"broker has appended since)",
+                    seg.log,
+                )
 
 
 def _remove_run(ops: FileOps, qdir: Path) -> None:
