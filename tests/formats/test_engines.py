@@ -183,6 +183,11 @@ def test_a_native_panic_is_an_internal_error(monkeypatch, capsys) -> None:
         def check_v2(self, *_args: object) -> None:
             raise PanicException("index out of bounds")
 
+        def crc32c(self, data: bytes) -> int:
+            import crc32c
+
+            return int(crc32c.crc32c(data))
+
     monkeypatch.setattr(engine, "_active", Panicking())
     target = Path(__file__).resolve().parents[2] / "fixtures/logs/logdir/v2-none-0"
     with pytest.raises(SystemExit) as exit_info:
