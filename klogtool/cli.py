@@ -1,4 +1,4 @@
-"""The ``klogtool`` command: global options, error handling and exit codes (DESIGN.md §3, §5)."""
+"""The ``klogtool`` command: global options, error handling and exit codes (docs/output.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Errors that end a command with a documented exit code (DESIGN.md §5)."""
+"""Errors that end a command with a documented exit code (docs/output.md)."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ PROG = "klogtool"
 SECTION = "1"
 MANUAL = "User Commands"
 
-#: What each ``klogtool.errors.EXIT_*`` constant means (DESIGN.md §5). A new constant without
+#: What each ``klogtool.errors.EXIT_*`` constant means (docs/output.md). A new constant without
 #: an entry here stops the generator, so that every documented exit code gets described.
 EXIT_DESCRIPTIONS: dict[str, str] = {
     "EXIT_OK": "Success; for verify: nothing wrong (warnings allowed).",
@@ -337,7 +337,7 @@ def exit_codes() -> list[tuple[int, str]]:
         if name not in EXIT_DESCRIPTIONS:
             raise ManpageError(
                 f"klogtool.errors.{name} = {value} has no description: add it to "
-                "EXIT_DESCRIPTIONS in klogtool/manpages.py (see DESIGN.md §5)"
+                "EXIT_DESCRIPTIONS in klogtool/manpages.py (see docs/output.md)"
             )
         codes[value] = EXIT_DESCRIPTIONS[name]
     return sorted(codes.items())

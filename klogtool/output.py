@@ -52,7 +52,7 @@ def to_json(obj: dict[str, Any]) -> str:
 
 
 class Output:
-    """One command run's writer. ``emit`` takes the DESIGN.md §4 objects."""
+    """One command run's writer. ``emit`` takes the docs/output.md objects."""
 
     def __init__(
         self,
@@ -326,7 +326,7 @@ def plain_table(
 
 
 def render_text(obj: dict[str, Any]) -> str:
-    """The human line for one object (DESIGN.md §4 objects, compactly)."""
+    """The human line for one object (docs/output.md objects, compactly)."""
     kind = obj.get("type", "")
     special = _TEXT_RENDERERS.get(kind)
     line = special(obj) if special is not None else _generic_text(obj)

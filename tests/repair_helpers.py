@@ -163,13 +163,14 @@ def killed(status: int) -> bool:
     return os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
 
 
-# -- an independent index builder (kafka-python's batch reader + kafka-spec.md §5) ----------
+# -- an independent index builder (kafka-python's batch reader + docs/kafka-rules.md: Index
+# rebuild) ----------
 
 
 def reference_indexes(buf: bytes, base_offset: int, interval: int = 4096) -> tuple[bytes, bytes]:
     """The trimmed ``.index`` and ``.timeindex`` the broker's ``LogSegment.recover`` writes
     for a clean segment, computed with kafka-python's batch reader (not klogtool's) and the
-    rule written out again from kafka-spec.md §5."""
+    rule written out again from docs/kafka-rules.md: Index rebuild."""
     import struct
 
     from kafka.record import MemoryRecords
@@ -210,7 +211,7 @@ def reference_indexes(buf: bytes, base_offset: int, interval: int = 4096) -> tup
 
 
 def txn_entry(producer_id: int, first: int, last: int, lso: int) -> bytes:
-    """One .txnindex entry, packed by hand (kafka-spec.md §3.5)."""
+    """One .txnindex entry, packed by hand (docs/kafka-rules.md: Partition directory files)."""
     import struct
 
     return struct.pack(">hqqqq", 0, producer_id, first, last, lso)

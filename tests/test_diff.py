@@ -2,7 +2,7 @@
 
 Replica pairs are built batch by batch with ``encode_batch``; the truncation offsets expected
 here are worked out by hand from the broker's rule (``LeaderEpochFileCache.endOffsetFor`` and
-``AbstractFetcherThread.getOffsetTruncationState``; kafka-spec.md, "Replica divergence")."""
+``AbstractFetcherThread.getOffsetTruncationState``; docs/diff.md)."""
 
 from __future__ import annotations
 

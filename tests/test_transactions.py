@@ -493,7 +493,7 @@ def test_cli_single_segment_file(tmp_path: Path) -> None:
 
 def test_empty_control_batch_does_not_end_a_transaction(tmp_path: Path) -> None:
     """The cleaner leaves a 61-byte empty control batch once a marker's transaction is gone;
-    like the broker's producer state, the scan ignores it (kafka-spec.md §6.4)."""
+    like the broker's producer state, the scan ignores it (docs/kafka-rules.md: Compaction)."""
     empty_control = encode_batch(
         [],
         base_offset=1,

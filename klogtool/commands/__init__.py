@@ -1,1 +1,1 @@
-"""One module per command: parse options, call the library, render (DESIGN.md §1)."""
+"""One module per command: parse options, call the library, render (docs/architecture.md)."""

@@ -1,4 +1,4 @@
-"""Kafka's compression framings: bytes in, bytes out (kafka-spec.md section 2).
+"""Kafka's compression framings: bytes in, bytes out (docs/kafka-rules.md: Compression framings).
 
 * gzip: RFC 1952 streams as ``java.util.zip.GZIPOutputStream`` writes them; concatenated members
   are read like ``GZIPInputStream`` does.
@@ -581,7 +581,7 @@ _ZSTD_MAGIC = 0xFD2FB528
 _ZSTD_SKIPPABLE_MASK = 0xFFFFFFF0
 _ZSTD_SKIPPABLE_MAGIC = 0x184D2A50
 # Kafka reads with zstd-jni's streaming decoder and default parameters, whose window limit is
-# 2^27 (kafka-spec.md marks this UNSURE); larger windows fail there with "window too large".
+# 2^27 (not checked against a broker); larger windows fail there with "window too large".
 _ZSTD_MAX_WINDOW = 1 << 27
 _ZSTD_READ_CHUNK = 1 << 20
 _ZSTD_BLOCK_MAX = 128 * 1024

@@ -3,7 +3,7 @@
 A shallow entry is ``[offset:int64][size:int32][crc:uint32][magic][attributes]
 [timestamp:int64, v1 only][key length:int32][key][value length:int32][value]``. A compressed
 entry is a wrapper whose value is the compressed concatenation of inner entries; its offset is
-the offset of the LAST inner message. See kafka-spec.md §1.2-1.3.
+the offset of the LAST inner message. See docs/kafka-rules.md: Record formats
 """
 
 from __future__ import annotations

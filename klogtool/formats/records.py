@@ -2,7 +2,8 @@
 
 :class:`SegmentScanner` is the one source of truth for "how many bytes of this segment are
 valid and why did it stop": verify reports it, recovery truncates at it, indexing walks it.
-It follows the broker's file reader (kafka-spec.md §1.7, §4.2) and, with ``strict=True``
+It follows the broker's file reader (docs/kafka-rules.md: Record formats, Loading and recovery)
+and, with ``strict=True``
 (the default), also treats what Kafka's recovery lets through but no broker writes as
 corruption: a magic outside {0, 1, 2}, negative offset deltas or record counts, and offsets
 that do not increase.

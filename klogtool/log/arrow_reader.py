@@ -1,5 +1,5 @@
 """Segments to Arrow record batches: the split planner and reader behind ``export`` and the
-``kafka-segments`` Spark data source (DESIGN.md §7).
+``kafka-segments`` Spark data source (the README's Export section).
 
 This module is the one core both engines run: the Spark source (``klogtool/spark``) calls
 :func:`plan_splits` on the driver and :func:`read_split` in its tasks; ``export --engine local``

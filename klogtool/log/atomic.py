@@ -1,4 +1,5 @@
-"""Changing a log without ever leaving it half-written (kafka-spec.md §4.1, §6.5).
+"""Changing a log without ever leaving it half-written (docs/kafka-rules.md: Loading and recovery,
+Compaction).
 
 Every write goes through :class:`FileOps`, which counts operations so that the crash harness can
 kill the process after the N-th one (``KLOGTOOL_CRASH_AFTER_OPS=N``) and prove that a re-run,
@@ -442,7 +443,8 @@ def _offset_key(path: Path) -> tuple[int, str]:
 def complete_interrupted(ops: FileOps, part_dir: Path) -> list[str]:
     """Finish or roll back an interrupted swap exactly as the broker's LogLoader does.
 
-    Returns what was done (empty when the directory was clean). kafka-spec.md §4.1 steps 1-2:
+    Returns what was done (empty when the directory was clean). docs/kafka-rules.md: Loading and
+    recovery steps 1-2:
     delete ``.deleted`` files; delete ``.swap`` files at or above the lowest ``.cleaned``
     offset, then every ``.cleaned`` file; an index ``.swap`` is deleted with the indexes of its
     segment (recovery rebuilds them); for each remaining ``.log.swap``, delete the non-swap

@@ -1,5 +1,5 @@
 """Log compaction, offline: what the broker's ``LogCleaner`` does to one partition
-(kafka-spec.md §6), with every decision recorded.
+(docs/kafka-rules.md: Compaction), with every decision recorded.
 
 Ranges (``LogCleanerManager.cleanableOffsets``): the first dirty offset is the
 ``cleaner-offset-checkpoint`` entry (reset to the log start offset when missing, below it or

@@ -1,5 +1,5 @@
 """Format conversion: rewrite segments to message format 0, 1 or 2 and/or another codec
-(kafka-spec.md §8), keeping every offset.
+(docs/kafka-rules.md: Format conversion), keeping every offset.
 
 The broker's conversion rules: down-conversion drops control batches, headers, producer
 ids/epochs/sequences, the transactional flag and partition leader epochs (aborted data is

@@ -93,7 +93,8 @@ HEADER_FIELDS = (
     "delete_horizon_ms",
     "count",
 )
-# What the cleaner keeps when it rewrites a batch (kafka-spec.md §6.5): a difference in any of
+# What the cleaner keeps when it rewrites a batch (docs/kafka-rules.md: Compaction): a difference
+# in any of
 # these cannot be compaction.
 _KEPT_BY_CLEANER = (
     "partition_leader_epoch",

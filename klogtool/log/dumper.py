@@ -1,4 +1,4 @@
-"""``dump-segments`` as a library: files in, DESIGN.md §4 objects out (a lazy stream).
+"""``dump-segments`` as a library: files in, docs/output.md objects out (a lazy stream).
 
 The objects are plain dicts ready for JSON. Each file yields a ``file`` object, then its
 batches / records / entries, and ``finding`` objects for what is wrong; the stream ends with a
@@ -76,7 +76,7 @@ def _first_offset(batch: Batch) -> int:
 
 
 def batch_object(b: Batch) -> Obj:
-    """The DESIGN.md §4 batch object (a legacy wrapper's base offset/count are decompressed)."""
+    """The docs/output.md batch object (a legacy wrapper's base offset/count are decompressed)."""
     is_v2 = b.magic >= 2
     try:
         base_offset: int | None = b.base_offset
@@ -475,7 +475,7 @@ def internal_decoder(name: str, f: InputFile) -> str | None:
 
 
 def record_object(batch: Batch, rec: Record, decoder: str | None, opts: DumpOptions) -> Obj:
-    """The DESIGN.md §4 record object of ``rec`` (of ``batch``), as dump-segments shows it."""
+    """The docs/output.md record object of ``rec`` (of ``batch``), as dump-segments shows it."""
     obj: Obj = {
         "type": "record",
         "offset": rec.offset,

@@ -1,8 +1,8 @@
 """``export`` as a library: the destination protocol, the local engine, and the summary.
 
 Both engines write into a temporary directory beside DEST and rename it into place only when
-the job succeeded, so an interrupted or failed export leaves nothing half-written (DESIGN.md
-§5, exit 130). A DEST that exists and is not empty is refused (exit 4) unless ``overwrite``.
+the job succeeded, so an interrupted or failed export leaves nothing half-written
+(Ctrl-C: exit 130). A DEST that exists and is not empty is refused (exit 4) unless ``overwrite``.
 
 The output layout is Spark's: ``part-NNNNN-<uuid>-c000.snappy.parquet`` (or ``.json``) files,
 hive-style ``topic=…/partition=…`` directories with ``partition_by`` (the partition columns
@@ -10,7 +10,7 @@ are then not in the files), and an empty ``_SUCCESS`` marker. The local engine
 (:func:`export_local`) runs the same split reader as the Spark data source
 (:mod:`klogtool.log.arrow_reader`) in a process pool and writes with pyarrow, so both engines
 produce the same rows in the same files. JSON Lines follow klogtool's JSON conventions
-(DESIGN.md §4): timestamps are int64 milliseconds, payloads are text (base64 by default), and
+(docs/output.md): timestamps are int64 milliseconds, payloads are text (base64 by default), and
 nulls are written as ``null``.
 """
 
@@ -203,7 +203,7 @@ def count_output(root: str, to: str, report: bool = False) -> OutputCount:
 
 # -- the local engine -------------------------------------------------------------------------
 def jsonl_table(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """What a JSON line holds: the timestamp as int64 milliseconds (DESIGN.md §4)."""
+    """What a JSON line holds: the timestamp as int64 milliseconds (docs/output.md)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 

@@ -1,6 +1,6 @@
 """Resolving PATH arguments into the files they stand for, with each file's kind.
 
-A PATH is a file, a partition dir or a log dir (DESIGN.md §2). A file's kind comes from its
+A PATH is a file, a partition dir or a log dir (docs/architecture.md). A file's kind comes from its
 name, and from its contents when the name says nothing (``-`` is stdin, read as a segment).
 """
 

@@ -1,4 +1,4 @@
-"""A finding: something wrong (or worth a warning) at a place in a file (DESIGN.md §4)."""
+"""A finding: something wrong (or worth a warning) at a place in a file (docs/output.md)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ The verifier's checks cross segment boundaries (offset continuity, transactions,
 epochs), so the unit of work is a whole partition directory (or a file given by name); the
 log dir's own checkpoint files are checked on the driver against the partitions' log end
 offsets, exactly as :meth:`Verifier.verify_log_dir` does. Units are bin-packed into splits by
-size (a Python task costs ~0.1 s, DESIGN.md §7).
+size (a Python task costs ~0.1 s, the README's Export section).
 
 :class:`FleetVerifier` has the :class:`~klogtool.log.verifier.Verifier` interface
 (``verify(paths)`` streams findings, ``stats`` adds up): fed by any runner of splits, it yields

@@ -1,6 +1,7 @@
 """Building a segment's indexes exactly as the broker's ``LogSegment.recover`` does.
 
-kafka-spec.md §5: an offset-index entry (batch LAST offset, batch START position) whenever more
+docs/kafka-rules.md: Index rebuild: an offset-index entry (batch LAST offset, batch START position)
+whenever more
 than ``index_interval_bytes`` were written since the last entry (the first batch is never
 indexed); a time-index entry (running max timestamp, last offset of the earliest batch that
 reached it) alongside each offset entry when the max grew, and a final one at the end.

@@ -1,6 +1,7 @@
 """Kafka's on-disk naming: which file is what, and how partition and log dirs are laid out.
 
-See kafka-spec.md §3.1. Names are parsed like the broker parses them; contents are checked by
+See docs/kafka-rules.md: Partition directory files. Names are parsed like the broker parses them;
+contents are checked by
 the callers that open the files (a name alone is never trusted to mean a valid file).
 """
 
@@ -44,7 +45,7 @@ _PARTITION_DIR_RE = re.compile(
 
 
 def file_kind(path: Path) -> str:
-    """The kind of a file from its name (kafka-spec.md §3.1, §3.9, §3.10)."""
+    """The kind of a file from its name (docs/kafka-rules.md: Partition directory files)."""
     name = path.name
     if name.endswith(TEMP_SUFFIXES):
         return LEFTOVER

@@ -1,6 +1,7 @@
 """Rebuilding ``.index``, ``.timeindex`` and ``.txnindex`` exactly as ``LogSegment.recover`` does.
 
-kafka-spec.md §4.2, §5. One walk per segment over batch headers (the records of data batches
+docs/kafka-rules.md: Loading and recovery, Index rebuild. One walk per segment over batch headers
+(the records of data batches
 are never decoded; the single record of a transaction marker is) gives:
 
 * the offset and time index entries (:func:`klogtool.log.indexer.build_indexes`, the broker's
@@ -247,7 +248,7 @@ def _fast_scan(
     Returns None at the first thing it does not handle (another magic, a bad size, CRC or
     offset, a torn or zero-filled tail, a position beyond 2^31-1): the caller then walks the
     segment again with the general scanner, which is the reference for every rule here
-    (kafka-spec.md §4.2, §5; the tests compare both walks).
+    (docs/kafka-rules.md: Loading and recovery, Index rebuild; the tests compare both walks).
     """
     n = len(view)
     unpack = BATCH_HEADER.unpack_from

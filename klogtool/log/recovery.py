@@ -1,7 +1,8 @@
 """``truncate-recovery`` as a library: the broker's log recovery, offline, losing no byte.
 
 What the broker's ``LogLoader``/``LogSegment.recover`` does after an unclean shutdown
-(kafka-spec.md §4), per partition, from the recovery point (or from the first segment):
+(docs/kafka-rules.md: Loading and recovery), per partition, from the recovery point (or from the
+first segment):
 
 1. walk each segment's batches; the first invalid one (size, CRC, structure, zero fill, torn
    tail) is where the segment is truncated, and every later segment of the partition goes;

@@ -1,4 +1,5 @@
-"""Retention, offline: the broker's ``UnifiedLog.deleteOldSegments`` (kafka-spec.md §7).
+"""Retention, offline: the broker's ``UnifiedLog.deleteOldSegments`` (docs/kafka-rules.md:
+Retention).
 
 :func:`plan_retention` is pure (it reads, never writes) and returns a :class:`RetentionPlan`:
 one :class:`SegmentDecision` per segment saying which rule deletes or keeps it and why.

@@ -4,7 +4,7 @@ log dir whose lock covers them.
 A PATH is a segment file (``.log``, or one of its index files: the command then works on that
 segment of its partition), a partition dir, or a log dir (every partition dir in it).
 Partition dirs inside a log dir that are symlinks to somewhere outside it are not written to
-(DESIGN.md §6: never follow a link out of the given directory when writing); they come back
+(docs/security.md: never follow a link out of the given directory when writing); they come back
 as findings.
 """
 

@@ -1,13 +1,15 @@
 """Transaction forensics over partition directories (the ``transactions`` command's library).
 
 A partition's transactions are rebuilt from the log alone, the way the broker's producer state
-sees them (kafka-spec.md §1.6, §3.5, §3.6, §4.3): a transactional data batch of a producer
+sees them (docs/kafka-rules.md: Record formats, Partition directory files, Loading and recovery): a
+transactional data batch of a producer
 with no open transaction starts one (first offset = the batch's base offset); the producer's
 next COMMIT / ABORT control batch ends it (last offset = the marker's offset). Only batch
 headers are read, plus the single record of each transactional control batch, so a scan runs
 at the speed of reading the files.
 
-For every partition this yields (as DESIGN.md §4 style dicts, see :meth:`TransactionScanner.scan`):
+For every partition this yields (as docs/output.md style dicts, see
+:meth:`TransactionScanner.scan`):
 
 * ``transaction`` objects: producer id/epoch, first/last offset, state ``committed`` /
   ``aborted`` / ``open``, timestamps and duration, data batches and records (the batches'

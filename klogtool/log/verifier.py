@@ -1,6 +1,7 @@
 """``verify`` as a library: every check of a file, partition dir or log dir, as findings.
 
-Verify accepts what the broker accepts (kafka-spec.md §4, §5): indexes written by live
+Verify accepts what the broker accepts (docs/kafka-rules.md: Loading and recovery, Index rebuild):
+indexes written by live
 appends may differ from rebuilt ones and still be valid, so index entries are checked for
 what matters to a broker — that a lookup through them can never skip a record — not for
 equality with a rebuild. Each segment is read in one pass over its mmapped bytes, with its
@@ -995,7 +996,8 @@ class Verifier:
             elif n > 0 and cp_start > start:
                 # Data of the epoch before its checkpointed start contradicts the cache. An
                 # entry below the first batch is normal: compaction removes batches, and
-                # the first entry is moved up to the log start offset (kafka-spec.md §4.1.6).
+                # the first entry is moved up to the log start offset (docs/kafka-rules.md: Loading
+                # and recovery).
                 yield Finding(
                     "warning",
                     "leader-epoch-mismatch",

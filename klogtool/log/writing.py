@@ -1,6 +1,7 @@
 """What every writing command does before it changes a partition: take the broker's lock of
 each log dir involved (or refuse, exit 4), and finish or roll back an interrupted swap the way
-the broker's loader would (kafka-spec.md §4.1), so that a re-run after a crash starts from a
+the broker's loader would (docs/kafka-rules.md: Loading and recovery), so that a re-run after a
+crash starts from a
 state the broker itself would accept.
 """
 

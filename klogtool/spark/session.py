@@ -1,7 +1,7 @@
 """Getting a SparkSession the way klogtool needs it, and registering the data source.
 
 ``local[*]`` is the embedded default: a JVM started from the pyspark package, needing nothing
-but a Java 17+ runtime. The pitfalls measured in ``spark-notes.md`` are handled here: Python
+but a Java 17+ runtime. The pitfalls of starting Spark from a library are handled here: Python
 workers run this interpreter (``PYSPARK_PYTHON``), a local (or loopback) driver binds to
 127.0.0.1 with the UI off, Parquet timestamps are INT64 microseconds, not INT96, and the
 pushdown conf the data source needs is set by :func:`register`.

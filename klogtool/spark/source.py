@@ -1,4 +1,4 @@
-"""The ``kafka-segments`` PySpark data source (DESIGN.md §7).
+"""The ``kafka-segments`` PySpark data source (the README's Export section).
 
 ``spark.read.format("kafka-segments").load(path)`` over segment files, partition dirs or log
 dirs (``.load([p1, p2])`` for several). The reading is :mod:`klogtool.log.arrow_reader`'s:

@@ -1,4 +1,4 @@
-"""Tests for klogtool.formats.codecs (kafka-spec.md section 2)."""
+"""Tests for klogtool.formats.codecs (docs/kafka-rules.md: Compression framings)."""
 
 from __future__ import annotations
 

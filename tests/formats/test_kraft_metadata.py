@@ -50,7 +50,8 @@ def frame(api_key: int, version: int, body: bytes) -> bytes:
 
 
 def test_every_record_type_of_the_spec_has_a_table() -> None:
-    # kafka-spec.md §9.3 (MetadataRecordType): api key -> enum name. 21 is the constant of the
+    # docs/kafka-rules.md: Internal topics (MetadataRecordType): api key -> enum name. 21 is the
+    # constant of the
     # schema named ZkMigrationStateRecord (the spec's list says ZK_MIGRATION_RECORD).
     expected = {
         0: "REGISTER_BROKER_RECORD",

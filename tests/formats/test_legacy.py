@@ -3,7 +3,8 @@
 kafka-python's ``LegacyRecordBatchBuilder`` is a *producer*: it writes a compressed wrapper at
 offset 0 with timestamp 0 and leaves offset assignment to the broker. Tests therefore read its
 output both as produced and after the broker's in-place offset assignment (the wrapper's
-offset field is outside the CRC, kafka-spec.md §1.2), which is what lands in a segment.
+offset field is outside the CRC, docs/kafka-rules.md: Record formats), which is what lands in a
+segment.
 """
 
 from __future__ import annotations
@@ -192,7 +193,8 @@ def test_kafka_python_wrapper_as_produced(magic, codec):
     (batch,) = scan(buf)
     assert batch.compression == codec and batch.crc_valid and batch.last_offset == 0
     # kafka-python quirk: its wrapper carries timestamp 0, where Kafka's producer writes the
-    # max inner timestamp (kafka-spec.md §1.3). Record timestamps come from the inner messages.
+    # max inner timestamp (docs/kafka-rules.md: Record formats). Record timestamps come from the
+    # inner messages.
     assert batch.max_timestamp == (-1 if magic == 0 else 0)
     assert ours(buf) == expect(data, magic) == theirs(buf)
 

@@ -1,6 +1,7 @@
 """The segment scanner: how a walk over a ``.log`` buffer ends, and where recovery would cut.
 
-Kafka's rules (kafka-spec.md §1.7, §4.2): fewer than 17 bytes left ends the walk; a size below
+Kafka's rules (docs/kafka-rules.md: Record formats, Loading and recovery): fewer than 17 bytes left
+ends the walk; a size below
 14 is corruption; an entry running past EOF is a torn tail; a CRC mismatch is where recovery
 truncates. klogtool adds "zero-fill" for preallocated zeros and, in strict mode, rejects what
 recovery lets through but no broker writes (magic > 2, non-increasing offsets).

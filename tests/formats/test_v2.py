@@ -3,7 +3,7 @@
 The reference implementation is kafka-python (``kafka.record``), which is an independent code
 base: batches it builds must read identically in klogtool, and batches klogtool builds must
 read identically (CRC included) in kafka-python. Where kafka-python is not what a real broker
-writes, the test says so and follows kafka-spec.md instead.
+writes, the test says so and follows the broker (docs/kafka-rules.md) instead.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def kp_build(
 
 def broker_assign(buf: bytearray, base_offset: int, leader_epoch: int) -> bytearray:
     """What the broker does on append: rewrite baseOffset and partitionLeaderEpoch in place,
-    neither of which the CRC covers (kafka-spec.md §1.4)."""
+    neither of which the CRC covers (docs/kafka-rules.md: Record formats)."""
     struct.pack_into(">q", buf, 0, base_offset)
     struct.pack_into(">i", buf, 12, leader_epoch)
     return buf

@@ -1,4 +1,5 @@
-"""The write protocol survives a SIGKILL after any file operation (kafka-spec.md §4.1)."""
+"""The write protocol survives a SIGKILL after any file operation (docs/kafka-rules.md: Loading and
+recovery)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""compact (kafka-spec.md §6) against a reference model written here: the last value per key
+"""compact (docs/kafka-rules.md: Compaction) against a reference model written here: the last value
+per key
 over the dirty range, tombstones kept until their delete horizon, aborted transactional data
 dropped, on generated partitions with many keys, tombstones, committed and aborted
 transactions (some across segments), several segments and an active segment."""

@@ -1,4 +1,5 @@
-"""convert-format (kafka-spec.md §8): every magic x codec pair, the seed facts, lossy refusal,
+"""convert-format (docs/kafka-rules.md: Format conversion): every magic x codec pair, the seed
+facts, lossy refusal,
 destinations, in place, re-batching. Outputs must pass ``verify --deep`` and read identically
 through kafka-python's readers."""
 

@@ -1,4 +1,5 @@
-"""retention-sweep (kafka-spec.md §7) with a fixed --now: time, size, log start offset, all
+"""retention-sweep (docs/kafka-rules.md: Retention) with a fixed --now: time, size, log start
+offset, all
 segments past retention, the high watermark, empty partitions, compacted topics."""
 
 from __future__ import annotations

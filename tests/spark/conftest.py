@@ -1,6 +1,6 @@
 """Fixtures for the Spark tests: ONE session-scoped ``local[2]`` SparkSession, started through
 klogtool's own :func:`klogtool.spark.get_session` (worker Python = this interpreter, loopback
-binding, UI off, few shuffle partitions, the JVM flags measured in spark-notes.md), the real
+binding, UI off, few shuffle partitions, the JVM flags that make it start fastest), the real
 corpus's expected rows, and the standalone-cluster run (see standalone.py).
 
 Helpers live in spark_env.py, not here: pytest imports every conftest.py as the module

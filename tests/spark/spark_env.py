@@ -49,7 +49,7 @@ def require_spark() -> None:
         _missing("no Java runtime (Spark needs Java 17+ on PATH or in JAVA_HOME)")
 
 
-# Measured in spark-notes.md: C1-only JIT and the serial GC cut a test run by a quarter.
+# Measured on the project's machine: C1-only JIT and the serial GC cut a test run by a quarter.
 TEST_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 

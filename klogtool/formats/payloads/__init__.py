@@ -1,4 +1,4 @@
-"""Payload decoders: what record keys and values mean (DESIGN.md section 4).
+"""Payload decoders: what record keys and values mean (docs/output.md).
 
 Modules
 -------

@@ -1,4 +1,4 @@
-"""``__cluster_metadata`` (KRaft) records and snapshots (kafka-spec.md section 9.3).
+"""``__cluster_metadata`` (KRaft) records and snapshots (docs/kafka-rules.md: Internal topics).
 
 Every data record of the metadata log, and of a KRaft snapshot (``<offset>-<epoch>.checkpoint``,
 ``bootstrap.checkpoint``: the same v2 batches, framed by SNAPSHOT_HEADER / SNAPSHOT_FOOTER

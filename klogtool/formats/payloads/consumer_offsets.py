@@ -1,4 +1,4 @@
-"""``__consumer_offsets`` records (kafka-spec.md section 10.1).
+"""``__consumer_offsets`` records (docs/kafka-rules.md: Internal topics).
 
 Schemas follow apache/kafka ``group-coordinator/src/main/resources/common/message/*.json``; the
 key's int16 selects the record type:

@@ -1,4 +1,4 @@
-"""Control records: the single record of a v2 control batch (kafka-spec.md section 1.6).
+"""Control records: the single record of a v2 control batch (docs/kafka-rules.md: Record formats).
 
 Key (4 bytes): ``version:int16`` (0; negative = corruption; a higher one is read as v0, as Kafka
 does) + ``type:int16``: 0 ABORT, 1 COMMIT, 2 LEADER_CHANGE, 3 SNAPSHOT_HEADER, 4 SNAPSHOT_FOOTER,

@@ -13,7 +13,8 @@ and writes any of them:
 * :func:`message_from_json` / :func:`load_json_schema` build a :class:`Message` from Kafka's own
   JSON schema text (``commonStructs`` included), so new record types need no code.
 
-Wire rules (kafka-spec.md section 0). Non-flexible versions: string = int16 length + UTF-8,
+Wire rules (docs/kafka-rules.md: Record formats). Non-flexible versions: string = int16 length +
+UTF-8,
 bytes = int32 length, array = int32 count, -1 = null. Flexible versions (``flexibleVersions``):
 compact string/bytes/array = unsigned varint length+1 (0 = null), and every struct ends with a
 tagged-field section (uvarint count, then per field uvarint tag, uvarint size, data). A nullable

@@ -1,4 +1,4 @@
-"""``__transaction_state`` records (kafka-spec.md section 10.2).
+"""``__transaction_state`` records (docs/kafka-rules.md: Internal topics).
 
 Key: ``version:int16`` (0) + ``TransactionalId`` string; another key version decodes as
 ``"unknown"`` (kafka-dump-log prints ``unknown::version={v}``). Value: ``version:int16`` +
