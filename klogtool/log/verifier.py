@@ -39,6 +39,7 @@ from klogtool.formats.v2 import DefaultBatch
 from klogtool.log import layout, pool
 from klogtool.log.files import classify_dir, detect_kind
 from klogtool.log.findings import Finding, FindingCounts
+from klogtool.log.record_filter import first_offset
 from klogtool.log.segment import ReleaseBehind, mapped, read_small
 
 INT32_MAX = (1 << 31) - 1
@@ -295,7 +296,7 @@ class Verifier:
                     )
                 yield from self._check_batch(path, batch, base, check_base)
                 if summary.first_offset is None:
-                    summary.first_offset = _first_offset(batch)
+                    summary.first_offset = first_offset(batch)
                 summary.last_offset = last
                 prior_max = running_max
                 if batch.max_timestamp > running_max:
@@ -1143,13 +1144,6 @@ def _batch_range(batch: Batch) -> str:
     if batch.magic < 2 and batch.compression:
         return f"wrapper ..{batch.last_offset}"
     return f"batch {batch.header_offset}..{batch.last_offset}"
-
-
-def _first_offset(batch: Batch) -> int:
-    try:
-        return batch.base_offset
-    except FormatError:
-        return batch.last_offset
 
 
 def _log_end(part: layout.PartitionDir, summaries: list[SegmentSummary]) -> int | None:

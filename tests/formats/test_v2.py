@@ -740,3 +740,12 @@ def test_corrupt_record_mid_chunk_yields_the_records_before_it():
         assert [norm_record(r) for r in seen] == [norm_record(r) for r in recs[:bad]]
         assert ei.value.position == 5000 + start
         assert "Invalid record size" in str(ei.value)
+
+
+def test_reencode_knows_every_keyword_of_encode_batch() -> None:
+    """v2._ENCODE_FIELDS (the overrides the native re-encoder accepts) is encode_batch's
+    keyword arguments: an argument added to one and not the other would be ignored."""
+    import inspect
+
+    params = set(inspect.signature(v2.encode_batch).parameters) - {"records"}
+    assert v2._ENCODE_FIELDS == params
