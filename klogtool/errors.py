@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from klogtool.codes import Code, Severity, check
+
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
@@ -23,7 +25,7 @@ class KlogtoolError(Exception):
         *,
         path: str | None = None,
         position: int | None = None,
-        code: str = "bad-input",
+        code: str = Code.BAD_INPUT,
         hint: str | None = None,
     ):
         super().__init__(message)
@@ -32,6 +34,7 @@ class KlogtoolError(Exception):
         self.position = position
         self.code = code
         self.hint = hint
+        check(code, Severity.FATAL)
 
     def one_line(self) -> str:
         where = ""

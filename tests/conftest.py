@@ -6,7 +6,11 @@ import os
 
 import pytest
 
-from klogtool.formats import engine
+# Every finding and error code created in the suite (and in the CLI processes it starts) is
+# checked against the registry, klogtool/codes.py. Set before klogtool is imported.
+os.environ["KLOGTOOL_STRICT_CODES"] = "1"
+
+from klogtool.formats import engine  # noqa: E402
 
 # Every test runs under both engines (ids end in [native] / [python]), but for the ones that
 # do not read Kafka data through the format layer, and the Spark tests, whose executors pick
@@ -23,6 +27,7 @@ ONE_ENGINE = (
     "tests/test_startup.py",
     "tests/test_stats_html.py",
     "tests/test_output_tables.py",
+    "tests/test_codes.py",
 )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from klogtool.codes import Code
 from klogtool.errors import KlogtoolError
 
 EXTRA_HINT = "pip install 'klogtool[spark]' (and, for --engine spark, a Java 17+ runtime)"
@@ -18,7 +19,7 @@ def require_pyarrow() -> None:
         import pyarrow  # noqa: F401
     except ImportError:
         raise KlogtoolError(
-            "this needs pyarrow, which is not installed", code="pyarrow-missing", hint=EXTRA_HINT
+            "this needs pyarrow, which is not installed", code=Code.PYARROW_MISSING, hint=EXTRA_HINT
         ) from None
 
 
@@ -37,7 +38,7 @@ def spark_session(
     except ImportError as e:
         raise KlogtoolError(
             f"the Spark engine is not installed ({e})",
-            code="spark-missing",
+            code=Code.SPARK_MISSING,
             hint=EXTRA_HINT + "; or --engine local",
         ) from None
     spark, owned = session.get_session(master, remote, conf, quiet=verbosity < 1)

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from klogtool.codes import Code
 from klogtool.commands._options import (
     dry_run_option,
     force_option,
@@ -185,7 +186,7 @@ def command(
             raise RefusedError(
                 f"converting to magic {to_magic} would lose data: {describe_losses(lossy)}",
                 path=str(src_path),
-                code="lossy-conversion",
+                code=Code.LOSSY_CONVERSION,
                 hint="--allow-lossy converts anyway and reports what was dropped",
             )
         if dry_run:
@@ -218,18 +219,18 @@ def _check_dest(src: Path, dest: Path) -> None:
         raise RefusedError(
             "the destination is a symlink (never written through)",
             path=str(dest),
-            code="destination-symlink",
+            code=Code.DESTINATION_SYMLINK,
         )
     if dest.exists():
         if not dest.is_dir():
             raise RefusedError(
                 "the destination exists and is not a directory",
                 path=str(dest),
-                code="destination-not-empty",
+                code=Code.DESTINATION_NOT_EMPTY,
             )
         if any(dest.iterdir()):
             raise RefusedError(
-                "the destination is not empty", path=str(dest), code="destination-not-empty"
+                "the destination is not empty", path=str(dest), code=Code.DESTINATION_NOT_EMPTY
             )
     if src.exists() and (is_within(src, dest) or is_within(dest, src)):
         raise click.UsageError("DEST must not be inside SRC (or SRC inside DEST)")

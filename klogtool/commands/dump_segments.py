@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from klogtool.codes import Code
 from klogtool.commands._options import (
     format_option,
     internal_decoder_option,
@@ -139,7 +140,7 @@ def command(
             first_bad["message"],
             path=first_bad["path"],
             position=first_bad["position"],
-            code="not-a-log",
+            code=Code.NOT_A_LOG,
         )
     click.get_current_context().exit(EXIT_FINDINGS if dumper.counts["errors"] else EXIT_OK)
 
@@ -148,7 +149,7 @@ def _show(
     obj: Obj, out: Output, fmt: str, renderer: KafkaRenderer | None, first_bad: Obj | None
 ) -> Obj | None:
     """Render one dump object; returns the first not-a-log finding seen so far."""
-    if obj["type"] == "finding" and obj["code"] == "not-a-log":
+    if obj["type"] == "finding" and obj["code"] == Code.NOT_A_LOG:
         first_bad = first_bad or obj
         if fmt not in ("jsonl", "json"):
             return first_bad  # said once, as the one-line error at the end
@@ -303,15 +304,15 @@ class KafkaRenderer:
 
     def _finding(self, f: Obj) -> None:
         code = f["code"]
-        if code == "index-mismatch":
+        if code == Code.INDEX_MISMATCH:
             self.index_mismatch[self.abs_path].append((f["index_offset"], f["log_offset"]))
-        elif code == "timeindex-timestamp-mismatch":
+        elif code == Code.TIMEINDEX_TIMESTAMP_MISMATCH:
             self.ts_mismatch[self.abs_path].append((f["index_timestamp"], f["log_timestamp"]))
-        elif code == "timeindex-out-of-order":
+        elif code == Code.TIMEINDEX_OUT_OF_ORDER:
             self.ts_order[self.abs_path].append((f["index_timestamp"], f["previous_timestamp"]))
-        elif code == "timeindex-offset-not-found":
+        elif code == Code.TIMEINDEX_OFFSET_NOT_FOUND:
             self.not_found[self.abs_path].append((f["index_offset"], f["log_offset"]))
-        elif code in ("torn-tail", "zero-fill", "not-a-log") or (
+        elif code in (Code.TORN_TAIL, Code.ZERO_FILL, Code.NOT_A_LOG) or (
             "invalid_bytes" in f and self.kind in (layout.LOG, layout.KRAFT_SNAPSHOT)
         ):
             self.out.line(

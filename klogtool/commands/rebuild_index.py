@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from klogtool.codes import Code
 from klogtool.commands._options import (
     dry_run_option,
     force_option,
@@ -80,7 +81,7 @@ def command(
     not_kafka: list[dict[str, Any]] = []  # files that are not Kafka files at all: exit 3
 
     def emit(obj: dict[str, Any]) -> None:
-        if obj["type"] == "finding" and obj["code"] == "not-a-log":
+        if obj["type"] == "finding" and obj["code"] == Code.NOT_A_LOG:
             not_kafka.append(obj)
             if fmt == "text":
                 return  # said once, as the one-line error at the end
@@ -119,7 +120,7 @@ def command(
     if not_kafka:
         first = not_kafka[0]
         raise InputError(
-            first["message"], path=first["path"], position=first["position"], code="not-a-log"
+            first["message"], path=first["path"], position=first["position"], code=Code.NOT_A_LOG
         )
     failed = stats.files_bad if check else stats.segments_skipped
     click.get_current_context().exit(EXIT_FINDINGS if failed or stats.errors else EXIT_OK)

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from klogtool.codes import Code
 from klogtool.commands._options import (
     dry_run_option,
     force_option,
@@ -129,7 +130,7 @@ def command(
                 )
             except RetentionRefused as e:
                 if len(parts) == 1:
-                    raise InputError(str(e), path=str(p), code="beyond-high-watermark") from None
+                    raise InputError(str(e), path=str(p), code=Code.BEYOND_HIGH_WATERMARK) from None
                 out.warn(f"{p}: skipped: {e}")
                 skipped += 1
                 continue

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from klogtool.codes import Code
 from klogtool.commands._options import (
     format_option,
     jobs_option,
@@ -125,7 +126,7 @@ def command(
     found = lib.targets(list(paths), topics)
     if not found:
         raise InputError(
-            "no partition of the topics named", path=" ".join(paths), code="no-kafka-files"
+            "no partition of the topics named", path=" ".join(paths), code=Code.NO_KAFKA_FILES
         )
     options = lib.StatsOptions(
         now=clock, exact_keys=exact_keys, sample_bytes=sample, max_batch_bytes=max_batch_bytes

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from klogtool.codes import Code
 from klogtool.commands._options import (
     chosen_engine,
     format_option,
@@ -102,7 +103,7 @@ def command(
                 jobs=jobs_for(jobs, input_bytes),
             )
         for f in verifier.verify(list(paths)):
-            if f.code == "not-a-log":
+            if f.code == Code.NOT_A_LOG:
                 not_kafka = not_kafka or f
                 if fmt == "text":
                     continue  # said once, as the one-line error at the end
@@ -122,7 +123,7 @@ def command(
         raise InputError(
             "no Kafka files in it: nothing was checked",
             path=" ".join(paths),
-            code="no-kafka-files",
+            code=Code.NO_KAFKA_FILES,
         )
     if fmt == "text":
         verdict = "errors found" if st.errors else "OK"
@@ -136,7 +137,7 @@ def command(
     out.close()
     if not_kafka is not None:
         raise InputError(
-            not_kafka.message, path=not_kafka.path, position=not_kafka.position, code="not-a-log"
+            not_kafka.message, path=not_kafka.path, position=not_kafka.position, code=Code.NOT_A_LOG
         )
     click.get_current_context().exit(EXIT_FINDINGS if st.errors else EXIT_OK)
 

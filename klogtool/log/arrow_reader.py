@@ -41,6 +41,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import codecs, engine, payloads
 from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, Batch, Record, record_fields
@@ -286,7 +287,7 @@ def list_segments(paths: Sequence[str]) -> list[SegmentFile]:
     for arg in paths:
         if arg == STDIN:
             raise InputError(
-                "reading a segment from stdin is not supported here", path=arg, code="stdin"
+                "reading a segment from stdin is not supported here", path=arg, code=Code.STDIN
             )
         is_file = Path(arg).is_file()
         for f in expand([arg]):
@@ -297,7 +298,7 @@ def list_segments(paths: Sequence[str]) -> list[SegmentFile]:
                         f"not a log segment (a {f.kind} file); give .log files, partition "
                         "directories or log directories",
                         path=arg,
-                        code="not-a-segment",
+                        code=Code.NOT_A_SEGMENT,
                     )
                 continue
             path = os.path.abspath(f.path)
@@ -627,7 +628,7 @@ class _RangeReader:
                 "error_message": message,
             }
         )
-        if code == "crc-mismatch" and self.opts.level == "batches":
+        if code == Code.CRC_MISMATCH and self.opts.level == "batches":
             row["crc_valid"] = False
         yield self._rows_to_batch([row])
 
@@ -652,7 +653,7 @@ class _RangeReader:
                 yield from self._walk(buf)
                 yield from self._flush()
         except OSError as e:
-            yield from self._problem(None, None, "io-error", f"cannot read: {e.strerror or e}")
+            yield from self._problem(None, None, Code.IO_ERROR, f"cannot read: {e.strerror or e}")
 
     def _walk(self, buf: memoryview) -> Iterator[pa.RecordBatch]:
         rng = self.rng
@@ -684,7 +685,7 @@ class _RangeReader:
                 yield from self._problem(
                     pos,
                     batch.header_offset,
-                    "crc-mismatch",
+                    Code.CRC_MISMATCH,
                     f"batch CRC mismatch (stored {batch.crc}, computed {batch.compute_crc()})",
                     batch,
                 )
@@ -761,7 +762,7 @@ class _RangeReader:
                 yield from self._problem(
                     batch.position,
                     bad.offset,
-                    "inner-crc-mismatch",
+                    Code.INNER_CRC_MISMATCH,
                     f"message at offset {bad.offset} inside the wrapper has a bad CRC",
                     batch,
                 )
@@ -776,7 +777,7 @@ class _RangeReader:
             yield from self._problem(
                 res.stopped_at,
                 None,
-                "torn-tail",
+                Code.TORN_TAIL,
                 f"the last {invalid} bytes are an incomplete batch (an interrupted write)",
             )
         elif res.end == CORRUPT:
@@ -784,7 +785,7 @@ class _RangeReader:
             yield from self._problem(
                 res.stopped_at,
                 None,
-                err.code if err is not None else "corrupt",
+                err.code if err is not None else Code.CORRUPT,
                 f"{err}; the {invalid} bytes from here to the end cannot be read",
             )
 

@@ -27,6 +27,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from klogtool.codes import Code
 from klogtool.errors import InputError, RefusedError
 from klogtool.log import layout
 
@@ -96,7 +97,7 @@ def open_nofollow(
             raise RefusedError(
                 "is a symlink: klogtool does not write through links, nor copy from them",
                 path=str(path),
-                code="symlink",
+                code=Code.SYMLINK,
             ) from None
         raise _named(e, path) from None
     st = os.fstat(fd)
@@ -105,7 +106,7 @@ def open_nofollow(
         raise RefusedError(
             "is not the file that was planned (replaced since): not touching it",
             path=str(path),
-            code="file-replaced",
+            code=Code.FILE_REPLACED,
         )
     return fd
 
@@ -211,7 +212,7 @@ class FileOps:
                     raise RefusedError(
                         "is a symlink: klogtool does not move links",
                         path=str(src),
-                        code="symlink",
+                        code=Code.SYMLINK,
                     )
                 os.rename(sname, dname, src_dir_fd=sfd, dst_dir_fd=dfd)
             except OSError as e:
@@ -277,7 +278,7 @@ class FileOps:
                     raise RefusedError(
                         "exists and is not a plain directory (a link?): not using it",
                         path=str(path),
-                        code="symlink",
+                        code=Code.SYMLINK,
                     ) from None
             except OSError as e:
                 raise _named(e, path) from None
@@ -311,7 +312,7 @@ class FileOps:
                     raise RefusedError(
                         "is not a plain directory (a link?): not removing through it",
                         path=str(path),
-                        code="symlink",
+                        code=Code.SYMLINK,
                     ) from None
                 raise _named(e, path) from None
             try:
@@ -587,7 +588,7 @@ def log_dir_lock(
     raise RefusedError(
         "the lock file keeps being replaced (another klogtool run?)",
         path=str(lock),
-        code="broker-lock-held",
+        code=Code.BROKER_LOCK_HELD,
     )
 
 
@@ -603,12 +604,12 @@ def _open_lock(lock: Path, *, create: bool, shared: bool) -> tuple[int | None, b
             raise RefusedError(
                 "the lock file is a symbolic link: refused (never followed)",
                 path=str(lock),
-                code="lock-unavailable",
+                code=Code.LOCK_UNAVAILABLE,
             ) from None
         if shared and not existed and e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
             return None, False  # nobody can create a lock there to write under either
         raise InputError(
-            f"cannot open the lock file: {e.strerror}", path=str(lock), code="io-error"
+            f"cannot open the lock file: {e.strerror}", path=str(lock), code=Code.IO_ERROR
         ) from e
 
 
@@ -619,7 +620,7 @@ def _try_lock(fd: int, mode: int, lock: Path, *, force: bool) -> bool:
     except OSError as e:
         if e.errno not in (errno.EACCES, errno.EAGAIN):
             raise InputError(
-                f"cannot lock the lock file: {e.strerror}", path=str(lock), code="io-error"
+                f"cannot lock the lock file: {e.strerror}", path=str(lock), code=Code.IO_ERROR
             ) from e
     if force:
         return False
@@ -627,7 +628,7 @@ def _try_lock(fd: int, mode: int, lock: Path, *, force: bool) -> bool:
         "the log directory is locked by another process (a running Kafka broker, "
         "or another klogtool run)",
         path=str(lock),
-        code="broker-lock-held",
+        code=Code.BROKER_LOCK_HELD,
         hint="stop the broker first; --force overrides this check at your own risk",
     )
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import codecs, engine
 from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, LOG_APPEND_TIME, Batch, Record
@@ -55,9 +56,10 @@ from klogtool.formats.v2 import DefaultBatch, reencode
 from klogtool.log import layout
 from klogtool.log.atomic import CLEANED, FileOps, swap_in_cleaned
 from klogtool.log.indexer import build_indexes
-from klogtool.log.partition import CLEANER, PartitionView, TxnReplay, update_offset_checkpoint
+from klogtool.log.partition import CLEANER, PartitionView, update_offset_checkpoint
 from klogtool.log.segment import Phases, Walked, mapped, phase_walk, read_small
 from klogtool.log.topicconfig import TopicConfig
+from klogtool.log.txnreplay import TxnReplay
 from klogtool.log.writing import check_batch_offsets, require_readable_end, unreadable
 
 INT32_MAX = (1 << 31) - 1
@@ -768,7 +770,7 @@ def plan_compaction(
                 f"(log.cleaner.dedupe.buffer.size: 24 bytes a key, at load factor "
                 f"{config.dedupe_load_factor})",
                 path=str(view.path),
-                code="bad-config",
+                code=Code.BAD_CONFIG,
             )
         cleaner.build_map(first_dirty, first_uncleanable)
         end_offset = cleaner.end_offset

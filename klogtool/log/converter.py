@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from klogtool.codes import Code
 from klogtool.errors import InputError, RefusedError
 from klogtool.formats import codecs, engine
 from klogtool.formats.batch import (
@@ -48,8 +49,9 @@ from klogtool.formats.v2 import DefaultBatch, encode_batch, reencode
 from klogtool.log import layout
 from klogtool.log.atomic import CLEANED, FileOps, read_range, swap_in_cleaned
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES, build_indexes
-from klogtool.log.partition import is_within, replay_aborted_txns
+from klogtool.log.partition import is_within
 from klogtool.log.segment import mapped
+from klogtool.log.txnreplay import replay_aborted_txns
 from klogtool.log.writing import check_batch_offsets, require_readable_end, unreadable
 
 INT32_MAX = (1 << 31) - 1
@@ -215,13 +217,13 @@ def plan_conversion(src: Path, opts: ConvertOptions, *, confine: bool = False) -
     ``confine`` (in place): partition dirs that are symlinks out of a log dir ``src`` are left
     out (listed in ``skipped``), never written through."""
     if not src.exists():
-        raise InputError("no such file or directory", path=str(src), code="not-found")
+        raise InputError("no such file or directory", path=str(src), code=Code.NOT_FOUND)
     if src.is_file():
         if layout.file_kind(src) != layout.LOG:
             raise InputError(
                 "convert-format takes a .log segment, a partition dir or a log dir",
                 path=str(src),
-                code="not-a-segment",
+                code=Code.NOT_A_SEGMENT,
             )
         base = layout.offset_from_name(src) or 0
         txn = src.with_name(layout.segment_name(base, ".txnindex"))
@@ -234,7 +236,7 @@ def plan_conversion(src: Path, opts: ConvertOptions, *, confine: bool = False) -
         raise InputError(
             "not a segment, a partition directory or a log directory",
             path=str(src),
-            code="not-a-log-dir",
+            code=Code.NOT_A_LOG_DIR,
         )
     root = [
         f
@@ -700,7 +702,7 @@ def refuse_foreign_partial(dest: Path) -> None:
             "something that klogtool did not write has the name klogtool uses for partial "
             "output (a link, or a directory without its marker): not touching it",
             path=str(partial_dir(dest)),
-            code="destination-not-empty",
+            code=Code.DESTINATION_NOT_EMPTY,
         )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import index
 from klogtool.formats.errors import FormatError
@@ -48,16 +49,16 @@ def describe(paths: list[str]) -> Iterator[PartitionSummary]:
     for arg in paths:
         found = list(_partitions(Path(arg), arg))
         if not found:
-            raise InputError("no partition directories in it", path=arg, code="no-kafka-files")
+            raise InputError("no partition directories in it", path=arg, code=Code.NO_KAFKA_FILES)
         for path, display in found:
             yield summarise(path, display)
 
 
 def _partitions(path: Path, display: str) -> Iterator[tuple[Path, str]]:
     if not path.exists():
-        raise InputError("no such file or directory", path=display, code="not-found")
+        raise InputError("no such file or directory", path=display, code=Code.NOT_FOUND)
     if not path.is_dir():
-        raise InputError("expected a partition or log directory", path=display, code="not-a-dir")
+        raise InputError("expected a partition or log directory", path=display, code=Code.NOT_A_DIR)
     below = [] if layout.holds_files(path) else layout.log_dirs_below(path)
     if below:
         for d in below:

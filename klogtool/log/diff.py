@@ -42,6 +42,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import checkpoint
 from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, Batch, Record
@@ -367,10 +368,10 @@ class Pair:
 def _kind_of(arg: str) -> tuple[str, Path]:
     path = Path(arg)
     if not path.exists():
-        raise InputError("no such file or directory", path=arg, code="not-found")
+        raise InputError("no such file or directory", path=arg, code=Code.NOT_FOUND)
     if not path.is_dir():
         raise InputError(
-            "expected a partition directory or a log directory", path=arg, code="not-a-dir"
+            "expected a partition directory or a log directory", path=arg, code=Code.NOT_A_DIR
         )
     try:
         if layout.looks_like_partition_dir(path):
@@ -378,8 +379,10 @@ def _kind_of(arg: str) -> tuple[str, Path]:
         if layout.scan_log_dir(path) is not None:
             return "log-dir", path
     except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", path=arg, code="unreadable") from e
-    raise InputError("not a partition directory or a log directory", path=arg, code="not-a-log-dir")
+        raise InputError(f"cannot read: {e.strerror}", path=arg, code=Code.UNREADABLE) from e
+    raise InputError(
+        "not a partition directory or a log directory", path=arg, code=Code.NOT_A_LOG_DIR
+    )
 
 
 def pair_partitions(a: str, b: str) -> list[Pair]:
@@ -392,7 +395,7 @@ def pair_partitions(a: str, b: str) -> list[Pair]:
             f"A is a {kind_a} directory and B a {kind_b} directory: give two partition "
             "directories or two log directories",
             path=b,
-            code="mismatched-inputs",
+            code=Code.MISMATCHED_INPUTS,
         )
     if kind_a == "partition":
         return [Pair(pa.name, pa, pb, a, b)]
@@ -434,7 +437,9 @@ class _Side:
         try:
             self.view: PartitionView = load_partition(path)
         except OSError as e:
-            raise InputError(f"cannot read: {e.strerror}", path=display, code="unreadable") from e
+            raise InputError(
+                f"cannot read: {e.strerror}", path=display, code=Code.UNREADABLE
+            ) from e
         except FormatError as e:
             raise InputError(str(e), path=display, position=e.position, code=e.code) from e
         self.batch_epochs = EpochCache()
@@ -483,7 +488,7 @@ class _Side:
                     assert result is not None
             except OSError as e:
                 raise InputError(
-                    f"cannot read: {e.strerror}", path=display, code="unreadable"
+                    f"cannot read: {e.strerror}", path=display, code=Code.UNREADABLE
                 ) from e
             except FormatError as e:  # a legacy wrapper that cannot be decompressed
                 raise InputError(str(e), path=display, position=e.position, code=e.code) from e

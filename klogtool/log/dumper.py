@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from klogtool.codes import Code
 from klogtool.formats import checkpoint, codecs, engine, index, payloads
 from klogtool.formats.batch import (
     DEFAULT_MAX_BATCH_BYTES,
@@ -20,7 +21,7 @@ from klogtool.formats.batch import (
 )
 from klogtool.formats.errors import FormatError
 from klogtool.formats.payloads.control import decode_control_record
-from klogtool.formats.records import CLEAN, CORRUPT, ZERO_FILL, SegmentScanner, not_a_log
+from klogtool.formats.records import CLEAN, CORRUPT, TORN_TAIL, ZERO_FILL, SegmentScanner, not_a_log
 from klogtool.formats.snapshot import parse_snapshot
 from klogtool.log import layout
 from klogtool.log.files import InputFile, expand
@@ -245,7 +246,7 @@ class Dumper:
             if why is not None:
                 yield finding(
                     "error",
-                    "not-a-log",
+                    Code.NOT_A_LOG,
                     f.display,
                     0,
                     f"not a Kafka log segment: {why}",
@@ -256,14 +257,14 @@ class Dumper:
             sev = "warning" if result.end == ZERO_FILL else "error"
             msg = {
                 ZERO_FILL: f"{invalid} zero bytes at the end (preallocated segment)",
-                "torn-tail": f"{invalid} bytes at the end are an incomplete entry (a torn "
+                TORN_TAIL: f"{invalid} bytes at the end are an incomplete entry (a torn "
                 f"write after {result.batches} complete batches)",
                 CORRUPT: f"{invalid} invalid bytes at the end: {result.error}",
             }[result.end]
             code = (
                 result.end
                 if result.end != CORRUPT
-                else (result.error.code if result.error else "corrupt")
+                else (result.error.code if result.error else Code.CORRUPT)
             )
             yield finding(sev, code, f.display, result.stopped_at, msg, invalid_bytes=invalid)
 
@@ -309,7 +310,7 @@ class Dumper:
             if log_offset != e.offset:
                 yield finding(
                     "warning",
-                    "index-mismatch",
+                    Code.INDEX_MISMATCH,
                     f.display,
                     i * 8,
                     f"index entry offset {e.offset} at log position {e.position}: "
@@ -358,7 +359,7 @@ class Dumper:
                 if b is None:
                     yield finding(
                         "warning",
-                        "timeindex-offset-not-found",
+                        Code.TIMEINDEX_OFFSET_NOT_FOUND,
                         f.display,
                         pos,
                         f"time index entry offset {e.offset} is not the last offset of any batch",
@@ -371,7 +372,7 @@ class Dumper:
                     if log_ts != e.timestamp:
                         yield finding(
                             "warning",
-                            "timeindex-timestamp-mismatch",
+                            Code.TIMEINDEX_TIMESTAMP_MISMATCH,
                             f.display,
                             pos,
                             f"time index entry timestamp {e.timestamp} but the "
@@ -383,7 +384,7 @@ class Dumper:
             if e.timestamp <= prev_ts:
                 yield finding(
                     "error",
-                    "timeindex-out-of-order",
+                    Code.TIMEINDEX_OUT_OF_ORDER,
                     f.display,
                     pos,
                     f"time index timestamp {e.timestamp} does not increase (previous {prev_ts})",
@@ -432,7 +433,7 @@ class Dumper:
         if not snap.crc_valid:
             yield finding(
                 "error",
-                "crc-mismatch",
+                Code.CRC_MISMATCH,
                 f.display,
                 2,
                 f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {snap.crc}. "
@@ -560,7 +561,7 @@ def _text_entries(kind: str, name: str, data: bytes) -> Iterator[Obj]:
 def _log_missing(f: InputFile) -> Obj:
     return finding(
         "warning",
-        "log-missing",
+        Code.LOG_MISSING,
         f.display,
         None,
         "no sibling .log: entries are not checked against the log",

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from klogtool.codes import Code
 from klogtool.errors import InputError, KlogtoolError
 from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES
 from klogtool.formats.errors import FormatError
@@ -28,7 +29,8 @@ from klogtool.log.partition import PartitionView, load_partition
 from klogtool.log.retention import RetentionPlan, SegmentDecision, plan_retention
 from klogtool.log.segment import Phases
 from klogtool.log.topicconfig import TopicConfig
-from klogtool.log.verifier import SegmentSummary, Verifier, _TxnState
+from klogtool.log.txnreplay import TxnReplay
+from klogtool.log.verifier import SegmentSummary, Verifier
 
 INDEX_KINDS = (layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX)
 
@@ -178,12 +180,12 @@ def explain_partition(
     """Explain the partition dir ``path`` at time ``now`` (ms). Never writes. ``progress``
     hears of the compaction dry run's phases (see :func:`plan_compaction`)."""
     if not path.exists():
-        raise InputError("no such file or directory", path=str(path), code="not-found")
+        raise InputError("no such file or directory", path=str(path), code=Code.NOT_FOUND)
     if not path.is_dir() or not layout.looks_like_partition_dir(path):
         raise InputError(
             "not a partition directory (<topic>-<partition>)",
             path=str(path),
-            code="not-a-partition-dir",
+            code=Code.NOT_A_PARTITION_DIR,
         )
     view = load_partition(path)
     notes: list[str] = []
@@ -272,7 +274,7 @@ def _segments(
     by_base_c = {s.base_offset: s for s in compaction.segments} if compaction else {}
     by_base_r = {d.base_offset: d for d in retention.decisions} if retention else {}
     verifier = Verifier(max_batch_bytes=max_batch_bytes)
-    txns = _TxnState()  # transactions open across segments, as verify carries them
+    txns = TxnReplay()  # transactions open across segments, as verify carries them
     prev_last: int | None = None
     out: list[SegmentExplain] = []
     n = len(view.segments)

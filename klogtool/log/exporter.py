@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from klogtool.codes import Code
 from klogtool.errors import InputError, RefusedError
 from klogtool.log.arrow_reader import (
     DEFAULT_TARGET_SPLIT_BYTES,
@@ -110,13 +111,13 @@ class Destination:
             raise RefusedError(
                 "the destination exists and is not a directory",
                 path=self.dest,
-                code="destination-not-a-directory",
+                code=Code.DESTINATION_NOT_A_DIRECTORY,
             )
         if final.is_dir() and any(final.iterdir()) and not self.overwrite:
             raise RefusedError(
                 "the destination is not empty",
                 path=self.dest,
-                code="destination-not-empty",
+                code=Code.DESTINATION_NOT_EMPTY,
                 hint="--overwrite replaces it (only once the export has succeeded)",
             )
         for arg in self.inputs:
@@ -125,13 +126,13 @@ class Destination:
                 raise RefusedError(
                     "the destination is inside an input directory",
                     path=self.dest,
-                    code="destination-inside-input",
+                    code=Code.DESTINATION_INSIDE_INPUT,
                 )
             if final.is_dir() and (src == final or final in src.parents):
                 raise RefusedError(
                     "an input lies inside the destination that --overwrite would replace",
                     path=arg,
-                    code="input-inside-destination",
+                    code=Code.INPUT_INSIDE_DESTINATION,
                 )
         self.work = str(final.parent / f".{final.name}.klogtool-tmp-{secrets.token_hex(4)}")
 
@@ -343,6 +344,6 @@ def check_local_dest(dest: Destination) -> None:
         raise InputError(
             "the local engine writes to local paths only",
             path=dest.dest,
-            code="remote-destination",
+            code=Code.REMOTE_DESTINATION,
             hint="use --engine spark for hdfs://, s3a://... destinations",
         )

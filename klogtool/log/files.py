@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import checkpoint
 from klogtool.formats.errors import FormatError
@@ -55,7 +56,7 @@ def expand(paths: list[str], *, stdin_kind: str = layout.LOG) -> Iterator[InputF
             continue
         path = Path(arg)
         if not path.exists():
-            raise InputError("no such file or directory", path=arg, code="not-found")
+            raise InputError("no such file or directory", path=arg, code=Code.NOT_FOUND)
         if path.is_dir():
             yield from _expand_dir(path, arg)
         else:
@@ -73,7 +74,7 @@ def classify_dir(path: Path, display: str | None = None) -> layout.LogDir | None
             "not a partition directory or a log directory (no segments, partition "
             "directories or broker checkpoint files in it)",
             path=display if display is not None else str(path),
-            code="not-a-log-dir",
+            code=Code.NOT_A_LOG_DIR,
         )
     return logdir
 
@@ -112,7 +113,7 @@ def detect_kind(path: Path) -> str:
         with open(path, "rb") as f:
             head = f.read(1 << 16)
     except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", path=str(path), code="unreadable") from e
+        raise InputError(f"cannot read: {e.strerror}", path=str(path), code=Code.UNREADABLE) from e
     if len(head) >= 17:
         _offset, size, magic = _PREFIX.unpack_from(head)
         if magic in (0, 1, 2) and size >= 14:
@@ -130,7 +131,7 @@ def detect_kind(path: Path) -> str:
         "not a Kafka log file: its name and its first bytes match no known kind",
         path=str(path),
         position=0,
-        code="unknown-file",
+        code=Code.UNKNOWN_FILE,
     )
 
 

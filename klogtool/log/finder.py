@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import engine, index
 from klogtool.formats.batch import Batch, Record
@@ -139,7 +140,7 @@ def resolve_targets(paths: list[str]) -> list[Target]:
     for arg in paths:
         path = Path(arg)
         if not path.exists():
-            raise InputError("no such file or directory", path=arg, code="not-found")
+            raise InputError("no such file or directory", path=arg, code=Code.NOT_FOUND)
         if path.is_dir():
             logdir = classify_dir(path, arg)
             if logdir is None:
@@ -153,12 +154,12 @@ def resolve_targets(paths: list[str]) -> list[Target]:
                 f"not a segment ({kind}): find reads .log files, partition directories and "
                 "log directories",
                 path=arg,
-                code="not-a-log",
+                code=Code.NOT_A_LOG,
             )
         base = layout.offset_from_name(path) or 0
         log = path if kind == layout.LOG else path.with_name(layout.segment_name(base, ".log"))
         if not log.is_file():
-            raise InputError("no .log beside this index", path=arg, code="not-found")
+            raise InputError("no .log beside this index", path=arg, code=Code.NOT_FOUND)
         seg = layout.SegmentFiles(base, log=log)
         for suffix, attr in ((".index", "index"), (".timeindex", "timeindex")):
             sibling = log.with_name(layout.segment_name(base, suffix))
@@ -450,14 +451,14 @@ class Finder:
                 times = "the .timeindex is empty"
             if isinstance(times, str):
                 if sniff_magic(buf) != 0:  # v0 data has no timestamps: nothing to seek by
-                    self._scan_warning(seg, "timeindex-unusable", times)
+                    self._scan_warning(seg, Code.TIMEINDEX_UNUSABLE, times)
                 return 0
             if times.n:
                 last_ts, last_rel = times.key(times.n - 1), times.value(times.n - 1)
                 if next_base is not None and base + last_rel >= next_base:
                     self._scan_warning(
                         seg,
-                        "timeindex-unusable",
+                        Code.TIMEINDEX_UNUSABLE,
                         f"the .timeindex's last offset {base + last_rel} is in the next segment",
                     )
                     return 0
@@ -486,7 +487,7 @@ class Finder:
         """The offset index's position for ``offset``, checked against the log; None (and a
         warning) when the index cannot be used."""
         if isinstance(idx, str):
-            self._scan_warning(seg, "index-unusable", idx)
+            self._scan_warning(seg, Code.INDEX_UNUSABLE, idx)
             return None
         base = seg.files.base_offset
         i = idx.floor(offset - base)
@@ -498,13 +499,13 @@ class Finder:
             first = batch.header_offset
         except FormatError as e:
             self._scan_warning(
-                seg, "index-unusable", f"the .index points at byte {pos}, not at a batch ({e})"
+                seg, Code.INDEX_UNUSABLE, f"the .index points at byte {pos}, not at a batch ({e})"
             )
             return None
         if not base <= first <= offset:
             self._scan_warning(
                 seg,
-                "index-unusable",
+                Code.INDEX_UNUSABLE,
                 f"the .index entry for offset {base + idx.key(i)} points at a batch starting at "
                 f"offset {first}",
             )
@@ -557,8 +558,9 @@ class Finder:
         if result is not None and result.end not in (CLEAN, ZERO_FILL):
             why = not_a_log(result) if start == 0 else None
             invalid = result.size - result.stopped_at
+            code: str
             if why:
-                code = "not-a-log"
+                code = Code.NOT_A_LOG
             elif result.end == TORN_TAIL:
                 code = TORN_TAIL
             else:
@@ -653,7 +655,7 @@ class Finder:
             seg.findings.append(
                 Finding(
                     "error",
-                    "crc-mismatch",
+                    Code.CRC_MISMATCH,
                     seg.display,
                     batch.position,
                     batch.header_offset,

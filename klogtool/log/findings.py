@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-ERROR = "error"
-WARNING = "warning"
+from klogtool import codes
+
+ERROR = codes.Severity.ERROR
+WARNING = codes.Severity.WARNING
 
 
 @dataclass(frozen=True)
@@ -17,6 +19,9 @@ class Finding:
     position: int | None
     offset: int | None
     message: str
+
+    def __post_init__(self) -> None:
+        codes.check(self.code, self.severity)
 
     def as_obj(self, **extra: Any) -> dict[str, Any]:
         return {

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from klogtool.codes import Code
 from klogtool.errors import InputError, KlogtoolError
 from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES
 from klogtool.formats.errors import FormatError
@@ -115,7 +116,7 @@ def plan(paths: Sequence[str]) -> VerifyPlan:
         path = Path(arg)
         try:
             if not path.exists():
-                raise InputError("no such file or directory", path=str(path), code="not-found")
+                raise InputError("no such file or directory", path=str(path), code=Code.NOT_FOUND)
             if path.is_dir():
                 below = [] if layout.holds_files(path) else layout.log_dirs_below(path)
                 for d in below or [path]:  # a directory of log dirs: each (as the local one)
@@ -165,7 +166,7 @@ def run_unit(
             "message": e.strerror or str(e),
             "path": e.filename,
             "position": None,
-            "code": "io-error",
+            "code": Code.IO_ERROR,
         }
 
     def display(p: str | None) -> str | None:
@@ -310,7 +311,7 @@ class FleetVerifier:
             raise KlogtoolError(
                 "no result came back for this path (did the directories change while verifying?)",
                 path=unit.display,
-                code="lost-result",
+                code=Code.LOST_RESULT,
             )
         for f in res.findings:
             self.stats.count(f)

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from klogtool.codes import Code
 from klogtool.errors import InputError
 
 LOG = "log"
@@ -96,7 +97,7 @@ def check_partition_name(path: Path) -> None:
             f"{parsed[0]!r} is not a legal Kafka topic name (letters, digits, '.', '_', '-'; "
             "at most 249): not a partition directory a broker wrote; nothing was changed",
             path=str(path),
-            code="bad-partition-name",
+            code=Code.BAD_PARTITION_NAME,
         )
 
 

@@ -10,13 +10,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import checkpoint, index
-from klogtool.formats.batch import Batch
 from klogtool.formats.errors import FormatError
-from klogtool.formats.index import AbortedTxn
-from klogtool.formats.payloads.control import ABORT, COMMIT, decode_control_key
-from klogtool.formats.records import SegmentScanner
+from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.log import layout
 from klogtool.log.atomic import FileOps, log_dir_of
 from klogtool.log.segment import mapped, read_small
@@ -123,7 +121,7 @@ def read_offset_checkpoint(log_dir: Path, name: str) -> dict[tuple[str, int], in
             code=e.code,
         ) from None
     except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", path=str(path), code="unreadable") from e
+        raise InputError(f"cannot read: {e.strerror}", path=str(path), code=Code.UNREADABLE) from e
 
 
 def _largest_timestamp(seg: layout.SegmentFiles, mtime_ns: int) -> tuple[int, str, int]:
@@ -183,7 +181,7 @@ def scan_next_offset(path: Path, base: int) -> tuple[int, bool]:
     with mapped(path) as buf:
         result = SegmentScanner(buf, check_crc=False, strict=False).scan()
     end = result.last_offset + 1 if result.last_offset is not None else base
-    return max(end, base), result.end in ("clean", "zero-fill")
+    return max(end, base), result.end in (CLEAN, ZERO_FILL)
 
 
 def load_partition(path: Path, *, scan_all: bool = False) -> PartitionView:
@@ -275,13 +273,13 @@ def partition_dirs(arg: Path) -> tuple[list[Path], list[str]]:
     """The partition dirs a PATH stands for, and warnings for those skipped (a partition dir
     that is a symlink out of the given log dir is never written to)."""
     if not arg.exists():
-        raise InputError("no such file or directory", path=str(arg), code="not-found")
+        raise InputError("no such file or directory", path=str(arg), code=Code.NOT_FOUND)
     # absolute, not resolved: "." keeps its name (topic and partition), and a link keeps the
     # log dir the user named
     arg = Path(os.path.abspath(arg))
     if not arg.is_dir():
         raise InputError(
-            "expected a partition directory or a log directory", path=str(arg), code="not-a-dir"
+            "expected a partition directory or a log directory", path=str(arg), code=Code.NOT_A_DIR
         )
     if layout.looks_like_partition_dir(arg):
         layout.check_partition_name(arg)
@@ -289,7 +287,7 @@ def partition_dirs(arg: Path) -> tuple[list[Path], list[str]]:
     logdir = layout.scan_log_dir(arg)
     if logdir is None:
         raise InputError(
-            "not a partition directory or a log directory", path=str(arg), code="not-a-log-dir"
+            "not a partition directory or a log directory", path=str(arg), code=Code.NOT_A_LOG_DIR
         )
     out: list[Path] = []
     skipped: list[str] = []
@@ -300,50 +298,3 @@ def partition_dirs(arg: Path) -> tuple[list[Path], list[str]]:
         layout.check_partition_name(p)
         out.append(p)
     return out, skipped
-
-
-class TxnReplay:
-    """The broker's recovery view of transactions: fed every batch in log order, it yields
-    the aborted transactions to index, each in the segment of its ABORT marker, with the last
-    stable offset at the abort (the earliest other open transaction, else marker + 1)."""
-
-    def __init__(self) -> None:
-        self.open: dict[int, int] = {}  # producer id -> first offset of its open transaction
-
-    def feed(self, batch: Batch) -> AbortedTxn | None:
-        pid = batch.producer_id
-        if pid < 0 or not batch.is_transactional:
-            return None
-        if not batch.is_control:
-            self.open.setdefault(pid, batch.base_offset)
-            return None
-        kind = None
-        for r in batch.records():
-            try:
-                kind = decode_control_key(r.key)[1]
-            except FormatError:
-                kind = None
-            break
-        if kind not in (ABORT, COMMIT):
-            return None
-        first = self.open.pop(pid, None)
-        if kind != ABORT or first is None:
-            return None
-        marker = batch.last_offset
-        lso = min(self.open.values(), default=marker + 1)
-        return AbortedTxn(0, pid, first, marker, min(lso, marker + 1))
-
-
-def replay_aborted_txns(segments: list[tuple[int, Path]]) -> dict[int, list[AbortedTxn]]:
-    """Per segment base offset, the .txnindex entries recovery would write (log order)."""
-    replay = TxnReplay()
-    out: dict[int, list[AbortedTxn]] = {}
-    for base, path in segments:
-        entries: list[AbortedTxn] = []
-        with mapped(path) as buf:
-            for batch in SegmentScanner(buf, check_crc=False, strict=False):
-                txn = replay.feed(batch)
-                if txn is not None:
-                    entries.append(txn)
-        out[base] = entries
-    return out

@@ -1,8 +1,8 @@
 """Rebuilding ``.index``, ``.timeindex`` and ``.txnindex`` exactly as ``LogSegment.recover`` does.
 
-docs/kafka-rules.md: Loading and recovery, Index rebuild. One walk per segment over batch headers
-(the records of data batches
-are never decoded; the single record of a transaction marker is) gives:
+docs/kafka-rules.md: Loading and recovery, Index rebuild. One walk per segment over batch
+headers (the records of data batches are never decoded; the single record of a transaction
+marker is) gives:
 
 * the offset and time index entries (:func:`klogtool.log.indexer.build_indexes`, the broker's
   rule, at ``index_interval_bytes``);
@@ -12,11 +12,10 @@ are never decoded; the single record of a transaction marker is) gives:
 
 Segments are walked independently (in a process pool, see :func:`scan_segments`). The
 ``.txnindex`` needs what no single segment knows, the transactions still open when the segment
-starts, so a cheap sequential pass (:func:`chain_transactions`) replays the events of the
-partition's segments in order, from the producer state of the newest valid producer snapshot
-at or below the first segment walked (as the broker's recovery does), and yields per segment
-its aborted transactions with their last stable offsets (§3.5: the first offset of the earliest
-*other* open transaction, else the marker's offset + 1).
+starts, so a cheap sequential pass (:func:`klogtool.log.txnreplay.chain`) replays the events
+of the partition's segments in order, from the producer state of the newest valid producer
+snapshot at or below the first segment walked (as the broker's recovery does), and yields per
+segment its aborted transactions with their last stable offsets.
 
 Checking existing index files (``rebuild-index --check``, and truncate-recovery deciding which
 indexes to rewrite) reuses the verifier's own index checks (:func:`check_segment_indexes`):
@@ -31,21 +30,20 @@ import os
 import struct
 import sys
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
+from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import engine, index
 from klogtool.formats.batch import LOG_OVERHEAD, Batch
 from klogtool.formats.crc import crc32c
 from klogtool.formats.errors import CorruptRecordError, FormatError
-from klogtool.formats.payloads.control import ABORT, COMMIT, decode_control_key
-from klogtool.formats.records import CLEAN, CORRUPT, ZERO_FILL, ScanResult, SegmentScanner
-from klogtool.formats.snapshot import parse_snapshot
+from klogtool.formats.records import CLEAN, CORRUPT, ZERO_FILL, ScanResult
 from klogtool.formats.v2 import (
     BATCH_HEADER,
     CONTROL_FLAG,
@@ -55,18 +53,19 @@ from klogtool.formats.v2 import (
     TRANSACTIONAL_FLAG,
     DefaultBatch,
 )
-from klogtool.log import atomic, layout
+from klogtool.log import atomic, layout, txnreplay
 from klogtool.log.atomic import FileOps
 from klogtool.log.findings import Finding, FindingCounts
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES, build_indexes
 from klogtool.log.pool import fork_context
-from klogtool.log.segment import Walked, mapped, read_small
+from klogtool.log.segment import Walked, mapped
 from klogtool.log.targets import PartitionTarget, Targets
+from klogtool.log.txnreplay import TxnEvent, end_marker, event_of
 
 INT32_MAX = (1 << 31) - 1
 T = TypeVar("T")
 R = TypeVar("R")
-OFFSET_OVERFLOW = "offset-overflow"  # a ScanResult.error code: the broker splits the segment
+OFFSET_OVERFLOW = Code.OFFSET_OVERFLOW  # a ScanResult.error code: the broker splits the segment
 
 # Segments smaller than this in total are walked in-process: forking workers costs more.
 POOL_MIN_BYTES = 8 << 20
@@ -78,17 +77,6 @@ ENTRY_SIZE = {
     layout.TIMEINDEX: index.TIME_INDEX_ENTRY_SIZE,
     layout.TXNINDEX: index.TXN_INDEX_ENTRY_SIZE,
 }
-
-
-class TxnEvent(NamedTuple):
-    """``begin``: a transactional data batch at ``offset`` (its base offset) of a producer with
-    no transaction seen since its last marker in this segment; ``end``: a COMMIT/ABORT marker at
-    ``offset``."""
-
-    begin: bool
-    producer_id: int
-    offset: int
-    aborted: bool = False
 
 
 @dataclass(frozen=True)
@@ -127,7 +115,7 @@ class SegmentScan:
 
     def not_a_log_finding(self) -> Finding:
         return Finding(
-            "error", "not-a-log", self.path, 0, None, f"not a Kafka log segment: {self.error}"
+            "error", Code.NOT_A_LOG, self.path, 0, None, f"not a Kafka log segment: {self.error}"
         )
 
 
@@ -135,23 +123,6 @@ class _Stop(Exception):
     def __init__(self, error: FormatError):
         super().__init__(error.message)
         self.error = error
-
-
-def _end_marker(batch: Batch) -> bool | None:
-    """For a transaction marker batch: True for ABORT, False for COMMIT; None otherwise (an
-    empty control batch left by the cleaner, another control type, an unreadable key)."""
-    try:
-        record = next(batch.records(), None)
-        if record is None:
-            return None
-        _version, type_id = decode_control_key(record.key)
-    except FormatError:
-        return None
-    if type_id == ABORT:
-        return True
-    if type_id == COMMIT:
-        return False
-    return None
 
 
 class _EventCollector:
@@ -200,7 +171,7 @@ class _EventCollector:
                         f"offset {first} does not increase (the previous segment ended at "
                         f"{self.prev_last})",
                         batch.position,
-                        "offset-not-increasing",
+                        Code.OFFSET_NOT_INCREASING,
                     )
                 )
         self.batches += 1
@@ -217,17 +188,15 @@ class _EventCollector:
                 self.records += batch.count
             except FormatError:
                 pass  # an unreadable legacy wrapper: its records cannot be counted
-        pid = batch.producer_id
-        if pid < 0 or batch.magic < 2:
+        ev = event_of(batch)
+        if ev is None:
             return
-        if batch.is_control:
-            aborted = _end_marker(batch)
-            if aborted is not None:
-                self.events.append(TxnEvent(False, pid, last, aborted))
-                self.open.discard(pid)
-        elif batch.is_transactional and pid not in self.open:
-            self.events.append(TxnEvent(True, pid, batch.base_offset))
-            self.open.add(pid)
+        if not ev.begin:
+            self.events.append(ev)
+            self.open.discard(ev.producer_id)
+        elif ev.producer_id not in self.open:
+            self.events.append(ev)
+            self.open.add(ev.producer_id)
 
 
 _TIME_ENTRY = struct.Struct(">qi")
@@ -288,7 +257,7 @@ def _fast_scan(
             return None
         if pid >= 0 and attrs & (CONTROL_FLAG | TRANSACTIONAL_FLAG):
             if attrs & CONTROL_FLAG:
-                aborted = _end_marker(DefaultBatch(view[pos:end], pos))
+                aborted = end_marker(DefaultBatch(view[pos:end], pos))
                 if aborted is not None:
                     events.append(TxnEvent(False, pid, last, aborted))
                     open_txns.discard(pid)
@@ -363,7 +332,7 @@ def scan_segment(
         raise InputError(
             "larger than 2 GiB: not a Kafka segment (index positions are 32-bit)",
             path=path,
-            code="segment-too-large",
+            code=Code.SEGMENT_TOO_LARGE,
         )
     if fast:
         quick = _fast_scan(
@@ -508,98 +477,6 @@ def _walk_task(fn: Callable[[T, Walked], R], task: T, size: int, walked: Walked 
     return result
 
 
-# -- transactions across segments -----------------------------------------------------------
-
-
-def collect_events(
-    buf: bytes | memoryview, base_offset: int, *, start_offset: int = -1
-) -> list[TxnEvent]:
-    """Transaction events of a segment by a header-only walk (no CRCs), for segments before
-    the ones being rebuilt; batches whose last offset is below ``start_offset`` are skipped."""
-    collector = _EventCollector(base_offset, check_range=False)
-    for batch in SegmentScanner(buf, check_crc=False, strict=False):
-        if batch.last_offset >= start_offset:
-            collector(batch)
-    return collector.events
-
-
-@dataclass
-class TxnState:
-    """Open transactions: producer id -> first offset (the broker's ``ongoingTxns``)."""
-
-    open: dict[int, int] = field(default_factory=dict)
-    source: str = "log start"  # where the state came from (a snapshot, or the log start)
-
-
-def apply_events(state: TxnState, events: Iterable[TxnEvent]) -> Iterator[index.AbortedTxn]:
-    """Replay events onto ``state``; yields the aborted transactions (for the .txnindex)."""
-    ongoing = state.open
-    for ev in events:
-        if ev.begin:
-            ongoing.setdefault(ev.producer_id, ev.offset)
-            continue
-        first = ongoing.pop(ev.producer_id, None)
-        if first is None or not ev.aborted:
-            continue  # a marker with no data of its transaction left: no index entry
-        lso = min(ongoing.values(), default=ev.offset + 1)
-        yield index.AbortedTxn(0, ev.producer_id, first, ev.offset, lso)
-
-
-def txn_state_before(part: layout.PartitionDir, base_offset: int) -> TxnState:
-    """The open transactions when the segment at ``base_offset`` of ``part`` starts.
-
-    As the broker's recovery: the newest producer snapshot at or below the segment's base
-    offset that reads cleanly (CRC valid) gives the state, and the batches between the snapshot
-    and the segment are replayed (headers, and marker records, only). Without a usable
-    snapshot the replay starts at the first segment.
-    """
-    segs = [s for s in part.segments if s.log is not None]
-    first_base = segs[0].base_offset if segs else base_offset
-    state = TxnState()
-    start = -1
-    for snap in reversed(part.snapshots):
-        offset = layout.offset_from_name(snap)
-        if offset is None or offset > base_offset or offset < first_base:
-            continue
-        try:
-            parsed = parse_snapshot(read_small(snap))
-        except (FormatError, OSError):
-            continue
-        state = TxnState(
-            {
-                e.producer_id: e.current_txn_first_offset
-                for e in parsed.entries
-                if e.current_txn_first_offset >= 0
-            },
-            f"producer snapshot {snap.name}",
-        )
-        start = offset
-        break
-    for i, seg in enumerate(segs):
-        if seg.base_offset >= base_offset:
-            break
-        if start >= 0 and i + 1 < len(segs) and segs[i + 1].base_offset <= start:
-            continue  # wholly below the snapshot
-        assert seg.log is not None
-        with mapped(seg.log) as buf:
-            events = collect_events(buf, seg.base_offset, start_offset=start)
-        for _ in apply_events(state, events):
-            pass
-    return state
-
-
-def chain_transactions(
-    initial: TxnState, scans: Sequence[SegmentScan]
-) -> list[tuple[dict[int, int], list[index.AbortedTxn]]]:
-    """Per segment (in order): the open transactions at its start, and its aborted ones."""
-    out = []
-    state = TxnState(dict(initial.open), initial.source)
-    for scan in scans:
-        at_start = dict(state.open)
-        out.append((at_start, list(apply_events(state, scan.events))))
-    return out
-
-
 # -- checking existing index files ----------------------------------------------------------
 
 
@@ -615,13 +492,13 @@ def check_segment_indexes(
     ``open_txns`` are the transactions open at the segment's start (so that an aborted
     transaction begun in an earlier segment is expected in this one's .txnindex).
     """
-    from klogtool.log.verifier import SegmentSummary, Verifier, _TxnState
+    from klogtool.log.verifier import SegmentSummary, Verifier
 
     verifier = Verifier(progress=walked.add if walked is not None else None)
     found = verifier.verify_segment(
         seg,
         SegmentSummary(seg.base_offset),
-        _TxnState(dict(open_txns)),
+        txnreplay.TxnReplay(dict(open_txns)),
         active=active,
         missing_index_ok=True,
     )
@@ -650,8 +527,8 @@ def txn_entry_problems(
         if r is None:
             continue
         for field_, code in (
-            ("first_offset", "txnindex-first-offset-too-high"),
-            ("last_stable_offset", "txnindex-lso-too-high"),
+            ("first_offset", Code.TXNINDEX_FIRST_OFFSET_TOO_HIGH),
+            ("last_stable_offset", Code.TXNINDEX_LSO_TOO_HIGH),
         ):
             have, want = getattr(t, field_), getattr(r, field_)
             if have > want:
@@ -838,7 +715,7 @@ def run_rebuild(
                         finding(
                             Finding(
                                 "error",
-                                "log-missing",
+                                Code.LOG_MISSING,
                                 t.display,
                                 None,
                                 t.only_base,
@@ -887,13 +764,13 @@ def _rebuild_unit(
     stats: RebuildStats,
     progress: Callable[[int], None] | None,
 ) -> None:
-    state = txn_state_before(u.part, u.logs[u.selected[0]].base_offset)
+    state = txnreplay.state_before(u.part, u.logs[u.selected[0]].base_offset)
     open_at_start: list[dict[int, int]] = []
     aborted: list[list[index.AbortedTxn] | None] = []
     broken = False
     for scan, i in zip(scans, u.selected, strict=True):
         open_at_start.append(dict(state.open))
-        txns = list(apply_events(state, scan.events))
+        txns = list(state.replay(scan.events))
         aborted.append(None if broken else txns)
         if not is_tail_ok(scan, last=i == len(u.logs) - 1):
             broken = True  # the transactions after a damaged stretch are unknown
@@ -925,7 +802,7 @@ def _rebuild_unit(
             finding(
                 Finding(
                     "warning",
-                    "zero-fill",
+                    Code.ZERO_FILL,
                     scan.path,
                     scan.valid_bytes,
                     scan.last_offset,
@@ -947,7 +824,7 @@ def _rebuild_unit(
                 finding(
                     Finding(
                         "warning",
-                        "txnindex-not-rebuilt",
+                        Code.TXNINDEX_NOT_REBUILT,
                         str(path),
                         None,
                         seg.base_offset,
@@ -1031,7 +908,7 @@ def _check_unit(
             finding(
                 Finding(
                     "warning",
-                    "log-damaged",
+                    Code.LOG_DAMAGED,
                     scan.path,
                     scan.valid_bytes,
                     scan.last_offset,

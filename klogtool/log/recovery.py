@@ -53,12 +53,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from klogtool import __version__
+from klogtool.codes import Code
 from klogtool.errors import InputError, RefusedError
 from klogtool.formats import checkpoint, index
 from klogtool.formats.errors import FormatError
 from klogtool.formats.records import ZERO_FILL, SegmentScanner
 from klogtool.formats.snapshot import parse_snapshot
-from klogtool.log import layout, rebuild
+from klogtool.log import layout, rebuild, txnreplay
 from klogtool.log.atomic import (
     CLEANED,
     FileOps,
@@ -285,7 +286,7 @@ def read_recovery_point(part_dir: Path) -> int:
             f"cannot read the recovery point: {e}",
             path=str(cp),
             position=e.position,
-            code="checkpoint-corrupt",
+            code=Code.CHECKPOINT_CORRUPT,
         ) from None
     return entries.get(parsed, 0)
 
@@ -309,7 +310,7 @@ def plan_partition(
     links = symlinked_files(part_dir)
     if links:
         plan.skip(
-            "symlink",
+            Code.SYMLINK,
             f"{links[0].name} is a symlink: klogtool does not write through links",
             str(links[0]),
         )
@@ -324,7 +325,7 @@ def plan_partition(
     if target.only_base is not None:
         match = [i for i, s in enumerate(logs) if s.base_offset == target.only_base]
         if not match:
-            plan.skip("log-missing", f"no .log for base offset {target.only_base}")
+            plan.skip(Code.LOG_MISSING, f"no .log for base offset {target.only_base}")
             return plan
         start = match[0]
     elif opts.from_recovery_point:
@@ -415,7 +416,7 @@ def _walk_scans(
             nxt = recovered[i + 1].base_offset
             if scan.last_offset >= nxt:
                 plan.skip(
-                    "segment-overlap",
+                    Code.SEGMENT_OVERLAP,
                     f"segment {seg.base_offset} ends at offset {scan.last_offset}, not below the "
                     f"next segment's base offset {nxt}: truncation cannot repair overlapping "
                     f"segments",
@@ -493,7 +494,7 @@ def _plan_snapshots(plan: PartitionPlan, part: layout.PartitionDir, new_leo: int
             plan.findings.append(
                 Finding(
                     "warning",
-                    "snapshot-corrupt",
+                    Code.SNAPSHOT_CORRUPT,
                     str(snap),
                     e.position if isinstance(e, FormatError) else None,
                     offset,
@@ -515,8 +516,8 @@ def _plan_indexes(
     indexes the broker would rebuild (missing, or failing the checks)."""
     part_dir = part.path
     # indexes: the truncated segment's, and those of recovered segments that need recovery
-    initial = rebuild.txn_state_before(part, recovered[0].base_offset)
-    chained = rebuild.chain_transactions(initial, kept)
+    initial = txnreplay.state_before(part, recovered[0].base_offset)
+    chained = txnreplay.chain(initial, [scan.events for scan in kept])
     check_tasks: list[rebuild.CheckTask] = []
     checked: list[int] = []
     needs: dict[int, bool] = {}
@@ -600,7 +601,7 @@ def _plan_epochs(plan: PartitionPlan, part: layout.PartitionDir, new_leo: int) -
             plan.findings.append(
                 Finding(
                     "warning",
-                    "leader-epoch-checkpoint-corrupt",
+                    Code.LEADER_EPOCH_CHECKPOINT_CORRUPT,
                     str(lec),
                     None,
                     None,
@@ -639,7 +640,7 @@ def _plan_checkpoints(plan: PartitionPlan, part_dir: Path, new_leo: int) -> None
                 plan.findings.append(
                     Finding(
                         "warning",
-                        "checkpoint-corrupt",
+                        Code.CHECKPOINT_CORRUPT,
                         str(cp),
                         None,
                         None,
@@ -696,7 +697,7 @@ def load_manifest(qdir: Path) -> dict[str, Any]:
         data["checkpoints"] = [CheckpointChange(**c) for c in data.get("checkpoints", [])]
     except (OSError, ValueError, TypeError, RefusedError) as e:
         raise InputError(
-            f"cannot read the quarantine manifest: {e}", path=str(path), code="bad-manifest"
+            f"cannot read the quarantine manifest: {e}", path=str(path), code=Code.BAD_MANIFEST
         ) from None
     check_manifest(data, path)
     return data
@@ -739,7 +740,7 @@ def check_manifest(manifest: dict[str, Any], path: Path) -> None:
         return RefusedError(
             f"the quarantine manifest {what}: not acting on it",
             path=str(path),
-            code="bad-manifest",
+            code=Code.BAD_MANIFEST,
             hint="klogtool writes plain file names only; this manifest was changed or is "
             "not klogtool's",
         )
@@ -890,7 +891,7 @@ def apply_plan(plan: PartitionPlan, opts: RecoveryOptions, ops: FileOps, emit: E
     root = quarantine_root(part_dir, opts.quarantine)
     if root.is_symlink() or (opts.quarantine is None and root.exists() and not root.is_dir()):
         if plan.changes:
-            plan.skip("symlink", f"{root} is not a plain directory: not writing a quarantine")
+            plan.skip(Code.SYMLINK, f"{root} is not a plain directory: not writing a quarantine")
         return
     resumed = _resumable(root)
     old: dict[str, Any] | None = None
@@ -903,10 +904,10 @@ def apply_plan(plan: PartitionPlan, opts: RecoveryOptions, ops: FileOps, emit: E
                 raise RefusedError(
                     f"the interrupted quarantine names another partition ({old['partition']})",
                     path=str(resumed / MANIFEST),
-                    code="bad-manifest",
+                    code=Code.BAD_MANIFEST,
                 )
         except (InputError, RefusedError) as e:
-            plan.skip("bad-manifest", f"{e.message}: not resuming it", str(resumed / MANIFEST))
+            plan.skip(Code.BAD_MANIFEST, f"{e.message}: not resuming it", str(resumed / MANIFEST))
             return
     if not plan.changes and old is None:
         return
@@ -1176,7 +1177,7 @@ def _offsets(p: Piece) -> str:
 def _read_nofollow(path: Path, limit: int = 16 << 20) -> bytes:
     size = os.lstat(path).st_size
     if size > limit:
-        raise InputError(f"larger than {limit} bytes", path=str(path), code="too-large")
+        raise InputError(f"larger than {limit} bytes", path=str(path), code=Code.TOO_LARGE)
     return b"".join(read_range(path, 0, size))
 
 
@@ -1207,7 +1208,7 @@ def find_quarantine(path: Path, custom: Path | None) -> Path:
         "no quarantine to restore here (name a quarantine directory holding manifest.json, "
         "a partition directory with an unrestored one, or a log directory)",
         path=str(path),
-        code="no-quarantine",
+        code=Code.NO_QUARANTINE,
     )
 
 
@@ -1227,19 +1228,19 @@ def partition_of(qdir: Path, manifest: dict[str, Any], given: Path | None = None
                 f"the manifest names the partition {part}, not one named like the directory "
                 f"the quarantine sits in ({qdir.parent.name})",
                 path=str(qdir / MANIFEST),
-                code="bad-manifest",
+                code=Code.BAD_MANIFEST,
             )
     if Path(manifest["partition"]).name != part.name:
         raise RefusedError(
             f"the quarantine is of {manifest['partition']}, not of {part}",
             path=str(qdir / MANIFEST),
-            code="bad-manifest",
+            code=Code.BAD_MANIFEST,
         )
     if part.is_symlink() or layout.parse_partition_dir_name(part.name) is None:
         raise RefusedError(
             "not a plain partition directory: not restoring into it",
             path=str(part),
-            code="bad-manifest",
+            code=Code.BAD_MANIFEST,
         )
     return part
 
@@ -1407,7 +1408,7 @@ def _restore_conflict(message: str, path: Path) -> RefusedError:
     return RefusedError(
         message,
         path=str(path),
-        code="restore-conflict",
+        code=Code.RESTORE_CONFLICT,
         hint="the partition changed after the truncation; restore by hand "
         "from the quarantine if you must (see its manifest.json)",
     )
@@ -1619,7 +1620,7 @@ def _restore_targets(path: Path, custom: Path | None) -> list[tuple[Path, Path |
             "no quarantine to restore here (name a quarantine directory holding manifest.json, "
             "a partition directory with an unrestored one, or a log directory)",
             path=str(path),
-            code="no-quarantine",
+            code=Code.NO_QUARANTINE,
         )
     return out
 
@@ -1638,7 +1639,7 @@ def run_restore(
     for arg in paths:
         path = Path(arg)
         if not path.exists():
-            raise InputError("no such file or directory", path=arg, code="not-found")
+            raise InputError("no such file or directory", path=arg, code=Code.NOT_FOUND)
         path = path.absolute()
         root = quarantine_root(path, custom)
         if (
@@ -1667,7 +1668,7 @@ def run_restore(
                 raise InputError(
                     "the partition directory of this quarantine is gone",
                     path=str(part_dir),
-                    code="not-found",
+                    code=Code.NOT_FOUND,
                 )
             with log_dir_lock(log_dir_of(part_dir), force=force, dry_run=ops.dry_run):
                 for message in complete_interrupted(ops, part_dir):

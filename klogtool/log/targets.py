@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.log import atomic, layout
 from klogtool.log.files import detect_kind
@@ -53,7 +54,7 @@ def resolve(paths: list[str]) -> Targets:
     for arg in paths:
         path = Path(arg)
         if not path.exists():
-            raise InputError("no such file or directory", path=arg, code="not-found")
+            raise InputError("no such file or directory", path=arg, code=Code.NOT_FOUND)
         found: list[PartitionTarget] = []
         if path.is_file():
             kind = detect_kind(path)
@@ -62,7 +63,7 @@ def resolve(paths: list[str]) -> Targets:
                 raise InputError(
                     "not a segment file (<base offset>.log, .index, .timeindex or .txnindex)",
                     path=arg,
-                    code="not-a-segment",
+                    code=Code.NOT_A_SEGMENT,
                 )
             found.append(PartitionTarget(Path(os.path.abspath(path)).parent, arg, base))
         elif layout.looks_like_partition_dir(path):
@@ -76,7 +77,7 @@ def resolve(paths: list[str]) -> Targets:
                     "not a partition directory or a log directory (no segments, partition "
                     "directories or broker checkpoint files in it)",
                     path=arg,
-                    code="not-a-log-dir",
+                    code=Code.NOT_A_LOG_DIR,
                 )
             root = path.resolve()
             for p in logdir.partitions:
@@ -85,7 +86,7 @@ def resolve(paths: list[str]) -> Targets:
                     out.findings.append(
                         Finding(
                             "error",
-                            "symlink-outside",
+                            Code.SYMLINK_OUTSIDE,
                             display,
                             None,
                             None,

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import checkpoint
 from klogtool.formats.errors import FormatError
@@ -100,7 +101,9 @@ def _apply(cfg: TopicConfig, key: str, value: str, where: str) -> TopicConfig:
     try:
         parsed = parse(value)
     except ValueError:
-        raise InputError(f"bad value {value!r} for {key}", path=where, code="bad-config") from None
+        raise InputError(
+            f"bad value {value!r} for {key}", path=where, code=Code.BAD_CONFIG
+        ) from None
     return replace(cfg, **{name: parsed})  # type: ignore[arg-type]
 
 
@@ -119,7 +122,7 @@ class ConfigSource:
             raise InputError(
                 f"unknown topic config {key!r} (known: {', '.join(known_keys())})",
                 path=where,
-                code="bad-config",
+                code=Code.BAD_CONFIG,
             )
         self.topics.setdefault(topic, {})[key] = value
         self.where[(topic, key)] = where
@@ -152,7 +155,7 @@ class ConfigSource:
                         ms = int(value.strip()) * _RETENTION_UNITS[unit]
                     except ValueError:
                         raise InputError(
-                            f"bad value {value!r} for {unit}", path=where, code="bad-config"
+                            f"bad value {value!r} for {unit}", path=where, code=Code.BAD_CONFIG
                         ) from None
                     cfg = replace(cfg, retention_ms=ms)
                     break
@@ -178,7 +181,7 @@ def parse_config_args(values: Iterable[str]) -> ConfigSource:
                 raise InputError(
                     f"expected TOPIC=KEY=VALUE or a properties file, not {value!r}",
                     path="--config",
-                    code="bad-config",
+                    code=Code.BAD_CONFIG,
                 )
             src.add_topic(topic, key.strip(), v, f"--config {value}")
             continue
@@ -186,7 +189,7 @@ def parse_config_args(values: Iterable[str]) -> ConfigSource:
             raise InputError(
                 "no such properties file (and not TOPIC=KEY=VALUE)",
                 path=value,
-                code="not-found",
+                code=Code.NOT_FOUND,
             )
         _read_properties(src, path)
     return src
@@ -196,7 +199,7 @@ def _read_properties(src: ConfigSource, path: Path) -> None:
     try:
         raw = path.read_bytes()
     except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", path=str(path), code="unreadable") from e
+        raise InputError(f"cannot read: {e.strerror}", path=str(path), code=Code.UNREADABLE) from e
     try:
         props = checkpoint.parse_properties(raw)
     except FormatError as e:

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import index
 from klogtool.formats.batch import CREATE_TIME
@@ -155,13 +156,13 @@ def resolve_partitions(paths: list[str]) -> Iterator[PartitionInput]:
     for arg in paths:
         path = Path(arg)
         if not path.exists():
-            raise InputError("no such file or directory", path=arg, code="not-found")
+            raise InputError("no such file or directory", path=arg, code=Code.NOT_FOUND)
         if path.is_file():
             if layout.file_kind(path) != layout.LOG and not path.name.endswith(".log"):
                 raise InputError(
                     "not a .log segment, partition directory or log directory",
                     path=arg,
-                    code="not-a-log",
+                    code=Code.NOT_A_LOG,
                 )
             parsed = layout.parse_partition_dir_name(path.resolve().parent.name)
             base = layout.offset_from_name(path) or 0
@@ -184,7 +185,7 @@ def resolve_partitions(paths: list[str]) -> Iterator[PartitionInput]:
             raise InputError(
                 "not a partition directory or a log directory",
                 path=arg,
-                code="not-a-log-dir",
+                code=Code.NOT_A_LOG_DIR,
             )
         for p in logdir.partitions:
             yield _partition(p, str(Path(arg) / p.name))
@@ -302,7 +303,7 @@ class TransactionScanner:
                             continue  # an empty control batch (as the cleaner leaves them)
                         yield finding(
                             "error",
-                            "bad-control-record",
+                            Code.BAD_CONTROL_RECORD,
                             log_path,
                             batch.position,
                             batch.base_offset,
@@ -319,7 +320,7 @@ class TransactionScanner:
                     if txn is None:
                         yield finding(
                             "warning",
-                            "marker-without-data",
+                            Code.MARKER_WITHOUT_DATA,
                             log_path,
                             batch.position,
                             marker_offset,
@@ -348,7 +349,7 @@ class TransactionScanner:
                     if txn.records == 0:
                         yield finding(
                             "warning",
-                            "empty-transaction",
+                            Code.EMPTY_TRANSACTION,
                             log_path,
                             batch.position,
                             txn.first_offset,
@@ -360,12 +361,12 @@ class TransactionScanner:
             if result is not None and result.batches == 0 and result.end == CORRUPT:
                 why = f"not a Kafka log segment: {result.error or 'no valid batch'}"
                 if part.path.is_file():
-                    raise InputError(why, path=part.display, position=0, code="not-a-log")
-                yield finding("error", "not-a-log", log_path, 0, None, why)
+                    raise InputError(why, path=part.display, position=0, code=Code.NOT_A_LOG)
+                yield finding("error", Code.NOT_A_LOG, log_path, 0, None, why)
             elif result is not None and result.end not in (CLEAN, ZERO_FILL):
                 yield finding(
                     "warning",
-                    "log-unreadable",
+                    Code.LOG_UNREADABLE,
                     log_path,
                     result.stopped_at,
                     result.last_offset,
@@ -455,7 +456,7 @@ class TransactionScanner:
             )
             yield finding(
                 "warning",
-                "hanging-transaction",
+                Code.HANGING_TRANSACTION,
                 part.display,
                 None,
                 obj["first_offset"],
@@ -503,7 +504,7 @@ class TransactionScanner:
             except FormatError as e:
                 yield finding(
                     "error",
-                    "txnindex-corrupt",
+                    Code.TXNINDEX_CORRUPT,
                     where,
                     e.position,
                     None,
@@ -516,7 +517,7 @@ class TransactionScanner:
             if found is None:
                 yield finding(
                     "error",
-                    "txnindex-missing-abort",
+                    Code.TXNINDEX_MISSING_ABORT,
                     where,
                     None,
                     marker,
@@ -532,7 +533,7 @@ class TransactionScanner:
             if t.first_offset != first or t.last_stable_offset != lso:
                 yield finding(
                     "warning",
-                    "txnindex-mismatch",
+                    Code.TXNINDEX_MISMATCH,
                     where,
                     i * index.TXN_INDEX_ENTRY_SIZE,
                     marker,
@@ -546,7 +547,7 @@ class TransactionScanner:
                 continue
             yield finding(
                 "error",
-                "txnindex-marker-not-found",
+                Code.TXNINDEX_MARKER_NOT_FOUND,
                 where,
                 i * index.TXN_INDEX_ENTRY_SIZE,
                 t.last_offset,

@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import checkpoint, engine, index
 from klogtool.formats.batch import CREATE_TIME, DEFAULT_MAX_BATCH_BYTES, Batch
@@ -41,6 +42,7 @@ from klogtool.log.files import classify_dir, detect_kind
 from klogtool.log.findings import Finding, FindingCounts
 from klogtool.log.record_filter import first_offset
 from klogtool.log.segment import ReleaseBehind, mapped, read_small
+from klogtool.log.txnreplay import TxnReplay, event_of
 
 INT32_MAX = (1 << 31) - 1
 ABORT = 0
@@ -73,13 +75,6 @@ class SegmentSummary:
     epoch_starts: list[tuple[int, int]] = field(default_factory=list)
 
 
-@dataclass
-class _TxnState:
-    """Transactions open across segments, to check .txnindex against ABORT markers."""
-
-    open_first: dict[int, int] = field(default_factory=dict)  # producer id -> first offset
-
-
 @dataclass(frozen=True)
 class _IndexKind:
     name: str  # finding-code prefix
@@ -90,6 +85,9 @@ class _IndexKind:
     entries: Callable[..., Iterator[Any]]
     out_of_order: Callable[[Any, Any], bool]
     describe: Callable[[Any], str]
+    sanity: Code
+    not_trimmed: Code
+    not_increasing: Code
 
 
 _OFFSET_INDEX = _IndexKind(
@@ -101,6 +99,9 @@ _OFFSET_INDEX = _IndexKind(
     index.iter_offset_index,
     lambda a, b: b.offset <= a.offset or b.position < a.position,
     lambda e: f"(offset {e.offset}, position {e.position})",
+    Code.INDEX_SANITY,
+    Code.INDEX_NOT_TRIMMED,
+    Code.INDEX_NOT_INCREASING,
 )
 _TIME_INDEX = _IndexKind(
     "timeindex",
@@ -111,6 +112,9 @@ _TIME_INDEX = _IndexKind(
     index.iter_time_index,
     lambda a, b: b.timestamp <= a.timestamp or b.offset < a.offset,
     lambda e: f"(timestamp {e.timestamp}, offset {e.offset})",
+    Code.TIMEINDEX_SANITY,
+    Code.TIMEINDEX_NOT_TRIMMED,
+    Code.TIMEINDEX_NOT_INCREASING,
 )
 
 
@@ -118,24 +122,24 @@ _TIME_INDEX = _IndexKind(
 _CHECKPOINT_BEYOND_END = {
     "log-start-offset-checkpoint": (
         "error",
-        "log-start-beyond-log-end",
+        Code.LOG_START_BEYOND_LOG_END,
         "log start offset {offset} is beyond the log end offset {leo}: the broker would "
         "delete every segment",
     ),
     "recovery-point-offset-checkpoint": (
         "warning",
-        "recovery-point-beyond-log-end",
+        Code.RECOVERY_POINT_BEYOND_LOG_END,
         "recovery point {offset} is beyond the log end offset {leo} (flushed data is missing, "
         "or the checkpoint is stale)",
     ),
     "replication-offset-checkpoint": (
         "warning",
-        "high-watermark-beyond-log-end",
+        Code.HIGH_WATERMARK_BEYOND_LOG_END,
         "high watermark {offset} is beyond the log end offset {leo}",
     ),
     "cleaner-offset-checkpoint": (
         "warning",
-        "cleaner-checkpoint-beyond-log-end",
+        Code.CLEANER_CHECKPOINT_BEYOND_LOG_END,
         "cleaner checkpoint {offset} is beyond the log end offset {leo}; the cleaner resets it",
     ),
 }
@@ -170,12 +174,12 @@ class Verifier:
                 raise InputError(
                     "no Kafka files in it: nothing was checked",
                     path=arg,
-                    code="no-kafka-files",
+                    code=Code.NO_KAFKA_FILES,
                 )
 
     def _path(self, path: Path) -> Iterator[Finding]:
         if not path.exists():
-            raise InputError("no such file or directory", path=str(path), code="not-found")
+            raise InputError("no such file or directory", path=str(path), code=Code.NOT_FOUND)
         if path.is_dir():
             below = [] if layout.holds_files(path) else layout.log_dirs_below(path)
             if below:
@@ -199,7 +203,7 @@ class Verifier:
                     setattr(seg, sibling, p)
             summary = SegmentSummary(seg.base_offset)
             yield from self.verify_segment(
-                seg, summary, _TxnState(), active=True, missing_index_ok=True
+                seg, summary, TxnReplay(), active=True, missing_index_ok=True
             )
         elif kind in (layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX):
             base = layout.offset_from_name(path) or 0
@@ -210,7 +214,7 @@ class Verifier:
                 yield from self._index_alone(path, kind, base)
                 return
             yield from self.verify_segment(
-                seg, SegmentSummary(base), _TxnState(), active=True, missing_index_ok=True
+                seg, SegmentSummary(base), TxnReplay(), active=True, missing_index_ok=True
             )
         elif kind == layout.KRAFT_SNAPSHOT:
             yield from self._kraft_snapshot(path)
@@ -225,7 +229,7 @@ class Verifier:
         self,
         seg: layout.SegmentFiles,
         summary: SegmentSummary,
-        txns: _TxnState,
+        txns: TxnReplay,
         *,
         active: bool,
         prev_last: int | None = None,
@@ -242,7 +246,7 @@ class Verifier:
         if not missing_index_ok and seg.index is None:
             yield Finding(
                 "warning",
-                "index-missing",
+                Code.INDEX_MISSING,
                 path,
                 None,
                 base,
@@ -251,7 +255,7 @@ class Verifier:
         if not missing_index_ok and seg.timeindex is None:
             yield Finding(
                 "warning",
-                "timeindex-missing",
+                Code.TIMEINDEX_MISSING,
                 path,
                 None,
                 base,
@@ -287,7 +291,7 @@ class Verifier:
                 if not scanner.crc_valid:
                     yield Finding(
                         "error",
-                        "crc-mismatch",
+                        Code.CRC_MISMATCH,
                         path,
                         pos,
                         batch.header_offset,
@@ -305,8 +309,7 @@ class Verifier:
                 if batch.magic >= 2 and epoch >= 0 and epoch > latest_epoch:
                     latest_epoch = epoch
                     summary.epoch_starts.append((epoch, batch.base_offset))
-                if batch.magic >= 2 and batch.producer_id >= 0 and batch.is_transactional:
-                    yield from self._track_txn(path, batch, txns, aborts, expected_txn)
+                self._track_txn(batch, txns, aborts, expected_txn)
                 # time index entries whose offset falls in this batch
                 while ti < len(time_entries) and time_entries[ti].offset <= last:
                     yield from self._check_time_entry(
@@ -323,7 +326,7 @@ class Verifier:
             if e.position >= result.stopped_at:
                 yield Finding(
                     "error",
-                    "index-beyond-log",
+                    Code.INDEX_BEYOND_LOG,
                     str(seg.index),
                     oi * 8,
                     e.offset,
@@ -333,7 +336,7 @@ class Verifier:
             else:
                 yield Finding(
                     "error",
-                    "index-not-on-batch",
+                    Code.INDEX_NOT_ON_BATCH,
                     str(seg.index),
                     oi * 8,
                     e.offset,
@@ -344,7 +347,7 @@ class Verifier:
         for t in time_entries[ti:]:
             yield Finding(
                 "error",
-                "timeindex-beyond-log",
+                Code.TIMEINDEX_BEYOND_LOG,
                 str(seg.timeindex),
                 ti * 12,
                 t.offset,
@@ -355,7 +358,7 @@ class Verifier:
         if time_entries and not active and running_max > time_entries[-1].timestamp:
             yield Finding(
                 "warning",
-                "timeindex-final-entry-missing",
+                Code.TIMEINDEX_FINAL_ENTRY_MISSING,
                 str(seg.timeindex),
                 None,
                 summary.last_offset,
@@ -366,7 +369,7 @@ class Verifier:
         if not time_entries and not active and running_max >= 0 and seg.timeindex is not None:
             yield Finding(
                 "warning",
-                "timeindex-final-entry-missing",
+                Code.TIMEINDEX_FINAL_ENTRY_MISSING,
                 str(seg.timeindex),
                 None,
                 summary.last_offset,
@@ -403,7 +406,7 @@ class Verifier:
             findings.append(
                 Finding(
                     "error",
-                    f"{kind.name}-sanity",
+                    kind.sanity,
                     str(path),
                     e.position,
                     None,
@@ -417,7 +420,7 @@ class Verifier:
             findings.append(
                 Finding(
                     "warning" if active else "error",
-                    f"{kind.name}-not-trimmed",
+                    kind.not_trimmed,
                     str(path),
                     real * size,
                     None,
@@ -437,7 +440,7 @@ class Verifier:
                 findings.append(
                     Finding(
                         "error",
-                        f"{kind.name}-not-increasing",
+                        kind.not_increasing,
                         str(path),
                         i * size,
                         entry.offset,
@@ -460,7 +463,7 @@ class Verifier:
         if e.position != batch_pos:
             yield Finding(
                 "error",
-                "index-not-on-batch",
+                Code.INDEX_NOT_ON_BATCH,
                 path,
                 i * 8,
                 e.offset,
@@ -470,7 +473,7 @@ class Verifier:
         elif prev_batch_last is not None and e.offset <= prev_batch_last and batch_pos > 0:
             yield Finding(
                 "error",
-                "index-mis-seeks",
+                Code.INDEX_MIS_SEEKS,
                 path,
                 i * 8,
                 e.offset,
@@ -493,7 +496,7 @@ class Verifier:
         if t.timestamp > running_max:
             yield Finding(
                 "error",
-                "timeindex-timestamp-too-large",
+                Code.TIMEINDEX_TIMESTAMP_TOO_LARGE,
                 path,
                 i * 12,
                 t.offset,
@@ -504,7 +507,7 @@ class Verifier:
         elif prior_max > t.timestamp:
             yield Finding(
                 "error",
-                "timeindex-mis-seeks",
+                Code.TIMEINDEX_MIS_SEEKS,
                 path,
                 i * 12,
                 t.offset,
@@ -521,7 +524,7 @@ class Verifier:
         if check_base and batch.magic >= 2 and batch.base_offset < base:
             yield Finding(
                 "error",
-                "offset-below-segment-base",
+                Code.OFFSET_BELOW_SEGMENT_BASE,
                 path,
                 pos,
                 batch.base_offset,
@@ -530,7 +533,7 @@ class Verifier:
         if check_base and last - base > INT32_MAX:
             yield Finding(
                 "error",
-                "offset-overflow",
+                Code.OFFSET_OVERFLOW,
                 path,
                 pos,
                 batch.header_offset,
@@ -541,7 +544,7 @@ class Verifier:
             if batch.records_count > batch.last_offset_delta + 1:
                 yield Finding(
                     "error",
-                    "record-count-mismatch",
+                    Code.RECORD_COUNT_MISMATCH,
                     path,
                     pos,
                     batch.header_offset,
@@ -575,7 +578,7 @@ class Verifier:
                 if prev is not None and r.offset <= prev:
                     yield Finding(
                         "error",
-                        "record-offset-not-increasing",
+                        Code.RECORD_OFFSET_NOT_INCREASING,
                         path,
                         pos,
                         r.offset,
@@ -584,7 +587,7 @@ class Verifier:
                 if batch.magic >= 2 and not batch.base_offset <= r.offset <= batch.last_offset:
                     yield Finding(
                         "error",
-                        "record-offset-out-of-batch",
+                        Code.RECORD_OFFSET_OUT_OF_BATCH,
                         path,
                         pos,
                         r.offset,
@@ -594,7 +597,7 @@ class Verifier:
                 if r.crc_valid is False and batch.compression:
                     yield Finding(
                         "error",
-                        "inner-crc-mismatch",
+                        Code.INNER_CRC_MISMATCH,
                         path,
                         pos,
                         r.offset,
@@ -608,7 +611,7 @@ class Verifier:
                     except FormatError as e:
                         yield Finding(
                             "error",
-                            "bad-control-record",
+                            Code.BAD_CONTROL_RECORD,
                             path,
                             pos,
                             r.offset,
@@ -630,7 +633,7 @@ class Verifier:
         if batch.magic < 2 and batch.compression and prev != batch.last_offset:
             yield Finding(
                 "error",
-                "wrapper-offset-mismatch",
+                Code.WRAPPER_OFFSET_MISMATCH,
                 path,
                 pos,
                 batch.last_offset,
@@ -644,7 +647,7 @@ class Verifier:
         if n and batch.timestamp_type == CREATE_TIME and max_ts != batch.max_timestamp:
             yield Finding(
                 "error",
-                "max-timestamp-mismatch",
+                Code.MAX_TIMESTAMP_MISMATCH,
                 path,
                 batch.position,
                 batch.header_offset,
@@ -654,27 +657,19 @@ class Verifier:
 
     def _track_txn(
         self,
-        path: str,
         batch: Batch,
-        txns: _TxnState,
+        txns: TxnReplay,
         aborts: set[int],
         expected: list[tuple[int, int, int]],
-    ) -> Iterator[Finding]:
-        pid = batch.producer_id
-        if not batch.is_control:
-            txns.open_first.setdefault(pid, batch.base_offset)
+    ) -> None:
+        ev = event_of(batch, self.max_batch_bytes)
+        if ev is None:
             return
-        try:
-            rec = next(batch.records(self.max_batch_bytes))
-            ctl = decode_control_record(rec.key, rec.value)
-        except (FormatError, StopIteration):
-            return  # reported by the record checks
-        first = txns.open_first.pop(pid, None)
-        if ctl.type_id == ABORT:
-            aborts.add(batch.last_offset)
-            if first is not None:
-                expected.append((pid, first, batch.last_offset))
-        yield from ()
+        txn = txns.apply(ev)
+        if ev.aborted:
+            aborts.add(ev.offset)
+        if txn is not None:
+            expected.append((txn.producer_id, txn.first_offset, txn.last_offset))
 
     def _check_txn_index(
         self, seg: layout.SegmentFiles, aborts: set[int], expected: list[tuple[int, int, int]]
@@ -688,14 +683,14 @@ class Verifier:
                 index.sanity_check_txn_index(buf, seg.base_offset)
                 entries = list(index.iter_txn_index(buf))
             except FormatError as e:
-                yield Finding("error", "txnindex-corrupt", path, e.position, None, str(e))
+                yield Finding("error", Code.TXNINDEX_CORRUPT, path, e.position, None, str(e))
                 return
             prev = None
             for i, t in enumerate(entries):
                 if prev is not None and t.last_offset <= prev:
                     yield Finding(
                         "error",
-                        "txnindex-not-increasing",
+                        Code.TXNINDEX_NOT_INCREASING,
                         path,
                         i * 34,
                         t.last_offset,
@@ -705,7 +700,7 @@ class Verifier:
                 if t.first_offset > t.last_offset:
                     yield Finding(
                         "error",
-                        "txnindex-bad-range",
+                        Code.TXNINDEX_BAD_RANGE,
                         path,
                         i * 34,
                         t.first_offset,
@@ -714,7 +709,7 @@ class Verifier:
                 if t.last_offset not in aborts:
                     yield Finding(
                         "error",
-                        "txnindex-marker-not-found",
+                        Code.TXNINDEX_MARKER_NOT_FOUND,
                         path,
                         i * 34,
                         t.last_offset,
@@ -729,7 +724,7 @@ class Verifier:
             if (pid, last) not in listed:
                 yield Finding(
                     "warning" if rebuilt else "error",
-                    "txnindex-missing-abort",
+                    Code.TXNINDEX_MISSING_ABORT,
                     str(seg.txnindex or seg.log),
                     None,
                     last,
@@ -756,7 +751,7 @@ class Verifier:
             # break fetches of that range.
             yield Finding(
                 "warning" if active else "error",
-                "zero-fill",
+                Code.ZERO_FILL,
                 path,
                 result.stopped_at,
                 summary.last_offset,
@@ -773,7 +768,7 @@ class Verifier:
         elif result.end == TORN_TAIL:
             yield Finding(
                 "error",
-                "torn-tail",
+                Code.TORN_TAIL,
                 path,
                 result.stopped_at,
                 summary.last_offset,
@@ -783,7 +778,7 @@ class Verifier:
         elif not_a_log(result) is not None:
             yield Finding(
                 "error",
-                "not-a-log",
+                Code.NOT_A_LOG,
                 path,
                 0,
                 None,
@@ -791,7 +786,7 @@ class Verifier:
             )
         elif result.end == CORRUPT:
             err = result.error
-            code = err.code if err is not None else "corrupt"
+            code = err.code if err is not None else Code.CORRUPT
             yield Finding(
                 "error",
                 code,
@@ -823,7 +818,7 @@ class Verifier:
             )
         yield Finding(
             "warning",
-            "log-missing",
+            Code.LOG_MISSING,
             str(path),
             None,
             base,
@@ -843,7 +838,7 @@ class Verifier:
         for p in part.leftovers:
             yield Finding(
                 "warning",
-                "leftover-file",
+                Code.LEFTOVER_FILE,
                 str(p),
                 None,
                 None,
@@ -864,7 +859,7 @@ class Verifier:
         self, part: layout.PartitionDir
     ) -> Generator[Finding, None, list[SegmentSummary]]:
         summaries: list[SegmentSummary] = []
-        txns = _TxnState()
+        txns = TxnReplay()
         prev_last: int | None = None
         segs = part.segments
         for i, seg in enumerate(segs):
@@ -874,7 +869,7 @@ class Verifier:
                     if p is not None:
                         yield Finding(
                             "warning",
-                            "orphan-index",
+                            Code.ORPHAN_INDEX,
                             str(p),
                             None,
                             seg.base_offset,
@@ -884,7 +879,7 @@ class Verifier:
             if prev_last is not None and seg.base_offset <= prev_last:
                 yield Finding(
                     "error",
-                    "segment-overlap",
+                    Code.SEGMENT_OVERLAP,
                     str(seg.log),
                     0,
                     seg.base_offset,
@@ -902,7 +897,7 @@ class Verifier:
                 ):
                     yield Finding(
                         "error",
-                        "offset-not-increasing",
+                        Code.OFFSET_NOT_INCREASING,
                         str(seg.log),
                         0,
                         summary.first_offset,
@@ -917,7 +912,7 @@ class Verifier:
         yield from self.verify_segment(
             layout.SegmentFiles(0, log=path),
             SegmentSummary(0),
-            _TxnState(),
+            TxnReplay(),
             active=True,
             missing_index_ok=True,
             check_base=False,
@@ -930,7 +925,7 @@ class Verifier:
         except FormatError as e:
             yield Finding(
                 "error",
-                "snapshot-corrupt",
+                Code.SNAPSHOT_CORRUPT,
                 str(path),
                 e.position,
                 None,
@@ -941,7 +936,7 @@ class Verifier:
         if not snap.crc_valid:
             yield Finding(
                 "error",
-                "snapshot-crc-mismatch",
+                Code.SNAPSHOT_CRC_MISMATCH,
                 str(path),
                 2,
                 None,
@@ -952,7 +947,7 @@ class Verifier:
         if leo is not None and offset is not None and offset > leo:
             yield Finding(
                 "warning",
-                "snapshot-beyond-log-end",
+                Code.SNAPSHOT_BEYOND_LOG_END,
                 str(path),
                 None,
                 offset,
@@ -968,12 +963,12 @@ class Verifier:
             entries = checkpoint.parse_leader_epoch_checkpoint(read_small(path))
         except FormatError as e:
             yield Finding(
-                "error", "leader-epoch-checkpoint-corrupt", str(path), e.position, None, str(e)
+                "error", Code.LEADER_EPOCH_CHECKPOINT_CORRUPT, str(path), e.position, None, str(e)
             )
             return
         for problem in checkpoint.validate_leader_epochs(entries):
             yield Finding(
-                "error", "leader-epoch-not-increasing", str(path), None, None, problem.message
+                "error", Code.LEADER_EPOCH_NOT_INCREASING, str(path), None, None, problem.message
             )
         observed: list[tuple[int, int]] = []
         for s in summaries:
@@ -986,7 +981,7 @@ class Verifier:
             if cp_start is None:
                 yield Finding(
                     "warning",
-                    "leader-epoch-missing",
+                    Code.LEADER_EPOCH_MISSING,
                     str(path),
                     None,
                     start,
@@ -1001,7 +996,7 @@ class Verifier:
                 # and recovery).
                 yield Finding(
                     "warning",
-                    "leader-epoch-mismatch",
+                    Code.LEADER_EPOCH_MISMATCH,
                     str(path),
                     None,
                     start,
@@ -1013,7 +1008,7 @@ class Verifier:
                 if ent.start_offset > leo:
                     yield Finding(
                         "warning",
-                        "leader-epoch-beyond-log-end",
+                        Code.LEADER_EPOCH_BEYOND_LOG_END,
                         str(path),
                         None,
                         ent.start_offset,
@@ -1058,7 +1053,7 @@ class Verifier:
                 continue
             elif kind == layout.LEFTOVER:
                 yield Finding(
-                    "warning", "leftover-file", str(f), None, None, "leftover temporary file"
+                    "warning", Code.LEFTOVER_FILE, str(f), None, None, "leftover temporary file"
                 )
             elif kind == layout.KRAFT_SNAPSHOT:  # bootstrap.checkpoint: record batches
                 yield from self._kraft_snapshot(f)
@@ -1073,7 +1068,7 @@ class Verifier:
         try:
             cp = checkpoint.parse_offset_checkpoint(read_small(path))
         except FormatError as e:
-            yield Finding("error", "checkpoint-corrupt", str(path), e.position, None, str(e))
+            yield Finding("error", Code.CHECKPOINT_CORRUPT, str(path), e.position, None, str(e))
             return
         name = path.name
         missing = [tp for tp in cp.entries if tp not in ends]
@@ -1081,7 +1076,7 @@ class Verifier:
             shown = ", ".join(f"{t}-{p}" for t, p in sorted(missing)[:5])
             yield Finding(
                 "warning",
-                "checkpoint-partition-missing",
+                Code.CHECKPOINT_PARTITION_MISSING,
                 str(path),
                 None,
                 None,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats.batch import Batch
 from klogtool.formats.errors import FormatError, LimitExceededError
@@ -148,7 +149,9 @@ def check_batch_offsets(batch: Batch, segment_base: int, floor: int, path: Path)
             "repair the partition first (klogtool truncate-recovery)",
             path=str(path),
             position=batch.position,
-            code="offset-below-segment-base" if floor == segment_base else "offset-not-increasing",
+            code=Code.OFFSET_BELOW_SEGMENT_BASE
+            if floor == segment_base
+            else Code.OFFSET_NOT_INCREASING,
         )
     if batch.last_offset - segment_base > INT32_MAX:
         raise InputError(
@@ -156,5 +159,5 @@ def check_batch_offsets(batch: Batch, segment_base: int, floor: int, path: Path)
             f"{segment_base}; repair the partition first (klogtool truncate-recovery)",
             path=str(path),
             position=batch.position,
-            code="offset-overflow",
+            code=Code.OFFSET_OVERFLOW,
         )

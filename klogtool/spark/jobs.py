@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 (the usual name)
 
+from klogtool.codes import Code
 from klogtool.errors import KlogtoolError
 from klogtool.log.arrow_reader import DEFAULT_TARGET_SPLIT_BYTES, CorruptSegmentError, plan_splits
 from klogtool.log.fleet_verify import (
@@ -137,7 +138,7 @@ def failures() -> Iterator[None]:
             raise corrupt.to_input_error() from None
         raise KlogtoolError(
             f"the Spark job failed: {_summary(text) or type(e).__name__}",
-            code="spark-job-failed",
+            code=Code.SPARK_JOB_FAILED,
             hint=_hint(text),
         ) from None
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from klogtool.codes import Code
 from klogtool.errors import KlogtoolError
 from klogtool.spark.source import KafkaSegmentsDataSource
 
@@ -178,12 +179,12 @@ def get_session(
         except ImportError as e:
             raise KlogtoolError(
                 f"Spark Connect needs packages that are not installed: {e}",
-                code="spark-connect-unavailable",
+                code=Code.SPARK_CONNECT_UNAVAILABLE,
                 hint="pip install 'pyspark[connect]'",
             ) from None
         except Exception as e:
             raise KlogtoolError(
-                f"cannot connect to {remote}: {_first_line(e)}", code="spark-unavailable"
+                f"cannot connect to {remote}: {_first_line(e)}", code=Code.SPARK_UNAVAILABLE
             ) from None
         for k, v in {**SQL_CONF, **(conf or {})}.items():
             spark.conf.set(k, v)
@@ -195,7 +196,7 @@ def get_session(
         if master is not None and master != running:
             raise KlogtoolError(
                 f"a Spark session on {running} is already running in this process, not on {master}",
-                code="spark-session-conflict",
+                code=Code.SPARK_SESSION_CONFLICT,
             )
         for k, v in SQL_CONF.items():
             active.conf.set(k, v)
@@ -215,7 +216,7 @@ def get_session(
     if is_local(master) and not (os.environ.get("JAVA_HOME") or shutil.which("java")):
         raise KlogtoolError(
             "no Java runtime found (Spark needs Java 17 or newer on PATH or in JAVA_HOME)",
-            code="java-missing",
+            code=Code.JAVA_MISSING,
             hint=JAVA_HINT,
         )
     builder: Any = SparkSession.builder.master(master).appName(app_name)
@@ -228,7 +229,7 @@ def get_session(
         problem = _java_problem()
         raise KlogtoolError(
             f"cannot start Spark on {master}: {problem or _first_line(e)}",
-            code="spark-unavailable",
+            code=Code.SPARK_UNAVAILABLE,
             hint=JAVA_HINT if problem else None,
         ) from None
     spark.sparkContext.setLogLevel("OFF" if quiet else "ERROR")
