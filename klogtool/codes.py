@@ -203,6 +203,7 @@ class Code(StrEnum):
 
     # -- transactions and .txnindex ------------------------------------------------------------
     TXNINDEX_CORRUPT = "txnindex-corrupt", (E,), "a .txnindex that does not parse"
+    TXNINDEX_SANITY = "txnindex-sanity", (E,), "a .txnindex the broker's sanity check rejects"
     TXNINDEX_NOT_INCREASING = (
         "txnindex-not-increasing",
         (E,),
@@ -305,6 +306,27 @@ class Code(StrEnum):
         "leader-epoch-checkpoint-corrupt",
         (E, W),
         "a leader-epoch-checkpoint that does not parse",
+    )
+    OFFSET_CHECKPOINT_CORRUPT = (
+        "offset-checkpoint-corrupt",
+        (E,),
+        "an offset checkpoint given by itself that does not parse",
+    )
+    PARTITION_METADATA_CORRUPT = (
+        "partition-metadata-corrupt",
+        (E,),
+        "a partition.metadata file that does not parse",
+    )
+    META_PROPERTIES_CORRUPT = (
+        "meta-properties-corrupt",
+        (E,),
+        "a meta.properties that does not parse",
+    )
+    QUORUM_STATE_CORRUPT = "quorum-state-corrupt", (E,), "a quorum-state file that does not parse"
+    CLEAN_SHUTDOWN_CORRUPT = (
+        "clean-shutdown-corrupt",
+        (E,),
+        "a .kafka_cleanshutdown file that does not parse",
     )
     LEADER_EPOCH_NOT_INCREASING = (
         "leader-epoch-not-increasing",

@@ -118,6 +118,8 @@ def test_outside_the_format_layer_codes_are_never_strings() -> None:
         for expr in _code_arguments(tree, params):
             literal = _strings(expr, {})
             assert not literal, f"{path}:{expr.lineno}: code {literal} spelled as a string"
+            built = [n for n in ast.walk(expr) if isinstance(n, ast.JoinedStr)]
+            assert not built, f"{path}:{expr.lineno}: a code built from a string"
 
 
 def test_the_format_layers_codes_are_registered() -> None:

@@ -19,6 +19,7 @@ from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.log import rebuild, targets
 from klogtool.log.atomic import FileOps
 from klogtool.log.files import total_log_bytes
+from klogtool.log.indexcheck import about_index
 from klogtool.output import Output
 
 
@@ -165,7 +166,7 @@ def _text_emitter(out: Output, verbose: bool):
         elif kind == "interrupted_operation":
             out.line(f"{obj['path']}: interrupted operation {obj['message']}")
         elif kind == "finding":
-            if obj["code"].split("-", 1)[0] in rebuild.INDEX_KINDS and obj["severity"] == "error":
+            if about_index(obj["code"]) and obj["severity"] == "error":
                 return  # the index_check line names it
             where = obj["path"] + (f":{obj['position']}" if obj["position"] is not None else "")
             out.line(f"{obj['severity']}: {obj['code']}: {where}: {obj['message']}")

@@ -25,14 +25,13 @@ from klogtool.log import layout
 from klogtool.log.atomic import FileOps, complete_interrupted
 from klogtool.log.cleaner import CompactionPlan, SegmentStats, plan_compaction
 from klogtool.log.findings import Finding
+from klogtool.log.indexcheck import about_index
 from klogtool.log.partition import PartitionView, load_partition
 from klogtool.log.retention import RetentionPlan, SegmentDecision, plan_retention
 from klogtool.log.segment import Phases
 from klogtool.log.topicconfig import TopicConfig
 from klogtool.log.txnreplay import TxnReplay
 from klogtool.log.verifier import SegmentSummary, Verifier
-
-INDEX_KINDS = (layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX)
 
 
 @dataclass
@@ -164,10 +163,6 @@ def _finding(f: Finding) -> dict[str, Any]:
     return {"severity": f.severity, "code": f.code, "position": f.position, "message": f.message}
 
 
-def _is_index_finding(f: Finding) -> bool:
-    return f.code.split("-", 1)[0] in INDEX_KINDS
-
-
 def explain_partition(
     path: Path,
     config: TopicConfig,
@@ -296,8 +291,8 @@ def _segments(
                 active=active,
                 compaction=by_base_c.get(seg.base_offset),
                 retention=by_base_r.get(seg.base_offset),
-                index_findings=[f for f in found if _is_index_finding(f)],
-                log_findings=[f for f in found if not _is_index_finding(f)],
+                index_findings=[f for f in found if about_index(f.code)],
+                log_findings=[f for f in found if not about_index(f.code)],
             )
         )
     return out

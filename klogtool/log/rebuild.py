@@ -18,7 +18,7 @@ snapshot at or below the first segment walked (as the broker's recovery does), a
 segment its aborted transactions with their last stable offsets.
 
 Checking existing index files (``rebuild-index --check``, and truncate-recovery deciding which
-indexes to rewrite) reuses the verifier's own index checks (:func:`check_segment_indexes`):
+indexes to rewrite) runs the index checks verify runs (:mod:`klogtool.log.indexcheck`):
 an index is *bad* when a lookup through it could skip records or the broker's sanity check
 fails; one that is valid but not what a rebuild gives (live appends write such indexes) is
 only *different*.
@@ -56,6 +56,7 @@ from klogtool.formats.v2 import (
 from klogtool.log import atomic, layout, txnreplay
 from klogtool.log.atomic import FileOps
 from klogtool.log.findings import Finding, FindingCounts
+from klogtool.log.indexcheck import check_segment_indexes, txn_entry_problems
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES, build_indexes
 from klogtool.log.pool import fork_context
 from klogtool.log.segment import Walked, mapped
@@ -70,7 +71,6 @@ OFFSET_OVERFLOW = Code.OFFSET_OVERFLOW  # a ScanResult.error code: the broker sp
 # Segments smaller than this in total are walked in-process: forking workers costs more.
 POOL_MIN_BYTES = 8 << 20
 
-INDEX_KINDS = (layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX)
 SUFFIX = {layout.INDEX: ".index", layout.TIMEINDEX: ".timeindex", layout.TXNINDEX: ".txnindex"}
 ENTRY_SIZE = {
     layout.INDEX: index.OFFSET_INDEX_ENTRY_SIZE,
@@ -478,74 +478,6 @@ def _walk_task(fn: Callable[[T, Walked], R], task: T, size: int, walked: Walked 
 
 
 # -- checking existing index files ----------------------------------------------------------
-
-
-def check_segment_indexes(
-    seg: layout.SegmentFiles,
-    *,
-    active: bool,
-    open_txns: dict[int, int],
-    walked: Walked | None = None,
-) -> list[Finding]:
-    """The verifier's findings about this segment's index files (none about the .log).
-
-    ``open_txns`` are the transactions open at the segment's start (so that an aborted
-    transaction begun in an earlier segment is expected in this one's .txnindex).
-    """
-    from klogtool.log.verifier import SegmentSummary, Verifier
-
-    verifier = Verifier(progress=walked.add if walked is not None else None)
-    found = verifier.verify_segment(
-        seg,
-        SegmentSummary(seg.base_offset),
-        txnreplay.TxnReplay(dict(open_txns)),
-        active=active,
-        missing_index_ok=True,
-    )
-    return [f for f in found if f.code.split("-", 1)[0] in INDEX_KINDS]
-
-
-def txn_entry_problems(
-    path: Path, existing: bytes, rebuilt: Sequence[index.AbortedTxn]
-) -> list[Finding]:
-    """Entries of an existing .txnindex that claim more than the log supports.
-
-    For the same aborted transaction (producer, ABORT marker offset): a first offset above the
-    log's exposes the transaction's earlier records to read_committed consumers; a last stable
-    offset above the log's can end the broker's collection of aborted transactions too early
-    (``TransactionIndex.collectAbortedTxns``). Compaction only ever moves a rebuild's values
-    later, so an existing value above the rebuild's is never the cleaner's doing.
-    """
-    try:
-        entries = list(index.iter_txn_index(existing))
-    except FormatError:
-        return []  # the verifier reports it
-    truth = {(t.producer_id, t.last_offset): t for t in rebuilt}
-    out = []
-    for i, t in enumerate(entries):
-        r = truth.get((t.producer_id, t.last_offset))
-        if r is None:
-            continue
-        for field_, code in (
-            ("first_offset", Code.TXNINDEX_FIRST_OFFSET_TOO_HIGH),
-            ("last_stable_offset", Code.TXNINDEX_LSO_TOO_HIGH),
-        ):
-            have, want = getattr(t, field_), getattr(r, field_)
-            if have > want:
-                out.append(
-                    Finding(
-                        "error",
-                        code,
-                        str(path),
-                        i * index.TXN_INDEX_ENTRY_SIZE,
-                        t.last_offset,
-                        f"aborted transaction of producer {t.producer_id} ending at "
-                        f"{t.last_offset}: {field_.replace('_', ' ')} {have}, but the log "
-                        f"says {want} (read_committed consumers could be served aborted "
-                        f"records)",
-                    )
-                )
-    return out
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,7 @@ from klogtool.formats import checkpoint, index
 from klogtool.formats.errors import FormatError
 from klogtool.formats.records import ZERO_FILL, SegmentScanner
 from klogtool.formats.snapshot import parse_snapshot
-from klogtool.log import layout, rebuild, txnreplay
+from klogtool.log import indexcheck, layout, rebuild, txnreplay
 from klogtool.log.atomic import (
     CLEANED,
     FileOps,
@@ -549,7 +549,7 @@ def _plan_indexes(
     for i, found in zip(checked, results, strict=True):
         seg = recovered[i]
         if seg.txnindex is not None:
-            found += rebuild.txn_entry_problems(
+            found += indexcheck.txn_entry_problems(
                 seg.txnindex, seg.txnindex.read_bytes(), chained[i][1]
             )
         needs[i] = any(f.severity == "error" for f in found)

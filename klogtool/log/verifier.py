@@ -1,11 +1,8 @@
 """``verify`` as a library: every check of a file, partition dir or log dir, as findings.
 
-Verify accepts what the broker accepts (docs/kafka-rules.md: Loading and recovery, Index rebuild):
-indexes written by live
-appends may differ from rebuilt ones and still be valid, so index entries are checked for
-what matters to a broker — that a lookup through them can never skip a record — not for
-equality with a rebuild. Each segment is read in one pass over its mmapped bytes, with its
-index entries merged into the walk, so memory stays flat however large the segment.
+Verify accepts what the broker accepts (docs/kafka-rules.md: Loading and recovery, Index
+rebuild). Each segment is read in one pass over its mmapped bytes, with the checks of its index
+files (log/indexcheck.py) merged into the walk, so memory stays flat however large the segment.
 
 Finding codes are stable (they are part of the JSON output); severities: ``error`` means the
 data is damaged or a broker would lose or mis-serve records; ``warning`` means something a
@@ -18,11 +15,10 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from klogtool.codes import Code
 from klogtool.errors import InputError
-from klogtool.formats import checkpoint, engine, index
+from klogtool.formats import checkpoint, engine
 from klogtool.formats.batch import CREATE_TIME, DEFAULT_MAX_BATCH_BYTES, Batch
 from klogtool.formats.errors import FormatError
 from klogtool.formats.payloads.control import decode_control_record
@@ -40,9 +36,10 @@ from klogtool.formats.v2 import DefaultBatch
 from klogtool.log import layout, pool
 from klogtool.log.files import classify_dir, detect_kind
 from klogtool.log.findings import Finding, FindingCounts
+from klogtool.log.indexcheck import SegmentIndexCheck, index_alone
 from klogtool.log.record_filter import first_offset
 from klogtool.log.segment import ReleaseBehind, mapped, read_small
-from klogtool.log.txnreplay import TxnReplay, event_of
+from klogtool.log.txnreplay import TxnReplay
 
 INT32_MAX = (1 << 31) - 1
 ABORT = 0
@@ -73,49 +70,6 @@ class SegmentSummary:
     # (epoch, base offset) each time a batch carries a larger leader epoch, as the broker's
     # recovery assigns them into its leader epoch cache.
     epoch_starts: list[tuple[int, int]] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class _IndexKind:
-    name: str  # finding-code prefix
-    label: str  # for messages
-    entry_size: int
-    sanity_check: Callable[[bytes, int], None]
-    zero_tail: Callable[[bytes], int]
-    entries: Callable[..., Iterator[Any]]
-    out_of_order: Callable[[Any, Any], bool]
-    describe: Callable[[Any], str]
-    sanity: Code
-    not_trimmed: Code
-    not_increasing: Code
-
-
-_OFFSET_INDEX = _IndexKind(
-    "index",
-    "offset index",
-    8,
-    index.sanity_check_offset_index,
-    index.offset_index_zero_tail,
-    index.iter_offset_index,
-    lambda a, b: b.offset <= a.offset or b.position < a.position,
-    lambda e: f"(offset {e.offset}, position {e.position})",
-    Code.INDEX_SANITY,
-    Code.INDEX_NOT_TRIMMED,
-    Code.INDEX_NOT_INCREASING,
-)
-_TIME_INDEX = _IndexKind(
-    "timeindex",
-    "time index",
-    12,
-    index.sanity_check_time_index,
-    index.time_index_zero_tail,
-    index.iter_time_index,
-    lambda a, b: b.timestamp <= a.timestamp or b.offset < a.offset,
-    lambda e: f"(timestamp {e.timestamp}, offset {e.offset})",
-    Code.TIMEINDEX_SANITY,
-    Code.TIMEINDEX_NOT_TRIMMED,
-    Code.TIMEINDEX_NOT_INCREASING,
-)
 
 
 # A checkpoint entry beyond the partition's log end: (severity, code, message).
@@ -236,44 +190,23 @@ class Verifier:
         missing_index_ok: bool = False,
         check_base: bool = True,
     ) -> Iterator[Finding]:
-        """Walk one segment: batches, then its indexes merged into the same pass."""
+        """Walk one segment: batches, with its index checks (log/indexcheck.py) merged into
+        the same pass."""
         assert seg.log is not None  # callers pass segments that have a .log
         path = str(seg.log)
         st = self.stats
         st.files += 1
         st.segments += 1
         base = seg.base_offset
-        if not missing_index_ok and seg.index is None:
-            yield Finding(
-                "warning",
-                Code.INDEX_MISSING,
-                path,
-                None,
-                base,
-                "no .index file: the broker rebuilds it by recovering the segment",
-            )
-        if not missing_index_ok and seg.timeindex is None:
-            yield Finding(
-                "warning",
-                Code.TIMEINDEX_MISSING,
-                path,
-                None,
-                base,
-                "no .timeindex file: the broker creates an empty one",
-            )
-        offset_entries, time_entries, idx_findings = self._load_indexes(seg, active)
-        yield from idx_findings
-        oi = 0  # next offset-index entry to match against a batch boundary
-        ti = 0
-        aborts: set[int] = set()
-        expected_txn: list[tuple[int, int, int]] = []  # (producer id, first, last)
-        running_max = -1
+        indexes = SegmentIndexCheck(seg, txns, active=active, max_batch_bytes=self.max_batch_bytes)
+        if not missing_index_ok:
+            yield from indexes.missing()
+        yield from indexes.load(prev_last)
         latest_epoch = -1
         with mapped(seg.log) as buf:
             st.bytes += len(buf)
             scanner = SegmentScanner(buf, stop_on_crc=False)
             release = ReleaseBehind(buf)
-            prev_batch_last = prev_last
             reported = 0  # bytes of this segment passed to the progress bar
             for batch in scanner:
                 st.batches += 1
@@ -282,12 +215,7 @@ class Verifier:
                 if pos - reported >= _PROGRESS_STEP:  # a huge segment moves the bar too
                     self.progress(pos - reported)
                     reported = pos
-                last = batch.last_offset
-                # offset index entries pointing at or before this batch start
-                while oi < len(offset_entries) and offset_entries[oi].position <= pos:
-                    e = offset_entries[oi]
-                    yield from self._check_offset_entry(seg, e, oi, pos, prev_batch_last)
-                    oi += 1
+                yield from indexes.before_batch(batch)
                 if not scanner.crc_valid:
                     yield Finding(
                         "error",
@@ -301,220 +229,19 @@ class Verifier:
                 yield from self._check_batch(path, batch, base, check_base)
                 if summary.first_offset is None:
                     summary.first_offset = first_offset(batch)
-                summary.last_offset = last
-                prior_max = running_max
-                if batch.max_timestamp > running_max:
-                    running_max = batch.max_timestamp
+                summary.last_offset = batch.last_offset
                 epoch = batch.partition_leader_epoch
                 if batch.magic >= 2 and epoch >= 0 and epoch > latest_epoch:
                     latest_epoch = epoch
                     summary.epoch_starts.append((epoch, batch.base_offset))
-                self._track_txn(batch, txns, aborts, expected_txn)
-                # time index entries whose offset falls in this batch
-                while ti < len(time_entries) and time_entries[ti].offset <= last:
-                    yield from self._check_time_entry(
-                        seg, time_entries[ti], ti, prior_max, running_max
-                    )
-                    ti += 1
-                prev_batch_last = last
+                yield from indexes.after_batch(batch)
             result = scanner.result
         assert result is not None
-        summary.max_timestamp = running_max
+        summary.max_timestamp = indexes.running_max
         self.progress(result.size - reported)
         yield from self._segment_end(seg, result, summary, active)
-        for e in offset_entries[oi:]:  # entries past the start of the last batch
-            if e.position >= result.stopped_at:
-                yield Finding(
-                    "error",
-                    Code.INDEX_BEYOND_LOG,
-                    str(seg.index),
-                    oi * 8,
-                    e.offset,
-                    f"offset index entry (offset {e.offset}, position {e.position}) "
-                    f"points past the end of the readable log",
-                )
-            else:
-                yield Finding(
-                    "error",
-                    Code.INDEX_NOT_ON_BATCH,
-                    str(seg.index),
-                    oi * 8,
-                    e.offset,
-                    f"offset index entry (offset {e.offset}, position {e.position}) "
-                    f"does not point at the start of a batch",
-                )
-            oi += 1
-        for t in time_entries[ti:]:
-            yield Finding(
-                "error",
-                Code.TIMEINDEX_BEYOND_LOG,
-                str(seg.timeindex),
-                ti * 12,
-                t.offset,
-                f"time index entry (timestamp {t.timestamp}, offset "
-                f"{t.offset}) points past the last offset of the log",
-            )
-            ti += 1
-        if time_entries and not active and running_max > time_entries[-1].timestamp:
-            yield Finding(
-                "warning",
-                Code.TIMEINDEX_FINAL_ENTRY_MISSING,
-                str(seg.timeindex),
-                None,
-                summary.last_offset,
-                f"the time index's last timestamp {time_entries[-1].timestamp} is "
-                f"below the segment's max timestamp {running_max}: time retention "
-                f"would judge this segment by an older time",
-            )
-        if not time_entries and not active and running_max >= 0 and seg.timeindex is not None:
-            yield Finding(
-                "warning",
-                Code.TIMEINDEX_FINAL_ENTRY_MISSING,
-                str(seg.timeindex),
-                None,
-                summary.last_offset,
-                f"the time index is empty but the segment's max timestamp is "
-                f"{running_max}: time retention falls back to the file's mtime",
-            )
-        yield from self._check_txn_index(seg, aborts, expected_txn)
-
-    def _load_indexes(
-        self, seg: layout.SegmentFiles, active: bool
-    ) -> tuple[list[index.OffsetIndexEntry], list[index.TimeIndexEntry], list[Finding]]:
-        findings: list[Finding] = []
-        offsets = self._load_index(seg.index, _OFFSET_INDEX, seg.base_offset, active, findings)
-        times = self._load_index(seg.timeindex, _TIME_INDEX, seg.base_offset, active, findings)
-        return offsets, times, findings
-
-    def _load_index(
-        self,
-        path: Path | None,
-        kind: _IndexKind,
-        base: int,
-        active: bool,
-        findings: list[Finding],
-    ) -> list[Any]:
-        """The entries of an index that a lookup would use, with the broker's sanity check,
-        untrimmed zero slots and entry order reported; entries after a disorder are dropped."""
-        if path is None:
-            return []
-        self.stats.files += 1
-        buf = read_small(path, 1 << 31)
-        try:
-            kind.sanity_check(buf, base)
-        except FormatError as e:
-            findings.append(
-                Finding(
-                    "error",
-                    kind.sanity,
-                    str(path),
-                    e.position,
-                    None,
-                    f"broker sanity check fails: {e}",
-                )
-            )
-        size = kind.entry_size
-        zero_tail = kind.zero_tail(buf)
-        real = len(buf) // size - zero_tail
-        if zero_tail:
-            findings.append(
-                Finding(
-                    "warning" if active else "error",
-                    kind.not_trimmed,
-                    str(path),
-                    real * size,
-                    None,
-                    f"{zero_tail} zero-filled slots after {real} entries "
-                    f"(a preallocated {kind.label} "
-                    + (
-                        "of the active segment: the broker resets it on load)"
-                        if active
-                        else "of an inactive segment: the broker reads every slot as an entry)"
-                    ),
-                )
-            )
-        entries = list(kind.entries(buf[: real * size], base, stop_at_zero_fill=False))
-        for i in range(1, len(entries)):
-            prev, entry = entries[i - 1], entries[i]
-            if kind.out_of_order(prev, entry):
-                findings.append(
-                    Finding(
-                        "error",
-                        kind.not_increasing,
-                        str(path),
-                        i * size,
-                        entry.offset,
-                        f"{kind.label} entry {i} {kind.describe(entry)} does not follow "
-                        f"{kind.describe(prev)}",
-                    )
-                )
-                return entries[:i]
-        return entries
-
-    def _check_offset_entry(
-        self,
-        seg: layout.SegmentFiles,
-        e: index.OffsetIndexEntry,
-        i: int,
-        batch_pos: int,
-        prev_batch_last: int | None,
-    ) -> Iterator[Finding]:
-        path = str(seg.index)
-        if e.position != batch_pos:
-            yield Finding(
-                "error",
-                Code.INDEX_NOT_ON_BATCH,
-                path,
-                i * 8,
-                e.offset,
-                f"offset index entry (offset {e.offset}, position {e.position}) does "
-                f"not point at the start of a batch",
-            )
-        elif prev_batch_last is not None and e.offset <= prev_batch_last and batch_pos > 0:
-            yield Finding(
-                "error",
-                Code.INDEX_MIS_SEEKS,
-                path,
-                i * 8,
-                e.offset,
-                f"offset index entry (offset {e.offset}, position {e.position}): "
-                f"offset {e.offset} lies in the batch before that position, so a "
-                f"fetch of it would skip records",
-            )
-
-    def _check_time_entry(
-        self,
-        seg: layout.SegmentFiles,
-        t: index.TimeIndexEntry,
-        i: int,
-        prior_max: int,
-        running_max: int,
-    ) -> Iterator[Finding]:
-        """An entry (T, O) is usable when no batch before O's batch has a timestamp above T
-        (else a time lookup would skip it) and T has been reached by O's batch."""
-        path = str(seg.timeindex)
-        if t.timestamp > running_max:
-            yield Finding(
-                "error",
-                Code.TIMEINDEX_TIMESTAMP_TOO_LARGE,
-                path,
-                i * 12,
-                t.offset,
-                f"time index entry (timestamp {t.timestamp}, offset {t.offset}): no "
-                f"batch up to that offset has a timestamp that large (max "
-                f"{running_max})",
-            )
-        elif prior_max > t.timestamp:
-            yield Finding(
-                "error",
-                Code.TIMEINDEX_MIS_SEEKS,
-                path,
-                i * 12,
-                t.offset,
-                f"time index entry (timestamp {t.timestamp}, offset {t.offset}): "
-                f"earlier batches already reach timestamp {prior_max}, so a time "
-                f"lookup through this entry would skip them",
-            )
+        yield from indexes.end(result.stopped_at)
+        st.files += indexes.files
 
     def _check_batch(
         self, path: str, batch: Batch, base: int, check_base: bool
@@ -655,88 +382,6 @@ class Verifier:
                 f"timestamp is {max_ts}",
             )
 
-    def _track_txn(
-        self,
-        batch: Batch,
-        txns: TxnReplay,
-        aborts: set[int],
-        expected: list[tuple[int, int, int]],
-    ) -> None:
-        ev = event_of(batch, self.max_batch_bytes)
-        if ev is None:
-            return
-        txn = txns.apply(ev)
-        if ev.aborted:
-            aborts.add(ev.offset)
-        if txn is not None:
-            expected.append((txn.producer_id, txn.first_offset, txn.last_offset))
-
-    def _check_txn_index(
-        self, seg: layout.SegmentFiles, aborts: set[int], expected: list[tuple[int, int, int]]
-    ) -> Iterator[Finding]:
-        entries: list[index.AbortedTxn] = []
-        if seg.txnindex is not None:
-            self.stats.files += 1
-            path = str(seg.txnindex)
-            buf = read_small(seg.txnindex, 1 << 31)
-            try:
-                index.sanity_check_txn_index(buf, seg.base_offset)
-                entries = list(index.iter_txn_index(buf))
-            except FormatError as e:
-                yield Finding("error", Code.TXNINDEX_CORRUPT, path, e.position, None, str(e))
-                return
-            prev = None
-            for i, t in enumerate(entries):
-                if prev is not None and t.last_offset <= prev:
-                    yield Finding(
-                        "error",
-                        Code.TXNINDEX_NOT_INCREASING,
-                        path,
-                        i * 34,
-                        t.last_offset,
-                        f"aborted transaction ending at "
-                        f"{t.last_offset} follows one ending at {prev}",
-                    )
-                if t.first_offset > t.last_offset:
-                    yield Finding(
-                        "error",
-                        Code.TXNINDEX_BAD_RANGE,
-                        path,
-                        i * 34,
-                        t.first_offset,
-                        f"aborted transaction range {t.first_offset}..{t.last_offset} is reversed",
-                    )
-                if t.last_offset not in aborts:
-                    yield Finding(
-                        "error",
-                        Code.TXNINDEX_MARKER_NOT_FOUND,
-                        path,
-                        i * 34,
-                        t.last_offset,
-                        f"no ABORT marker at offset {t.last_offset} "
-                        f"(producer {t.producer_id}) in the log",
-                    )
-                prev = t.last_offset
-        listed = {(t.producer_id, t.last_offset) for t in entries}
-        # Without an .index the broker recovers the segment, which rebuilds the .txnindex.
-        rebuilt = seg.index is None
-        for pid, first, last in expected:
-            if (pid, last) not in listed:
-                yield Finding(
-                    "warning" if rebuilt else "error",
-                    Code.TXNINDEX_MISSING_ABORT,
-                    str(seg.txnindex or seg.log),
-                    None,
-                    last,
-                    f"aborted transaction of producer {pid} ({first}..{last}) is not "
-                    f"in the .txnindex: "
-                    + (
-                        "the broker rebuilds it, as this segment has no .index"
-                        if rebuilt
-                        else "consumers reading committed data would see its records"
-                    ),
-                )
-
     def _segment_end(
         self, seg: layout.SegmentFiles, result: ScanResult, summary: SegmentSummary, active: bool
     ) -> Iterator[Finding]:
@@ -799,32 +444,7 @@ class Verifier:
 
     def _index_alone(self, path: Path, kind: str, base: int) -> Iterator[Finding]:
         self.stats.files += 1
-        buf = read_small(path, 1 << 31)
-        check = {
-            layout.INDEX: index.sanity_check_offset_index,
-            layout.TIMEINDEX: index.sanity_check_time_index,
-            layout.TXNINDEX: index.sanity_check_txn_index,
-        }[kind]
-        try:
-            check(buf, base)
-        except FormatError as e:
-            yield Finding(
-                "error",
-                f"{kind}-sanity",
-                str(path),
-                e.position,
-                None,
-                f"broker sanity check fails: {e}",
-            )
-        yield Finding(
-            "warning",
-            Code.LOG_MISSING,
-            str(path),
-            None,
-            base,
-            "no sibling .log: entries were not checked against the log (the broker "
-            "deletes index files that have no log)",
-        )
+        yield from index_alone(path, kind, base)
 
     # -- partitions ------------------------------------------------------------------------------
     def verify_partition(
@@ -1100,21 +720,33 @@ class Verifier:
                 )
 
     def _text_file(self, path: Path, kind: str) -> Iterator[Finding]:
-        parsers: dict[str, Callable[[bytes], object]] = {
-            layout.PARTITION_METADATA: checkpoint.parse_partition_metadata,
-            layout.META_PROPERTIES: checkpoint.parse_meta_properties,
-            layout.QUORUM_STATE: checkpoint.parse_quorum_state,
-            layout.CLEAN_SHUTDOWN: checkpoint.parse_clean_shutdown,
-            layout.OFFSET_CHECKPOINT: checkpoint.parse_offset_checkpoint,
-            layout.LEADER_EPOCH_CHECKPOINT: checkpoint.parse_leader_epoch_checkpoint,
+        parsers: dict[str, tuple[Callable[[bytes], object], Code]] = {
+            layout.PARTITION_METADATA: (
+                checkpoint.parse_partition_metadata,
+                Code.PARTITION_METADATA_CORRUPT,
+            ),
+            layout.META_PROPERTIES: (
+                checkpoint.parse_meta_properties,
+                Code.META_PROPERTIES_CORRUPT,
+            ),
+            layout.QUORUM_STATE: (checkpoint.parse_quorum_state, Code.QUORUM_STATE_CORRUPT),
+            layout.CLEAN_SHUTDOWN: (checkpoint.parse_clean_shutdown, Code.CLEAN_SHUTDOWN_CORRUPT),
+            layout.OFFSET_CHECKPOINT: (
+                checkpoint.parse_offset_checkpoint,
+                Code.OFFSET_CHECKPOINT_CORRUPT,
+            ),
+            layout.LEADER_EPOCH_CHECKPOINT: (
+                checkpoint.parse_leader_epoch_checkpoint,
+                Code.LEADER_EPOCH_CHECKPOINT_CORRUPT,
+            ),
         }
-        parser = parsers.get(kind)
-        if parser is None:
+        if kind not in parsers:
             return
+        parser, code = parsers[kind]
         try:
             parser(read_small(path))
         except FormatError as e:
-            yield Finding("error", f"{kind}-corrupt", str(path), e.position, None, str(e))
+            yield Finding("error", code, str(path), e.position, None, str(e))
 
 
 def _partition_job(

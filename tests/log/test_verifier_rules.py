@@ -80,3 +80,36 @@ def test_progress_moves_inside_a_segment_and_adds_up_to_its_bytes(
     logs = sorted(part.glob("*.log"))
     assert sum(steps) == sum(p.stat().st_size for p in logs)
     assert len(steps) > 2 * len(logs) and max(steps) < max(p.stat().st_size for p in logs)
+
+
+def test_an_index_file_alone_gets_the_brokers_sanity_check(tmp_path: Path) -> None:
+    from klogtool.formats.index import AbortedTxn, encode_txn_index
+
+    below_base = encode_txn_index([AbortedTxn(0, 1, 0, 5, 6)])  # ends below base offset 100
+    for suffix, data, code in (
+        (".index", b"\x01" * 7, "index-sanity"),  # not a whole number of entries
+        (".timeindex", b"\x01" * 7, "timeindex-sanity"),
+        (".txnindex", below_base, "txnindex-sanity"),
+    ):
+        lone = tmp_path / f"00000000000000000100{suffix}"
+        lone.write_bytes(data)
+        found = {f.code: f.severity for f in Verifier().verify([str(lone)])}
+        assert found == {code: "error", "log-missing": "warning"}, suffix
+        lone.unlink()
+
+
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [
+        ("partition.metadata", "partition-metadata-corrupt"),
+        ("meta.properties", "meta-properties-corrupt"),
+        ("quorum-state", "quorum-state-corrupt"),
+        ("leader-epoch-checkpoint", "leader-epoch-checkpoint-corrupt"),
+        ("recovery-point-offset-checkpoint", "offset-checkpoint-corrupt"),
+    ],
+)
+def test_a_text_file_that_does_not_parse(tmp_path: Path, name: str, code: str) -> None:
+    bad = tmp_path / name
+    bad.write_bytes(b"\xff\xfe not a kafka file\n")
+    found = [(f.code, f.severity) for f in Verifier().verify([str(bad)])]
+    assert found == [(code, "error")]
