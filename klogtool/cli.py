@@ -6,6 +6,7 @@ import os
 import sys
 import traceback
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,6 +22,9 @@ from klogtool.errors import (
 )
 from klogtool.formats import FormatError
 
+if TYPE_CHECKING:
+    from klogtool.output import Output
+
 
 @dataclass
 class Settings:
@@ -30,6 +34,14 @@ class Settings:
     progress: bool = True
     color: bool | None = None
     debug: bool = False
+
+    def output(self, fmt: str, *, progress: bool = True) -> Output:
+        """The command's :class:`Output` in ``fmt`` (no bars where ``progress`` is False)."""
+        from klogtool.output import Output
+
+        return Output(
+            fmt, progress=progress and self.progress, color=self.color, verbosity=self.verbosity
+        )
 
 
 def _version_message() -> str:

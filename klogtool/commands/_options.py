@@ -120,6 +120,11 @@ def force_option(f: F) -> F:
     )(f)
 
 
+def writing_options(f: F) -> F:
+    """--dry-run, --force and --format: the options of every command that changes a log."""
+    return dry_run_option(force_option(format_option()(f)))
+
+
 def parse_now(text: str | None) -> int | None:
     """``--now``: milliseconds since the epoch, or an ISO-8601 date-time (UTC if no zone)."""
     if text is None:
@@ -182,6 +187,12 @@ def high_watermark_option(f: F) -> F:
 
 
 # -- Spark (export, verify --engine spark) --------------------------------------------------------
+def partition_plan_options(f: F) -> F:
+    """--now, --config and --high-watermark: what compact and retention-sweep judge a
+    partition by (``klogtool.log.partition.PartitionContext``)."""
+    return now_option(topic_config_option(high_watermark_option(f)))
+
+
 def _parse_confs(_c: click.Context, _p: click.Parameter, values: tuple[str, ...]):
     confs: dict[str, str] = {}
     for v in values:

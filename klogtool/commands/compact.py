@@ -2,31 +2,33 @@
 
 from __future__ import annotations
 
-import itertools
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from klogtool.commands._options import (
-    dry_run_option,
-    force_option,
-    format_option,
-    high_watermark_option,
     max_batch_bytes_option,
-    now_option,
     parse_size,
+    partition_plan_options,
     paths_argument,
-    topic_config_option,
+    writing_options,
 )
-from klogtool.errors import EXIT_FINDINGS, EXIT_OK, KlogtoolError
-from klogtool.formats import FormatError
+from klogtool.commands._writing import WritingRun
 from klogtool.log import layout
-from klogtool.log.cleaner import CompactionPlan, execute_compaction, plan_compaction
-from klogtool.log.partition import load_partition, partition_dirs
+from klogtool.log.cleaner import CompactionPass, CompactionPlan, compact_partition
 from klogtool.log.topicconfig import parse_config_args
-from klogtool.log.writing import format_ts, is_special_partition_dir, now_ms, writing_session
-from klogtool.output import Output, label
+from klogtool.log.writing import (
+    format_ts,
+    now_ms,
+    run_partitions,
+    select_partitions,
+)
+from klogtool.output import Output
+
+if TYPE_CHECKING:
+    from klogtool.cli import Settings
 
 
 def _size(_c: click.Context, _p: click.Parameter, v: str | None) -> int | None:
@@ -102,16 +104,12 @@ def _size(_c: click.Context, _p: click.Parameter, v: str | None) -> int | None:
     help="Only compact logs the broker's cleaner would pick now (dirty ratio above "
     "min.cleanable.dirty.ratio, or max.compaction.lag.ms passed).",
 )
-@now_option
-@topic_config_option
-@high_watermark_option
-@dry_run_option
-@force_option
-@format_option()
+@partition_plan_options
+@writing_options
 @max_batch_bytes_option
 @click.pass_obj
 def command(
-    settings: Any,
+    settings: Settings,
     paths: tuple[str, ...],
     delete_retention_ms: int | None,
     min_compaction_lag_ms: int | None,
@@ -156,9 +154,7 @@ def command(
     Exit status: 0 done, 1 some partitions were skipped, 3 an input cannot be read, 4 a
     broker holds the log directory.
     """
-    out = Output(
-        fmt, progress=settings.progress, color=settings.color, verbosity=settings.verbosity
-    )
+    out = settings.output(fmt)
     source = parse_config_args(configs)
     overrides = {
         "delete_retention_ms": delete_retention_ms,
@@ -172,25 +168,17 @@ def command(
         "dedupe_buffer_size": dedupe_buffer_size,
     }
     now = now_ms(now)
-    parts: list[Path] = []
-    skipped = 0
-    for arg in paths:
-        path = Path(arg)
-        found, warnings = partition_dirs(path)
-        for w in warnings:
-            out.warn(w)
-            skipped += 1
-        explicit = layout.looks_like_partition_dir(path)
-        for p in found:
-            if is_special_partition_dir(p):
-                out.info(f"{p}: skipped (a partition directory being deleted or moved)")
-                continue
-            parsed = layout.parse_partition_dir_name(p.name)
-            topic = parsed[0] if parsed else None
-            if not explicit and not source.for_topic(topic).compact:
-                out.info(f"{p}: skipped: cleanup.policy of {topic} does not contain compact")
-                continue
-            parts.append(p)
+
+    def include(p: Path, named: bool) -> str | None:
+        parsed = layout.parse_partition_dir_name(p.name)
+        topic = parsed[0] if parsed else None
+        if named or source.for_topic(topic).compact:
+            return None
+        return f"cleanup.policy of {topic} does not contain compact"
+
+    run = WritingRun(out, "compact", dry_run=dry_run)
+    parts, notices = select_partitions(paths, include)
+    run.notices(notices)
     totals = {
         "partitions": 0,
         "partitions_compacted": 0,
@@ -198,71 +186,37 @@ def command(
         "bytes_before": 0,
         "bytes_after": 0,
     }
-    with writing_session(parts, force=force, dry_run=dry_run) as session:
-        for p, done in session.completed.items():
-            verb = "would complete" if dry_run else "completed"
-            for what in done:
-                out.warn(f"{p}: {verb} an interrupted operation first: {what}")
-        for p in parts:
-            for n_pass in itertools.count(1):
-                try:
-                    with out.phases(f"{p.name}: planning pass {n_pass}") as report:
-                        view = load_partition(p)
-                        parsed = layout.parse_partition_dir_name(p.name)
-                        cfg = source.for_topic(parsed[0] if parsed else None, overrides)
-                        plan = plan_compaction(
-                            view,
-                            cfg,
-                            now=now,
-                            high_watermark=high_watermark,
-                            simulate=dry_run,
-                            max_batch_bytes=max_batch_bytes,
-                            progress=report,
-                        )
-                except (KlogtoolError, FormatError) as e:
-                    if len(parts) == 1:
-                        raise
-                    out.warn(f"{p}: skipped: {e}")
-                    skipped += 1
-                    break
-                totals["partitions"] += n_pass == 1
-                run = not dry_run and not plan.nothing_to_clean
-                if only_eligible and not plan.eligible:
-                    run = False
-                    plan.notes.append("--only-eligible: not compacted")
-                if run:
-                    with out.phases(f"{p.name}: compacting, pass {n_pass}") as report:
-                        res = execute_compaction(session.ops, plan, progress=report)
-                    totals["partitions_compacted"] += n_pass == 1
-                    totals["segments_replaced"] += res.segments_replaced
-                    totals["bytes_before"] += res.bytes_before
-                    totals["bytes_after"] += res.bytes_after
-                elif dry_run:
-                    for s in plan.segments:
-                        if s.group is not None:
-                            totals["bytes_before"] += s.size
-                            totals["bytes_after"] += s.bytes_after or 0
-                            totals["segments_replaced"] += 1
-                _show(out, plan, dry_run=dry_run, ran=run, n_pass=n_pass)
-                # A full offset map left dirty records: clean on from the new checkpoint, as
-                # the broker's next cleaning would (a dry run only sees the first pass).
-                if not (run and plan.map_full):
-                    break
-                if not res.checkpoint_updated:  # the next pass would start from the same place
-                    out.warn(
-                        f"{p}: the offset map filled at offset {plan.end_offset}, but no "
-                        f"cleaner-offset-checkpoint entry moved there (is the directory named "
-                        f"TOPIC-PARTITION?): rerun with a larger --dedupe-buffer-size"
-                    )
-                    skipped += 1
-                    break
-    if fmt == "text":
-        title = "klogtool compact: " + ("dry run, nothing changed" if dry_run else "done")
-        out.table(title, ["", "count"], [[label(k), f"{v:,}"] for k, v in totals.items()])
-    else:
-        out.emit({"type": "summary", "dry_run": dry_run, **totals})
-    out.close()
-    click.get_current_context().exit(EXIT_FINDINGS if skipped else EXIT_OK)
+
+    def show(done: CompactionPass) -> None:
+        plan, first = done.plan, done.n_pass == 1
+        totals["partitions"] += first
+        if done.result is not None:
+            totals["partitions_compacted"] += first
+            totals["segments_replaced"] += done.result.segments_replaced
+            totals["bytes_before"] += done.result.bytes_before
+            totals["bytes_after"] += done.result.bytes_after
+        elif dry_run:
+            for s in plan.segments:
+                if s.group is not None:
+                    totals["bytes_before"] += s.size
+                    totals["bytes_after"] += s.bytes_after or 0
+                    totals["segments_replaced"] += 1
+        _show(out, plan, dry_run=dry_run, ran=done.ran, n_pass=done.n_pass)
+
+    steps = partial(
+        compact_partition,
+        source=source,
+        overrides=overrides,
+        now=now,
+        high_watermark=high_watermark,
+        dry_run=dry_run,
+        only_eligible=only_eligible,
+        max_batch_bytes=max_batch_bytes,
+        phases=out.phases,
+    )
+    run.results(run_partitions(parts, steps, force=force, dry_run=dry_run), show)
+    run.summary(totals)
+    run.exit()
 
 
 _REMOVED = ("superseded", "tombstones_expired", "aborted", "keyless", "markers_removed")

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from klogtool.codes import Code
 from klogtool.commands._options import (
-    dry_run_option,
-    force_option,
-    format_option,
     index_interval_option,
     max_batch_bytes_option,
     parse_size,
+    writing_options,
 )
-from klogtool.errors import EXIT_FINDINGS, EXIT_OK, RefusedError
+from klogtool.commands._writing import WritingRun
+from klogtool.errors import RefusedError
 from klogtool.formats import CODEC_IDS, CODEC_NAMES, ZSTD
 from klogtool.log.converter import (
     COPY,
@@ -29,8 +28,12 @@ from klogtool.log.converter import (
     source_partitions,
 )
 from klogtool.log.partition import is_within
-from klogtool.log.writing import writing_session
+from klogtool.log.writing import Notice, completed_notices, writing_session
 from klogtool.output import Output, label
+
+if TYPE_CHECKING:
+    from klogtool.cli import Settings
+
 
 _LEVELS = {"gzip": (-1, 9), "lz4": (1, 17), "zstd": (-7, 22)}
 
@@ -74,13 +77,11 @@ _LEVELS = {"gzip": (-1, 9), "lz4": (1, 17), "zstd": (-7, 22)}
     help="Go ahead when the target format cannot hold everything (and report what was lost).",
 )
 @index_interval_option
-@dry_run_option
-@force_option
-@format_option()
+@writing_options
 @max_batch_bytes_option
 @click.pass_obj
 def command(
-    settings: Any,
+    settings: Settings,
     src: str,
     dest: str | None,
     to_magic: int,
@@ -116,7 +117,8 @@ def command(
     Exit status: 0 done, 2 bad options, 3 an input cannot be read (nothing is written), 4
     refused: lossy conversion, destination not empty, or a broker holds the log directory.
     """
-    out = Output(fmt, progress=False, color=settings.color, verbosity=settings.verbosity)
+    out = settings.output(fmt, progress=False)
+    run = WritingRun(out, "convert-format", dry_run=dry_run)
     if in_place == (dest is not None):
         raise click.UsageError("give either DEST or --in-place")
     if keep_batching and batch_bytes is not None:
@@ -162,10 +164,7 @@ def command(
         dry_run=dry_run,
         read_only=[] if in_place else [src_path],
     ) as session:
-        for p, done in session.completed.items():
-            verb = "would complete" if dry_run else "completed"
-            for what in done:
-                out.warn(f"{p}: {verb} an interrupted operation first: {what}")
+        run.notices(completed_notices(session, dry_run))
         if not in_place:
             for p in partitions:
                 if any(c.name.endswith((".cleaned", ".swap")) for c in p.iterdir()):
@@ -174,8 +173,12 @@ def command(
                         f"broker would complete first; converting the segments as they are"
                     )
         plan = plan_conversion(src_path, opts, confine=in_place)
-        for p in plan.skipped:
-            out.warn(f"{p}: skipped: a symlink out of {src_path} (never written through)")
+        run.notices(
+            Notice(
+                f"{p}: skipped: a symlink out of {src_path} (never written through)", skipped=True
+            )
+            for p in plan.skipped
+        )
         losses = plan.losses
         lossy = losses.lossy()
         _show_plan(out, plan, dry_run)
@@ -190,11 +193,10 @@ def command(
                 hint="--allow-lossy converts anyway and reports what was dropped",
             )
         if dry_run:
-            _summary(out, plan, None, dry_run=True)
-            out.close()
-            click.get_current_context().exit(EXIT_OK)
+            _summary(run, plan, None)
+            run.exit()
         result = execute_conversion(session.ops, plan, dest=dest_path)
-        _summary(out, plan, result, dry_run=False)
+        _summary(run, plan, result)
     for part in plan.partitions:
         last = part.segments[-1] if part.segments else None
         if last is not None and last.last_offset_in is not None:
@@ -210,8 +212,7 @@ def command(
     dropped = losses.lossy() | losses.informational()
     if dropped:
         out.warn(f"dropped in the conversion: {describe_losses(dropped, done=True)}")
-    out.close()
-    click.get_current_context().exit(EXIT_FINDINGS if plan.skipped else EXIT_OK)
+    run.exit()
 
 
 def _check_dest(src: Path, dest: Path) -> None:
@@ -298,7 +299,7 @@ _SHORT = {
 _LABELS = {"indexes_rebuilt": "missing indexes created (unchanged segments)"}
 
 
-def _summary(out: Output, plan: ConversionPlan, result: Any, *, dry_run: bool) -> None:
+def _summary(run: WritingRun, plan: ConversionPlan, result: Any) -> None:
     segs = plan.segments
     stats: dict[str, Any] = {
         "partitions": len(plan.partitions),
@@ -317,16 +318,8 @@ def _summary(out: Output, plan: ConversionPlan, result: Any, *, dry_run: bool) -
         if result.destination is not None:
             stats["destination"] = str(result.destination)
     losses = plan.losses.as_dict()
-    if out.fmt == "text":
-        title = "klogtool convert-format: " + ("dry run, nothing changed" if dry_run else "done")
-        rows = [
-            [_LABELS.get(k, label(k)), f"{v:,}" if isinstance(v, int) else str(v)]
-            for k, v in stats.items()
-        ]
-        rows += [[f"lost: {label(k)}", f"{v:,}"] for k, v in losses.items() if v]
-        out.table(title, ["", "count"], rows)
-    else:
-        out.emit({"type": "summary", "dry_run": dry_run, **stats, "losses": losses})
+    lost = [[f"lost: {label(k)}", f"{v:,}"] for k, v in losses.items() if v]
+    run.summary(stats, lost, labels=_LABELS, extra={"losses": losses})
 
 
 # Shown in the man page's EXAMPLES section: (what it does, the command lines).

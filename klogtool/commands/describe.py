@@ -8,7 +8,7 @@ import click
 
 from klogtool.commands._options import format_option, paths_argument
 from klogtool.log.describe import describe
-from klogtool.output import Output, with_iso
+from klogtool.output import with_iso
 
 
 @click.command("describe")
@@ -27,7 +27,7 @@ def command(settings: Any, paths: tuple[str, ...], fmt: str) -> None:
 
     Exit status: 0 described, 3 a PATH holds no partition or cannot be read.
     """
-    out = Output(fmt, progress=False, color=settings.color, verbosity=settings.verbosity)
+    out = settings.output(fmt, progress=False)
     rows = []
     for s in describe(list(paths)):
         if fmt != "text":

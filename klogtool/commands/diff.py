@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -25,7 +25,11 @@ from klogtool.log.diff import (
     accepted,
     diff,
 )
-from klogtool.output import Output, to_json
+from klogtool.output import to_json
+
+if TYPE_CHECKING:
+    from klogtool.cli import Settings
+
 
 # Shown in the man page's EXAMPLES section: (what it does, the command lines).
 EXAMPLES: list[tuple[str, list[str]]] = [
@@ -85,7 +89,7 @@ def _epilog(examples: list[tuple[str, list[str]]]) -> str:
 @jobs_option
 @click.pass_obj
 def command(
-    settings: Any,
+    settings: Settings,
     a: str,
     b: str,
     leader: str,
@@ -126,7 +130,7 @@ def command(
     Exit status: 0 identical (also prefix with --allow-lag, equal-modulo-compaction with
     --allow-compaction), 1 diverged or otherwise different, 3 an input cannot be read.
     """
-    out = Output(fmt, progress=False, color=settings.color, verbosity=settings.verbosity)
+    out = settings.output(fmt, progress=False)
     options = DiffOptions(
         leader=leader, deep=deep, max_differences=max_differences, max_batch_bytes=max_batch_bytes
     )

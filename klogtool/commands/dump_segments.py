@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,6 +22,9 @@ from klogtool.log import layout
 from klogtool.log.dumper import Dumper, DumpOptions, Obj
 from klogtool.log.files import STDIN_KINDS, total_log_bytes
 from klogtool.output import Output, to_json
+
+if TYPE_CHECKING:
+    from klogtool.cli import Settings
 
 
 @click.command("dump-segments")
@@ -71,7 +74,7 @@ from klogtool.output import Output, to_json
 @max_batch_bytes_option
 @click.pass_obj
 def command(
-    settings: Any,
+    settings: Settings,
     paths: tuple[str, ...],
     deep: bool,
     print_data: bool,
@@ -114,12 +117,7 @@ def command(
         stdin_kind=stdin_kind,
         rendered_records=fmt if fmt in ("jsonl", "text", "kafka") else None,
     )
-    out = Output(
-        "text" if fmt == "kafka" else fmt,
-        progress=settings.progress,
-        color=settings.color,
-        verbosity=settings.verbosity,
-    )
+    out = settings.output("text" if fmt == "kafka" else fmt)
     first_bad: Obj | None = None
     renderer = KafkaRenderer(out) if fmt == "kafka" else None
     # a bar only when the dump goes to a file or a pipe: on a terminal the lines are the progress

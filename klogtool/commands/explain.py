@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -23,6 +23,10 @@ from klogtool.log.topicconfig import parse_config_args
 from klogtool.log.writing import format_ts, now_ms
 from klogtool.output import Output
 
+if TYPE_CHECKING:
+    from klogtool.cli import Settings
+
+
 _REMOVED = ("superseded", "tombstones_expired", "aborted", "keyless", "markers_removed")
 
 
@@ -35,7 +39,7 @@ _REMOVED = ("superseded", "tombstones_expired", "aborted", "keyless", "markers_r
 @max_batch_bytes_option
 @click.pass_obj
 def command(
-    settings: Any,
+    settings: Settings,
     path: str,
     now: int | None,
     configs: tuple[str, ...],
@@ -62,9 +66,7 @@ def command(
 
     Exit status: 0 explained, 3 PARTITION_DIR is not a partition directory or cannot be read.
     """
-    out = Output(
-        fmt, progress=settings.progress, color=settings.color, verbosity=settings.verbosity
-    )
+    out = settings.output(fmt)
     source = parse_config_args(configs)
     p = Path(path)
     parsed = layout.parse_partition_dir_name(p.name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -41,6 +41,9 @@ from klogtool.log.exporter import (
     export_local,
 )
 from klogtool.output import Output, label
+
+if TYPE_CHECKING:
+    from klogtool.cli import Settings
 
 
 def _partition_by(_c: click.Context, _p: click.Parameter, value: str) -> tuple[str, ...]:
@@ -136,7 +139,7 @@ def _partition_by(_c: click.Context, _p: click.Parameter, value: str) -> tuple[s
 @max_batch_bytes_option
 @click.pass_obj
 def command(
-    settings: Any,
+    settings: Settings,
     paths: tuple[str, ...],
     to_dest: tuple[str, str],
     engine: str | None,
@@ -191,9 +194,7 @@ def command(
         key_decoder=kd,
         value_decoder=vd,
     )
-    out = Output(
-        fmt, progress=settings.progress, color=settings.color, verbosity=settings.verbosity
-    )
+    out = settings.output(fmt)
     segments = list_segments(list(paths))
     input_bytes = sum(s.size for s in segments)
     destination = Destination(

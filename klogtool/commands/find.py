@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,6 +21,9 @@ from klogtool.log.dumper import DumpOptions
 from klogtool.log.finder import Finder, FindOptions, Obj, resolve_targets
 from klogtool.log.record_filter import RecordFilter
 from klogtool.output import Output, render_text
+
+if TYPE_CHECKING:
+    from klogtool.cli import Settings
 
 
 @click.command("find")
@@ -55,7 +58,7 @@ from klogtool.output import Output, render_text
 @jobs_option
 @click.pass_obj
 def command(
-    settings: Any,
+    settings: Settings,
     paths: tuple[str, ...],
     where: RecordFilter,
     newest_first: bool,
@@ -106,12 +109,7 @@ def command(
             max_batch_bytes=max_batch_bytes,
         ),
     )
-    out = Output(
-        "text" if fmt == "kafka" else fmt,
-        progress=settings.progress,
-        color=settings.color,
-        verbosity=settings.verbosity,
-    )
+    out = settings.output("text" if fmt == "kafka" else fmt)
     renderer = KafkaRenderer(out) if fmt == "kafka" else None
     targets = resolve_targets(list(paths))
     # a bar only when the records go to a file or a pipe: on a terminal they are the progress

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from klogtool.codes import Code
 from klogtool.commands._options import (
-    dry_run_option,
-    force_option,
-    format_option,
     index_interval_option,
     jobs_option,
     paths_argument,
+    writing_options,
 )
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.log import rebuild, targets
@@ -21,6 +19,9 @@ from klogtool.log.atomic import FileOps
 from klogtool.log.files import total_log_bytes
 from klogtool.log.indexcheck import about_index
 from klogtool.output import Output
+
+if TYPE_CHECKING:
+    from klogtool.cli import Settings
 
 
 @click.command("rebuild-index")
@@ -32,12 +33,10 @@ from klogtool.output import Output
 )
 @index_interval_option
 @jobs_option
-@dry_run_option
-@force_option
-@format_option()
+@writing_options
 @click.pass_obj
 def command(
-    settings: Any,
+    settings: Settings,
     paths: tuple[str, ...],
     check: bool,
     index_interval_bytes: int,
@@ -66,9 +65,7 @@ def command(
     Exit status: 0 done, 1 segments skipped (or --check found a bad index), 3 an input cannot
     be read, 4 a broker holds the log directory's lock (--force overrides).
     """
-    out = Output(
-        fmt, progress=settings.progress, color=settings.color, verbosity=settings.verbosity
-    )
+    out = settings.output(fmt)
     ops = FileOps(dry_run=dry_run or check)
     opts = rebuild.RebuildOptions(
         index_interval_bytes=index_interval_bytes,

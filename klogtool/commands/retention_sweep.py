@@ -2,27 +2,29 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING
 
 import click
 
-from klogtool.codes import Code
 from klogtool.commands._options import (
-    dry_run_option,
-    force_option,
-    format_option,
-    high_watermark_option,
-    now_option,
+    partition_plan_options,
     paths_argument,
-    topic_config_option,
+    writing_options,
 )
-from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
-from klogtool.log.partition import load_partition, partition_dirs
-from klogtool.log.retention import RetentionPlan, RetentionRefused, apply_retention, plan_retention
+from klogtool.commands._writing import WritingRun
+from klogtool.log.retention import RetentionPlan, RetentionResult, sweep_partition
 from klogtool.log.topicconfig import parse_config_args
-from klogtool.log.writing import format_ts, is_special_partition_dir, now_ms, writing_session
-from klogtool.output import Output, label
+from klogtool.log.writing import (
+    format_ts,
+    now_ms,
+    run_partitions,
+    select_partitions,
+)
+from klogtool.output import Output
+
+if TYPE_CHECKING:
+    from klogtool.cli import Settings
 
 
 @click.command("retention-sweep")
@@ -46,21 +48,17 @@ from klogtool.output import Output, label
     help="Raise the log start offset of every partition given, like DeleteRecords "
     "[default: log-start-offset-checkpoint].",
 )
-@now_option
-@topic_config_option
-@high_watermark_option
+@partition_plan_options
 @click.option(
     "--keep-deleted",
     is_flag=True,
     help="Leave the renamed *.deleted files in place (the broker, or the next klogtool run, "
     "removes them when it loads the partition).",
 )
-@dry_run_option
-@force_option
-@format_option()
+@writing_options
 @click.pass_obj
 def command(
-    settings: Any,
+    settings: Settings,
     paths: tuple[str, ...],
     retention_ms: int | None,
     retention_bytes: int | None,
@@ -95,64 +93,37 @@ def command(
     Exit status: 0 done, 1 some partitions were skipped, 3 an input cannot be read, 4 a
     broker holds the log directory.
     """
-    out = Output(fmt, progress=False, color=settings.color, verbosity=settings.verbosity)
+    out = settings.output(fmt, progress=False)
     source = parse_config_args(configs)
     overrides = {"retention_ms": retention_ms, "retention_bytes": retention_bytes}
     now = now_ms(now)
-    parts: list[Path] = []
-    skipped = 0
-    for arg in paths:
-        found, warnings = partition_dirs(Path(arg))
-        for w in warnings:
-            out.warn(w)
-            skipped += 1
-        for p in found:
-            if is_special_partition_dir(p):
-                out.info(f"{p}: skipped (a partition directory being deleted or moved)")
-                continue
-            parts.append(p)
+    run = WritingRun(out, "retention-sweep", dry_run=dry_run)
+    parts, notices = select_partitions(paths)
+    run.notices(notices)
     totals = {"partitions": 0, "segments_deleted": 0, "bytes_deleted": 0, "files_changed": 0}
-    with writing_session(parts, force=force, dry_run=dry_run) as session:
-        for p, done in session.completed.items():
-            verb = "would complete" if dry_run else "completed"
-            for what in done:
-                out.warn(f"{p}: {verb} an interrupted operation first: {what}")
-        for p in parts:
-            view = load_partition(p)
-            cfg = source.for_topic(view.topic, overrides)
-            try:
-                plan = plan_retention(
-                    view,
-                    cfg,
-                    now=now,
-                    log_start_offset=log_start_offset,
-                    high_watermark=high_watermark,
-                )
-            except RetentionRefused as e:
-                if len(parts) == 1:
-                    raise InputError(str(e), path=str(p), code=Code.BEYOND_HIGH_WATERMARK) from None
-                out.warn(f"{p}: skipped: {e}")
-                skipped += 1
-                continue
-            if not view.log_end_clean:
-                out.warn(
-                    f"{p}: the last segment does not end cleanly (torn or corrupt tail); "
-                    f"the log end offset {view.log_end_offset} is that of its valid batches"
-                )
-            _show(out, plan, dry_run)
-            totals["partitions"] += 1
-            totals["segments_deleted"] += len(plan.deleted)
-            totals["bytes_deleted"] += plan.deleted_bytes
-            if not dry_run and plan.changes:
-                res = apply_retention(session.ops, plan, keep_deleted=keep_deleted)
-                totals["files_changed"] += len(res.deleted_files)
-    if fmt == "text":
-        title = "klogtool retention-sweep: " + ("dry run, nothing changed" if dry_run else "done")
-        out.table(title, ["", "count"], [[label(k), f"{v:,}"] for k, v in totals.items()])
-    else:
-        out.emit({"type": "summary", "dry_run": dry_run, **totals})
-    out.close()
-    click.get_current_context().exit(EXIT_FINDINGS if skipped else EXIT_OK)
+
+    def show(done: RetentionPlan | RetentionResult) -> None:
+        if isinstance(done, RetentionResult):
+            totals["files_changed"] += len(done.deleted_files)
+            return
+        _show(out, done, dry_run)
+        totals["partitions"] += 1
+        totals["segments_deleted"] += len(done.deleted)
+        totals["bytes_deleted"] += done.deleted_bytes
+
+    steps = partial(
+        sweep_partition,
+        source=source,
+        overrides=overrides,
+        now=now,
+        log_start_offset=log_start_offset,
+        high_watermark=high_watermark,
+        dry_run=dry_run,
+        keep_deleted=keep_deleted,
+    )
+    run.results(run_partitions(parts, steps, force=force, dry_run=dry_run), show)
+    run.summary(totals)
+    run.exit()
 
 
 def _show(out: Output, plan: RetentionPlan, dry_run: bool) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,6 +20,10 @@ from klogtool.errors import InputError
 from klogtool.log import stats as lib
 from klogtool.log.stats_html import display_key, human_bytes, iso, pct, render
 from klogtool.output import Output
+
+if TYPE_CHECKING:
+    from klogtool.cli import Settings
+
 
 _BLOCKS = " ▏▎▍▌▋▊▉█"
 _SPARK = "▁▂▃▄▅▆▇█"
@@ -84,7 +88,7 @@ def sparkline(counts: list[int]) -> str:
 @max_batch_bytes_option
 @click.pass_obj
 def command(
-    settings: Any,
+    settings: Settings,
     paths: tuple[str, ...],
     topics: tuple[str, ...],
     fmt: str,
@@ -119,9 +123,7 @@ def command(
     Exit status: 0 done (problems in the data are listed, not fatal), 3 a PATH holds no
     partition or cannot be read.
     """
-    out = Output(
-        fmt, progress=settings.progress, color=settings.color, verbosity=settings.verbosity
-    )
+    out = settings.output(fmt)
     clock = now if now is not None else int(time.time() * 1000)
     found = lib.targets(list(paths), topics)
     if not found:

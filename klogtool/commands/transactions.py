@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,6 +18,10 @@ from klogtool.log.transactions import (
     parse_duration,
 )
 from klogtool.output import Output
+
+if TYPE_CHECKING:
+    from klogtool.cli import Settings
+
 
 STATES = ("committed", "aborted", "open", "hanging")
 
@@ -71,7 +75,7 @@ def _parse_now(_ctx: click.Context, _param: click.Parameter, value: str | None) 
 @format_option()
 @click.pass_obj
 def command(
-    settings: Any,
+    settings: Settings,
     paths: tuple[str, ...],
     older_than: int,
     now: int,
@@ -104,9 +108,7 @@ def command(
     Exit status: 0 nothing hanging and no errors, 1 hanging transactions or errors (such as an
     aborted transaction missing from the .txnindex) found, 3 an input cannot be read.
     """
-    out = Output(
-        fmt, progress=settings.progress, color=settings.color, verbosity=settings.verbosity
-    )
+    out = settings.output(fmt)
     scanner = TransactionScanner(
         now_ms=now, older_than_ms=older_than, bootstrap_server=bootstrap_server
     )

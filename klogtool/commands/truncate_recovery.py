@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from klogtool.commands._options import (
-    dry_run_option,
-    force_option,
-    format_option,
     index_interval_option,
     jobs_option,
     paths_argument,
+    writing_options,
 )
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
 from klogtool.log import recovery, targets
 from klogtool.log.atomic import FileOps
 from klogtool.log.files import total_log_bytes
 from klogtool.output import Output
+
+if TYPE_CHECKING:
+    from klogtool.cli import Settings
 
 
 @click.command("truncate-recovery")
@@ -46,12 +47,10 @@ from klogtool.output import Output
 )
 @index_interval_option
 @jobs_option
-@dry_run_option
-@force_option
-@format_option()
+@writing_options
 @click.pass_obj
 def command(
-    settings: Any,
+    settings: Settings,
     paths: tuple[str, ...],
     from_recovery_point: bool,
     quarantine: Path | None,
@@ -87,9 +86,7 @@ def command(
     Exit status: 0 done, 1 some partitions skipped (e.g. overlapping segments), 3 an input
     cannot be read, 4 a broker holds the log directory's lock (--force overrides).
     """
-    out = Output(
-        fmt, progress=settings.progress, color=settings.color, verbosity=settings.verbosity
-    )
+    out = settings.output(fmt)
     ops = FileOps(dry_run=dry_run)
     text = fmt == "text"
     emit = _text_emitter(out) if text else out.emit

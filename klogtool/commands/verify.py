@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -22,7 +22,10 @@ from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.log.files import total_log_bytes
 from klogtool.log.findings import Finding
 from klogtool.log.verifier import Verifier
-from klogtool.output import Output
+
+if TYPE_CHECKING:
+    from klogtool.cli import Settings
+
 
 if TYPE_CHECKING:
     from klogtool.log.fleet_verify import FleetVerifier
@@ -44,7 +47,7 @@ if TYPE_CHECKING:
 @sized_jobs_option
 @click.pass_obj
 def command(
-    settings: Any,
+    settings: Settings,
     paths: tuple[str, ...],
     deep: bool,
     engine: str | None,
@@ -74,9 +77,7 @@ def command(
     """
     check_target(master, remote)
     engine = chosen_engine(engine, master, remote, spark_conf)
-    out = Output(
-        fmt, progress=settings.progress, color=settings.color, verbosity=settings.verbosity
-    )
+    out = settings.output(fmt)
     verifier: Verifier | FleetVerifier
     not_kafka: Finding | None = None  # a file that is not a Kafka file at all: exit 3
     input_bytes = total_log_bytes(list(paths))

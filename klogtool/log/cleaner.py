@@ -32,13 +32,15 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-from collections.abc import Iterator
+import itertools
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from klogtool.codes import Code
-from klogtool.errors import InputError
+from klogtool.errors import InputError, KlogtoolError
 from klogtool.formats import codecs, engine
 from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, LOG_APPEND_TIME, Batch, Record
 from klogtool.formats.errors import FormatError
@@ -56,11 +58,23 @@ from klogtool.formats.v2 import DefaultBatch, reencode
 from klogtool.log import layout
 from klogtool.log.atomic import CLEANED, FileOps, swap_in_cleaned
 from klogtool.log.indexer import build_indexes
-from klogtool.log.partition import CLEANER, PartitionView, update_offset_checkpoint
+from klogtool.log.partition import (
+    CLEANER,
+    PartitionContext,
+    PartitionView,
+    load_partition,
+    update_offset_checkpoint,
+)
 from klogtool.log.segment import Phases, Walked, mapped, phase_walk, read_small
-from klogtool.log.topicconfig import TopicConfig
+from klogtool.log.topicconfig import ConfigSource, TopicConfig
 from klogtool.log.txnreplay import TxnReplay
-from klogtool.log.writing import check_batch_offsets, require_readable_end, unreadable
+from klogtool.log.writing import (
+    Notice,
+    SkipPartition,
+    check_batch_offsets,
+    require_readable_end,
+    unreadable,
+)
 
 INT32_MAX = (1 << 31) - 1
 
@@ -141,17 +155,7 @@ class _Segment:
 
 
 @dataclass
-class CompactionPlan:
-    path: Path
-    topic: str | None
-    partition: int | None
-    log_dir: Path
-    config: TopicConfig
-    now: int
-    log_start_offset: int
-    log_end_offset: int
-    high_watermark: int
-    high_watermark_source: str
+class CompactionPlan(PartitionContext):
     last_stable_offset: int
     first_dirty_offset: int
     first_dirty_source: str
@@ -704,9 +708,9 @@ def plan_compaction(
     of each phase's bytes (reading segments, building the offset map, cleaning)."""
     segs, producers = _scan(view, max_batch_bytes, progress)
     notes: list[str] = []
-    leo = view.log_end_offset
-    log_start = view.log_start_offset
-    hw, hw_source = view.high_watermark(high_watermark)
+    ctx = PartitionContext.load(view, config, now=now, high_watermark=high_watermark)
+    leo = ctx.log_end_offset
+    hw, hw_source = ctx.high_watermark, ctx.high_watermark_source
     if hw_source.startswith("no "):
         notes.append(
             f"no high watermark checkpointed: the broker starts from 0 and cleans nothing "
@@ -800,16 +804,7 @@ def plan_compaction(
                 for _ in cleaner.clean_group(g, tracker, stats, walked):
                     pass
     return CompactionPlan(
-        path=view.path,
-        topic=view.topic,
-        partition=view.partition,
-        log_dir=view.log_dir,
-        config=config,
-        now=now,
-        log_start_offset=log_start,
-        log_end_offset=leo,
-        high_watermark=hw,
-        high_watermark_source=hw_source,
+        **ctx.context_fields(),
         last_stable_offset=lso,
         first_dirty_offset=first_dirty,
         first_dirty_source=fd_source,
@@ -990,3 +985,72 @@ def execute_compaction(
             ops, plan.log_dir, CLEANER, (plan.topic, plan.partition), plan.end_offset
         )
     return res
+
+
+@dataclass
+class CompactionPass:
+    """One cleaning of a partition: its plan, whether it ran, and what it wrote."""
+
+    plan: CompactionPlan
+    n_pass: int
+    ran: bool
+    result: CompactionResult | None
+
+
+PhaseBars = Callable[[str], AbstractContextManager[Phases | None]]
+
+
+def compact_partition(
+    path: Path,
+    ops: FileOps,
+    *,
+    source: ConfigSource,
+    overrides: dict[str, Any],
+    now: int,
+    high_watermark: int | str | None,
+    dry_run: bool,
+    only_eligible: bool,
+    max_batch_bytes: int,
+    phases: PhaseBars | None = None,
+) -> Iterator[CompactionPass | Notice]:
+    """The partition step of ``compact`` (for :func:`klogtool.log.writing.each_partition`):
+    plan, clean unless ``dry_run``, and, when the offset map filled, clean on from the new
+    checkpoint as the broker's next cleanings would (a dry run only sees the first pass).
+    ``phases(title)`` gives the progress report of each planning and cleaning."""
+    bars = phases or (lambda _title: nullcontext(None))
+    for n_pass in itertools.count(1):
+        try:
+            with bars(f"{path.name}: planning pass {n_pass}") as report:
+                view = load_partition(path)
+                parsed = layout.parse_partition_dir_name(path.name)
+                cfg = source.for_topic(parsed[0] if parsed else None, overrides)
+                plan = plan_compaction(
+                    view,
+                    cfg,
+                    now=now,
+                    high_watermark=high_watermark,
+                    simulate=dry_run,
+                    max_batch_bytes=max_batch_bytes,
+                    progress=report,
+                )
+        except (KlogtoolError, FormatError) as e:
+            raise SkipPartition(path, e) from e
+        run = not dry_run and not plan.nothing_to_clean
+        if only_eligible and not plan.eligible:
+            run = False
+            plan.notes.append("--only-eligible: not compacted")
+        res = None
+        if run:
+            with bars(f"{path.name}: compacting, pass {n_pass}") as report:
+                res = execute_compaction(ops, plan, progress=report)
+        yield CompactionPass(plan, n_pass, run, res)
+        if res is None or not plan.map_full:
+            return
+        if not res.checkpoint_updated:  # the next pass would start from the same place
+            yield Notice(
+                f"{path}: the offset map filled at offset {plan.end_offset}, but no "
+                f"cleaner-offset-checkpoint entry moved there (is the directory named "
+                f"TOPIC-PARTITION?): rerun with a larger --dedupe-buffer-size",
+                skipped=True,
+            )
+            return

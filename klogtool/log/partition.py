@@ -7,8 +7,9 @@ compaction planners. Batch headers only: records are never decoded here.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from klogtool.codes import Code
 from klogtool.errors import InputError
@@ -18,6 +19,7 @@ from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.log import layout
 from klogtool.log.atomic import FileOps, log_dir_of
 from klogtool.log.segment import mapped, read_small
+from klogtool.log.topicconfig import TopicConfig
 
 HIGH_WATERMARK = "replication-offset-checkpoint"
 LOG_START = "log-start-offset-checkpoint"
@@ -105,6 +107,51 @@ class PartitionView:
         if i + 1 < len(self.segments):
             return self.segments[i + 1].base_offset
         return self.log_end_offset
+
+
+@dataclass
+class PartitionContext:
+    """What a writing command's plan of a partition starts from: the partition, its topic's
+    configuration, the time it is judged at and its offsets as the broker would load them.
+    ``CompactionPlan`` and ``RetentionPlan`` extend it."""
+
+    path: Path
+    topic: str | None
+    partition: int | None
+    log_dir: Path
+    config: TopicConfig
+    now: int
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+    high_watermark_source: str
+
+    @classmethod
+    def load(
+        cls,
+        view: PartitionView,
+        config: TopicConfig,
+        *,
+        now: int,
+        high_watermark: int | str | None = None,
+    ) -> PartitionContext:
+        hw, hw_source = view.high_watermark(high_watermark)
+        return cls(
+            path=view.path,
+            topic=view.topic,
+            partition=view.partition,
+            log_dir=view.log_dir,
+            config=config,
+            now=now,
+            log_start_offset=view.log_start_offset,
+            log_end_offset=view.log_end_offset,
+            high_watermark=hw,
+            high_watermark_source=hw_source,
+        )
+
+    def context_fields(self) -> dict[str, Any]:
+        """This context's fields by name, to build a plan that extends it."""
+        return {f.name: getattr(self, f.name) for f in fields(PartitionContext)}
 
 
 def read_offset_checkpoint(log_dir: Path, name: str) -> dict[tuple[str, int], int]:

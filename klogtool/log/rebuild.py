@@ -53,7 +53,7 @@ from klogtool.formats.v2 import (
     TRANSACTIONAL_FLAG,
     DefaultBatch,
 )
-from klogtool.log import atomic, layout, txnreplay
+from klogtool.log import layout, txnreplay
 from klogtool.log.atomic import FileOps
 from klogtool.log.findings import Finding, FindingCounts
 from klogtool.log.indexcheck import check_segment_indexes, txn_entry_problems
@@ -62,6 +62,7 @@ from klogtool.log.pool import fork_context
 from klogtool.log.segment import Walked, mapped
 from klogtool.log.targets import PartitionTarget, Targets
 from klogtool.log.txnreplay import TxnEvent, end_marker, event_of
+from klogtool.log.writing import interrupted_obj, writing_session
 
 INT32_MAX = (1 << 31) - 1
 T = TypeVar("T")
@@ -164,7 +165,7 @@ class _EventCollector:
                 )
             )
         if self.batches == 0 and self.prev_last is not None:
-            first = batch.base_offset if batch.magic >= 2 or batch.compression == 0 else last
+            first = batch.header_offset
             if first <= self.prev_last:
                 raise _Stop(
                     CorruptRecordError(
@@ -176,10 +177,7 @@ class _EventCollector:
                 )
         self.batches += 1
         if self.first_offset is None:
-            if batch.magic >= 2 or batch.compression == 0:
-                self.first_offset = batch.base_offset
-            else:
-                self.first_offset = last
+            self.first_offset = batch.header_offset
         self.last_offset = last
         if batch.max_timestamp > self.max_timestamp:
             self.max_timestamp = batch.max_timestamp
@@ -627,17 +625,21 @@ def run_rebuild(
     for f in targets.findings:
         finding(f)
     for log_dir, group in targets.by_log_dir():
-        lock = (
-            nullcontext()
+        session = (
+            nullcontext(None)
             if opts.check
-            else atomic.log_dir_lock(log_dir, force=opts.force, dry_run=opts.dry_run)
+            else writing_session(
+                [t.path for t in group], force=opts.force, dry_run=opts.dry_run, ops=ops
+            )
         )
-        with lock:
+        with session as started:
+            completed = started.completed if started is not None else {}
+            for message in completed.get(log_dir, []):
+                emit(interrupted_obj(str(log_dir), message, ops.dry_run))
             units: list[_Unit] = []
             for t in group:
-                if not opts.check:
-                    for message in atomic.complete_interrupted(ops, t.path):
-                        emit(interrupted_obj(t.display, message, ops.dry_run))
+                for message in completed.get(t.path, []):
+                    emit(interrupted_obj(t.display, message, ops.dry_run))
                 part = layout.scan_partition_dir(t.path)
                 logs = [s for s in part.segments if s.log is not None]
                 selected = list(range(len(logs)))
@@ -675,15 +677,6 @@ def run_rebuild(
                 _rebuild_unit(u, mine, opts, ops, emit, finding, stats, progress)
     stats.operations = ops.count
     return stats
-
-
-def interrupted_obj(display: str, message: str, dry_run: bool) -> dict[str, Any]:
-    return {
-        "type": "interrupted_operation",
-        "path": display,
-        "dry_run": dry_run,
-        "message": ("would complete: " if dry_run else "completed: ") + message,
-    }
 
 
 def _rebuild_unit(

@@ -64,16 +64,14 @@ from klogtool.log.atomic import (
     CLEANED,
     FileOps,
     Identity,
-    complete_interrupted,
     identity,
-    log_dir_lock,
-    log_dir_of,
     read_range,
 )
 from klogtool.log.findings import Finding, FindingCounts
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES
 from klogtool.log.segment import mapped, read_small
 from klogtool.log.targets import PartitionTarget, Targets, symlinked_files
+from klogtool.log.writing import interrupted_obj, writing_session
 
 QUARANTINE_DIR = ".klogtool-quarantine"
 MANIFEST = "manifest.json"
@@ -252,11 +250,7 @@ def _readable(path: Path, start: int, end: int) -> tuple[int, int, int | None, i
             except FormatError:
                 pass
             if first is None:
-                first = (
-                    batch.base_offset
-                    if batch.magic >= 2 or not batch.compression
-                    else (batch.last_offset)
-                )
+                first = batch.header_offset
             last = batch.last_offset
         del scanner
     return batches, records, first, last
@@ -1545,11 +1539,7 @@ def run_recovery(
     for f in targets.findings:
         finding(f)
         stats.skipped += 1
-    try:
-        _recover_groups(targets, opts, ops, emit, stats, finding, force, progress)
-    except BaseException:
-        ops.discard_partial()  # a failed run (a full disk) leaves no half-written .cleaned
-        raise
+    _recover_groups(targets, opts, ops, emit, stats, finding, force, progress)
     stats.operations = ops.count
     return stats
 
@@ -1565,12 +1555,15 @@ def _recover_groups(
     progress: Callable[[int], None] | None,
 ) -> None:
     for log_dir, group in targets.by_log_dir():
-        with log_dir_lock(log_dir, force=force, dry_run=opts.dry_run):
+        paths = [t.path for t in group]
+        with writing_session(paths, force=force, dry_run=opts.dry_run, ops=ops) as session:
+            for message in session.completed.get(log_dir, []):
+                emit(interrupted_obj(str(log_dir), message, ops.dry_run))
             for t in group:
                 stats.partitions += 1
-                done = complete_interrupted(ops, t.path)
+                done = session.completed.get(t.path, [])
                 for message in done:
-                    emit(rebuild.interrupted_obj(t.display, message, ops.dry_run))
+                    emit(interrupted_obj(t.display, message, ops.dry_run))
                 if done and ops.dry_run:
                     emit(
                         {
@@ -1670,14 +1663,11 @@ def run_restore(
                     path=str(part_dir),
                     code=Code.NOT_FOUND,
                 )
-            with log_dir_lock(log_dir_of(part_dir), force=force, dry_run=ops.dry_run):
-                for message in complete_interrupted(ops, part_dir):
-                    emit(rebuild.interrupted_obj(str(part_dir), message, ops.dry_run))
-                try:
-                    report = restore(qdir, ops, emit, part_dir)
-                except BaseException:
-                    ops.discard_partial()  # no half-written .cleaned left on a full disk
-                    raise
+            with writing_session([part_dir], force=force, dry_run=ops.dry_run, ops=ops) as session:
+                for where, done in session.completed.items():
+                    for message in done:
+                        emit(interrupted_obj(str(where), message, ops.dry_run))
+                report = restore(qdir, ops, emit, part_dir)
             emit(report)
             reports.append(report)
     return reports

@@ -22,18 +22,29 @@ higher requested one), the leader epoch cache is truncated from the start, and
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from klogtool.codes import Code
+from klogtool.errors import InputError
 from klogtool.formats import checkpoint
 from klogtool.formats.checkpoint import EpochEntry
 from klogtool.formats.errors import FormatError
 from klogtool.log import layout
 from klogtool.log.atomic import DELETED, FileOps
-from klogtool.log.partition import LOG_START, PartitionView, SegmentInfo, update_offset_checkpoint
+from klogtool.log.partition import (
+    LOG_START,
+    PartitionContext,
+    PartitionView,
+    SegmentInfo,
+    load_partition,
+    update_offset_checkpoint,
+)
 from klogtool.log.segment import read_small
-from klogtool.log.topicconfig import TopicConfig
+from klogtool.log.topicconfig import ConfigSource, TopicConfig
+from klogtool.log.writing import Notice, SkipPartition
 
 DELETE = "delete"
 KEEP = "keep"
@@ -68,17 +79,9 @@ class SegmentDecision:
 
 
 @dataclass
-class RetentionPlan:
-    path: Path
-    topic: str | None
-    partition: int | None
-    log_dir: Path
-    config: TopicConfig
-    now: int
-    log_end_offset: int
-    high_watermark: int
-    high_watermark_source: str
-    log_start_offset: int  # before
+class RetentionPlan(PartitionContext):
+    """What retention does to a partition (``log_start_offset``: the one before)."""
+
     new_log_start_offset: int
     decisions: list[SegmentDecision]
     roll: bool  # a new empty active segment is created at the log end offset first
@@ -129,9 +132,9 @@ def plan_retention(
 ) -> RetentionPlan:
     """What ``deleteOldSegments`` would do to ``view`` at time ``now`` (ms)."""
     segs = view.segments
-    leo = view.log_end_offset
-    hw, hw_source = view.high_watermark(high_watermark)
-    lso_before = view.log_start_offset
+    ctx = PartitionContext.load(view, config, now=now, high_watermark=high_watermark)
+    leo, hw, lso_before = ctx.log_end_offset, ctx.high_watermark, ctx.log_start_offset
+    hw_source = ctx.high_watermark_source
     lso = lso_before
     notes: list[str] = []
     if log_start_offset is not None:
@@ -259,16 +262,7 @@ def plan_retention(
     if new_lso == lso_before and not decided:
         cp_after = cp_before  # nothing changes: leave the file alone
     return RetentionPlan(
-        path=view.path,
-        topic=view.topic,
-        partition=view.partition,
-        log_dir=view.log_dir,
-        config=config,
-        now=now,
-        log_end_offset=leo,
-        high_watermark=hw,
-        high_watermark_source=hw_source,
-        log_start_offset=lso_before,
+        **ctx.context_fields(),
         new_log_start_offset=new_lso,
         decisions=decisions,
         roll=roll,
@@ -460,3 +454,37 @@ def apply_retention(ops: FileOps, plan: RetentionPlan, *, keep_deleted: bool) ->
         if renamed:
             ops.fsync_dir(part)
     return res
+
+
+def sweep_partition(
+    path: Path,
+    ops: FileOps,
+    *,
+    source: ConfigSource,
+    overrides: dict[str, Any],
+    now: int,
+    log_start_offset: int | None,
+    high_watermark: int | str | None,
+    dry_run: bool,
+    keep_deleted: bool,
+) -> Iterator[RetentionPlan | RetentionResult | Notice]:
+    """The partition step of ``retention-sweep`` (for
+    :func:`klogtool.log.writing.each_partition`): the plan (to show before anything changes),
+    then, unless ``dry_run`` or nothing changes, what applying it did."""
+    view = load_partition(path)
+    cfg = source.for_topic(view.topic, overrides)
+    try:
+        plan = plan_retention(
+            view, cfg, now=now, log_start_offset=log_start_offset, high_watermark=high_watermark
+        )
+    except RetentionRefused as e:
+        refused = InputError(str(e), path=str(path), code=Code.BEYOND_HIGH_WATERMARK)
+        raise SkipPartition(path, refused) from None
+    if not view.log_end_clean:
+        yield Notice(
+            f"{path}: the last segment does not end cleanly (torn or corrupt tail); "
+            f"the log end offset {view.log_end_offset} is that of its valid batches"
+        )
+    yield plan
+    if not dry_run and plan.changes:
+        yield apply_retention(ops, plan, keep_deleted=keep_deleted)

@@ -1,26 +1,115 @@
-"""What every writing command does before it changes a partition: take the broker's lock of
-each log dir involved (or refuse, exit 4), and finish or roll back an interrupted swap the way
-the broker's loader would (docs/kafka-rules.md: Loading and recovery), so that a re-run after a
-crash starts from a
-state the broker itself would accept.
+"""The writing commands' pipeline: resolve PATHs to partitions (:func:`select_partitions`),
+take the broker's lock of each log dir involved or refuse, exit 4 (:func:`writing_session`),
+finish or roll back an interrupted swap the way the broker's loader would (docs/kafka-rules.md:
+Loading and recovery), so that a re-run after a crash starts from a state the broker itself
+would accept; then plan and execute (or only report, with --dry-run) partition by partition
+(:func:`each_partition`). What the user should hear beside the results comes back as
+:class:`Notice` objects; the commands render them (``commands/_writing.py``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, Literal, TypeVar
 
 from klogtool.codes import Code
-from klogtool.errors import InputError
+from klogtool.errors import InputError, KlogtoolError
 from klogtool.formats.batch import Batch
 from klogtool.formats.errors import FormatError, LimitExceededError
 from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.log import layout
 from klogtool.log.atomic import CLEANED, FileOps, complete_interrupted, log_dir_lock, log_dir_of
+from klogtool.log.partition import partition_dirs
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A line for the user beside the results (stderr): a warning, or an info line shown with
+    -v. A ``skipped`` partition makes the command exit 1."""
+
+    message: str
+    level: Literal["warn", "info"] = "warn"
+    skipped: bool = False
+
+
+class SkipPartition(Exception):
+    """Raised by a partition step (its ``__cause__`` says why): the partition is skipped with
+    a notice, or, when it is the only partition, the cause ends the command."""
+
+    def __init__(self, path: Path, cause: KlogtoolError | FormatError):
+        super().__init__(f"{path}: skipped: {cause}")
+        self.cause = cause
+
+
+def select_partitions(
+    paths: Iterable[str], include: Callable[[Path, bool], str | None] | None = None
+) -> tuple[list[Path], list[Notice]]:
+    """The partition directories of PATH arguments, in order. A directory being deleted or
+    moved is left out; so is one ``include(path, named)`` gives a reason for (``named``: the
+    PATH was the partition directory itself, not a log dir holding it)."""
+    parts: list[Path] = []
+    notices: list[Notice] = []
+    for arg in paths:
+        path = Path(arg)
+        found, warnings = partition_dirs(path)
+        notices += [Notice(w, skipped=True) for w in warnings]
+        named = layout.looks_like_partition_dir(path)
+        for p in found:
+            if is_special_partition_dir(p):
+                why: str | None = "a partition directory being deleted or moved"
+                notices.append(Notice(f"{p}: skipped ({why})", "info"))
+                continue
+            why = include(p, named) if include is not None else None
+            if why is not None:
+                notices.append(Notice(f"{p}: skipped: {why}", "info"))
+                continue
+            parts.append(p)
+    return parts, notices
+
+
+def completed_notices(session: Session, dry_run: bool) -> list[Notice]:
+    """What the session finished (or would) before anything else: one warning each."""
+    verb = "would complete" if dry_run else "completed"
+    return [
+        Notice(f"{p}: {verb} an interrupted operation first: {what}")
+        for p, done in session.completed.items()
+        for what in done
+    ]
+
+
+def each_partition(
+    parts: list[Path], step: Callable[[Path], Iterable[T | Notice]]
+) -> Iterator[T | Notice]:
+    """``step`` over the partitions in order, a :class:`SkipPartition` becoming a notice."""
+    for p in parts:
+        try:
+            yield from step(p)
+        except SkipPartition as e:
+            if len(parts) == 1:
+                raise e.cause from None
+            yield Notice(str(e), skipped=True)
+
+
+def run_partitions(
+    parts: list[Path],
+    step: Callable[..., Iterable[T | Notice]],
+    *,
+    force: bool,
+    dry_run: bool,
+) -> Iterator[T | Notice]:
+    """The whole pipeline after :func:`select_partitions`: lock, finish interrupted
+    operations, then ``step(partition, ops=...)`` for each partition (a generator: consume it
+    to the end, the lock is held meanwhile)."""
+    with writing_session(parts, force=force, dry_run=dry_run) as session:
+        yield from completed_notices(session, dry_run)
+        yield from each_partition(parts, lambda p: step(p, ops=session.ops))
 
 
 @dataclass
@@ -36,11 +125,13 @@ def writing_session(
     force: bool,
     dry_run: bool,
     read_only: list[Path] | None = None,
+    ops: FileOps | None = None,
 ) -> Iterator[Session]:
-    """Lock the log dirs of ``partitions`` and complete their interrupted swaps. The log dirs
-    of ``read_only`` paths (inputs that are only read but must not change meanwhile) are
-    locked shared: no broker or klogtool writer can hold them while this runs."""
-    ops = FileOps(dry_run=dry_run)
+    """Lock the log dirs of ``partitions`` and complete their interrupted swaps (through
+    ``ops``, else new ones). The log dirs of ``read_only`` paths (inputs that are only read but
+    must not change meanwhile) are locked shared: no broker or klogtool writer can hold them
+    while this runs. On an exception, half-written files are removed."""
+    ops = ops or FileOps(dry_run=dry_run)
     with ExitStack() as stack:
         seen: set[Path] = set()
         for p, only_read in [(p, False) for p in partitions] + [(p, True) for p in read_only or []]:
@@ -72,6 +163,16 @@ def writing_session(
         except BaseException:
             ops.discard_partial()  # a failed run (a full disk) leaves no half-written .cleaned
             raise
+
+
+def interrupted_obj(display: str, message: str, dry_run: bool) -> dict[str, Any]:
+    """The ``interrupted_operation`` object of rebuild-index and truncate-recovery."""
+    return {
+        "type": "interrupted_operation",
+        "path": display,
+        "dry_run": dry_run,
+        "message": ("would complete: " if dry_run else "completed: ") + message,
+    }
 
 
 def now_ms(now: int | None) -> int:
