@@ -92,8 +92,7 @@ def test_explain_and_compact_show_byte_progress_by_phase(
             yield report
 
     part = _partition(tmp_path)
-    for module in ("explain", "compact"):
-        monkeypatch.setattr(f"klogtool.commands.{module}.Output", Recorder)
+    monkeypatch.setattr("klogtool.output.Output", Recorder)  # what Settings.output builds
     assert run("explain", str(part), cwd=tmp_path)[0] == 0
     assert run("compact", str(part), "--high-watermark", "log-end", cwd=tmp_path)[0] == 0
     phases = {phase for _who, phase in seen}
