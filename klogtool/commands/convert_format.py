@@ -16,7 +16,7 @@ from klogtool.commands._options import (
 )
 from klogtool.commands._writing import WritingRun
 from klogtool.errors import RefusedError
-from klogtool.formats import CODEC_IDS, CODEC_NAMES, ZSTD
+from klogtool.formats import CODEC_IDS, CODEC_NAMES, CODECS
 from klogtool.log.converter import (
     COPY,
     ConversionPlan,
@@ -35,9 +35,6 @@ if TYPE_CHECKING:
     from klogtool.cli import Settings
 
 
-_LEVELS = {"gzip": (-1, 9), "lz4": (1, 17), "zstd": (-7, 22)}
-
-
 @click.command("convert-format")
 @click.argument("src", metavar="SRC")
 @click.argument("dest", metavar="DEST", required=False)
@@ -54,7 +51,17 @@ _LEVELS = {"gzip": (-1, 9), "lz4": (1, 17), "zstd": (-7, 22)}
     default=None,
     help="Codec of every rewritten batch [default: keep each batch's codec].",
 )
-@click.option("--compression-level", type=int, default=None, metavar="N", help="Codec level.")
+@click.option(
+    "--compression-level",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Codec level: "
+    + ", ".join(f"{c.name} {c.levels[0]}..{c.levels[1]}" for c in CODECS.values() if c.levels)
+    + " [default: Kafka's, "
+    + ", ".join(f"{c.name} {c.default_level}" for c in CODECS.values() if c.levels)
+    + "].",
+)
 @click.option(
     "--keep-batching",
     is_flag=True,
@@ -123,19 +130,20 @@ def command(
         raise click.UsageError("give either DEST or --in-place")
     if keep_batching and batch_bytes is not None:
         raise click.UsageError("--keep-batching and --batch-bytes exclude each other")
-    codec = CODEC_IDS[compression] if compression is not None else None
-    if codec == ZSTD and to_magic < 2:
-        raise click.BadParameter("zstd needs --to-magic 2", param_hint="--compression")
+    target = CODECS[CODEC_IDS[compression]] if compression is not None else None
+    if target is not None and target.v2_only and to_magic < 2:
+        raise click.BadParameter(f"{target.name} needs --to-magic 2", param_hint="--compression")
     if compression_level is not None:
-        if compression is None:
+        if target is None:
             raise click.UsageError("--compression-level needs --compression")
-        lo, hi = _LEVELS.get(compression, (0, -1))
+        if target.levels is None:
+            raise click.BadParameter(
+                f"{target.name} takes no level", param_hint="--compression-level"
+            )
+        lo, hi = target.levels
         if not lo <= compression_level <= hi:
             raise click.BadParameter(
-                f"{compression} takes no level"
-                if hi < lo
-                else f"{compression} levels are {lo}..{hi}",
-                param_hint="--compression-level",
+                f"{target.name} levels are {lo}..{hi}", param_hint="--compression-level"
             )
     rebatch = None
     if batch_bytes is not None:
@@ -151,7 +159,7 @@ def command(
         _check_dest(src_path, dest_path)
     opts = ConvertOptions(
         to_magic=to_magic,
-        compression=codec,
+        compression=target.id if target is not None else None,
         compression_level=compression_level,
         batch_bytes=rebatch,
         index_interval_bytes=index_interval_bytes,

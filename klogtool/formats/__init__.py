@@ -6,7 +6,8 @@ the Spark source) uses the names below; ``klogtool.log`` may also use the module
 
 - Records and batches: :class:`Record`, :class:`Batch`, :class:`SegmentScanner`
   (``records.py``: the walk over a ``.log`` buffer), ``encode_batch`` (``v2.py``).
-- Codecs: ``CODEC_NAMES``, ``CODEC_IDS``, :func:`available_codecs` (``codecs.py``).
+- Codecs: the registry ``CODECS`` of :class:`Codec` (id, name, levels, compress and
+  decompress), ``CODEC_NAMES``, ``CODEC_IDS``, :func:`available_codecs` (``codecs.py``).
 - Payload decoders: ``BYTE_DECODERS``, ``INTERNAL_DECODERS`` (``payloads/``).
 - Errors: :class:`FormatError` and its subclasses (``errors.py``).
 - Engines: ``engine`` (``engine.py``), the one seam to the native engine.
@@ -41,6 +42,8 @@ _EXPORTS = {
     "read_batch": "records",
     "encode_batch": "v2",
     # codecs
+    "CODECS": "codecs",
+    "Codec": "codecs",
     "CODEC_NAMES": "codecs",
     "CODEC_IDS": "codecs",
     "available_codecs": "codecs",
@@ -55,9 +58,11 @@ _MODULES = ("engine",)
 __all__ = [
     "BYTE_DECODERS",
     "Batch",
+    "CODECS",
     "CODEC_IDS",
     "CODEC_NAMES",
     "CREATE_TIME",
+    "Codec",
     "CodecUnavailableError",
     "CorruptRecordError",
     "CrcMismatchError",
@@ -91,7 +96,14 @@ if TYPE_CHECKING:
         Batch,
         Record,
     )
-    from klogtool.formats.codecs import CODEC_IDS, CODEC_NAMES, ZSTD, available_codecs
+    from klogtool.formats.codecs import (
+        CODEC_IDS,
+        CODEC_NAMES,
+        CODECS,
+        ZSTD,
+        Codec,
+        available_codecs,
+    )
     from klogtool.formats.errors import (
         CodecUnavailableError,
         CorruptRecordError,

@@ -24,6 +24,8 @@ import functools
 import os
 import struct
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from klogtool.formats.errors import (
@@ -36,31 +38,95 @@ from klogtool.formats.errors import (
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 
-CODEC_NAMES: dict[int, str] = {
-    NONE: "none",
-    GZIP: "gzip",
-    SNAPPY: "snappy",
-    LZ4: "lz4",
-    ZSTD: "zstd",
-}
-CODEC_IDS: dict[str, int] = {name: cid for cid, name in CODEC_NAMES.items()}
 
-# The module each codec needs (``None``: nothing beyond the standard library's zlib).
-_CODEC_MODULES: dict[str, str | None] = {
-    "none": None,
-    "gzip": "zlib",
-    "snappy": "snappy",
-    "lz4": "lz4.block",
-    "zstd": "zstandard",
+@dataclass(frozen=True)
+class Codec:
+    """One of Kafka's compression types: its id in batch attributes, its name, the Python
+    module it needs, its ``--compression-level`` range (None: it takes no level) and Kafka's
+    default level, and its framing's compress/decompress (called with a memoryview)."""
+
+    id: int
+    name: str
+    module: str | None  # None: only the standard library
+    levels: tuple[int, int] | None
+    default_level: int | None
+    v2_only: bool
+    compress: Callable[[memoryview, int, int | None], bytes]  # (data, magic, level)
+    decompress: Callable[[memoryview, int, int], bytes]  # (data, magic, limit)
+
+
+def _no_compress(view: memoryview, _magic: int, _level: int | None) -> bytes:
+    return bytes(view)
+
+
+def _no_decompress(view: memoryview, _magic: int, limit: int) -> bytes:
+    if view.nbytes > limit:
+        raise LimitExceededError(f"data of {view.nbytes} bytes exceeds the limit of {limit}")
+    return bytes(view)
+
+
+# The registry: every codec klogtool reads and writes, in id order.
+CODECS: dict[int, Codec] = {
+    c.id: c
+    for c in (
+        Codec(NONE, "none", None, None, None, False, _no_compress, _no_decompress),
+        Codec(
+            GZIP,
+            "gzip",
+            "zlib",
+            (-1, 9),
+            -1,
+            False,
+            lambda v, _m, level: _gzip_compress(v, level),
+            lambda v, _m, limit: _gzip_decompress(v, limit),
+        ),
+        Codec(
+            SNAPPY,
+            "snappy",
+            "snappy",
+            None,
+            None,
+            False,
+            lambda v, _m, _level: _snappy_compress(v),
+            lambda v, _m, limit: _snappy_decompress(v, limit),
+        ),
+        Codec(
+            LZ4,
+            "lz4",
+            "lz4.block",
+            (1, 17),
+            9,
+            False,
+            lambda v, magic, level: _lz4_compress(v, magic, level),
+            lambda v, magic, limit: _lz4_decompress(v, magic, limit),
+        ),
+        Codec(
+            ZSTD,
+            "zstd",
+            "zstandard",
+            (-7, 22),
+            3,
+            True,
+            lambda v, _m, level: _zstd_compress(v, level),
+            lambda v, _m, limit: _zstd_decompress(v, limit),
+        ),
+    )
 }
+CODEC_NAMES: dict[int, str] = {c.id: c.name for c in CODECS.values()}
+CODEC_IDS: dict[str, int] = {c.name: c.id for c in CODECS.values()}
+
+
+def codec(codec_id: int) -> Codec:
+    """The codec of a compression type id; ids 5-7 (and anything else) are unknown."""
+    try:
+        return CODECS[codec_id]
+    except (KeyError, TypeError):
+        raise UnsupportedError(f"Unknown compression type id {codec_id}") from None
 
 
 def codec_name(codec_id: int) -> str:
-    """The lowercase name of a compression type id; ids 5-7 (and anything else) are unknown."""
-    try:
-        return CODEC_NAMES[codec_id]
-    except (KeyError, TypeError):
-        raise UnsupportedError(f"Unknown compression type id {codec_id}") from None
+    """The lowercase name of a compression type id (UnsupportedError when unknown)."""
+    return codec(codec_id).name
 
 
 def available_codecs() -> list[str]:
@@ -68,15 +134,22 @@ def available_codecs() -> list[str]:
     import importlib
 
     names = []
-    for name in CODEC_NAMES.values():
-        module = _CODEC_MODULES[name]
-        if module is not None:
+    for c in CODECS.values():
+        if c.module is not None:
             try:
-                importlib.import_module(module)
+                importlib.import_module(c.module)
             except ImportError:
                 continue
-        names.append(name)
+        names.append(c.name)
     return names
+
+
+def _usable(codec_id: int, magic: int) -> Codec:
+    c = codec(codec_id)
+    _check_magic(magic)
+    if c.v2_only and magic < 2:
+        raise UnsupportedError(f"{c.name} is only valid in v2 batches")
+    return c
 
 
 def decompress(codec: int, data: bytes | memoryview, *, magic: int, limit: int) -> bytes:
@@ -85,31 +158,15 @@ def decompress(codec: int, data: bytes | memoryview, *, magic: int, limit: int) 
     Raises :class:`LimitExceededError` if the output would exceed ``limit`` bytes, and another
     :class:`FormatError` subclass for anything Kafka's own reader would reject.
     """
-    name = codec_name(codec)
-    _check_magic(magic)
-    limit = max(limit, 0)
-    if codec == NONE:
-        size = data.nbytes if isinstance(data, memoryview) else len(data)
-        if size > limit:
-            raise LimitExceededError(f"data of {size} bytes exceeds the limit of {limit}")
-        return bytes(data)
-    if codec == ZSTD and magic < 2:
-        raise UnsupportedError("zstd is only valid in v2 batches")
-    view = _view(data)
+    c = _usable(codec, magic)
     try:
-        if codec == GZIP:
-            return _gzip_decompress(view, limit)
-        if codec == SNAPPY:
-            return _snappy_decompress(view, limit)
-        if codec == LZ4:
-            return _lz4_decompress(view, magic, limit)
-        return _zstd_decompress(view, limit)
+        return c.decompress(_view(data), magic, max(limit, 0))
     except FormatError:
         raise
     except MemoryError as e:  # pragma: no cover - only if even `limit` bytes cannot be had
-        raise LimitExceededError(f"{name}: out of memory while decompressing") from e
+        raise LimitExceededError(f"{c.name}: out of memory while decompressing") from e
     except Exception as e:  # a codec library failing in a way we did not anticipate
-        raise DecompressionError(f"{name} decompression failed: {_describe(e)}") from e
+        raise DecompressionError(f"{c.name} decompression failed: {_describe(e)}") from e
 
 
 def compress(
@@ -117,28 +174,16 @@ def compress(
 ) -> bytes:
     """Compress ``data`` the way Kafka's producer/cleaner would for message format ``magic``.
 
-    ``level`` ``None`` means the codec's Kafka default (gzip -1 = zlib 6, lz4 9 = the fast
-    compressor, zstd 3).
+    ``level`` ``None`` means the codec's Kafka default (:attr:`Codec.default_level`: gzip -1 =
+    zlib 6, lz4 9 = the fast compressor, zstd 3).
     """
-    name = codec_name(codec)
-    _check_magic(magic)
-    if codec == NONE:
-        return bytes(data)
-    if codec == ZSTD and magic < 2:
-        raise UnsupportedError("zstd is only valid in v2 batches")
-    view = _view(data)
+    c = _usable(codec, magic)
     try:
-        if codec == GZIP:
-            return _gzip_compress(view, level)
-        if codec == SNAPPY:
-            return _snappy_compress(view)
-        if codec == LZ4:
-            return _lz4_compress(view, magic, level)
-        return _zstd_compress(view, level)
+        return c.compress(_view(data), magic, level)
     except FormatError:
         raise
     except Exception as e:
-        raise DecompressionError(f"{name} compression failed: {_describe(e)}") from e
+        raise DecompressionError(f"{c.name} compression failed: {_describe(e)}") from e
 
 
 # ----------------------------------------------------------------------------------------------

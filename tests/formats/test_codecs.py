@@ -719,3 +719,21 @@ def test_isal_and_zlib_agree_on_damaged_gzip(
     if cut is not None:
         del data[int(cut * len(data)) :]
     assert _outcome(bytes(data), "isal") == _outcome(bytes(data), "zlib")
+
+
+@pytest.mark.parametrize("codec_id", sorted(codecs.CODECS))
+def test_the_registry_levels_and_framings(codec_id: int) -> None:
+    """Every level the registry offers (its bounds and Kafka's default) compresses, and the
+    codec's own decompressor gives the data back."""
+    c = codecs.CODECS[codec_id]
+    assert codecs.CODEC_IDS[c.name] == c.id and codecs.codec_name(c.id) == c.name
+    data = b"klogtool " * 5000
+    levels = [None] if c.levels is None else [c.levels[0], c.default_level, c.levels[1]]
+    assert c.levels is None or c.levels[0] <= c.default_level <= c.levels[1]  # type: ignore[operator]
+    for magic in (0, 1, 2) if not c.v2_only else (2,):
+        for level in levels:
+            packed = codecs.compress(c.id, data, magic=magic, level=level)
+            assert codecs.decompress(c.id, packed, magic=magic, limit=len(data)) == data
+    if c.v2_only:
+        with pytest.raises(UnsupportedError, match="only valid in v2"):
+            codecs.compress(c.id, data, magic=1)
