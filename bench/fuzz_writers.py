@@ -32,9 +32,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "fixtures"))
 
-from generate import run_cli  # noqa: E402  (the fixtures' in-process CLI runner)
+from klogtool.cli import run_captured  # noqa: E402
 
 DOCUMENTED = {0, 1, 2, 3, 4}
 COMMANDS: list[list[str]] = [
@@ -137,7 +136,7 @@ def one_case(
     target = str(part) if rng.random() < 0.8 else str(logdir)
     args = command[:1] + [target] + command[1:]
     before = snapshot(work, {logdir, dest})
-    code, _out, err = run_cli(args, work)
+    code, _out, err = run_captured(args, work)
     after = snapshot(work, {logdir, dest})
     problems = []
     if code not in DOCUMENTED:

@@ -1,4 +1,4 @@
-"""Test-run configuration. Shared helpers live in shared_helpers.py."""
+"""Test-run configuration. What tests share lives in the support package (tests/support/)."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     # Without the real-broker corpus hundreds of tests skip (or, parametrised over its files,
     # collect as empty): say so once, loudly, at the end of the run.
-    from shared_helpers import CORPUS
+    from support.paths import CORPUS
 
     if (CORPUS / "MANIFEST.md").is_file():
         return
@@ -90,3 +90,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         "Point KLOGTOOL_CORPUS at a corpus directory (one holding MANIFEST.md, e.g. "
         "KLOGTOOL_CORPUS=../shared/corpus/real) to run them."
     )
+
+
+@pytest.fixture
+def no_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fsync makes each write take milliseconds here; a SIGKILL (the crash harness) does not
+    lose the page cache, so the crash tests skip it."""
+    monkeypatch.setattr(os, "fsync", lambda fd: None)

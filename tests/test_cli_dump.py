@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_helpers import EXPECTED, LOGS, errors, generator, jsonl, run, run_subprocess
+from support.cli import errors, generator, jsonl, run, run_subprocess
+from support.paths import EXPECTED, LOGS
 
 from klogtool.formats.batch import Record
 from klogtool.formats.v2 import encode_batch

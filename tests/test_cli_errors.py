@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 import pytest
-from cli_helpers import ERROR_LINE, LOGS, errors, jsonl, run, run_subprocess
+from support.cli import ERROR_LINE, errors, jsonl, run, run_subprocess
+from support.paths import LOGS
 
 from klogtool.cli import cli
 

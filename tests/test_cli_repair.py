@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_helpers import ERROR_LINE, jsonl, run
-from repair_helpers import INTERVAL, copy_scenario, files, middle_crc_logdir
-from shared_helpers import lock_held_by_another_process
+from support.cli import ERROR_LINE, jsonl, run
+from support.processes import lock_held_by_another_process
+from support.repair import INTERVAL, copy_scenario, files, middle_crc_logdir
 
 
 @pytest.fixture

@@ -9,22 +9,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cli_helpers import LOGDIR, run
-from rewrite_helpers import (
-    KILLED,
+from support.cli import run
+from support.paths import LOGDIR
+from support.processes import KILLED, lock_held_by_another_process, run_crashing
+from support.rewrite import (
     T0,
     assert_verifies,
     copy_logdir,
     generate,
     kp_records,
     materialise,
-    no_fsync,  # noqa: F401  (a fixture)
-    run_crashing,
     tree,
     write_checkpoints,
     write_partition,
 )
-from shared_helpers import lock_held_by_another_process
 
 from klogtool.formats import codecs
 from klogtool.formats.batch import Record
@@ -222,7 +220,7 @@ def test_broker_lock_is_refused(locked_logdir: Path, tmp_path: Path, args: list[
     ],
 )
 def test_bad_input_is_one_line(tmp_path: Path, args: list[str]) -> None:
-    from cli_helpers import CORRUPT
+    from support.paths import CORRUPT
 
     corrupt = copy_logdir(tmp_path / "c") / "v2-none-0"
     shutil.copy2(CORRUPT / "crc-flip-0" / "00000000000000000000.log", corrupt)

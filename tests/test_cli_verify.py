@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cli_helpers import CORRUPT, LOGS, errors, findings, generator, jsonl, run
-from shared_helpers import CORPUS, needs_corpus
+from support.cli import errors, findings, generator, jsonl, run
+from support.paths import CORPUS, CORRUPT, LOGS, needs_corpus
 
 from klogtool.log import fleet_verify, layout
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cli_helpers import jsonl, run
-from shared_helpers import CORPUS, needs_corpus
+from support.cli import jsonl, run
+from support.paths import CORPUS, needs_corpus
 
 
 def _partition_dirs() -> list[Path]:

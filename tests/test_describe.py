@@ -5,8 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from cli_helpers import CORRUPT, LOGS, jsonl, run
-from shared_helpers import CORPUS, needs_corpus
+from support.cli import jsonl, run
+from support.paths import CORPUS, CORRUPT, LOGS, needs_corpus
 
 from klogtool.log.describe import describe
 

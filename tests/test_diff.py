@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import jsonl, run
-from rewrite_helpers import T0, generate, materialise, write_checkpoints, write_partition
+from support.cli import jsonl, run
+from support.rewrite import T0, generate, materialise, write_checkpoints, write_partition
 
 from klogtool.formats import codecs
 from klogtool.formats.batch import Record

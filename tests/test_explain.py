@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_helpers import CORRUPT, LOGDIR, jsonl, run
-from rewrite_helpers import T0, generate, materialise, tree
+from support.cli import jsonl, run
+from support.paths import CORRUPT, LOGDIR
+from support.rewrite import T0, generate, materialise, tree
 
 from klogtool.formats import codecs
 from klogtool.log.cleaner import plan_compaction

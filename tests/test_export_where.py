@@ -13,7 +13,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from cli_helpers import LOGDIR, run
+from support.cli import run
+from support.paths import LOGDIR
 
 from klogtool.commands._options import parse_where
 from klogtool.log import arrow_reader as ar

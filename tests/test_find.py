@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import LOGDIR, LOGS, generator, jsonl, run
+from support.cli import generator, jsonl, run
+from support.paths import LOGDIR, LOGS
 
 from klogtool.formats import codecs
 from klogtool.formats.batch import LOG_APPEND_TIME, Record

@@ -362,7 +362,7 @@ def test_every_page_has_examples() -> None:
 
 
 def test_the_man_command_shows_the_committed_page() -> None:
-    from cli_helpers import run
+    from support.cli import run
 
     code, out, _err = run("man", "verify")
     committed = Path(__file__).resolve().parents[1] / "man" / "klogtool-verify.1"

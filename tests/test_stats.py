@@ -7,8 +7,8 @@ import random
 from collections import Counter
 from pathlib import Path
 
-from cli_helpers import jsonl, run
-from rewrite_helpers import write_partition
+from support.cli import jsonl, run
+from support.rewrite import write_partition
 
 from klogtool.formats import encode_batch
 from klogtool.formats.batch import Record

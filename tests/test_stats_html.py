@@ -12,8 +12,8 @@ import zlib
 from pathlib import Path
 
 import pytest
-from cli_helpers import run
-from rewrite_helpers import write_partition
+from support.cli import run
+from support.rewrite import write_partition
 
 from klogtool.formats import encode_batch
 from klogtool.formats.batch import Record

@@ -8,7 +8,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from cli_helpers import LOGS, run
+from support.cli import run
+from support.paths import LOGS
 
 LOGDIR = LOGS / "logdir"
 

@@ -13,7 +13,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from cli_helpers import ERROR_LINE, jsonl, run
+from support.cli import ERROR_LINE, jsonl, run
 
 from klogtool.formats.batch import Record
 from klogtool.formats.checkpoint import EpochEntry, encode_leader_epoch_checkpoint
@@ -345,7 +345,7 @@ def test_helpers() -> None:
 def test_fixture_txn_partition() -> None:
     """fixtures/logs/logdir/txn-0 (documented in fixtures/README.md): 2001 aborts 4..8 with
     LSO 2 in the .txnindex, 2000 commits 2..10; nothing is wrong."""
-    from cli_helpers import LOGDIR
+    from support.paths import LOGDIR
 
     objs = scan([LOGDIR / "txn-0"])
     assert [

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from shared_helpers import CORPUS
+from support.paths import CORPUS
 
 from klogtool.formats.checkpoint import (
     KIND_CLEAN_SHUTDOWN,

@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
-from shared_helpers import CORPUS, careful_records, full_record, needs_corpus, norm_record
+from support.paths import CORPUS, needs_corpus
+from support.records import careful_records, full_record, norm_record
 
 from klogtool.formats import codecs, legacy, v2
 from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME

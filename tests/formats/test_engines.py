@@ -6,28 +6,20 @@ The oracle is ``bench/fuzz.py``'s ``compare_engines``, which the large fuzz runs
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shared_helpers import CORPUS, needs_corpus
+from support.fuzz import fuzz
+from support.paths import CORPUS, needs_corpus
 
 from klogtool.formats import codecs, engine, v2
 from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, Record
 from klogtool.formats.records import SegmentScanner
 from klogtool.log.dumper import Dumper, DumpOptions
-
-_spec = importlib.util.spec_from_file_location(
-    "klogtool_bench_fuzz", Path(__file__).resolve().parents[2] / "bench" / "fuzz.py"
-)
-fuzz = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
-sys.modules[_spec.name] = fuzz  # type: ignore[union-attr]
-_spec.loader.exec_module(fuzz)  # type: ignore[union-attr]
 
 pytestmark = pytest.mark.skipif(
     not engine.native_available(), reason="the native engine is not built"

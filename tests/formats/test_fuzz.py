@@ -6,31 +6,22 @@ systematic field rewrites, truncations, hypothesis-generated garbage and decompr
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import struct
-import sys
 import time
 import tracemalloc
 from collections import Counter
-from pathlib import Path
 
 import crc32c
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.fuzz import fuzz
 
 from klogtool.formats import codecs, legacy, v2
 from klogtool.formats.batch import Record
 from klogtool.formats.errors import FormatError, LimitExceededError
 from klogtool.formats.records import SegmentScanner
-
-_spec = importlib.util.spec_from_file_location(
-    "klogtool_bench_fuzz", Path(__file__).resolve().parents[2] / "bench" / "fuzz.py"
-)
-fuzz = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = fuzz
-_spec.loader.exec_module(fuzz)
 
 SEEDS = fuzz.build_seeds(random.Random(2024))
 SEED_IDS = [s.name for s in SEEDS]

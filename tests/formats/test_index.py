@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shared_helpers import CORPUS
+from support.paths import CORPUS
 
 from klogtool.formats.errors import FormatError, UnsupportedError
 from klogtool.formats.index import (

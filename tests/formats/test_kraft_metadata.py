@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from shared_helpers import CORPUS, needs_corpus
+from support.paths import CORPUS, needs_corpus
 
 from klogtool.formats.batch import Record
 from klogtool.formats.errors import FormatError
@@ -519,7 +519,7 @@ def _metadata_partition(root: Path) -> Path:
 
 
 def test_dump_segments_auto_decodes_metadata(tmp_path: Path) -> None:
-    from cli_helpers import jsonl, run
+    from support.cli import jsonl, run
 
     _metadata_partition(tmp_path)
     code, out, err = run(
@@ -571,7 +571,7 @@ def test_dump_segments_auto_decodes_metadata(tmp_path: Path) -> None:
 
 @needs_corpus
 def test_dump_segments_kraft_snapshot_kafka_format() -> None:
-    from cli_helpers import run
+    from support.cli import run
 
     code, out, err = run(
         "dump-segments",

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from kafka.codec import gzip_decode, lz4_decode, lz4_decode_old_kafka, snappy_decode
 from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
-from shared_helpers import norm_record
+from support.records import norm_record
 
 from klogtool.formats import codecs, legacy
 from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, Record

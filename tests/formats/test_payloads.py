@@ -3,7 +3,7 @@ __transaction_state and the decoder registry.
 
 Expected bytes come from three independent places: struct.pack by hand, kafka-python's own
 schema-driven encoder (its ApiData classes, fed JSON schemas written here), and real
-broker-written segments from the corpus (``shared_helpers.CORPUS``), read with a tiny
+broker-written segments from the corpus (``support.paths.CORPUS``), read with a tiny
 extractor local to this file so that these tests do not depend on klogtool's record reader.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shared_helpers import CORPUS
+from support.paths import CORPUS
 
 from klogtool.formats.errors import (
     CorruptRecordError,

@@ -14,7 +14,7 @@ import zlib
 
 import crc32c
 import pytest
-from shared_helpers import norm_record
+from support.records import norm_record
 
 from klogtool.formats import codecs, legacy, v2
 from klogtool.formats.batch import Record

@@ -9,7 +9,7 @@ import crc32c
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shared_helpers import CORPUS
+from support.paths import CORPUS
 
 from klogtool.formats.errors import CrcMismatchError, FormatError, TruncatedError, UnsupportedError
 from klogtool.formats.snapshot import (

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
-from shared_helpers import careful_records, full_record, norm_record
+from support.records import careful_records, full_record, norm_record
 
 from klogtool.formats import codecs, v2, varint
 from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, Record

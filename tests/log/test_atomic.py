@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from shared_helpers import lock_held_by_another_process
+from support.processes import lock_held_by_another_process
 
 from klogtool.errors import RefusedError
 from klogtool.formats.batch import Record

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import LOGDIR, run
-from rewrite_helpers import (
+from support.cli import run
+from support.paths import LOGDIR
+from support.rewrite import (
     T0,
     Generated,
     assert_verifies,
@@ -24,7 +25,6 @@ from rewrite_helpers import (
     kl_records,
     kp_records,
     materialise,
-    no_fsync,  # noqa: F401  (a fixture)
     records,
     tree,
     write_checkpoints,

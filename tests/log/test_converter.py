@@ -9,15 +9,15 @@ import struct
 from pathlib import Path
 
 import pytest
-from cli_helpers import LOGDIR, run
-from rewrite_helpers import (
+from support.cli import run
+from support.paths import LOGDIR
+from support.rewrite import (
     T0,
     assert_verifies,
     copy_logdir,
     kl_batches,
     kl_records,
     kp_records,
-    no_fsync,  # noqa: F401  (a fixture)
     tree,
     write_partition,
 )
@@ -322,7 +322,7 @@ REBATCH = ["--batch-bytes", "1M"]
 
 
 def test_corrupt_input_is_one_line_error_and_nothing_written(tmp_path) -> None:
-    from cli_helpers import CORRUPT
+    from support.paths import CORRUPT
 
     code, _o, err = run(
         "convert-format", str(CORRUPT / "crc-flip-0"), str(tmp_path / "o"), cwd=tmp_path

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-from cli_helpers import run
-from rewrite_helpers import generate, materialise, tree, write_partition
+from support.cli import run
+from support.rewrite import generate, materialise, tree, write_partition
 
 from klogtool.formats import codecs
 from klogtool.formats.batch import Record

@@ -7,16 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cli_helpers import LOGDIR, generator, jsonl, run
-from repair_helpers import (
-    CORPUS,
-    INTERVAL,
-    copy_scenario,
-    files,
-    needs_corpus,
-    reference_indexes,
-    txn_entry,
-)
+from support.cli import generator, jsonl, run
+from support.paths import CORPUS, LOGDIR, needs_corpus
+from support.repair import INTERVAL, copy_scenario, files, reference_indexes, txn_entry
 
 from klogtool.formats.snapshot import ProducerEntry, encode_snapshot
 from klogtool.log import rebuild

@@ -9,19 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import LOGDIR, generator, jsonl, run
-from repair_helpers import (
+from support.cli import generator, jsonl, run
+from support.paths import LOGDIR
+from support.processes import KILLED, run_crashing
+from support.repair import (
     INTERVAL,
     copy_scenario,
     files,
-    killed,
     manifest,
     middle_crc_logdir,
     partition_records,
     quarantine_runs,
     quarantined_records,
     reference_indexes,
-    run_killed,
 )
 
 from klogtool.formats.checkpoint import (
@@ -356,7 +356,7 @@ def test_interrupted_quarantine_is_resumed(tmp_path: Path) -> None:
     part = copy_scenario("crc-flip", tmp_path)
     args = ["truncate-recovery", "--index-interval-bytes", INTERVAL, str(part)]
     # ops: mkdir, manifest (write, rename, fsync dir), copy of the tail
-    assert killed(run_killed(args, 5, tmp_path))
+    assert run_crashing(args, tmp_path, 5) == KILLED
     (qrun,) = quarantine_runs(part)
     assert manifest(qrun)["state"] == "in-progress"
     stored = qrun / f"{S0}.log.242-816"

@@ -12,16 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import jsonl, run
-from repair_helpers import (
+from support.cli import jsonl, run
+from support.processes import KILLED, run_crashing
+from support.repair import (
     INTERVAL,
     copy_scenario,
     files,
-    killed,
     manifest,
     middle_crc_logdir,
     quarantine_runs,
-    run_killed,
 )
 
 from klogtool.errors import RefusedError
@@ -165,7 +164,7 @@ def test_a_planted_in_progress_manifest_is_not_resumed(tmp_path: Path) -> None:
 def test_the_dry_run_of_a_resume_shows_every_deletion(tmp_path: Path) -> None:
     part = copy_scenario("crc-flip", tmp_path)
     args = ["truncate-recovery", "--index-interval-bytes", INTERVAL, str(part)]
-    assert killed(run_killed(args, 5, tmp_path))  # right after copying the cut tail
+    assert run_crashing(args, tmp_path, 5) == KILLED  # right after copying the cut tail
     (qrun,) = quarantine_runs(part)
     stored = qrun / f"{S0}.log.242-816"
     stored.write_bytes(b"half a cop")

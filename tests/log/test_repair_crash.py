@@ -13,19 +13,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cli_helpers import CORRUPT, LOGDIR, jsonl, run
-from repair_helpers import (
+from support.cli import jsonl, run
+from support.paths import CORRUPT, LOGDIR
+from support.processes import KILLED, run_crashing
+from support.repair import (
     INTERVAL,
     copy_scenario,
     files,
     intact_records,
-    killed,
     manifest,
     middle_crc_logdir,
     partition_records,
     quarantine_runs,
     quarantined_records,
-    run_killed,
 )
 
 from klogtool.log.atomic import CRASH_ENV
@@ -87,8 +87,8 @@ def _crash_every_op(
     assert total >= 8
     for n in range(1, total + 1):
         logdir = make(tmp_path / f"crash{n}")
-        status = run_killed(args(logdir), n, tmp_path)
-        assert killed(status), (n, status)
+        status = run_crashing(args(logdir), tmp_path, n)
+        assert status == KILLED, (n, status)
         _nothing_lost(logdir, original, n)
         code, out, err = run(*args(logdir), cwd=tmp_path)
         if n == total and done_rerun is not None:
@@ -102,7 +102,7 @@ def _crash_every_op(
         check(logdir, original, uninterrupted, n)
     # one more than the run needs: it completes
     logdir = make(tmp_path / "complete")
-    assert os.WIFEXITED(run_killed(args(logdir), total + 1, tmp_path))
+    assert run_crashing(args(logdir), tmp_path, total + 1) >= 0
     return total
 
 

@@ -9,12 +9,11 @@ import os
 from pathlib import Path
 
 import pytest
-from cli_helpers import run
-from rewrite_helpers import (
+from support.cli import run
+from support.rewrite import (
     T0,
     assert_verifies,
     kp_records,
-    no_fsync,  # noqa: F401  (a fixture)
     tree,
     write_checkpoints,
     write_partition,
@@ -325,7 +324,7 @@ def test_a_missing_index_is_judged_by_the_batches_like_the_broker(
     # timestamp; the .log's mtime (a fresh copy: now) kept 2023 data as minutes old
     import shutil
 
-    from cli_helpers import LOGS
+    from support.paths import LOGS
 
     part = tmp_path / "data" / "v2-none-0"
     shutil.copytree(LOGS / "logdir" / "v2-none-0", part)

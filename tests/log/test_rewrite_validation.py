@@ -10,8 +10,9 @@ from pathlib import Path
 
 import crc32c
 import pytest
-from cli_helpers import LOGS, run
-from rewrite_helpers import tree
+from support.cli import run
+from support.paths import LOGS
+from support.rewrite import tree
 
 LOGDIR = LOGS / "logdir"
 SEG0 = "00000000000000000000.log"

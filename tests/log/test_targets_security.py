@@ -13,9 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_helpers import LOGS, run
-from rewrite_helpers import tree
-from shared_helpers import lock_held_by_another_process
+from support.cli import run
+from support.paths import LOGS
+from support.processes import lock_held_by_another_process
+from support.rewrite import tree
 
 from klogtool.errors import InputError, RefusedError
 from klogtool.log import atomic

@@ -5,7 +5,7 @@ corpus's expected rows, and the standalone-cluster run (see standalone.py).
 
 Helpers live in spark_env.py, not here: pytest imports every conftest.py as the module
 ``conftest``, so helpers shared between test modules live in named modules
-(tests/shared_helpers.py, spark_env.py).
+(tests/support/, spark_env.py).
 """
 
 from __future__ import annotations

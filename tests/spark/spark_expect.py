@@ -9,17 +9,13 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
+from support.paths import CORPUS
+
 from klogtool.log import layout
 from klogtool.log.arrow_reader import list_segments
 from klogtool.log.dumper import Dumper, DumpOptions
 
 TS_TYPES = {"NoTimestampType": -1, "CreateTime": 0, "LogAppendTime": 1}
-ROOT = Path(__file__).resolve().parent.parent.parent
-LOGS = ROOT / "fixtures" / "logs"
-LOGDIR = LOGS / "logdir"
-CORRUPT = LOGS / "corrupt"
-
-from shared_helpers import CORPUS  # noqa: E402
 
 # (topic, partition, segment, offset, timestamp ms, timestampType, key, value, headers,
 #  sequence, position, magic, compression, producer_id, producer_epoch, partition_leader_epoch,

@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_helpers import run
 from spark_env import require_spark
 from spark_expect import LOGDIR, assert_int64_micros, dump_rows_for_compare, norm_dicts, table_rows
+from support.cli import run
 
 require_spark()
 

@@ -10,8 +10,6 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from cli_helpers import ERROR_LINE, run
-from shared_helpers import CORPUS, needs_corpus
 from spark_env import require_pyarrow
 from spark_expect import (
     CORRUPT,
@@ -22,6 +20,8 @@ from spark_expect import (
     norm_dicts,
     table_rows,
 )
+from support.cli import ERROR_LINE, run
+from support.paths import CORPUS, needs_corpus
 
 from klogtool.log import fleet_verify
 from klogtool.log.verifier import Verifier

@@ -1,7 +1,5 @@
-"""Helpers for the CLI tests: the fixture generator, in-process and subprocess CLI runs.
-
-Import with ``from cli_helpers import ...`` (pytest puts ``tests/`` on ``sys.path``).
-"""
+"""Running klogtool in tests: in-process (:func:`run`) or as a real process
+(:func:`run_subprocess`); reading its JSON Lines; ``fixtures/generate.py``'s builders."""
 
 from __future__ import annotations
 
@@ -15,15 +13,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "fixtures"
-LOGS = FIXTURES / "logs"
-EXPECTED = FIXTURES / "expected"
-LOGDIR = LOGS / "logdir"
-CORRUPT = LOGS / "corrupt"
-HOSTILE = LOGS / "hostile"
+from klogtool.cli import run_captured
+from support.paths import FIXTURES, LOGS
 
-# kafka-spec / DESIGN §5: ``klogtool: error: <path>[:<position>]: <what> (<code>)``
+# docs/output.md: ``klogtool: error: <path>[:<position>]: <what> (<code>)``
 ERROR_LINE = r"^klogtool: error: .+ \(.+\)$"
 
 
@@ -42,7 +35,7 @@ def generator() -> ModuleType:
 
 def run(*args: str, cwd: Path = LOGS) -> tuple[int, str, str]:
     """``klogtool ARGS`` in-process (fast): ``(exit code, stdout, stderr)``."""
-    return generator().run_cli(list(args), cwd)
+    return run_captured(args, cwd)
 
 
 def run_subprocess(

@@ -1,22 +1,13 @@
-"""Helpers for the rewriting commands' tests (convert-format, compact, retention-sweep).
-
-Import with ``from rewrite_helpers import ...`` (``tests/`` is on ``sys.path``).
-"""
+"""Helpers for the rewriting commands' tests (convert-format, compact, retention-sweep)."""
 
 from __future__ import annotations
 
-import os
 import random
 import shutil
-import signal
-import sys
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
-from cli_helpers import LOGDIR, errors, findings, generator, run
 from kafka.record.memory_records import MemoryRecords
 
 from klogtool.formats.batch import Record
@@ -26,17 +17,12 @@ from klogtool.formats.payloads.control import ABORT, COMMIT, encode_end_txn_mark
 from klogtool.formats.records import SegmentScanner
 from klogtool.formats.v2 import encode_batch
 from klogtool.log import layout
-from klogtool.log.atomic import CRASH_ENV
+from support.cli import errors, findings, generator, run
+from support.paths import LOGDIR
+from support.records import norm_record
 
 GEN = generator()
 T0 = GEN.T0
-
-
-@pytest.fixture
-def no_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
-    """fsync makes each write take milliseconds here; a SIGKILL (the crash harness) does not
-    lose the page cache, so the tests skip it."""
-    monkeypatch.setattr(os, "fsync", lambda fd: None)
 
 
 def copy_logdir(tmp: Path, *partitions: str) -> Path:
@@ -80,18 +66,6 @@ def write_checkpoints(logdir: Path, **per_name: dict[tuple[str, int], int]) -> N
         (logdir / name.replace("_", "-")).write_bytes(encode_offset_checkpoint(entries))
 
 
-def norm(r: object) -> tuple:
-    """(offset, timestamp, key, value, headers); kafka-python's None timestamp (v0) is -1."""
-    ts = r.timestamp  # type: ignore[attr-defined]
-    return (
-        r.offset,  # type: ignore[attr-defined]
-        -1 if ts is None else ts,
-        None if r.key is None else bytes(r.key),  # type: ignore[attr-defined]
-        None if r.value is None else bytes(r.value),  # type: ignore[attr-defined]
-        tuple((k, None if v is None else bytes(v)) for k, v in r.headers),  # type: ignore
-    )
-
-
 def segment_logs(part: Path) -> list[Path]:
     return sorted(part.glob("*.log"))
 
@@ -105,7 +79,7 @@ def kp_records(part: Path, *, control: bool = False) -> list[tuple]:
             batch = mr.next_batch()
             if batch.magic >= 2 and batch.is_control_batch and not control:
                 continue
-            out += [norm(r) for r in batch]
+            out += [norm_record(r) for r in batch]
         assert mr.valid_bytes() == log.stat().st_size, log
     return out
 
@@ -120,7 +94,7 @@ def kl_batches(part: Path) -> Iterator:
 
 def kl_records(part: Path) -> list[tuple]:
     """Every data record of a partition as klogtool reads it."""
-    return [norm(r) for b in kl_batches(part) if not b.is_control for r in b.records()]
+    return [norm_record(r) for b in kl_batches(part) if not b.is_control for r in b.records()]
 
 
 def assert_verifies(path: Path, *, allow: Iterable[str] = ()) -> None:
@@ -144,44 +118,6 @@ def tree(path: Path) -> dict[str, bytes]:
         for p in sorted(path.rglob("*"))
         if p.is_file() and p.name != ".lock"
     }
-
-
-def run_crashing(args: Sequence[str], cwd: Path, crash_after: int | None) -> int:
-    """``klogtool ARGS`` in a forked child (cheap: everything is imported), killed by the
-    crash harness after ``crash_after`` file operations. Returns the child's exit status
-    (negative: killed by that signal)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # the child
-        code = 99
-        try:
-            if crash_after is None:
-                os.environ.pop(CRASH_ENV, None)
-            else:
-                os.environ[CRASH_ENV] = str(crash_after)
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, 1)
-            os.dup2(devnull, 2)
-            code, _out, _err = run(*args, cwd=cwd)
-        finally:
-            os._exit(code)
-    deadline = time.monotonic() + 300
-    while True:  # a child that hangs fails the test instead of the whole run
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            raise AssertionError(f"klogtool {' '.join(args)} hung in the forked child")
-        time.sleep(0.01)
-    if os.WIFSIGNALED(status):
-        return -os.WTERMSIG(status)
-    return os.WEXITSTATUS(status)
-
-
-KILLED = -signal.SIGKILL
 
 
 # -- generated partitions for compaction ----------------------------------------------------
