@@ -47,7 +47,7 @@ from klogtool.formats.payloads.coordinator import (
     RecordSchema,
     decode_coordinator_record,
 )
-from klogtool.formats.payloads.schema import Field, Message, decode
+from klogtool.formats.payloads.schema import Message, decode, messages_from_json
 
 __all__ = [
     "CONSUMER_OFFSETS_RECORDS",
@@ -59,34 +59,244 @@ __all__ = [
 ]
 
 # ---------------------------------------------------------------------------------------------
-# Classic consumer protocol (clients/src/main/resources/common/message/ConsumerProtocol*.json)
+# The schemas, in Kafka's own notation
 
-_TOPIC_PARTITION_V1 = (Field("Topic", "string", "1+"), Field("Partitions", "[]int32", "1+"))
-
-CONSUMER_PROTOCOL_SUBSCRIPTION = Message(
-    "ConsumerProtocolSubscription",
-    (
-        Field("Topics", "[]string"),
-        Field("UserData", "bytes", nullable_versions="0+", default=None),
-        Field("OwnedPartitions", "[]TopicPartition", "1+", fields=_TOPIC_PARTITION_V1),
-        Field("GenerationId", "int32", "2+", default=-1),
-        Field("RackId", "string", "3+", nullable_versions="3+", default=None),
-    ),
-    "0-3",
-)
-
-CONSUMER_PROTOCOL_ASSIGNMENT = Message(
-    "ConsumerProtocolAssignment",
-    (
-        Field(
-            "AssignedPartitions",
-            "[]TopicPartition",
-            fields=(Field("Topic", "string"), Field("Partitions", "[]int32")),
-        ),
-        Field("UserData", "bytes", nullable_versions="0+", default=None),
-    ),
-    "0-3",
-)
+SCHEMA_JSON = """[
+// Classic consumer protocol: clients/src/main/resources/common/message/ConsumerProtocol*.json
+{"name": "ConsumerProtocolSubscription", "validVersions": "0-3", "flexibleVersions": "none",
+ "fields": [
+  {"name": "Topics", "type": "[]string", "versions": "0+"},
+  {"name": "UserData", "type": "bytes", "versions": "0+", "nullableVersions": "0+",
+   "default": null},
+  {"name": "OwnedPartitions", "type": "[]TopicPartition", "versions": "1+", "fields": [
+    {"name": "Topic", "type": "string", "versions": "1+"},
+    {"name": "Partitions", "type": "[]int32", "versions": "1+"}]},
+  {"name": "GenerationId", "type": "int32", "versions": "2+", "default": -1},
+  {"name": "RackId", "type": "string", "versions": "3+", "nullableVersions": "3+",
+   "default": null}]},
+{"name": "ConsumerProtocolAssignment", "validVersions": "0-3", "flexibleVersions": "none",
+ "fields": [
+  {"name": "AssignedPartitions", "type": "[]TopicPartition", "versions": "0+", "fields": [
+    {"name": "Topic", "type": "string", "versions": "0+"},
+    {"name": "Partitions", "type": "[]int32", "versions": "0+"}]},
+  {"name": "UserData", "type": "bytes", "versions": "0+", "nullableVersions": "0+",
+   "default": null}]},
+// Classic group records (types 0-2): group-coordinator/src/main/resources/common/message/.
+// klogtool reads every key body at version 0 (Kafka: at its record type); the fields match.
+{"name": "OffsetCommitKey", "validVersions": "0", "flexibleVersions": "none",
+ "fields": [
+  {"name": "group", "type": "string", "versions": "0+"},
+  {"name": "topic", "type": "string", "versions": "0+"},
+  {"name": "partition", "type": "int32", "versions": "0+"}]},
+{"name": "OffsetCommitValue", "validVersions": "0-4", "flexibleVersions": "4+",
+ "fields": [
+  {"name": "offset", "type": "int64", "versions": "0+"},
+  {"name": "leaderEpoch", "type": "int32", "versions": "3+", "default": -1},
+  {"name": "metadata", "type": "string", "versions": "0+"},
+  {"name": "commitTimestamp", "type": "int64", "versions": "0+"},
+  {"name": "expireTimestamp", "type": "int64", "versions": "1", "default": -1}]},
+{"name": "GroupMetadataKey", "validVersions": "0", "flexibleVersions": "none",
+ "fields": [
+  {"name": "group", "type": "string", "versions": "0+"}]},
+{"name": "GroupMetadataValue", "validVersions": "0-4", "flexibleVersions": "4+",
+ "fields": [
+  {"name": "protocolType", "type": "string", "versions": "0+"},
+  {"name": "generation", "type": "int32", "versions": "0+"},
+  {"name": "protocol", "type": "string", "versions": "0+", "nullableVersions": "0+"},
+  {"name": "leader", "type": "string", "versions": "0+", "nullableVersions": "0+"},
+  {"name": "currentStateTimestamp", "type": "int64", "versions": "2+", "default": -1},
+  {"name": "members", "type": "[]MemberMetadata", "versions": "0+", "fields": [
+    {"name": "memberId", "type": "string", "versions": "0+"},
+    {"name": "groupInstanceId", "type": "string", "versions": "3+", "nullableVersions": "3+",
+     "default": null},
+    {"name": "clientId", "type": "string", "versions": "0+"},
+    {"name": "clientHost", "type": "string", "versions": "0+"},
+    {"name": "rebalanceTimeout", "type": "int32", "versions": "1+", "default": -1},
+    {"name": "sessionTimeout", "type": "int32", "versions": "0+"},
+    {"name": "subscription", "type": "bytes", "versions": "0+"},
+    {"name": "assignment", "type": "bytes", "versions": "0+"}]}]},
+// KIP-848 consumer-group records (types 3-8, 16), flexible version 0.
+{"name": "ConsumerGroupMetadataKey", "validVersions": "0", "flexibleVersions": "none",
+ "fields": [
+  {"name": "GroupId", "type": "string", "versions": "0+"}]},
+// Tagged fields of later releases: MetadataHash (KIP-1101, 4.1), CreationTimeMs (trunk).
+{"name": "ConsumerGroupMetadataValue", "validVersions": "0", "flexibleVersions": "0+",
+ "fields": [
+  {"name": "Epoch", "type": "int32", "versions": "0+"},
+  {"name": "MetadataHash", "type": "int64", "versions": "0+", "tag": 0, "taggedVersions": "0+",
+   "default": 0},
+  {"name": "CreationTimeMs", "type": "int64", "versions": "0+", "tag": 1, "taggedVersions": "0+",
+   "default": -1}]},
+{"name": "ConsumerGroupPartitionMetadataKey", "validVersions": "0", "flexibleVersions": "none",
+ "fields": [
+  {"name": "GroupId", "type": "string", "versions": "0+"}]},
+// Written by 3.7-4.0 brokers; deprecated (no longer written) from 4.1.
+{"name": "ConsumerGroupPartitionMetadataValue", "validVersions": "0", "flexibleVersions": "0+",
+ "fields": [
+  {"name": "Topics", "type": "[]TopicMetadata", "versions": "0+", "fields": [
+    {"name": "TopicId", "type": "uuid", "versions": "0+"},
+    {"name": "TopicName", "type": "string", "versions": "0+"},
+    {"name": "NumPartitions", "type": "int32", "versions": "0+"},
+    {"name": "PartitionMetadata", "type": "[]PartitionMetadata", "versions": "0+", "fields": [
+      {"name": "Partition", "type": "int32", "versions": "0+"},
+      {"name": "Racks", "type": "[]string", "versions": "0+"}]}]}]},
+{"name": "ConsumerGroupMemberMetadataKey", "validVersions": "0", "flexibleVersions": "none",
+ "fields": [
+  {"name": "GroupId", "type": "string", "versions": "0+"},
+  {"name": "MemberId", "type": "string", "versions": "0+"}]},
+{"name": "ConsumerGroupMemberMetadataValue", "validVersions": "0", "flexibleVersions": "0+",
+ "fields": [
+  {"name": "InstanceId", "type": "string", "versions": "0+", "nullableVersions": "0+"},
+  {"name": "RackId", "type": "string", "versions": "0+", "nullableVersions": "0+"},
+  {"name": "ClientId", "type": "string", "versions": "0+"},
+  {"name": "ClientHost", "type": "string", "versions": "0+"},
+  {"name": "SubscribedTopicNames", "type": "[]string", "versions": "0+"},
+  {"name": "SubscribedTopicRegex", "type": "string", "versions": "0+", "nullableVersions": "0+"},
+  {"name": "RebalanceTimeoutMs", "type": "int32", "versions": "0+", "default": -1},
+  {"name": "ServerAssignor", "type": "string", "versions": "0+", "nullableVersions": "0+"},
+  {"name": "ClassicMemberMetadata", "type": "ClassicMemberMetadata", "versions": "0+",
+   "nullableVersions": "0+", "tag": 0, "taggedVersions": "0+", "default": null, "fields": [
+    {"name": "SessionTimeoutMs", "type": "int32", "versions": "0+"},
+    {"name": "SupportedProtocols", "type": "[]ClassicProtocol", "versions": "0+", "fields": [
+      {"name": "Name", "type": "string", "versions": "0+"},
+      {"name": "Metadata", "type": "bytes", "versions": "0+"}]}]}]},
+{"name": "ConsumerGroupTargetAssignmentMetadataKey", "validVersions": "0",
+ "flexibleVersions": "none",
+ "fields": [
+  {"name": "GroupId", "type": "string", "versions": "0+"}]},
+// AssignmentTimestamp: KIP-1263.
+{"name": "ConsumerGroupTargetAssignmentMetadataValue", "validVersions": "0",
+ "flexibleVersions": "0+",
+ "fields": [
+  {"name": "AssignmentEpoch", "type": "int32", "versions": "0+"},
+  {"name": "AssignmentTimestamp", "type": "int64", "versions": "0+", "tag": 0,
+   "taggedVersions": "0+", "default": 0}]},
+{"name": "ConsumerGroupTargetAssignmentMemberKey", "validVersions": "0", "flexibleVersions": "none",
+ "fields": [
+  {"name": "GroupId", "type": "string", "versions": "0+"},
+  {"name": "MemberId", "type": "string", "versions": "0+"}]},
+{"name": "ConsumerGroupTargetAssignmentMemberValue", "validVersions": "0", "flexibleVersions": "0+",
+ "fields": [
+  {"name": "TopicPartitions", "type": "[]TopicPartition", "versions": "0+", "fields": [
+    {"name": "TopicId", "type": "uuid", "versions": "0+"},
+    {"name": "Partitions", "type": "[]int32", "versions": "0+"}]}]},
+{"name": "ConsumerGroupCurrentMemberAssignmentKey", "validVersions": "0",
+ "flexibleVersions": "none",
+ "fields": [
+  {"name": "GroupId", "type": "string", "versions": "0+"},
+  {"name": "MemberId", "type": "string", "versions": "0+"}]},
+// AssignmentEpochs: KIP-1251 (trunk), aligned with Partitions.
+{"name": "ConsumerGroupCurrentMemberAssignmentValue", "validVersions": "0",
+ "flexibleVersions": "0+",
+ "fields": [
+  {"name": "MemberEpoch", "type": "int32", "versions": "0+"},
+  {"name": "PreviousMemberEpoch", "type": "int32", "versions": "0+"},
+  {"name": "State", "type": "int8", "versions": "0+"},
+  {"name": "AssignedPartitions", "type": "[]TopicPartitions", "versions": "0+", "fields": [
+    {"name": "TopicId", "type": "uuid", "versions": "0+"},
+    {"name": "Partitions", "type": "[]int32", "versions": "0+"},
+    {"name": "AssignmentEpochs", "type": "[]int32", "versions": "0+", "nullableVersions": "0+",
+     "tag": 0, "taggedVersions": "0+", "default": null}]},
+  {"name": "PartitionsPendingRevocation", "type": "[]TopicPartitions", "versions": "0+",
+   "fields": [
+    {"name": "TopicId", "type": "uuid", "versions": "0+"},
+    {"name": "Partitions", "type": "[]int32", "versions": "0+"},
+    {"name": "AssignmentEpochs", "type": "[]int32", "versions": "0+", "nullableVersions": "0+",
+     "tag": 0, "taggedVersions": "0+", "default": null}]}]},
+// KIP-932 share-group records (types 9-15). UNSURE: preview schemas, taken from the newest
+// apache/kafka trunk files; earlier previews differed (e.g. ShareGroupMetadataValue without
+// MetadataHash, ShareGroupStatePartitionMetadataValue without InitializingTopics/CreateTimestamp).
+{"name": "ShareGroupPartitionMetadataKey", "validVersions": "0", "flexibleVersions": "none",
+ "fields": [
+  {"name": "GroupId", "type": "string", "versions": "0+"}]},
+{"name": "ShareGroupPartitionMetadataValue", "validVersions": "0", "flexibleVersions": "0+",
+ "fields": [
+  {"name": "Topics", "type": "[]TopicMetadata", "versions": "0+", "fields": [
+    {"name": "TopicId", "type": "uuid", "versions": "0+"},
+    {"name": "TopicName", "type": "string", "versions": "0+"},
+    {"name": "NumPartitions", "type": "int32", "versions": "0+"},
+    {"name": "PartitionMetadata", "type": "[]PartitionMetadata", "versions": "0+", "fields": [
+      {"name": "Partition", "type": "int32", "versions": "0+"},
+      {"name": "Racks", "type": "[]string", "versions": "0+"}]}]}]},
+{"name": "ShareGroupMemberMetadataKey", "validVersions": "0", "flexibleVersions": "none",
+ "fields": [
+  {"name": "GroupId", "type": "string", "versions": "0+"},
+  {"name": "MemberId", "type": "string", "versions": "0+"}]},
+{"name": "ShareGroupMemberMetadataValue", "validVersions": "0", "flexibleVersions": "0+",
+ "fields": [
+  {"name": "RackId", "type": "string", "versions": "0+", "nullableVersions": "0+"},
+  {"name": "ClientId", "type": "string", "versions": "0+"},
+  {"name": "ClientHost", "type": "string", "versions": "0+"},
+  {"name": "SubscribedTopicNames", "type": "[]string", "versions": "0+"}]},
+{"name": "ShareGroupMetadataKey", "validVersions": "0", "flexibleVersions": "none",
+ "fields": [
+  {"name": "GroupId", "type": "string", "versions": "0+"}]},
+{"name": "ShareGroupMetadataValue", "validVersions": "0", "flexibleVersions": "0+",
+ "fields": [
+  {"name": "Epoch", "type": "int32", "versions": "0+"},
+  {"name": "MetadataHash", "type": "int64", "versions": "0+"}]},
+{"name": "ShareGroupTargetAssignmentMetadataKey", "validVersions": "0", "flexibleVersions": "none",
+ "fields": [
+  {"name": "GroupId", "type": "string", "versions": "0+"}]},
+{"name": "ShareGroupTargetAssignmentMetadataValue", "validVersions": "0", "flexibleVersions": "0+",
+ "fields": [
+  {"name": "AssignmentEpoch", "type": "int32", "versions": "0+"}]},
+{"name": "ShareGroupTargetAssignmentMemberKey", "validVersions": "0", "flexibleVersions": "none",
+ "fields": [
+  {"name": "GroupId", "type": "string", "versions": "0+"},
+  {"name": "MemberId", "type": "string", "versions": "0+"}]},
+{"name": "ShareGroupTargetAssignmentMemberValue", "validVersions": "0", "flexibleVersions": "0+",
+ "fields": [
+  {"name": "TopicPartitions", "type": "[]TopicPartition", "versions": "0+", "fields": [
+    {"name": "TopicId", "type": "uuid", "versions": "0+"},
+    {"name": "Partitions", "type": "[]int32", "versions": "0+"}]}]},
+{"name": "ShareGroupCurrentMemberAssignmentKey", "validVersions": "0", "flexibleVersions": "none",
+ "fields": [
+  {"name": "GroupId", "type": "string", "versions": "0+"},
+  {"name": "MemberId", "type": "string", "versions": "0+"}]},
+{"name": "ShareGroupCurrentMemberAssignmentValue", "validVersions": "0", "flexibleVersions": "0+",
+ "fields": [
+  {"name": "MemberEpoch", "type": "int32", "versions": "0+"},
+  {"name": "PreviousMemberEpoch", "type": "int32", "versions": "0+"},
+  {"name": "State", "type": "int8", "versions": "0+"},
+  {"name": "AssignedPartitions", "type": "[]TopicPartitions", "versions": "0+", "fields": [
+    {"name": "TopicId", "type": "uuid", "versions": "0+"},
+    {"name": "Partitions", "type": "[]int32", "versions": "0+"}]}]},
+{"name": "ShareGroupStatePartitionMetadataKey", "validVersions": "0", "flexibleVersions": "none",
+ "fields": [
+  {"name": "GroupId", "type": "string", "versions": "0+"}]},
+{"name": "ShareGroupStatePartitionMetadataValue", "validVersions": "0", "flexibleVersions": "0+",
+ "fields": [
+  {"name": "InitializingTopics", "type": "[]TopicPartitionsInfo", "versions": "0+", "fields": [
+    {"name": "TopicId", "type": "uuid", "versions": "0+"},
+    {"name": "TopicName", "type": "string", "versions": "0+"},
+    {"name": "Partitions", "type": "[]int32", "versions": "0+"},
+    {"name": "CreateTimestamp", "type": "int64", "versions": "0+"}]},
+  {"name": "InitializedTopics", "type": "[]TopicPartitionsInfo", "versions": "0+", "fields": [
+    {"name": "TopicId", "type": "uuid", "versions": "0+"},
+    {"name": "TopicName", "type": "string", "versions": "0+"},
+    {"name": "Partitions", "type": "[]int32", "versions": "0+"},
+    {"name": "CreateTimestamp", "type": "int64", "versions": "0+"}]},
+  {"name": "DeletingTopics", "type": "[]TopicInfo", "versions": "0+", "fields": [
+    {"name": "TopicId", "type": "uuid", "versions": "0+"},
+    {"name": "TopicName", "type": "string", "versions": "0+"}]}]},
+{"name": "ConsumerGroupRegularExpressionKey", "validVersions": "0", "flexibleVersions": "none",
+ "fields": [
+  {"name": "GroupId", "type": "string", "versions": "0+"},
+  {"name": "RegularExpression", "type": "string", "versions": "0+"}]},
+{"name": "ConsumerGroupRegularExpressionValue", "validVersions": "0", "flexibleVersions": "0+",
+ "fields": [
+  {"name": "Topics", "type": "[]string", "versions": "0+"},
+  {"name": "Version", "type": "int64", "versions": "0+"},
+  {"name": "Timestamp", "type": "int64", "versions": "0+"}]}
+]"""
+_MESSAGES = messages_from_json(SCHEMA_JSON)
+CONSUMER_PROTOCOL_SUBSCRIPTION = _MESSAGES["ConsumerProtocolSubscription"]
+CONSUMER_PROTOCOL_ASSIGNMENT = _MESSAGES["ConsumerProtocolAssignment"]
+OFFSET_COMMIT_KEY = _MESSAGES["OffsetCommitKey"]
+OFFSET_COMMIT_VALUE = _MESSAGES["OffsetCommitValue"]
+GROUP_METADATA_KEY = _MESSAGES["GroupMetadataKey"]
+GROUP_METADATA_VALUE = _MESSAGES["GroupMetadataValue"]
 
 _I16 = struct.Struct(">h")
 
@@ -132,296 +342,35 @@ def _decode_consumer_members(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-# ---------------------------------------------------------------------------------------------
-# Classic group records (types 0-2)
-
-
-def _key(name: str, *field_names: str) -> Message:
-    return Message(name, tuple(Field(n, "string") for n in field_names))
-
-
-OFFSET_COMMIT_KEY = Message(
-    "OffsetCommitKey",
-    (Field("group", "string"), Field("topic", "string"), Field("partition", "int32")),
-)
-
-OFFSET_COMMIT_VALUE = Message(
-    "OffsetCommitValue",
-    (
-        Field("offset", "int64"),
-        Field("leaderEpoch", "int32", "3+", default=-1),
-        Field("metadata", "string"),
-        Field("commitTimestamp", "int64"),
-        Field("expireTimestamp", "int64", "1", default=-1),
-    ),
-    "0-4",
-    "4+",
-)
-
-GROUP_METADATA_KEY = _key("GroupMetadataKey", "group")
-
-GROUP_METADATA_VALUE = Message(
-    "GroupMetadataValue",
-    (
-        Field("protocolType", "string"),
-        Field("generation", "int32"),
-        Field("protocol", "string", nullable_versions="0+"),
-        Field("leader", "string", nullable_versions="0+"),
-        Field("currentStateTimestamp", "int64", "2+", default=-1),
-        Field(
-            "members",
-            "[]MemberMetadata",
-            fields=(
-                Field("memberId", "string"),
-                Field("groupInstanceId", "string", "3+", nullable_versions="3+", default=None),
-                Field("clientId", "string"),
-                Field("clientHost", "string"),
-                Field("rebalanceTimeout", "int32", "1+"),
-                Field("sessionTimeout", "int32"),
-                Field("subscription", "bytes"),
-                Field("assignment", "bytes"),
-            ),
-        ),
-    ),
-    "0-4",
-    "4+",
-)
-
-# ---------------------------------------------------------------------------------------------
-# KIP-848 consumer-group records (types 3-8, 16); all "validVersions": "0", flexible.
-
-
-def _flex(name: str, *fields: Field) -> Message:
-    return Message(name, fields, "0", "0+")
-
-
-_TOPIC_PARTITIONS = (Field("TopicId", "uuid"), Field("Partitions", "[]int32"))
-
-_PARTITION_METADATA = (Field("Partition", "int32"), Field("Racks", "[]string"))
-
-_TOPIC_METADATA = (
-    Field("TopicId", "uuid"),
-    Field("TopicName", "string"),
-    Field("NumPartitions", "int32"),
-    Field("PartitionMetadata", "[]PartitionMetadata", fields=_PARTITION_METADATA),
-)
-
-CONSUMER_GROUP_METADATA_VALUE = _flex(
-    "ConsumerGroupMetadataValue",
-    Field("Epoch", "int32"),
-    # Tagged fields of later releases (KIP-1101 in 4.1; CreationTimeMs on trunk).
-    Field("MetadataHash", "int64", tag=0, tagged_versions="0+", default=0),
-    Field("CreationTimeMs", "int64", tag=1, tagged_versions="0+", default=-1),
-)
-
-# Written by 3.7-4.0 brokers; deprecated (no longer written) from 4.1.
-CONSUMER_GROUP_PARTITION_METADATA_VALUE = _flex(
-    "ConsumerGroupPartitionMetadataValue",
-    Field("Topics", "[]TopicMetadata", fields=_TOPIC_METADATA),
-)
-
-CONSUMER_GROUP_MEMBER_METADATA_VALUE = _flex(
-    "ConsumerGroupMemberMetadataValue",
-    Field("InstanceId", "string", nullable_versions="0+"),
-    Field("RackId", "string", nullable_versions="0+"),
-    Field("ClientId", "string"),
-    Field("ClientHost", "string"),
-    Field("SubscribedTopicNames", "[]string"),
-    Field("SubscribedTopicRegex", "string", nullable_versions="0+"),
-    Field("RebalanceTimeoutMs", "int32", default=-1),
-    Field("ServerAssignor", "string", nullable_versions="0+"),
-    Field(
-        "ClassicMemberMetadata",
-        "ClassicMemberMetadata",
-        nullable_versions="0+",
-        default=None,
-        tag=0,
-        tagged_versions="0+",
-        fields=(
-            Field("SessionTimeoutMs", "int32"),
-            Field(
-                "SupportedProtocols",
-                "[]ClassicProtocol",
-                fields=(Field("Name", "string"), Field("Metadata", "bytes")),
-            ),
-        ),
-    ),
-)
-
-CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = _flex(
-    "ConsumerGroupTargetAssignmentMetadataValue",
-    Field("AssignmentEpoch", "int32"),
-    Field("AssignmentTimestamp", "int64", tag=0, tagged_versions="0+", default=0),  # KIP-1263
-)
-
-CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = _flex(
-    "ConsumerGroupTargetAssignmentMemberValue",
-    Field("TopicPartitions", "[]TopicPartition", fields=_TOPIC_PARTITIONS),
-)
-
-_CURRENT_TOPIC_PARTITIONS = (
-    Field("TopicId", "uuid"),
-    Field("Partitions", "[]int32"),
-    # KIP-1251 (trunk): aligned with Partitions.
-    Field(
-        "AssignmentEpochs",
-        "[]int32",
-        nullable_versions="0+",
-        default=None,
-        tag=0,
-        tagged_versions="0+",
-    ),
-)
-
-CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = _flex(
-    "ConsumerGroupCurrentMemberAssignmentValue",
-    Field("MemberEpoch", "int32"),
-    Field("PreviousMemberEpoch", "int32"),
-    Field("State", "int8"),
-    Field("AssignedPartitions", "[]TopicPartitions", fields=_CURRENT_TOPIC_PARTITIONS),
-    Field("PartitionsPendingRevocation", "[]TopicPartitions", fields=_CURRENT_TOPIC_PARTITIONS),
-)
-
-CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = _flex(
-    "ConsumerGroupRegularExpressionValue",
-    Field("Topics", "[]string"),
-    Field("Version", "int64"),
-    Field("Timestamp", "int64"),
-)
-
-# ---------------------------------------------------------------------------------------------
-# KIP-932 share-group records (types 9-15). UNSURE: preview schemas, taken from the newest
-# apache/kafka trunk files; earlier previews differed (e.g. ShareGroupMetadataValue without
-# MetadataHash, ShareGroupStatePartitionMetadataValue without InitializingTopics/CreateTimestamp).
-
-SHARE_GROUP_PARTITION_METADATA_VALUE = _flex(
-    "ShareGroupPartitionMetadataValue",
-    Field("Topics", "[]TopicMetadata", fields=_TOPIC_METADATA),
-)
-
-SHARE_GROUP_MEMBER_METADATA_VALUE = _flex(
-    "ShareGroupMemberMetadataValue",
-    Field("RackId", "string", nullable_versions="0+"),
-    Field("ClientId", "string"),
-    Field("ClientHost", "string"),
-    Field("SubscribedTopicNames", "[]string"),
-)
-
-SHARE_GROUP_METADATA_VALUE = _flex(
-    "ShareGroupMetadataValue",
-    Field("Epoch", "int32"),
-    Field("MetadataHash", "int64"),
-)
-
-SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = _flex(
-    "ShareGroupTargetAssignmentMetadataValue",
-    Field("AssignmentEpoch", "int32"),
-)
-
-SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = _flex(
-    "ShareGroupTargetAssignmentMemberValue",
-    Field("TopicPartitions", "[]TopicPartition", fields=_TOPIC_PARTITIONS),
-)
-
-SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = _flex(
-    "ShareGroupCurrentMemberAssignmentValue",
-    Field("MemberEpoch", "int32"),
-    Field("PreviousMemberEpoch", "int32"),
-    Field("State", "int8"),
-    Field("AssignedPartitions", "[]TopicPartitions", fields=_TOPIC_PARTITIONS),
-)
-
-_TOPIC_PARTITIONS_INFO = (
-    Field("TopicId", "uuid"),
-    Field("TopicName", "string"),
-    Field("Partitions", "[]int32"),
-    Field("CreateTimestamp", "int64"),
-)
-
-SHARE_GROUP_STATE_PARTITION_METADATA_VALUE = _flex(
-    "ShareGroupStatePartitionMetadataValue",
-    Field("InitializingTopics", "[]TopicPartitionsInfo", fields=_TOPIC_PARTITIONS_INFO),
-    Field("InitializedTopics", "[]TopicPartitionsInfo", fields=_TOPIC_PARTITIONS_INFO),
-    Field(
-        "DeletingTopics",
-        "[]TopicInfo",
-        fields=(Field("TopicId", "uuid"), Field("TopicName", "string")),
-    ),
-)
-
-# ---------------------------------------------------------------------------------------------
-# The table
-
-
-def _group(name: str) -> Message:
-    return _key(name, "GroupId")
-
-
-def _member(name: str) -> Message:
-    return _key(name, "GroupId", "MemberId")
-
+# The record types: (key, value) of each, by the key's int16.
+_TYPES = {
+    0: ("OffsetCommitKey", "OffsetCommitValue"),
+    1: ("OffsetCommitKey", "OffsetCommitValue"),
+    2: ("GroupMetadataKey", "GroupMetadataValue"),
+    3: ("ConsumerGroupMetadataKey", "ConsumerGroupMetadataValue"),
+    4: ("ConsumerGroupPartitionMetadataKey", "ConsumerGroupPartitionMetadataValue"),
+    5: ("ConsumerGroupMemberMetadataKey", "ConsumerGroupMemberMetadataValue"),
+    6: ("ConsumerGroupTargetAssignmentMetadataKey", "ConsumerGroupTargetAssignmentMetadataValue"),
+    7: ("ConsumerGroupTargetAssignmentMemberKey", "ConsumerGroupTargetAssignmentMemberValue"),
+    8: ("ConsumerGroupCurrentMemberAssignmentKey", "ConsumerGroupCurrentMemberAssignmentValue"),
+    9: ("ShareGroupPartitionMetadataKey", "ShareGroupPartitionMetadataValue"),
+    10: ("ShareGroupMemberMetadataKey", "ShareGroupMemberMetadataValue"),
+    11: ("ShareGroupMetadataKey", "ShareGroupMetadataValue"),
+    12: ("ShareGroupTargetAssignmentMetadataKey", "ShareGroupTargetAssignmentMetadataValue"),
+    13: ("ShareGroupTargetAssignmentMemberKey", "ShareGroupTargetAssignmentMemberValue"),
+    14: ("ShareGroupCurrentMemberAssignmentKey", "ShareGroupCurrentMemberAssignmentValue"),
+    15: ("ShareGroupStatePartitionMetadataKey", "ShareGroupStatePartitionMetadataValue"),
+    16: ("ConsumerGroupRegularExpressionKey", "ConsumerGroupRegularExpressionValue"),
+}
 
 CONSUMER_OFFSETS_RECORDS: dict[int, RecordSchema] = {
-    s.record_type: s
-    for s in (
-        RecordSchema(0, OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
-        RecordSchema(1, OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
-        RecordSchema(2, GROUP_METADATA_KEY, GROUP_METADATA_VALUE, _decode_consumer_members),
-        RecordSchema(3, _group("ConsumerGroupMetadataKey"), CONSUMER_GROUP_METADATA_VALUE),
-        RecordSchema(
-            4,
-            _group("ConsumerGroupPartitionMetadataKey"),
-            CONSUMER_GROUP_PARTITION_METADATA_VALUE,
-        ),
-        RecordSchema(
-            5, _member("ConsumerGroupMemberMetadataKey"), CONSUMER_GROUP_MEMBER_METADATA_VALUE
-        ),
-        RecordSchema(
-            6,
-            _group("ConsumerGroupTargetAssignmentMetadataKey"),
-            CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
-        ),
-        RecordSchema(
-            7,
-            _member("ConsumerGroupTargetAssignmentMemberKey"),
-            CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE,
-        ),
-        RecordSchema(
-            8,
-            _member("ConsumerGroupCurrentMemberAssignmentKey"),
-            CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
-        ),
-        RecordSchema(
-            9, _group("ShareGroupPartitionMetadataKey"), SHARE_GROUP_PARTITION_METADATA_VALUE
-        ),
-        RecordSchema(10, _member("ShareGroupMemberMetadataKey"), SHARE_GROUP_MEMBER_METADATA_VALUE),
-        RecordSchema(11, _group("ShareGroupMetadataKey"), SHARE_GROUP_METADATA_VALUE),
-        RecordSchema(
-            12,
-            _group("ShareGroupTargetAssignmentMetadataKey"),
-            SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
-        ),
-        RecordSchema(
-            13,
-            _member("ShareGroupTargetAssignmentMemberKey"),
-            SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE,
-        ),
-        RecordSchema(
-            14,
-            _member("ShareGroupCurrentMemberAssignmentKey"),
-            SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
-        ),
-        RecordSchema(
-            15,
-            _group("ShareGroupStatePartitionMetadataKey"),
-            SHARE_GROUP_STATE_PARTITION_METADATA_VALUE,
-        ),
-        RecordSchema(
-            16,
-            _key("ConsumerGroupRegularExpressionKey", "GroupId", "RegularExpression"),
-            CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE,
-        ),
+    record_type: RecordSchema(
+        record_type,
+        _MESSAGES[key],
+        _MESSAGES[value],
+        _decode_consumer_members if value == "GroupMetadataValue" else None,
     )
+    for record_type, (key, value) in _TYPES.items()
 }
 
 

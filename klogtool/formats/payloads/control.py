@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from klogtool.formats.errors import CorruptRecordError, FormatError, TruncatedError
-from klogtool.formats.payloads.schema import Field, Message, decode, encode
+from klogtool.formats.payloads.schema import Message, decode, encode, messages_from_json
 
 __all__ = [
     "ABORT",
@@ -73,78 +73,52 @@ CONTROL_TYPE_NAMES: dict[int, str] = {
 _KEY = struct.Struct(">hh")
 _END_TXN = struct.Struct(">hi")
 
-# clients/src/main/resources/common/message/*.json, all "validVersions": "0",
-# "flexibleVersions": "0+".
-_VOTER = (Field("VoterId", "int32"),)
-
-LEADER_CHANGE_MESSAGE = Message(
-    "LeaderChangeMessage",
-    (
-        Field("Version", "int16"),
-        Field("LeaderId", "int32"),
-        Field("Voters", "[]Voter", fields=_VOTER),
-        Field("GrantingVoters", "[]Voter", fields=_VOTER),
-    ),
-    "0",
-    "0+",
-)
-
-SNAPSHOT_HEADER_RECORD = Message(
-    "SnapshotHeaderRecord",
-    (Field("Version", "int16"), Field("LastContainedLogTimestamp", "int64")),
-    "0",
-    "0+",
-)
-
-SNAPSHOT_FOOTER_RECORD = Message("SnapshotFooterRecord", (Field("Version", "int16"),), "0", "0+")
-
-KRAFT_VERSION_RECORD = Message(
-    "KRaftVersionRecord",
-    (Field("Version", "int16"), Field("KRaftVersion", "int16")),
-    "0",
-    "0+",
-)
-
-VOTERS_RECORD = Message(
-    "VotersRecord",
-    (
-        Field("Version", "int16"),
-        Field(
-            "Voters",
-            "[]Voter",
-            fields=(
-                Field("VoterId", "int32"),
-                Field("VoterDirectoryId", "uuid"),
-                Field(
-                    "Endpoints",
-                    "[]Endpoint",
-                    fields=(
-                        Field("Name", "string"),
-                        Field("Host", "string"),
-                        Field("Port", "uint16"),
-                    ),
-                ),
-                Field(
-                    "KRaftVersionFeature",
-                    "KRaftVersionFeature",
-                    fields=(
-                        Field("MinSupportedVersion", "int16"),
-                        Field("MaxSupportedVersion", "int16"),
-                    ),
-                ),
-            ),
-        ),
-    ),
-    "0",
-    "0+",
-)
+SCHEMA_JSON = """[
+// clients/src/main/resources/common/message/*.json. Kafka writes and reads every control
+// record value at version 0 (ControlRecordUtils' *_CURRENT_VERSION).
+{"name": "LeaderChangeMessage", "validVersions": "0-1", "flexibleVersions": "0+",
+ "fields": [
+  {"name": "Version", "type": "int16", "versions": "0+"},
+  {"name": "LeaderId", "type": "int32", "versions": "0+"},
+  {"name": "Voters", "type": "[]Voter", "versions": "0+", "fields": [
+    {"name": "VoterId", "type": "int32", "versions": "0+"},
+    {"name": "VoterDirectoryId", "type": "uuid", "versions": "1+"}]},
+  {"name": "GrantingVoters", "type": "[]Voter", "versions": "0+", "fields": [
+    {"name": "VoterId", "type": "int32", "versions": "0+"},
+    {"name": "VoterDirectoryId", "type": "uuid", "versions": "1+"}]}]},
+{"name": "SnapshotHeaderRecord", "validVersions": "0", "flexibleVersions": "0+",
+ "fields": [
+  {"name": "Version", "type": "int16", "versions": "0+"},
+  {"name": "LastContainedLogTimestamp", "type": "int64", "versions": "0+"}]},
+{"name": "SnapshotFooterRecord", "validVersions": "0", "flexibleVersions": "0+",
+ "fields": [
+  {"name": "Version", "type": "int16", "versions": "0+"}]},
+{"name": "KRaftVersionRecord", "validVersions": "0", "flexibleVersions": "0+",
+ "fields": [
+  {"name": "Version", "type": "int16", "versions": "0+"},
+  {"name": "KRaftVersion", "type": "int16", "versions": "0+"}]},
+{"name": "VotersRecord", "validVersions": "0", "flexibleVersions": "0+",
+ "fields": [
+  {"name": "Version", "type": "int16", "versions": "0+"},
+  {"name": "Voters", "type": "[]Voter", "versions": "0+", "fields": [
+    {"name": "VoterId", "type": "int32", "versions": "0+"},
+    {"name": "VoterDirectoryId", "type": "uuid", "versions": "0+"},
+    {"name": "Endpoints", "type": "[]Endpoint", "versions": "0+", "fields": [
+      {"name": "Name", "type": "string", "versions": "0+"},
+      {"name": "Host", "type": "string", "versions": "0+"},
+      {"name": "Port", "type": "uint16", "versions": "0+"}]},
+    {"name": "KRaftVersionFeature", "type": "KRaftVersionFeature", "versions": "0+", "fields": [
+      {"name": "MinSupportedVersion", "type": "int16", "versions": "0+"},
+      {"name": "MaxSupportedVersion", "type": "int16", "versions": "0+"}]}]}]}
+]"""
+_MESSAGES = messages_from_json(SCHEMA_JSON)
 
 CONTROL_VALUE_MESSAGES: dict[int, Message] = {
-    LEADER_CHANGE: LEADER_CHANGE_MESSAGE,
-    SNAPSHOT_HEADER: SNAPSHOT_HEADER_RECORD,
-    SNAPSHOT_FOOTER: SNAPSHOT_FOOTER_RECORD,
-    KRAFT_VERSION: KRAFT_VERSION_RECORD,
-    KRAFT_VOTERS: VOTERS_RECORD,
+    LEADER_CHANGE: _MESSAGES["LeaderChangeMessage"],
+    SNAPSHOT_HEADER: _MESSAGES["SnapshotHeaderRecord"],
+    SNAPSHOT_FOOTER: _MESSAGES["SnapshotFooterRecord"],
+    KRAFT_VERSION: _MESSAGES["KRaftVersionRecord"],
+    KRAFT_VOTERS: _MESSAGES["VotersRecord"],
 }
 
 

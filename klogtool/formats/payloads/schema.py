@@ -10,8 +10,10 @@ and writes any of them:
 
 * :func:`decode` ``(message, buf, pos, version) -> (dict, pos)``
 * :func:`encode` ``(message, data, version) -> bytes``
-* :func:`message_from_json` / :func:`load_json_schema` build a :class:`Message` from Kafka's own
-  JSON schema text (``commonStructs`` included), so new record types need no code.
+* :func:`message_from_json` / :func:`load_json_schema` / :func:`messages_from_json` build
+  :class:`Message` objects from Kafka's own JSON schema text (``commonStructs`` included), so
+  new record types need no code. Every table in this package is written in that notation,
+  copied field by field from Kafka's files (``bench/check_schemas.py`` compares them).
 
 Wire rules (docs/kafka-rules.md: Record formats). Non-flexible versions: string = int16 length +
 UTF-8,
@@ -874,6 +876,12 @@ def _strip_comments(text: str) -> str:
             out.append(c)
         i += 1
     return "".join(out)
+
+
+def messages_from_json(text: str) -> dict[str, Message]:
+    """``{name: Message}`` of a JSON array of Kafka message schemas (``//`` comments allowed):
+    the one notation of every table in ``klogtool/formats/payloads``."""
+    return {m.name: m for m in map(message_from_json, json.loads(_strip_comments(text)))}
 
 
 def load_json_schema(text: str) -> Message:

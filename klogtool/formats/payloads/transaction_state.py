@@ -22,7 +22,7 @@ from klogtool.formats.payloads.coordinator import (
     RecordSchema,
     decode_coordinator_record,
 )
-from klogtool.formats.payloads.schema import Field, Message
+from klogtool.formats.payloads.schema import messages_from_json
 
 __all__ = [
     "TRANSACTION_LOG_KEY",
@@ -45,30 +45,33 @@ TRANSACTION_STATES: dict[int, str] = {
     7: "PrepareEpochFence",
 }
 
-TRANSACTION_LOG_KEY = Message("TransactionLogKey", (Field("TransactionalId", "string"),))
-
-TRANSACTION_LOG_VALUE = Message(
-    "TransactionLogValue",
-    (
-        Field("ProducerId", "int64"),
-        Field("PreviousProducerId", "int64", tag=0, tagged_versions="1+", default=-1),
-        Field("NextProducerId", "int64", tag=1, tagged_versions="1+", default=-1),
-        Field("ProducerEpoch", "int16"),
-        Field("TransactionTimeoutMs", "int32"),
-        Field("TransactionStatus", "int8"),
-        Field(
-            "TransactionPartitions",
-            "[]PartitionsSchema",
-            nullable_versions="0+",
-            fields=(Field("Topic", "string"), Field("PartitionIds", "[]int32")),
-        ),
-        Field("TransactionLastUpdateTimestampMs", "int64"),
-        Field("TransactionStartTimestampMs", "int64"),
-        Field("ClientTransactionVersion", "int16", tag=2, tagged_versions="1+", default=0),
-    ),
-    "0-1",
-    "1+",
-)
+SCHEMA_JSON = """[
+// transaction-coordinator/src/main/resources/common/message/TransactionLog*.json
+{"name": "TransactionLogKey", "validVersions": "0", "flexibleVersions": "none",
+ "fields": [
+  {"name": "TransactionalId", "type": "string", "versions": "0+"}]},
+{"name": "TransactionLogValue", "validVersions": "0-1", "flexibleVersions": "1+",
+ "fields": [
+  {"name": "ProducerId", "type": "int64", "versions": "0+"},
+  {"name": "PreviousProducerId", "type": "int64", "versions": "1+", "tag": 0,
+   "taggedVersions": "1+", "default": -1},
+  {"name": "NextProducerId", "type": "int64", "versions": "1+", "tag": 1, "taggedVersions": "1+",
+   "default": -1},
+  {"name": "ProducerEpoch", "type": "int16", "versions": "0+"},
+  {"name": "TransactionTimeoutMs", "type": "int32", "versions": "0+"},
+  {"name": "TransactionStatus", "type": "int8", "versions": "0+"},
+  {"name": "TransactionPartitions", "type": "[]PartitionsSchema", "versions": "0+",
+   "nullableVersions": "0+", "fields": [
+    {"name": "Topic", "type": "string", "versions": "0+"},
+    {"name": "PartitionIds", "type": "[]int32", "versions": "0+"}]},
+  {"name": "TransactionLastUpdateTimestampMs", "type": "int64", "versions": "0+"},
+  {"name": "TransactionStartTimestampMs", "type": "int64", "versions": "0+"},
+  {"name": "ClientTransactionVersion", "type": "int16", "versions": "1+", "tag": 2,
+   "taggedVersions": "1+", "default": 0}]}
+]"""
+_MESSAGES = messages_from_json(SCHEMA_JSON)
+TRANSACTION_LOG_KEY = _MESSAGES["TransactionLogKey"]
+TRANSACTION_LOG_VALUE = _MESSAGES["TransactionLogValue"]
 
 TRANSACTION_STATE_RECORDS: dict[int, RecordSchema] = {
     0: RecordSchema(0, TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE),
