@@ -50,8 +50,9 @@ import crc32c  # noqa: E402
 
 from klogtool.formats.batch import Record  # noqa: E402
 from klogtool.formats.v2 import encode_batch  # noqa: E402
-from klogtool.log import rebuild, targets  # noqa: E402
+from klogtool.log import targets  # noqa: E402
 from klogtool.log.atomic import FileOps  # noqa: E402
+from klogtool.log.repair import rebuild  # noqa: E402
 
 try:
     from kafka.record import MemoryRecords

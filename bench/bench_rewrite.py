@@ -51,14 +51,14 @@ from klogtool.formats.index import encode_offset_index, encode_time_index  # noq
 from klogtool.formats.records import SegmentScanner  # noqa: E402
 from klogtool.formats.v2 import encode_batch  # noqa: E402
 from klogtool.log.atomic import FileOps  # noqa: E402
-from klogtool.log.cleaner import execute_compaction, plan_compaction  # noqa: E402
-from klogtool.log.converter import (  # noqa: E402
+from klogtool.log.indexer import build_indexes  # noqa: E402
+from klogtool.log.partition import load_partition  # noqa: E402
+from klogtool.log.rewrite.cleaner import execute_compaction, plan_compaction  # noqa: E402
+from klogtool.log.rewrite.converter import (  # noqa: E402
     ConvertOptions,
     execute_conversion,
     plan_conversion,
 )
-from klogtool.log.indexer import build_indexes  # noqa: E402
-from klogtool.log.partition import load_partition  # noqa: E402
 from klogtool.log.topicconfig import TopicConfig  # noqa: E402
 
 try:

@@ -53,7 +53,7 @@ from klogtool.formats.batch import (  # noqa: E402
 )
 from klogtool.formats.errors import FormatError  # noqa: E402
 from klogtool.formats.records import SegmentScanner, read_batch  # noqa: E402
-from klogtool.log.dumper import Dumper, DumpOptions  # noqa: E402
+from klogtool.log.read.dumper import Dumper, DumpOptions  # noqa: E402
 from klogtool.output import render_text, to_json  # noqa: E402
 
 MAX_BATCH_BYTES = 1 << 20  # small, so a decompression bomb is cheap to detect

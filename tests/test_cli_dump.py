@@ -372,7 +372,7 @@ def test_offsets_to_holds_for_every_magic(part: str) -> None:
 
 def test_dump_reports_progress_for_every_log_byte() -> None:
     # issue 10: a long `dump-segments > file` showed no progress
-    from klogtool.log.dumper import Dumper, DumpOptions
+    from klogtool.log.read.dumper import Dumper, DumpOptions
 
     seen: list[int] = []
     part = LOGS / "logdir" / "v2-none-0"

@@ -12,7 +12,8 @@ import pytest
 from support.cli import errors, findings, generator, jsonl, run
 from support.paths import CORPUS, CORRUPT, LOGS, needs_corpus
 
-from klogtool.log import fleet_verify, layout
+from klogtool.log import layout
+from klogtool.log.check import fleet_verify
 
 GEN = generator()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from support.cli import jsonl, run
 from support.paths import CORPUS, CORRUPT, LOGS, needs_corpus
 
-from klogtool.log.describe import describe
+from klogtool.log.read.describe import describe
 
 
 def test_a_log_dir_gives_one_line_per_partition() -> None:

@@ -18,7 +18,7 @@ from klogtool.formats import codecs
 from klogtool.formats.batch import Record
 from klogtool.formats.checkpoint import EpochEntry, encode_leader_epoch_checkpoint
 from klogtool.formats.v2 import encode_batch
-from klogtool.log.diff import (
+from klogtool.log.read.diff import (
     DIFFERENT_START,
     DIVERGED,
     IDENTICAL,

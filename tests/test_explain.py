@@ -13,10 +13,10 @@ from support.paths import CORRUPT, LOGDIR
 from support.rewrite import T0, generate, materialise, tree
 
 from klogtool.formats import codecs
-from klogtool.log.cleaner import plan_compaction
-from klogtool.log.explain import PartitionExplain, explain_partition
+from klogtool.log.check.explain import PartitionExplain, explain_partition
 from klogtool.log.partition import load_partition
-from klogtool.log.retention import DELETE, plan_retention
+from klogtool.log.rewrite.cleaner import plan_compaction
+from klogtool.log.rewrite.retention import DELETE, plan_retention
 from klogtool.log.topicconfig import TopicConfig
 
 NOW = T0 + 3_600_000

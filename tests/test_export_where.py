@@ -17,9 +17,9 @@ from support.cli import run
 from support.paths import LOGDIR
 
 from klogtool.commands._options import parse_where
-from klogtool.log import arrow_reader as ar
-from klogtool.log.finder import Finder, FindOptions
-from klogtool.log.record_filter import RecordFilter
+from klogtool.log.export import arrow_reader as ar
+from klogtool.log.read.finder import Finder, FindOptions
+from klogtool.log.read.record_filter import RecordFilter
 
 T0 = 1_700_000_000_000
 WHERES = [

@@ -1,4 +1,4 @@
-"""``klogtool find`` (klogtool.log.finder): every filter against a brute-force scan, time seeks
+"""``klogtool find`` (klogtool.log.read.finder): every filter against a brute-force scan, time seeks
 with good, missing and wrong indexes, limit and newest-first, transactional states, formats,
 the process pool and exit codes."""
 
@@ -20,8 +20,8 @@ from klogtool.formats.batch import LOG_APPEND_TIME, Record
 from klogtool.formats.index import encode_offset_index
 from klogtool.formats.payloads.control import ABORT, COMMIT
 from klogtool.formats.v2 import encode_batch
-from klogtool.log.finder import Finder, FindOptions
-from klogtool.log.record_filter import RecordFilter
+from klogtool.log.read.finder import Finder, FindOptions
+from klogtool.log.read.record_filter import RecordFilter
 
 T0 = 1_700_000_000_000
 

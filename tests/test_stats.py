@@ -13,7 +13,7 @@ from support.rewrite import write_partition
 from klogtool.formats import encode_batch
 from klogtool.formats.batch import Record
 from klogtool.formats.codecs import GZIP, NONE
-from klogtool.log import stats
+from klogtool.log.read import stats
 
 NOW = 1_700_000_100_000
 

@@ -23,7 +23,7 @@ from klogtool.formats.payloads.schema import encode
 from klogtool.formats.payloads.transaction_state import TRANSACTION_LOG_VALUE
 from klogtool.formats.snapshot import ProducerEntry, encode_snapshot
 from klogtool.formats.v2 import encode_batch
-from klogtool.log.transactions import (
+from klogtool.log.read.transactions import (
     TransactionScanner,
     abort_command,
     format_duration,

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from klogtool.log.record_filter import TXN_STATES, RecordFilter
+from klogtool.log.read.record_filter import TXN_STATES, RecordFilter
 from klogtool.output import FORMATS
 
 F = Callable[..., Any]

@@ -17,7 +17,7 @@ from klogtool.commands._options import (
 )
 from klogtool.commands._writing import WritingRun
 from klogtool.log import layout
-from klogtool.log.cleaner import CompactionPass, CompactionPlan, compact_partition
+from klogtool.log.rewrite.cleaner import CompactionPass, CompactionPlan, compact_partition
 from klogtool.log.topicconfig import parse_config_args
 from klogtool.log.writing import (
     format_ts,

@@ -17,7 +17,8 @@ from klogtool.commands._options import (
 from klogtool.commands._writing import WritingRun
 from klogtool.errors import RefusedError
 from klogtool.formats import CODEC_IDS, CODEC_NAMES, CODECS
-from klogtool.log.converter import (
+from klogtool.log.partition import is_within
+from klogtool.log.rewrite.converter import (
     COPY,
     ConversionPlan,
     ConvertOptions,
@@ -27,7 +28,6 @@ from klogtool.log.converter import (
     refuse_foreign_partial,
     source_partitions,
 )
-from klogtool.log.partition import is_within
 from klogtool.log.writing import Notice, completed_notices, writing_session
 from klogtool.output import Output, label
 

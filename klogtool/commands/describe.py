@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from klogtool.commands._options import format_option, paths_argument
-from klogtool.log.describe import describe
+from klogtool.log.read.describe import describe
 from klogtool.output import with_iso
 
 

@@ -8,7 +8,7 @@ import click
 
 from klogtool.commands._options import format_option, jobs_option, max_batch_bytes_option
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
-from klogtool.log.diff import (
+from klogtool.log.read.diff import (
     CHANGED,
     DIFFERENT_START,
     DIVERGED,

@@ -19,8 +19,8 @@ from klogtool.commands._options import (
 )
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.log import layout
-from klogtool.log.dumper import Dumper, DumpOptions, Obj
 from klogtool.log.files import STDIN_KINDS, total_log_bytes
+from klogtool.log.read.dumper import Dumper, DumpOptions, Obj
 from klogtool.output import Output, to_json
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ from klogtool.commands._options import (
 )
 from klogtool.errors import EXIT_OK
 from klogtool.log import layout
-from klogtool.log.explain import PartitionExplain, explain_partition
-from klogtool.log.retention import human_ms
+from klogtool.log.check.explain import PartitionExplain, explain_partition
+from klogtool.log.rewrite.retention import human_ms
 from klogtool.log.topicconfig import parse_config_args
 from klogtool.log.writing import format_ts, now_ms
 from klogtool.output import Output

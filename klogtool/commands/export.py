@@ -21,7 +21,7 @@ from klogtool.commands._options import (
 )
 from klogtool.commands._spark import check_target, require_pyarrow, spark_session
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
-from klogtool.log.arrow_reader import (
+from klogtool.log.export.arrow_reader import (
     LEVELS,
     ON_CORRUPT,
     PAYLOAD_DECODERS,
@@ -31,7 +31,7 @@ from klogtool.log.arrow_reader import (
     pack,
     where_prune,
 )
-from klogtool.log.exporter import (
+from klogtool.log.export.exporter import (
     FORMATS,
     PARTITION_COLUMNS,
     Destination,

@@ -13,7 +13,7 @@ from klogtool.commands._options import (
     writing_options,
 )
 from klogtool.commands._writing import WritingRun
-from klogtool.log.retention import RetentionPlan, RetentionResult, sweep_partition
+from klogtool.log.rewrite.retention import RetentionPlan, RetentionResult, sweep_partition
 from klogtool.log.topicconfig import parse_config_args
 from klogtool.log.writing import (
     format_ts,

@@ -17,8 +17,8 @@ from klogtool.commands._options import (
     paths_argument,
 )
 from klogtool.errors import InputError
-from klogtool.log import stats as lib
-from klogtool.log.stats_html import display_key, human_bytes, iso, pct, render
+from klogtool.log.read import stats as lib
+from klogtool.log.read.stats_html import display_key, human_bytes, iso, pct, render
 from klogtool.output import Output
 
 if TYPE_CHECKING:

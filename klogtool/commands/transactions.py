@@ -9,7 +9,7 @@ import click
 
 from klogtool.commands._options import format_option, parse_now, paths_argument
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
-from klogtool.log.transactions import (
+from klogtool.log.read.transactions import (
     BOOTSTRAP_PLACEHOLDER,
     EPOCH_PLACEHOLDER,
     Obj,

@@ -14,9 +14,10 @@ from klogtool.commands._options import (
     writing_options,
 )
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
-from klogtool.log import recovery, targets
+from klogtool.log import targets
 from klogtool.log.atomic import FileOps
 from klogtool.log.files import total_log_bytes
+from klogtool.log.repair import recovery
 from klogtool.output import Output
 
 if TYPE_CHECKING:

@@ -19,16 +19,16 @@ from klogtool.commands._options import (
 )
 from klogtool.commands._spark import check_target, spark_session
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
+from klogtool.log.check.verifier import Verifier
 from klogtool.log.files import total_log_bytes
 from klogtool.log.findings import Finding
-from klogtool.log.verifier import Verifier
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings
 
 
 if TYPE_CHECKING:
-    from klogtool.log.fleet_verify import FleetVerifier
+    from klogtool.log.check.fleet_verify import FleetVerifier
 
 
 @click.command("verify")
@@ -84,7 +84,7 @@ def command(
     with ExitStack() as stack, out.progress(input_bytes, "verifying") as advance:
         if engine == "spark":
             # the fleet verifier and the Spark reader load only when Spark runs (start-up time)
-            from klogtool.log.arrow_reader import DEFAULT_TARGET_SPLIT_BYTES
+            from klogtool.log.export.arrow_reader import DEFAULT_TARGET_SPLIT_BYTES
 
             spark, spark_jobs = stack.enter_context(
                 spark_session(master, remote, spark_conf, settings.verbosity)

@@ -232,7 +232,7 @@ def render_records(
     where: str,
 ) -> Rendered | None:
     """The ``dump-segments`` lines (``rendering``: ``jsonl``, ``text`` or ``kafka``) of every
-    record of a whole v2 batch, byte for byte what ``klogtool.log.dumper``, ``klogtool.output``
+    record of a whole v2 batch, byte for byte what ``klogtool.log.read.dumper``, ``klogtool.output``
     and the kafka renderer make of them; their number; the first and last record offsets and,
     for ``kafka``, the pairs of records whose offsets are not consecutive. None: render them
     in Python (control batches, the ``json`` decoder, UTF-8 that needs an error handler,

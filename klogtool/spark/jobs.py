@@ -18,13 +18,17 @@ from pyspark.sql import functions as F  # noqa: N812 (the usual name)
 
 from klogtool.codes import Code
 from klogtool.errors import KlogtoolError
-from klogtool.log.arrow_reader import DEFAULT_TARGET_SPLIT_BYTES, CorruptSegmentError, plan_splits
-from klogtool.log.fleet_verify import (
+from klogtool.log.check.fleet_verify import (
     FleetVerifier,
     UnitResult,
     VerifySplit,
     rows_to_results,
     splits_to_json,
+)
+from klogtool.log.export.arrow_reader import (
+    DEFAULT_TARGET_SPLIT_BYTES,
+    CorruptSegmentError,
+    plan_splits,
 )
 from klogtool.spark.source import NAME
 

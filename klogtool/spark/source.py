@@ -1,7 +1,7 @@
 """The ``kafka-segments`` PySpark data source (the README's Export section).
 
 ``spark.read.format("kafka-segments").load(path)`` over segment files, partition dirs or log
-dirs (``.load([p1, p2])`` for several). The reading is :mod:`klogtool.log.arrow_reader`'s:
+dirs (``.load([p1, p2])`` for several). The reading is :mod:`klogtool.log.export.arrow_reader`'s:
 this module only maps options, schemas and pushed filters, and hands splits to tasks.
 
 Options (all optional):
@@ -69,8 +69,8 @@ from pyspark.sql.types import (
 
 from klogtool.commands._options import parse_where
 from klogtool.formats import DEFAULT_MAX_BATCH_BYTES
-from klogtool.log import arrow_reader as core
-from klogtool.log import fleet_verify
+from klogtool.log.check import fleet_verify
+from klogtool.log.export import arrow_reader as core
 
 NAME = "kafka-segments"
 FINDINGS = "findings"
@@ -167,7 +167,7 @@ class KafkaSegmentsDataSource(DataSource):
 
 
 class SplitPartition(InputPartition):
-    """One task's work: a :class:`~klogtool.log.arrow_reader.Split` (or a verify split)."""
+    """One task's work: a :class:`~klogtool.log.export.arrow_reader.Split` (or a verify split)."""
 
 
 def _check_schema(schema: StructType, cols: Sequence[tuple[str, str]]) -> None:

@@ -19,7 +19,7 @@ from support.paths import CORPUS, needs_corpus
 from klogtool.formats import codecs, engine, v2
 from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, Record
 from klogtool.formats.records import SegmentScanner
-from klogtool.log.dumper import Dumper, DumpOptions
+from klogtool.log.read.dumper import Dumper, DumpOptions
 
 pytestmark = pytest.mark.skipif(
     not engine.native_available(), reason="the native engine is not built"

@@ -35,8 +35,8 @@ from klogtool.formats import codecs, engine
 from klogtool.formats.batch import Record
 from klogtool.formats.legacy import encode_message, encode_wrapper
 from klogtool.formats.v2 import encode_batch
-from klogtool.log.cleaner import plan_compaction
 from klogtool.log.partition import load_partition
+from klogtool.log.rewrite.cleaner import plan_compaction
 from klogtool.log.topicconfig import TopicConfig
 
 pytestmark = pytest.mark.usefixtures("no_fsync")
@@ -485,7 +485,7 @@ def _eight_keys(tmp_path: Path) -> Path:
 
 
 def test_offset_map_capacity_is_the_brokers() -> None:
-    from klogtool.log.cleaner import _Cleaner
+    from klogtool.log.rewrite.cleaner import _Cleaner
 
     def capacity(size: int) -> int:
         return _Cleaner([], TopicConfig(dedupe_buffer_size=size), 0, {}, 1 << 20).map_capacity

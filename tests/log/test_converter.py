@@ -26,7 +26,7 @@ from klogtool.formats import codecs
 from klogtool.formats.batch import LOG_APPEND_TIME, Record
 from klogtool.formats.legacy import encode_message
 from klogtool.formats.v2 import encode_batch
-from klogtool.log.converter import ConvertOptions, Losses, plan_conversion
+from klogtool.log.rewrite.converter import ConvertOptions, Losses, plan_conversion
 
 pytestmark = pytest.mark.usefixtures("no_fsync")
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from klogtool.log import layout
+from klogtool.log.check.indexcheck import about_index, check_segment_indexes
+from klogtool.log.check.verifier import SegmentSummary, Verifier
 from klogtool.log.findings import Finding
-from klogtool.log.indexcheck import about_index, check_segment_indexes
 from klogtool.log.txnreplay import TxnReplay
-from klogtool.log.verifier import SegmentSummary, Verifier
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGDIR = ROOT / "fixtures" / "logs" / "logdir"

@@ -13,9 +13,9 @@ from support.rewrite import generate, materialise, tree, write_partition
 from klogtool.formats import codecs
 from klogtool.formats.batch import Record
 from klogtool.formats.v2 import encode_batch
-from klogtool.log import converter
 from klogtool.log.atomic import FileOps
-from klogtool.log.converter import ConvertOptions, execute_conversion, plan_conversion
+from klogtool.log.rewrite import converter
+from klogtool.log.rewrite.converter import ConvertOptions, execute_conversion, plan_conversion
 
 T0 = 1_700_000_000_000
 

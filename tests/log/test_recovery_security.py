@@ -25,8 +25,8 @@ from support.repair import (
 
 from klogtool.errors import RefusedError
 from klogtool.formats.checkpoint import parse_offset_checkpoint
-from klogtool.log import recovery
 from klogtool.log.atomic import FileOps
+from klogtool.log.repair import recovery
 from klogtool.log.targets import PartitionTarget
 
 S0 = "00000000000000000000"

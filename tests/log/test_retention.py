@@ -30,7 +30,7 @@ from klogtool.formats.legacy import encode_message
 from klogtool.formats.snapshot import encode_snapshot
 from klogtool.formats.v2 import encode_batch
 from klogtool.log.partition import load_partition
-from klogtool.log.retention import DELETE, KEEP, plan_retention
+from klogtool.log.rewrite.retention import DELETE, KEEP, plan_retention
 from klogtool.log.topicconfig import TopicConfig
 
 pytestmark = pytest.mark.usefixtures("no_fsync")

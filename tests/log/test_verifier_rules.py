@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from klogtool.log import verifier
-from klogtool.log.verifier import Verifier
+from klogtool.log.check import verifier
+from klogtool.log.check.verifier import Verifier
 
 TXN = Path(__file__).resolve().parents[2] / "fixtures" / "logs" / "logdir" / "txn-0"
 

@@ -90,7 +90,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def corpus() -> tuple[list[str], list[Any]]:
     """The real corpus's segment directories and their dump rows (computed once)."""
-    from spark_expect import CORPUS, corpus_dirs, dump_rows_for_compare
+    from spark_expect import corpus_dirs, dump_rows_for_compare
+    from support.paths import CORPUS
 
     if not (CORPUS / "MANIFEST.md").is_file():
         pytest.skip(f"real-broker corpus not found at {CORPUS}")

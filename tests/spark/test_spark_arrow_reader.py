@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 from spark_env import require_pyarrow
-from spark_expect import CORRUPT, LOGDIR, dump_rows_for_compare, table_rows
+from spark_expect import dump_rows_for_compare, table_rows
+from support.paths import CORRUPT, LOGDIR
 
 from klogtool.formats import codecs, payloads, v2
 from klogtool.formats.batch import Record
-from klogtool.log import arrow_reader as ar
+from klogtool.log.export import arrow_reader as ar
 
 pa = require_pyarrow()
 
@@ -83,7 +84,7 @@ def test_columns_start_with_the_spark_kafka_source() -> None:
 
 
 def test_batch_level_equals_the_dump_batches() -> None:
-    from klogtool.log.dumper import Dumper
+    from klogtool.log.read.dumper import Dumper
 
     opts = ar.ReadOptions(level="batches")
     table = read([LOGDIR], opts)

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 from spark_env import require_spark
-from spark_expect import LOGDIR, assert_int64_micros, dump_rows_for_compare, norm_dicts, table_rows
+from spark_expect import assert_int64_micros, dump_rows_for_compare, norm_dicts, table_rows
 from support.cli import run
+from support.paths import LOGDIR
 
 require_spark()
 

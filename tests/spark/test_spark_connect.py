@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 from spark_env import require_spark
-from spark_expect import LOGDIR, assert_int64_micros, dump_rows_for_compare, table_rows
+from spark_expect import assert_int64_micros, dump_rows_for_compare, table_rows
 from standalone import LOOPBACK, free_port, kill_group
+from support.paths import LOGDIR
 
 require_spark()
 if os.environ.get("KLOGTOOL_REQUIRE_SPARK"):

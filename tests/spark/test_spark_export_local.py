@@ -11,20 +11,12 @@ from pathlib import Path
 
 import pytest
 from spark_env import require_pyarrow
-from spark_expect import (
-    CORRUPT,
-    LOGDIR,
-    LOGS,
-    assert_int64_micros,
-    dump_rows_for_compare,
-    norm_dicts,
-    table_rows,
-)
+from spark_expect import assert_int64_micros, dump_rows_for_compare, norm_dicts, table_rows
 from support.cli import ERROR_LINE, run
-from support.paths import CORPUS, needs_corpus
+from support.paths import CORPUS, CORRUPT, LOGDIR, LOGS, needs_corpus
 
-from klogtool.log import fleet_verify
-from klogtool.log.verifier import Verifier
+from klogtool.log.check import fleet_verify
+from klogtool.log.check.verifier import Verifier
 
 pa = require_pyarrow()
 import pyarrow.dataset as ds  # noqa: E402

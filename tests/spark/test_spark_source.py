@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 
 import pytest
 from spark_env import require_spark
-from spark_expect import CORRUPT, LOGDIR, dump_rows_for_compare, table_rows
+from spark_expect import dump_rows_for_compare, table_rows
+from support.paths import CORRUPT, LOGDIR
 
 require_spark()
 
@@ -18,8 +19,8 @@ from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, In, LessThan  # 
 from pyspark.sql.pandas.types import to_arrow_schema  # noqa: E402
 
 from klogtool.errors import InputError  # noqa: E402
-from klogtool.log import arrow_reader as ar  # noqa: E402
-from klogtool.log import fleet_verify  # noqa: E402
+from klogtool.log.check import fleet_verify  # noqa: E402
+from klogtool.log.export import arrow_reader as ar  # noqa: E402
 from klogtool.spark import jobs, source  # noqa: E402
 
 KAFKA_SOURCE = (
@@ -142,7 +143,7 @@ def test_on_corrupt_modes(spark) -> None:
 
 def test_where_option_selects_what_find_finds(spark) -> None:
     from klogtool.commands._options import parse_where
-    from klogtool.log.finder import Finder, FindOptions
+    from klogtool.log.read.finder import Finder, FindOptions
 
     text = "--transaction committed --transaction none --value-regex '-[0-3]$' --offsets 1:"
     df = jobs.read(spark, [str(LOGDIR)], {"where": text})

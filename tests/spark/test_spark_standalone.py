@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 
 from spark_env import require_spark
-from spark_expect import LOGDIR, assert_int64_micros, dump_rows_for_compare, table_rows
+from spark_expect import assert_int64_micros, dump_rows_for_compare, table_rows
+from support.paths import LOGDIR
 
 require_spark()
 

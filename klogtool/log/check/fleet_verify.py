@@ -6,7 +6,7 @@ log dir's own checkpoint files are checked on the driver against the partitions'
 offsets, exactly as :meth:`Verifier.verify_log_dir` does. Units are bin-packed into splits by
 size (a Python task costs ~0.1 s, the README's Export section).
 
-:class:`FleetVerifier` has the :class:`~klogtool.log.verifier.Verifier` interface
+:class:`FleetVerifier` has the :class:`~klogtool.log.check.verifier.Verifier` interface
 (``verify(paths)`` streams findings, ``stats`` adds up): fed by any runner of splits, it yields
 the same findings in the same order with the same paths as the local verifier, and raises the
 same :class:`InputError` after the findings of the paths before a bad one.
@@ -27,10 +27,10 @@ from klogtool.errors import InputError, KlogtoolError
 from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES
 from klogtool.formats.errors import FormatError
 from klogtool.log import layout
-from klogtool.log.arrow_reader import DEFAULT_TARGET_SPLIT_BYTES, INT, LONG, STRING
+from klogtool.log.check.verifier import Stats, Verifier
+from klogtool.log.export.arrow_reader import DEFAULT_TARGET_SPLIT_BYTES, INT, LONG, STRING
 from klogtool.log.files import classify_dir, detect_kind
 from klogtool.log.findings import Finding
-from klogtool.log.verifier import Stats, Verifier
 
 PARTITION = "partition"
 PATH = "path"

@@ -8,7 +8,7 @@ The output layout is Spark's: ``part-NNNNN-<uuid>-c000.snappy.parquet`` (or ``.j
 hive-style ``topic=…/partition=…`` directories with ``partition_by`` (the partition columns
 are then not in the files), and an empty ``_SUCCESS`` marker. The local engine
 (:func:`export_local`) runs the same split reader as the Spark data source
-(:mod:`klogtool.log.arrow_reader`) in a process pool and writes with pyarrow, so both engines
+(:mod:`klogtool.log.export.arrow_reader`) in a process pool and writes with pyarrow, so both engines
 produce the same rows in the same files. JSON Lines follow klogtool's JSON conventions
 (docs/output.md): timestamps are int64 milliseconds, payloads are text (base64 by default), and
 nulls are written as ``null``.
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from klogtool.codes import Code
 from klogtool.errors import InputError, RefusedError
-from klogtool.log.arrow_reader import (
+from klogtool.log.export.arrow_reader import (
     DEFAULT_TARGET_SPLIT_BYTES,
     ReadOptions,
     Split,

@@ -1,5 +1,5 @@
 """``stats --html``: one self-contained HTML page (inline CSS and SVG, no script, nothing
-loaded from the network) from the ``stats`` objects of :mod:`klogtool.log.stats`."""
+loaded from the network) from the ``stats`` objects of :mod:`klogtool.log.read.stats`."""
 
 from __future__ import annotations
 

@@ -59,7 +59,7 @@ from klogtool.formats import checkpoint, index
 from klogtool.formats.errors import FormatError
 from klogtool.formats.records import ZERO_FILL, SegmentScanner
 from klogtool.formats.snapshot import parse_snapshot
-from klogtool.log import indexcheck, layout, rebuild, txnreplay
+from klogtool.log import layout, txnreplay
 from klogtool.log.atomic import (
     CLEANED,
     FileOps,
@@ -67,8 +67,10 @@ from klogtool.log.atomic import (
     identity,
     read_range,
 )
+from klogtool.log.check import indexcheck
 from klogtool.log.findings import Finding, FindingCounts
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES
+from klogtool.log.repair import rebuild
 from klogtool.log.segment import mapped, read_small
 from klogtool.log.targets import PartitionTarget, Targets, symlinked_files
 from klogtool.log.writing import interrupted_obj, writing_session

@@ -48,10 +48,10 @@ from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, Batch, Record, recor
 from klogtool.formats.errors import FormatError
 from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner
 from klogtool.log import layout
-from klogtool.log.dumper import batch_object
 from klogtool.log.files import expand
-from klogtool.log.finder import TransactionStates, segment_transaction_states
-from klogtool.log.record_filter import RecordFilter
+from klogtool.log.read.dumper import batch_object
+from klogtool.log.read.finder import TransactionStates, segment_transaction_states
+from klogtool.log.read.record_filter import RecordFilter
 from klogtool.log.segment import STDIN, ReleaseBehind, mapped
 
 if TYPE_CHECKING:

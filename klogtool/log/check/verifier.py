@@ -2,7 +2,8 @@
 
 Verify accepts what the broker accepts (docs/kafka-rules.md: Loading and recovery, Index
 rebuild). Each segment is read in one pass over its mmapped bytes, with the checks of its index
-files (log/indexcheck.py) merged into the walk, so memory stays flat however large the segment.
+files (log/check/indexcheck.py) merged into the walk, so memory stays flat however large the
+segment.
 
 Finding codes are stable (they are part of the JSON output); severities: ``error`` means the
 data is damaged or a broker would lose or mis-serve records; ``warning`` means something a
@@ -34,10 +35,10 @@ from klogtool.formats.records import (
 from klogtool.formats.snapshot import parse_snapshot
 from klogtool.formats.v2 import DefaultBatch
 from klogtool.log import layout, pool
+from klogtool.log.check.indexcheck import SegmentIndexCheck, index_alone
 from klogtool.log.files import classify_dir, detect_kind
 from klogtool.log.findings import Finding, FindingCounts
-from klogtool.log.indexcheck import SegmentIndexCheck, index_alone
-from klogtool.log.record_filter import first_offset
+from klogtool.log.read.record_filter import first_offset
 from klogtool.log.segment import ReleaseBehind, mapped, read_small
 from klogtool.log.txnreplay import TxnReplay
 
@@ -190,7 +191,7 @@ class Verifier:
         missing_index_ok: bool = False,
         check_base: bool = True,
     ) -> Iterator[Finding]:
-        """Walk one segment: batches, with its index checks (log/indexcheck.py) merged into
+        """Walk one segment: batches, with its index checks (log/check/indexcheck.py) merged into
         the same pass."""
         assert seg.log is not None  # callers pass segments that have a .log
         path = str(seg.log)

@@ -18,7 +18,7 @@ snapshot at or below the first segment walked (as the broker's recovery does), a
 segment its aborted transactions with their last stable offsets.
 
 Checking existing index files (``rebuild-index --check``, and truncate-recovery deciding which
-indexes to rewrite) runs the index checks verify runs (:mod:`klogtool.log.indexcheck`):
+indexes to rewrite) runs the index checks verify runs (:mod:`klogtool.log.check.indexcheck`):
 an index is *bad* when a lookup through it could skip records or the broker's sanity check
 fails; one that is valid but not what a rebuild gives (live appends write such indexes) is
 only *different*.
@@ -55,8 +55,8 @@ from klogtool.formats.v2 import (
 )
 from klogtool.log import layout, txnreplay
 from klogtool.log.atomic import FileOps
+from klogtool.log.check.indexcheck import check_segment_indexes, txn_entry_problems
 from klogtool.log.findings import Finding, FindingCounts
-from klogtool.log.indexcheck import check_segment_indexes, txn_entry_problems
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES, build_indexes
 from klogtool.log.pool import fork_context
 from klogtool.log.segment import Walked, mapped

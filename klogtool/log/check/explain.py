@@ -2,10 +2,10 @@
 slow to load — read-only.
 
 Nothing here decides anything on its own: the per-segment answers come from the dry-run
-planners of the writing commands (:func:`klogtool.log.cleaner.plan_compaction` with
-``simulate``, :func:`klogtool.log.retention.plan_retention`), index health from the verifier's
-own segment walk (:meth:`klogtool.log.verifier.Verifier.verify_segment`, index findings only,
-like ``rebuild-index --check``), and leftover temporary files from
+planners of the writing commands (:func:`klogtool.log.rewrite.cleaner.plan_compaction` with
+``simulate``, :func:`klogtool.log.rewrite.retention.plan_retention`), index health from the
+verifier's own segment walk (:meth:`klogtool.log.check.verifier.Verifier.verify_segment`, index
+findings only, like ``rebuild-index --check``), and leftover temporary files from
 :func:`klogtool.log.atomic.complete_interrupted` run with a dry-run :class:`FileOps` (it
 reports what the broker's loader would do and changes nothing). No lock is taken and no file
 is written.
@@ -23,15 +23,15 @@ from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES
 from klogtool.formats.errors import FormatError
 from klogtool.log import layout
 from klogtool.log.atomic import FileOps, complete_interrupted
-from klogtool.log.cleaner import CompactionPlan, SegmentStats, plan_compaction
+from klogtool.log.check.indexcheck import about_index
+from klogtool.log.check.verifier import SegmentSummary, Verifier
 from klogtool.log.findings import Finding
-from klogtool.log.indexcheck import about_index
 from klogtool.log.partition import PartitionView, load_partition
-from klogtool.log.retention import RetentionPlan, SegmentDecision, plan_retention
+from klogtool.log.rewrite.cleaner import CompactionPlan, SegmentStats, plan_compaction
+from klogtool.log.rewrite.retention import RetentionPlan, SegmentDecision, plan_retention
 from klogtool.log.segment import Phases
 from klogtool.log.topicconfig import TopicConfig
 from klogtool.log.txnreplay import TxnReplay
-from klogtool.log.verifier import SegmentSummary, Verifier
 
 
 @dataclass

@@ -20,12 +20,12 @@ One pass over every record, with memory that does not grow with the data:
   exact, afterwards they are upper bounds (``approximate``). Keyless and tombstone shares.
 * Compaction potential: the share of a partition's data records (control records aside) that
   a compaction of the whole log would remove now. The rule, from the cleaner
-  (:mod:`klogtool.log.cleaner`, ``Cleaner._retain``): a keyless record goes; a record whose
+  (:mod:`klogtool.log.rewrite.cleaner`, ``Cleaner._retain``): a keyless record goes; a record whose
   key appears again later in the partition is superseded and goes; the latest record of a key
   goes when it is a tombstone (null value) of a v2 batch whose delete horizon (KIP-534) is at or
   before ``now``; records of aborted transactions go (the cleaner discards them first, so they
   neither supersede nor count as keys). Which transactions aborted comes from a header pass
-  (:func:`klogtool.log.finder.transaction_states`). Not counted: transaction markers (the
+  (:func:`klogtool.log.read.finder.transaction_states`). Not counted: transaction markers (the
   cleaner keeps one until its transaction's data is gone and ``delete.retention.ms`` passed),
   and the cleaner's bounds (active segment, last stable offset,
   ``min.compaction.lag.ms``, the dirty ratio): it is what could go, not what the next
@@ -60,14 +60,14 @@ from klogtool.formats.batch import (
 from klogtool.formats.errors import FormatError
 from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.formats.v2 import RECORD_BATCH_OVERHEAD, DefaultBatch
-from klogtool.log.finder import (
+from klogtool.log.pool import fork_context
+from klogtool.log.read.finder import (
     Target,
     TransactionStates,
     resolve_targets,
     transaction_states,
 )
-from klogtool.log.pool import fork_context
-from klogtool.log.record_filter import ABORTED
+from klogtool.log.read.record_filter import ABORTED
 from klogtool.log.segment import ReleaseBehind, mapped
 
 Obj = dict[str, Any]
@@ -799,7 +799,7 @@ def _codec(st: PartitionStats, name: str, records: int, size: int) -> None:
 
 # -- runs ---------------------------------------------------------------------------------------
 def targets(paths: list[str], topics: Iterable[str] = ()) -> list[Target]:
-    """The partitions PATHs stand for (see :func:`klogtool.log.finder.resolve_targets`), only
+    """The partitions PATHs stand for (see :func:`klogtool.log.read.finder.resolve_targets`), only
     those of ``topics`` when any are named."""
     found = resolve_targets(paths)
     wanted = set(topics)

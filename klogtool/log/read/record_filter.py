@@ -5,8 +5,8 @@ A :class:`RecordFilter` answers two questions. :meth:`RecordFilter.skips_batch` 
 batch header only (offsets, timestamps, producer id, control-ness), so a walk can pass over a
 batch without decompressing it; :meth:`RecordFilter.matches` looks at one record. The
 transactional state needs the whole partition (a header pass, see
-:func:`klogtool.log.finder.transaction_states`): the walkers hold that, and the filter only says
-which states it keeps (:attr:`RecordFilter.transactions`).
+:func:`klogtool.log.read.finder.transaction_states`): the walkers hold that, and the filter only
+says which states it keeps (:attr:`RecordFilter.transactions`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Records are selected by time (``from_time``/``to_time``), offset range, key (exact or regex),
 value regex, headers, producer id, transactional state and control-ness, and come out as the
-record objects ``dump-segments`` prints (:func:`klogtool.log.dumper.record_object`) with
+record objects ``dump-segments`` prints (:func:`klogtool.log.read.dumper.record_object`) with
 ``topic``, ``partition`` and ``segment`` added.
 
 How the records are reached:
@@ -22,7 +22,7 @@ How the records are reached:
   decoding a record; a batch whose max timestamp is below ``from_time`` is skipped the same way.
 * Transactional states (``committed``/``aborted``/``open``, ``none`` for records outside any
   transaction) come from a header pass over the partition first, through
-  :class:`klogtool.log.transactions.TransactionScanner` (only when that filter is used).
+  :class:`klogtool.log.read.transactions.TransactionScanner` (only when that filter is used).
 
 Memory stays flat: segments are mmapped and released behind the walk; ``newest_first`` keeps
 only the positions of the candidate batches of one segment and reads them again backwards.
@@ -63,11 +63,11 @@ from klogtool.formats.records import (
     sniff_magic,
 )
 from klogtool.log import layout
-from klogtool.log.dumper import DumpOptions, batch_object, internal_decoder, record_object
 from klogtool.log.files import InputFile, classify_dir, detect_kind
 from klogtool.log.findings import Finding
 from klogtool.log.pool import fork_context
-from klogtool.log.record_filter import (
+from klogtool.log.read.dumper import DumpOptions, batch_object, internal_decoder, record_object
+from klogtool.log.read.record_filter import (
     ABORTED,
     COMMITTED,
     MAX_OFFSET,
@@ -76,8 +76,8 @@ from klogtool.log.record_filter import (
     RecordFilter,
     past,
 )
+from klogtool.log.read.transactions import PartitionInput, TransactionScanner
 from klogtool.log.segment import ReleaseBehind, mapped, read_small
-from klogtool.log.transactions import PartitionInput, TransactionScanner
 
 Obj = dict[str, Any]
 Progress = Callable[[int, int], None]  # (bytes walked, records decoded) since the last call
