@@ -18,6 +18,7 @@ from klogtool.log import targets
 from klogtool.log.atomic import FileOps
 from klogtool.log.files import total_log_bytes
 from klogtool.log.repair import recovery
+from klogtool.log.repair.recovery_plan import RecoveryOptions
 from klogtool.output import Output
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ def command(
         out.close()
         click.get_current_context().exit(EXIT_OK)
     resolved = targets.resolve(list(paths))
-    opts = recovery.RecoveryOptions(
+    opts = RecoveryOptions(
         index_interval_bytes=index_interval_bytes,
         from_recovery_point=from_recovery_point,
         quarantine=quarantine,

@@ -26,7 +26,8 @@ from support.repair import (
 from klogtool.errors import RefusedError
 from klogtool.formats.checkpoint import parse_offset_checkpoint
 from klogtool.log.atomic import FileOps
-from klogtool.log.repair import recovery
+from klogtool.log.repair.recovery_apply import apply_plan
+from klogtool.log.repair.recovery_plan import RecoveryOptions, plan_partition
 from klogtool.log.targets import PartitionTarget
 
 S0 = "00000000000000000000"
@@ -194,13 +195,13 @@ def test_a_segment_swapped_for_a_link_after_planning_is_not_truncated(tmp_path: 
     victim = outside / "victim.log"
     victim.write_bytes(log.read_bytes())
     original = victim.read_bytes()
-    opts = recovery.RecoveryOptions(index_interval_bytes=int(INTERVAL))
-    plan = recovery.plan_partition(PartitionTarget(part, str(part)), opts)
+    opts = RecoveryOptions(index_interval_bytes=int(INTERVAL))
+    plan = plan_partition(PartitionTarget(part, str(part)), opts)
     assert plan.truncate is not None
     os.rename(log, part / "moved-away")
     log.symlink_to(victim)
     with pytest.raises(RefusedError):
-        recovery.apply_plan(plan, opts, FileOps(), lambda obj: None)
+        apply_plan(plan, opts, FileOps(), lambda obj: None)
     assert victim.read_bytes() == original
     (qrun,) = quarantine_runs(part)
     assert not (qrun / f"{S0}.log.242-816").exists()  # nothing of the victim copied
@@ -208,12 +209,12 @@ def test_a_segment_swapped_for_a_link_after_planning_is_not_truncated(tmp_path: 
     log.unlink()
     log.write_bytes(original)
     before = log.read_bytes()
-    plan = recovery.plan_partition(PartitionTarget(part, str(part)), opts)
+    plan = plan_partition(PartitionTarget(part, str(part)), opts)
     os.rename(log, part / "planned")
     (part / "planned").rename(part / "planned2")
     log.write_bytes(before)  # same bytes, another file
     with pytest.raises(RefusedError):
-        recovery.apply_plan(plan, opts, FileOps(), lambda obj: None)
+        apply_plan(plan, opts, FileOps(), lambda obj: None)
     assert log.read_bytes() == before
 
 
