@@ -12,7 +12,7 @@ from support.paths import CORPUS, LOGDIR, needs_corpus
 from support.repair import INTERVAL, copy_scenario, files, reference_indexes, txn_entry
 
 from klogtool.formats.snapshot import ProducerEntry, encode_snapshot
-from klogtool.log.repair import rebuild
+from klogtool.log.repair import headers, parallel, rebuild
 
 GEN = generator()
 
@@ -311,7 +311,7 @@ def test_dry_run_prints_the_plan_and_changes_nothing(tmp_path: Path) -> None:
 
 
 def test_parallel_jobs_give_the_same_files(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(rebuild, "POOL_MIN_BYTES", 0)  # use the process pool for tiny inputs
+    monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)  # use the process pool for tiny inputs
     one, two = tmp_path / "one", tmp_path / "two"
     shutil.copytree(LOGDIR, one)
     shutil.copytree(LOGDIR, two)
@@ -334,13 +334,13 @@ def test_bad_paths_are_one_line_errors(tmp_path: Path) -> None:
 
 def test_scan_segment_stops_at_non_increasing_offsets() -> None:
     data = (LOGDIR / "v2-none-0" / "00000000000000000000.log").read_bytes()
-    scan = rebuild.scan_segment(data + data, 0)  # the same batches again: offsets go back
+    scan = headers.scan_segment(data + data, 0)  # the same batches again: offsets go back
     assert scan.end == "corrupt" and scan.error_code == "offset-not-increasing"
     assert scan.valid_bytes == len(data) and scan.last_offset == 16
-    scan = rebuild.scan_segment(data, 0, prev_last_offset=5)
+    scan = headers.scan_segment(data, 0, prev_last_offset=5)
     assert scan.valid_bytes == 0 and scan.error_code == "offset-not-increasing"
-    scan = rebuild.scan_segment(data, 100)  # offsets below the segment's base
-    assert scan.error_code == rebuild.OFFSET_OVERFLOW and scan.valid_bytes == 0
+    scan = headers.scan_segment(data, 100)  # offsets below the segment's base
+    assert scan.error_code == headers.OFFSET_OVERFLOW and scan.valid_bytes == 0
 
 
 # -- the fast path ---------------------------------------------------------------------------
@@ -364,12 +364,12 @@ def _variants(buf: bytes) -> list[bytes]:
 
 
 def _same(buf: bytes, base: int, interval: int) -> bool:
-    fast = rebuild.scan_segment(buf, base, index_interval_bytes=interval, count_records=True)
-    slow = rebuild.scan_segment(
+    fast = headers.scan_segment(buf, base, index_interval_bytes=interval, count_records=True)
+    slow = headers.scan_segment(
         buf, base, index_interval_bytes=interval, count_records=True, fast=False
     )
     assert fast == slow, (base, interval)
-    return rebuild._fast_scan(memoryview(buf), base, interval, None, "", True) is not None
+    return headers._fast_scan(memoryview(buf), base, interval, None, "", True) is not None
 
 
 def test_fast_path_gives_what_the_general_scanner_gives() -> None:
@@ -406,7 +406,7 @@ def test_fast_path_applies_the_strict_rules() -> None:
         encode_batch([Record(5, 1, b"k", b"v")], base_offset=3, last_offset_delta=-2),
     ):
         for fast in (True, False):
-            scan = rebuild.scan_segment(good + bad, 0, fast=fast)
+            scan = headers.scan_segment(good + bad, 0, fast=fast)
             assert (scan.end, scan.valid_bytes, scan.last_offset) == ("corrupt", len(good), 0)
 
 
@@ -462,9 +462,9 @@ def test_progress_moves_inside_a_segment(
     from klogtool.log import segment
 
     monkeypatch.setattr(segment, "PHASE_STEP", 2048)
-    monkeypatch.setattr(rebuild, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
     if not fast:  # the general scanner's walk reports too
-        monkeypatch.setattr(rebuild, "_fast_scan", lambda *a, **k: None)
+        monkeypatch.setattr(headers, "_fast_scan", lambda *a, **k: None)
     logs = []
     for seg in range(2):  # two segments of ~60 KB: 40 batches of 20 records each
         base = seg * 800
@@ -476,11 +476,11 @@ def test_progress_moves_inside_a_segment(
         )
         logs.append(tmp_path / f"{base:020d}.log")
         logs[-1].write_bytes(data)
-    tasks = [rebuild.ScanTask(str(p), int(p.stem)) for p in logs]
+    tasks = [headers.ScanTask(str(p), int(p.stem)) for p in logs]
     sizes = [p.stat().st_size for p in logs]
     calls: list[int] = []
-    scans = rebuild.run_parallel(
-        rebuild.run_scan_task, tasks, jobs=jobs, sizes=sizes, progress=calls.append
+    scans = parallel.run_parallel(
+        headers.run_scan_task, tasks, jobs=jobs, sizes=sizes, progress=calls.append
     )
     assert [s.size for s in scans] == sizes
     assert sum(calls) == sum(sizes)

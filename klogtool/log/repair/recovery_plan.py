@@ -26,7 +26,7 @@ from klogtool.log.atomic import (
 from klogtool.log.check import indexcheck
 from klogtool.log.findings import Finding
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES
-from klogtool.log.repair import rebuild
+from klogtool.log.repair import headers, index_diff, parallel
 from klogtool.log.segment import mapped, read_small
 from klogtool.log.targets import PartitionTarget, symlinked_files
 
@@ -289,12 +289,12 @@ def plan_partition(
     recovered = logs[start:]
     plan.segments_trusted = len(trusted)
     tasks = [
-        rebuild.ScanTask(str(s.log), s.base_offset, opts.index_interval_bytes, count_records=True)
+        headers.ScanTask(str(s.log), s.base_offset, opts.index_interval_bytes, count_records=True)
         for s in recovered
     ]
     sizes = [os.path.getsize(t.path) for t in tasks]
-    scans: list[rebuild.SegmentScan] = rebuild.run_parallel(
-        rebuild.run_scan_task, tasks, jobs=opts.jobs, sizes=sizes, progress=progress
+    scans: list[headers.SegmentScan] = parallel.run_parallel(
+        headers.run_scan_task, tasks, jobs=opts.jobs, sizes=sizes, progress=progress
     )
     walked = _walk_scans(plan, recovered, scans, opts)
     if walked is False:
@@ -332,7 +332,7 @@ def plan_partition(
 def _walk_scans(
     plan: PartitionPlan,
     recovered: list[layout.SegmentFiles],
-    scans: list[rebuild.SegmentScan],
+    scans: list[headers.SegmentScan],
     opts: RecoveryOptions,
 ) -> int | None | Literal[False]:
     """Check the scans in order (a segment whose offsets do not follow the previous one's is
@@ -347,7 +347,7 @@ def _walk_scans(
             and scan.first_offset <= prev_last
         ):
             with mapped(str(seg.log)) as buf:
-                scan = rebuild.scan_segment(
+                scan = headers.scan_segment(
                     buf,
                     seg.base_offset,
                     index_interval_bytes=opts.index_interval_bytes,
@@ -356,9 +356,9 @@ def _walk_scans(
                     path=str(seg.log),
                 )
             scans[i] = scan
-        if scan.error_code == rebuild.OFFSET_OVERFLOW:
+        if scan.error_code == headers.OFFSET_OVERFLOW:
             plan.skip(
-                rebuild.OFFSET_OVERFLOW,
+                headers.OFFSET_OVERFLOW,
                 f"{scan.error}; klogtool does not split segments: let the broker load it",
                 scan.path,
                 position=scan.valid_bytes,
@@ -387,7 +387,7 @@ def _plan_cut(
     plan: PartitionPlan,
     part: layout.PartitionDir,
     t_seg: layout.SegmentFiles,
-    t_scan: rebuild.SegmentScan,
+    t_scan: headers.SegmentScan,
 ) -> None:
     """The cut of the segment to truncate, and every later segment moved to the quarantine."""
     assert t_seg.log is not None
@@ -462,7 +462,7 @@ def _plan_indexes(
     plan: PartitionPlan,
     part: layout.PartitionDir,
     recovered: list[layout.SegmentFiles],
-    kept: list[rebuild.SegmentScan],
+    kept: list[headers.SegmentScan],
     t_index: int | None,
     opts: RecoveryOptions,
 ) -> None:
@@ -472,7 +472,7 @@ def _plan_indexes(
     # indexes: the truncated segment's, and those of recovered segments that need recovery
     initial = txnreplay.state_before(part, recovered[0].base_offset)
     chained = txnreplay.chain(initial, [scan.events for scan in kept])
-    check_tasks: list[rebuild.CheckTask] = []
+    check_tasks: list[index_diff.CheckTask] = []
     checked: list[int] = []
     needs: dict[int, bool] = {}
     for i in range(len(kept)):
@@ -480,11 +480,11 @@ def _plan_indexes(
         if i == t_index or seg.index is None or seg.timeindex is None:
             needs[i] = True  # truncated, or the broker would recover it (missing index)
             continue
-        if rebuild.matches_rebuild(seg, kept[i], chained[i][1]):
+        if index_diff.matches_rebuild(seg, kept[i], chained[i][1]):
             continue  # exactly the rebuild
         checked.append(i)
         check_tasks.append(
-            rebuild.CheckTask(
+            index_diff.CheckTask(
                 seg.base_offset,
                 str(seg.log),
                 str(seg.index),
@@ -494,8 +494,8 @@ def _plan_indexes(
                 tuple(sorted(chained[i][0].items())),
             )
         )
-    results = rebuild.run_parallel(
-        rebuild.run_check_task,
+    results = parallel.run_parallel(
+        index_diff.run_check_task,
         check_tasks,
         jobs=opts.jobs,
         sizes=[kept[i].size for i in checked],
@@ -522,9 +522,11 @@ def _plan_indexes(
                 continue
             if existing is not None and existing.read_bytes() == data:
                 continue
-            path = existing or part_dir / layout.segment_name(seg.base_offset, rebuild.SUFFIX[kind])
+            path = existing or part_dir / layout.segment_name(
+                seg.base_offset, index_diff.SUFFIX[kind]
+            )
             plan.rewrites.append(
-                Rewrite(path, kind, data, existing is not None, rebuild.entry_count(kind, data))
+                Rewrite(path, kind, data, existing is not None, index_diff.entry_count(kind, data))
             )
             if existing is not None:
                 plan.copies.append(

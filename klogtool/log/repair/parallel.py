@@ -1,0 +1,88 @@
+"""Walking many segments in a process pool, results in input order, with the workers' progress
+added to one shared counter the parent reads (small inputs stay in-process)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from typing import Any, TypeVar
+
+from klogtool.formats import engine
+from klogtool.log.pool import fork_context
+from klogtool.log.segment import Walked
+
+T = TypeVar("T")
+
+
+R = TypeVar("R")
+
+
+# Segments smaller than this in total are walked in-process: forking workers costs more.
+POOL_MIN_BYTES = 8 << 20
+
+
+def run_parallel(
+    fn: Callable[[T, Walked], R],
+    tasks: Sequence[T],
+    *,
+    jobs: int,
+    sizes: Sequence[int],
+    progress: Callable[[int], None] | None = None,
+) -> list[R]:
+    """``[fn(t, walked) for t in tasks]``, across ``jobs`` worker processes when it pays off.
+
+    Results come back in task order. ``progress`` hears of the bytes done, inside a task as
+    ``fn`` reports them to its :class:`Walked` (from a worker through a shared counter that
+    is read every 0.2 s), and all of a task's size when it ends. Workers only read files.
+    """
+    if jobs <= 1 or len(tasks) <= 1 or sum(sizes) < POOL_MIN_BYTES:
+        out: list[R] = []
+        for t, size in zip(tasks, sizes, strict=True):
+            out.append(_walk_task(fn, t, size, Walked(progress)))
+        return out
+    ctx = fork_context()
+    counter = ctx.Value("q", 0)
+    results: dict[int, R] = {}
+    with ProcessPoolExecutor(
+        max_workers=min(jobs, len(tasks)),
+        mp_context=ctx,
+        initializer=_share_progress,
+        initargs=(counter, engine.name()),
+    ) as pool:
+        futures = {
+            pool.submit(_walk_task, fn, t, size): i
+            for i, (t, size) in enumerate(zip(tasks, sizes, strict=True))
+        }
+        pending = set(futures)
+        shown = 0
+        while pending:
+            done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for fut in done:
+                results[futures[fut]] = fut.result()
+            if progress is not None and counter.value > shown:
+                progress(counter.value - shown)
+                shown = counter.value
+    return [results[i] for i in range(len(tasks))]
+
+
+_SHARED_PROGRESS: Any = None  # a worker's counter of bytes done (multiprocessing.Value)
+
+
+def _share_progress(counter: Any, engine_name: str) -> None:
+    global _SHARED_PROGRESS
+    _SHARED_PROGRESS = counter
+    engine.use(engine_name)
+
+
+def _add_shared(n: int) -> None:
+    with _SHARED_PROGRESS.get_lock():
+        _SHARED_PROGRESS.value += n
+
+
+def _walk_task(fn: Callable[[T, Walked], R], task: T, size: int, walked: Walked | None = None) -> R:
+    """``fn(task, walked)``, then the rest of ``size`` reported (in a worker: to the shared
+    counter)."""
+    walked = walked or Walked(_add_shared if _SHARED_PROGRESS is not None else None)
+    result = fn(task, walked)
+    walked.done(size)
+    return result
