@@ -18,6 +18,7 @@ from support.paths import LOGDIR
 
 from klogtool.commands._options import parse_where
 from klogtool.log.export import arrow_reader as ar
+from klogtool.log.export import planning, spec
 from klogtool.log.read.finder import Finder, FindOptions
 from klogtool.log.read.record_filter import RecordFilter
 
@@ -43,14 +44,14 @@ Key = tuple[str | None, int | None, int]
 
 
 def reader_rows(paths: list[str], where: RecordFilter | None, **plan: Any) -> list[Key]:
-    opts = ar.ReadOptions(where=where)
+    opts = spec.ReadOptions(where=where)
     table = pa.Table.from_batches(
         [
             b
-            for s in ar.plan_splits(paths, prune=ar.where_prune(opts), **plan)
+            for s in planning.plan_splits(paths, prune=planning.where_prune(opts), **plan)
             for b in ar.read_split(s, opts)
         ],
-        schema=ar.arrow_schema(opts),
+        schema=spec.arrow_schema(opts),
     )
     cols = table.select(["topic", "partition", "offset"]).to_pydict()
     return list(zip(cols["topic"], cols["partition"], cols["offset"], strict=True))
@@ -84,7 +85,7 @@ def test_filters_select_something_and_not_everything() -> None:
 
 
 def test_a_brute_force_scan_agrees() -> None:
-    opts = ar.ReadOptions(key_decoder="utf8", value_decoder="utf8")
+    opts = spec.ReadOptions(key_decoder="utf8", value_decoder="utf8")
     rows = pa.Table.from_batches(list(ar.read_paths([str(LOGDIR / "v2-gzip-0")], opts)))
     data = rows.select(["offset", "key", "value"]).to_pylist()
     want = [
@@ -102,17 +103,17 @@ def test_a_brute_force_scan_agrees() -> None:
 
 
 def test_offsets_prune_segments_at_planning() -> None:
-    opts = ar.ReadOptions(where=parse_where("--offsets 100:"))
-    segs = ar.list_segments([str(LOGDIR / "v2-none-0")])
-    prune = ar.where_prune(opts)
+    opts = spec.ReadOptions(where=parse_where("--offsets 100:"))
+    segs = planning.list_segments([str(LOGDIR / "v2-none-0")])
+    prune = planning.where_prune(opts)
     assert len(segs) > 1
     assert not any(prune.keeps(s) for s in segs[:-1])
 
 
 def test_where_needs_record_level() -> None:
     with pytest.raises(ValueError, match="level records"):
-        ar.ReadOptions(level="batches", where=parse_where("--key k"))
-    ar.ReadOptions(level="batches", where=RecordFilter())  # nothing filtered: fine
+        spec.ReadOptions(level="batches", where=parse_where("--key k"))
+    spec.ReadOptions(level="batches", where=RecordFilter())  # nothing filtered: fine
 
 
 @pytest.mark.parametrize(

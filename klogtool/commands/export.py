@@ -21,16 +21,7 @@ from klogtool.commands._options import (
 )
 from klogtool.commands._spark import check_target, require_pyarrow, spark_session
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
-from klogtool.log.export.arrow_reader import (
-    LEVELS,
-    ON_CORRUPT,
-    PAYLOAD_DECODERS,
-    CorruptSegmentError,
-    ReadOptions,
-    list_segments,
-    pack,
-    where_prune,
-)
+from klogtool.log.export.arrow_reader import CorruptSegmentError
 from klogtool.log.export.exporter import (
     FORMATS,
     PARTITION_COLUMNS,
@@ -40,6 +31,8 @@ from klogtool.log.export.exporter import (
     count_output,
     export_local,
 )
+from klogtool.log.export.planning import list_segments, pack, where_prune
+from klogtool.log.export.spec import LEVELS, ON_CORRUPT, PAYLOAD_DECODERS, ReadOptions
 from klogtool.output import Output, label
 
 if TYPE_CHECKING:

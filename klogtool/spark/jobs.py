@@ -25,11 +25,8 @@ from klogtool.log.check.fleet_verify import (
     rows_to_results,
     splits_to_json,
 )
-from klogtool.log.export.arrow_reader import (
-    DEFAULT_TARGET_SPLIT_BYTES,
-    CorruptSegmentError,
-    plan_splits,
-)
+from klogtool.log.export.arrow_reader import CorruptSegmentError
+from klogtool.log.export.planning import DEFAULT_TARGET_SPLIT_BYTES, plan_splits
 from klogtool.spark.source import NAME
 
 Progress = Callable[[int], None]

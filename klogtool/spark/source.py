@@ -71,7 +71,9 @@ from klogtool.commands._options import parse_where
 from klogtool.formats import DEFAULT_MAX_BATCH_BYTES
 from klogtool.log.check import fleet_verify
 from klogtool.log.export import arrow_reader as core
+from klogtool.log.export import planning, spec
 
+_DEFAULT_SPLIT = str(planning.DEFAULT_TARGET_SPLIT_BYTES)
 NAME = "kafka-segments"
 FINDINGS = "findings"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -82,16 +84,16 @@ _TIMESTAMP_SLACK_US = 2 * 86_400 * 1_000_000
 
 def spark_type(kind: str) -> DataType:
     simple: dict[str, DataType] = {
-        core.BINARY: BinaryType(),
-        core.STRING: StringType(),
-        core.INT: IntegerType(),
-        core.LONG: LongType(),
-        core.TIMESTAMP: TimestampType(),
-        core.BOOLEAN: BooleanType(),
+        spec.BINARY: BinaryType(),
+        spec.STRING: StringType(),
+        spec.INT: IntegerType(),
+        spec.LONG: LongType(),
+        spec.TIMESTAMP: TimestampType(),
+        spec.BOOLEAN: BooleanType(),
     }
     if kind in simple:
         return simple[kind]
-    value = BinaryType() if kind == core.HEADERS_BINARY else StringType()
+    value = BinaryType() if kind == spec.HEADERS_BINARY else StringType()
     return ArrayType(StructType([StructField("key", StringType()), StructField("value", value)]))
 
 
@@ -123,8 +125,8 @@ def _options(options: Any) -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in dict(options).items()}
 
 
-def read_options(options: dict[str, str]) -> core.ReadOptions:
-    return core.ReadOptions(
+def read_options(options: dict[str, str]) -> spec.ReadOptions:
+    return spec.ReadOptions(
         level=options.get("level", "records"),
         verify=_bool(options.get("verify", "true"), "verify"),
         max_batch_bytes=_size(options.get("maxbatchbytes", str(DEFAULT_MAX_BATCH_BYTES))),
@@ -157,7 +159,7 @@ class KafkaSegmentsDataSource(DataSource):
         opts = _options(self.options)
         if opts.get("level") == FINDINGS:
             return struct_type(fleet_verify.FINDINGS_COLUMNS)
-        return struct_type(core.columns(read_options(opts)))
+        return struct_type(spec.columns(read_options(opts)))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         opts = _options(self.options)
@@ -195,11 +197,13 @@ class KafkaSegmentsReader(DataSourceReader):
     def __init__(self, options: dict[str, str], schema: StructType):
         self.paths = paths_of(options)
         self.opts = read_options(options)
-        _check_schema(schema, core.columns(self.opts))
+        _check_schema(schema, spec.columns(self.opts))
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
-        self.target = _size(options.get("targetsplitbytes", str(core.DEFAULT_TARGET_SPLIT_BYTES)))
+        self.target = _size(
+            options.get("targetsplitbytes", str(planning.DEFAULT_TARGET_SPLIT_BYTES))
+        )
         self.min_splits = int(options.get("minsplits", "1"))
-        self.prune = core.where_prune(self.opts)
+        self.prune = planning.where_prune(self.opts)
 
     # -- pushdown ------------------------------------------------------------------------
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:  # noqa: N802 (pyspark API)
@@ -263,7 +267,7 @@ class KafkaSegmentsReader(DataSourceReader):
 
     # -- planning and reading --------------------------------------------------------------
     def partitions(self) -> list[InputPartition]:
-        splits = core.plan_splits(
+        splits = planning.plan_splits(
             self.paths,
             target_split_bytes=self.target,
             min_splits=self.min_splits,
@@ -300,7 +304,9 @@ class FindingsReader(DataSourceReader):
         self.paths = paths_of(options) if "splits" not in options else []
         self.deep = _bool(options.get("deep", "false"), "deep")
         self.max_batch_bytes = _size(options.get("maxbatchbytes", str(DEFAULT_MAX_BATCH_BYTES)))
-        self.target = _size(options.get("targetsplitbytes", str(core.DEFAULT_TARGET_SPLIT_BYTES)))
+        self.target = _size(
+            options.get("targetsplitbytes", str(planning.DEFAULT_TARGET_SPLIT_BYTES))
+        )
         self.min_splits = int(options.get("minsplits", "1"))
         _check_schema(schema, fleet_verify.FINDINGS_COLUMNS)
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")

@@ -12,7 +12,7 @@ from support.paths import CORPUS, LOGDIR, needs_corpus
 from support.repair import INTERVAL, copy_scenario, files, reference_indexes, txn_entry
 
 from klogtool.formats.snapshot import ProducerEntry, encode_snapshot
-from klogtool.log.repair import headers, parallel, rebuild
+from klogtool.log.repair import headers, parallel
 
 GEN = generator()
 

@@ -12,7 +12,7 @@ from typing import Any
 from support.paths import CORPUS
 
 from klogtool.log import layout
-from klogtool.log.export.arrow_reader import list_segments
+from klogtool.log.export.planning import list_segments
 from klogtool.log.read.dumper import Dumper, DumpOptions
 
 TS_TYPES = {"NoTimestampType": -1, "CreateTime": 0, "LogAppendTime": 1}

@@ -15,6 +15,7 @@ from support.paths import CORRUPT, LOGDIR
 from klogtool.formats import codecs, payloads, v2
 from klogtool.formats.batch import Record
 from klogtool.log.export import arrow_reader as ar
+from klogtool.log.export import planning, spec
 
 pa = require_pyarrow()
 
@@ -22,10 +23,12 @@ PARTITIONS = sorted(p.name for p in LOGDIR.iterdir() if p.is_dir())
 
 
 def read(paths, opts=None, **plan):
-    opts = opts or ar.ReadOptions()
-    schema = ar.arrow_schema(opts)
+    opts = opts or spec.ReadOptions()
+    schema = spec.arrow_schema(opts)
     batches = [
-        b for s in ar.plan_splits([str(p) for p in paths], **plan) for b in ar.read_split(s, opts)
+        b
+        for s in planning.plan_splits([str(p) for p in paths], **plan)
+        for b in ar.read_split(s, opts)
     ]
     for b in batches:
         assert b.schema == schema
@@ -38,7 +41,7 @@ def test_every_fixture_partition_equals_the_dump(name: str) -> None:
     expected = dump_rows_for_compare([str(path)])
     assert expected, "every fixture partition has records"
     assert table_rows(read([path])) == expected
-    assert table_rows(read([path], ar.ReadOptions(verify=False))) == expected
+    assert table_rows(read([path], spec.ReadOptions(verify=False))) == expected
     # cut into ranges of ~100 bytes: the same rows, each exactly once
     assert table_rows(read([path], target_split_bytes=100)) == expected
 
@@ -56,16 +59,16 @@ def test_the_real_corpus_equals_the_dump(corpus) -> None:
 
 
 def test_columns_start_with_the_spark_kafka_source() -> None:
-    cols = ar.columns(ar.ReadOptions())
+    cols = spec.columns(spec.ReadOptions())
     assert cols[:8] == [
-        ("key", ar.BINARY),
-        ("value", ar.BINARY),
-        ("topic", ar.STRING),
-        ("partition", ar.INT),
-        ("offset", ar.LONG),
-        ("timestamp", ar.TIMESTAMP),
-        ("timestampType", ar.INT),
-        ("headers", ar.HEADERS_BINARY),
+        ("key", spec.BINARY),
+        ("value", spec.BINARY),
+        ("topic", spec.STRING),
+        ("partition", spec.INT),
+        ("offset", spec.LONG),
+        ("timestamp", spec.TIMESTAMP),
+        ("timestampType", spec.INT),
+        ("headers", spec.HEADERS_BINARY),
     ]
     assert [n for n, _ in cols[8:]] == [
         "segment",
@@ -79,22 +82,22 @@ def test_columns_start_with_the_spark_kafka_source() -> None:
         "is_transactional",
         "is_control",
     ]
-    report = ar.columns(ar.ReadOptions(on_corrupt="report"))
+    report = spec.columns(spec.ReadOptions(on_corrupt="report"))
     assert [n for n, _ in report[-2:]] == ["error_code", "error_message"]
 
 
 def test_batch_level_equals_the_dump_batches() -> None:
     from klogtool.log.read.dumper import Dumper
 
-    opts = ar.ReadOptions(level="batches")
+    opts = spec.ReadOptions(level="batches")
     table = read([LOGDIR], opts)
-    files = [s.path for s in ar.list_segments([str(LOGDIR)])]
+    files = [s.path for s in planning.list_segments([str(LOGDIR)])]
     expected = [o for o in Dumper(files).objects() if o["type"] == "batch"]
     rows = table.to_pylist()
     assert len(rows) == len(expected)
     for r, e in zip(rows, expected, strict=True):
         assert {k: r[k] for k in e if k != "type"} == {k: v for k, v in e.items() if k != "type"}
-    no_crc = read([LOGDIR], ar.ReadOptions(level="batches", verify=False))
+    no_crc = read([LOGDIR], spec.ReadOptions(level="batches", verify=False))
     assert set(no_crc.column("crc_valid").to_pylist()) == {None}
 
 
@@ -102,7 +105,7 @@ def test_batch_level_equals_the_dump_batches() -> None:
 def test_text_decoders(decoder: str) -> None:
     path = LOGDIR / "v2-none-0"
     raw = read([path]).to_pylist()
-    opts = ar.ReadOptions(key_decoder=decoder, value_decoder=decoder)
+    opts = spec.ReadOptions(key_decoder=decoder, value_decoder=decoder)
     text = read([path], opts)
     assert text.schema.field("key").type == pa.string()
     assert text.schema.field("headers").type.value_type.field("value").type == pa.string()
@@ -111,7 +114,7 @@ def test_text_decoders(decoder: str) -> None:
         assert t["value"] == payloads.decode_bytes(decoder, r["value"])
         for h, th in zip(r["headers"] or [], t["headers"] or [], strict=True):
             assert th["value"] == payloads.decode_bytes(decoder, h["value"])
-    dropped = read([path], ar.ReadOptions(key_decoder="none", value_decoder="none"))
+    dropped = read([path], spec.ReadOptions(key_decoder="none", value_decoder="none"))
     assert "key" not in dropped.schema.names and "value" not in dropped.schema.names
 
 
@@ -142,9 +145,9 @@ def test_on_corrupt_fail_skip_report(scenario: str) -> None:
     # skip: the dump's records without those of the bad batch (the dump walks over a CRC
     # mismatch; a torn or garbage tail holds no records)
     expected = [r for r in dump if not (r[2] == segment and r[10] == position)]
-    skipped = read([path], ar.ReadOptions(on_corrupt="skip"))
+    skipped = read([path], spec.ReadOptions(on_corrupt="skip"))
     assert table_rows(skipped) == expected
-    report = read([path], ar.ReadOptions(on_corrupt="report")).to_pylist()
+    report = read([path], spec.ReadOptions(on_corrupt="report")).to_pylist()
     errors = [r for r in report if r["error_code"] is not None]
     assert [(e["error_code"], e["position"], e["segment"]) for e in errors] == [
         (code, position, segment)
@@ -153,7 +156,7 @@ def test_on_corrupt_fail_skip_report(scenario: str) -> None:
     data = [r for r in report if r["error_code"] is None]
     assert [r for r in table_rows(pa.Table.from_pylist(data, schema=skipped.schema))] == expected
     # any split size gives the same rows and problems
-    small = read([path], ar.ReadOptions(on_corrupt="report"), target_split_bytes=64)
+    small = read([path], spec.ReadOptions(on_corrupt="report"), target_split_bytes=64)
     assert small.to_pylist() == report
 
 
@@ -165,7 +168,7 @@ def test_zero_fill_is_not_corruption() -> None:
 def test_a_decompression_bomb_is_a_problem_not_an_oom() -> None:
     path = LOGDIR / "v2-zstd-0"
     with pytest.raises(ar.CorruptSegmentError) as info:
-        read([path], ar.ReadOptions(max_batch_bytes=16))
+        read([path], spec.ReadOptions(max_batch_bytes=16))
     assert info.value.code == "limit-exceeded"
 
 
@@ -187,38 +190,38 @@ def _segment(tmp: Path, batches: int = 40, per_batch: int = 25) -> Path:
 def test_large_segments_are_cut_and_read_once(tmp_path: Path) -> None:
     part = _segment(tmp_path)
     size = (part / "00000000000000000000.log").stat().st_size
-    splits = ar.plan_splits([str(part)], target_split_bytes=size // 7)
+    splits = planning.plan_splits([str(part)], target_split_bytes=size // 7)
     assert len(splits) >= 7
     assert all(len(s.ranges) == 1 for s in splits)
     assert splits[0].ranges[0].start == 0 and splits[-1].ranges[-1].end == size
     whole = read([part])
     assert whole.column("offset").to_pylist() == list(range(1000))
     assert read([part], target_split_bytes=size // 7).equals(whole)
-    assert all(b.num_rows <= ar.BATCH_ROWS for b in ar.read_split(splits[0], ar.ReadOptions()))
+    assert all(b.num_rows <= ar.BATCH_ROWS for b in ar.read_split(splits[0], spec.ReadOptions()))
 
 
 def test_small_segments_are_packed() -> None:
-    splits = ar.plan_splits([str(LOGDIR)])
+    splits = planning.plan_splits([str(LOGDIR)])
     assert len(splits) == 1 and len(splits[0].ranges) == 17
-    assert len(ar.plan_splits([str(LOGDIR)], min_splits=2)) >= 2
+    assert len(planning.plan_splits([str(LOGDIR)], min_splits=2)) >= 2
     assert pickle.loads(pickle.dumps(splits[0])) == splits[0]
 
 
 def test_pushdown_prunes_segments_and_skips_batches(tmp_path: Path) -> None:
-    segs = ar.list_segments([str(LOGDIR)])
-    prune = ar.Prune(topics={"v2-none", "v2-gzip"}, partitions={0}, min_offset=20)
+    segs = planning.list_segments([str(LOGDIR)])
+    prune = planning.Prune(topics={"v2-none", "v2-gzip"}, partitions={0}, min_offset=20)
     kept = [s for s in segs if prune.keeps(s)]
     # segment 0 of each (offsets 0-16) is left out by its name and the next segment's base
     assert [(s.topic, s.base) for s in kept] == [("v2-gzip", 17), ("v2-none", 17)]
-    assert ar.Prune(partition_min=1).keeps(segs[0]) is False
-    assert ar.Prune(max_offset=16).keeps(kept[0]) is False
+    assert planning.Prune(partition_min=1).keeps(segs[0]) is False
+    assert planning.Prune(max_offset=16).keeps(kept[0]) is False
 
     part = _segment(tmp_path)
-    opts = ar.ReadOptions(min_offset=510, max_offset=560)
+    opts = spec.ReadOptions(min_offset=510, max_offset=560)
     offsets = read([part], opts).column("offset").to_pylist()
     assert set(range(510, 561)) <= set(offsets)  # a superset, batch-aligned
     assert offsets == list(range(500, 575))
-    ts = read([part], ar.ReadOptions(min_timestamp_us=1_700_000_030_000 * 1000))
+    ts = read([part], spec.ReadOptions(min_timestamp_us=1_700_000_030_000 * 1000))
     assert min(ts.column("offset").to_pylist()) == 750
 
 
@@ -226,13 +229,13 @@ def test_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
     from klogtool.errors import InputError
 
     with pytest.raises(InputError, match="no such file"):
-        ar.list_segments([str(tmp_path / "nope")])
+        planning.list_segments([str(tmp_path / "nope")])
     with pytest.raises(InputError) as info:
-        ar.list_segments([str(LOGDIR / "v2-none-0" / "00000000000000000000.index")])
+        planning.list_segments([str(LOGDIR / "v2-none-0" / "00000000000000000000.index")])
     assert info.value.code == "not-a-segment"
     with pytest.raises(InputError):
-        ar.list_segments(["-"])
+        planning.list_segments(["-"])
     with pytest.raises(ValueError, match="onCorrupt"):
-        ar.ReadOptions(on_corrupt="ignore")
+        spec.ReadOptions(on_corrupt="ignore")
     with pytest.raises(ValueError, match="unknown column"):
-        ar.arrow_schema(ar.ReadOptions(), ["offset", "nope"])
+        spec.arrow_schema(spec.ReadOptions(), ["offset", "nope"])

@@ -21,6 +21,7 @@ from pyspark.sql.pandas.types import to_arrow_schema  # noqa: E402
 from klogtool.errors import InputError  # noqa: E402
 from klogtool.log.check import fleet_verify  # noqa: E402
 from klogtool.log.export import arrow_reader as ar  # noqa: E402
+from klogtool.log.export import spec  # noqa: E402
 from klogtool.spark import jobs, source  # noqa: E402
 
 KAFKA_SOURCE = (
@@ -31,13 +32,13 @@ KAFKA_SOURCE = (
 
 def test_spark_and_arrow_schemas_agree() -> None:
     for opts in (
-        ar.ReadOptions(),
-        ar.ReadOptions(on_corrupt="report", key_decoder="utf8", value_decoder="hex"),
-        ar.ReadOptions(level="batches"),
-        ar.ReadOptions(value_decoder="none"),
+        spec.ReadOptions(),
+        spec.ReadOptions(on_corrupt="report", key_decoder="utf8", value_decoder="hex"),
+        spec.ReadOptions(level="batches"),
+        spec.ReadOptions(value_decoder="none"),
     ):
-        spark_schema = source.struct_type(ar.columns(opts))
-        assert to_arrow_schema(spark_schema, timezone="UTC") == ar.arrow_schema(opts)
+        spark_schema = source.struct_type(spec.columns(opts))
+        assert to_arrow_schema(spark_schema, timezone="UTC") == spec.arrow_schema(opts)
     findings = source.struct_type(fleet_verify.FINDINGS_COLUMNS)
     assert to_arrow_schema(findings, timezone="UTC").names[:3] == ["type", "unit", "seq"]
 
@@ -77,7 +78,7 @@ def test_pushdown(spark) -> None:
     # planning-side effects, without Spark: topic/partition prune segments and are consumed,
     # offset and timestamp bounds are kept for Spark to re-check
     reader = source.KafkaSegmentsReader(
-        {"path": str(LOGDIR)}, source.struct_type(ar.columns(ar.ReadOptions()))
+        {"path": str(LOGDIR)}, source.struct_type(spec.columns(spec.ReadOptions()))
     )
     ts = datetime(2023, 11, 14, 22, 13, 20, 10_000, tzinfo=UTC)
     filters = [
@@ -114,8 +115,8 @@ def test_pushdown(spark) -> None:
 def ar_table(paths):
     import pyarrow as pa
 
-    opts = ar.ReadOptions()
-    return pa.Table.from_batches(list(ar.read_paths(paths, opts)), schema=ar.arrow_schema(opts))
+    opts = spec.ReadOptions()
+    return pa.Table.from_batches(list(ar.read_paths(paths, opts)), schema=spec.arrow_schema(opts))
 
 
 def test_on_corrupt_modes(spark) -> None:

@@ -28,7 +28,8 @@ from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES
 from klogtool.formats.errors import FormatError
 from klogtool.log import layout
 from klogtool.log.check.verifier import Stats, Verifier
-from klogtool.log.export.arrow_reader import DEFAULT_TARGET_SPLIT_BYTES, INT, LONG, STRING
+from klogtool.log.export.planning import DEFAULT_TARGET_SPLIT_BYTES
+from klogtool.log.export.spec import INT, LONG, STRING
 from klogtool.log.files import classify_dir, detect_kind
 from klogtool.log.findings import Finding
 

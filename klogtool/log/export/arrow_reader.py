@@ -1,15 +1,16 @@
 """Segments to Arrow record batches: the split planner and reader behind ``export`` and the
 ``kafka-segments`` Spark data source (the README's Export section).
 
-This module is the one core both engines run: the Spark source (``klogtool/spark``) calls
-:func:`plan_splits` on the driver and :func:`read_split` in its tasks; ``export --engine local``
-calls the same two functions from a process pool. It reads through the format layer's
-:class:`~klogtool.formats.records.SegmentScanner` and ``Batch.records()``; nothing here parses
-bytes itself. pyarrow is imported lazily, so the core install works without the ``spark``
-extra; pyspark is never imported here.
+This module (with :mod:`~klogtool.log.export.spec`, the options and columns, and
+:mod:`~klogtool.log.export.planning`, the splits) is the one core both engines run: the Spark
+source (``klogtool/spark``) calls ``planning.plan_splits`` on the driver and :func:`read_split`
+in its tasks; ``export --engine local`` calls the same two functions from a process pool. It
+reads through the format layer's :class:`~klogtool.formats.records.SegmentScanner` and
+``Batch.records()``; nothing here parses bytes itself. pyarrow is imported lazily, so the core
+install works without the ``spark`` extra; pyspark is never imported here.
 
-**Columns.** :func:`columns` gives the ``(name, kind)`` list for a set of options; the Arrow
-schema (:func:`arrow_schema`) and the Spark schema (``klogtool.spark``) are both derived from
+**Columns.** ``spec.columns`` gives the ``(name, kind)`` list for a set of options; the Arrow
+schema (``spec.arrow_schema``) and the Spark schema (``klogtool.spark``) are both derived from
 it. Records: Spark's Kafka source columns first (``key, value, topic, partition, offset,
 timestamp, timestampType, headers``), then klogtool's extras in the JSON field names
 (``segment, position, magic, compression, producer_id, producer_epoch, sequence,
@@ -33,350 +34,31 @@ from __future__ import annotations
 
 import base64
 import json
-import math
-import os
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import codecs, engine, payloads
-from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, Batch, Record, record_fields
+from klogtool.formats.batch import Batch, Record, record_fields
 from klogtool.formats.errors import FormatError
 from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner
-from klogtool.log import layout
-from klogtool.log.files import expand
+from klogtool.log.export.planning import SegmentRange, Split, plan_splits
+from klogtool.log.export.spec import ReadOptions, arrow_schema
 from klogtool.log.read.dumper import batch_object
 from klogtool.log.read.finder import TransactionStates, segment_transaction_states
-from klogtool.log.read.record_filter import RecordFilter
-from klogtool.log.segment import STDIN, ReleaseBehind, mapped
+from klogtool.log.segment import ReleaseBehind, mapped
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-LEVELS = ("records", "batches")
-ON_CORRUPT = ("fail", "skip", "report")
-# How keys and values leave the reader: raw bytes, or text rendered by a payload decoder;
-# ``none`` drops the column.
-PAYLOAD_DECODERS = ("binary", "utf8", "base64", "hex", "none")
 
-DEFAULT_TARGET_SPLIT_BYTES = 128 << 20
-OPEN_COST_BYTES = 1 << 20  # what one more file costs a split (Spark's openCostInBytes idea)
 BATCH_ROWS = 16384  # rows per Arrow record batch
+
+
 BATCH_PAYLOAD_BYTES = 32 << 20  # ... or fewer when the payloads add up to this
-
-# Column kinds; the Arrow and Spark types are derived from them.
-BINARY, STRING, INT, LONG, TIMESTAMP, BOOLEAN = "binary", "string", "int", "long", "ts", "bool"
-HEADERS_BINARY, HEADERS_STRING = "headers-binary", "headers-string"
-
-_EXTRAS = [
-    ("segment", LONG),
-    ("position", LONG),
-    ("magic", INT),
-    ("compression", STRING),
-    ("producer_id", LONG),
-    ("producer_epoch", INT),
-    ("sequence", INT),
-    ("partition_leader_epoch", INT),
-    ("is_transactional", BOOLEAN),
-    ("is_control", BOOLEAN),
-]
-BATCH_COLUMNS = [
-    ("topic", STRING),
-    ("partition", INT),
-    ("segment", LONG),
-    ("position", LONG),
-    ("base_offset", LONG),
-    ("last_offset", LONG),
-    ("count", INT),
-    ("magic", INT),
-    ("compression", STRING),
-    ("crc", LONG),
-    ("crc_valid", BOOLEAN),
-    ("size", INT),
-    ("partition_leader_epoch", INT),
-    ("timestamp_type", STRING),
-    ("base_timestamp", LONG),
-    ("max_timestamp", LONG),
-    ("producer_id", LONG),
-    ("producer_epoch", INT),
-    ("base_sequence", INT),
-    ("last_sequence", INT),
-    ("is_transactional", BOOLEAN),
-    ("is_control", BOOLEAN),
-    ("delete_horizon_ms", LONG),
-]
-ERROR_COLUMNS = [("error_code", STRING), ("error_message", STRING)]
-
-
-@dataclass(frozen=True)
-class ReadOptions:
-    """What a reader emits and how it treats bad data (the data source's options)."""
-
-    level: str = "records"
-    verify: bool = True  # check batch CRCs (and legacy inner CRCs) while reading
-    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
-    on_corrupt: str = "fail"
-    key_decoder: str = "binary"
-    value_decoder: str = "binary"
-    # pushed-down bounds (rows outside them may still be emitted: Spark re-checks them)
-    min_offset: int | None = None
-    max_offset: int | None = None
-    min_timestamp_us: int | None = None
-    where: RecordFilter | None = None  # find's filters: only the records they select
-
-    def __post_init__(self) -> None:
-        if self.level not in LEVELS:
-            raise ValueError(f"level must be one of {', '.join(LEVELS)}, not {self.level!r}")
-        if self.on_corrupt not in ON_CORRUPT:
-            raise ValueError(
-                f"onCorrupt must be one of {', '.join(ON_CORRUPT)}, not {self.on_corrupt!r}"
-            )
-        for d in (self.key_decoder, self.value_decoder):
-            if d not in PAYLOAD_DECODERS:
-                raise ValueError(f"decoder must be one of {', '.join(PAYLOAD_DECODERS)}, not {d!r}")
-        if self.max_batch_bytes <= 0:
-            raise ValueError("maxBatchBytes must be positive")
-        if self.where is not None and self.where.active and self.level != "records":
-            raise ValueError("where selects records: it needs level records")
-
-
-def columns(opts: ReadOptions) -> list[tuple[str, str]]:
-    """``(name, kind)`` of every column the options produce, in order."""
-    if opts.level == "batches":
-        cols = list(BATCH_COLUMNS)
-    else:
-        cols = []
-        if opts.key_decoder != "none":
-            cols.append(("key", BINARY if opts.key_decoder == "binary" else STRING))
-        if opts.value_decoder != "none":
-            cols.append(("value", BINARY if opts.value_decoder == "binary" else STRING))
-        cols += [
-            ("topic", STRING),
-            ("partition", INT),
-            ("offset", LONG),
-            ("timestamp", TIMESTAMP),
-            ("timestampType", INT),
-            (
-                "headers",
-                HEADERS_BINARY if opts.value_decoder in ("binary", "none") else HEADERS_STRING,
-            ),
-        ]
-        cols += _EXTRAS
-    if opts.on_corrupt == "report":
-        cols += ERROR_COLUMNS
-    return cols
-
-
-def arrow_type(kind: str) -> pa.DataType:
-    import pyarrow as pa
-
-    simple = {
-        BINARY: pa.binary(),
-        STRING: pa.string(),
-        INT: pa.int32(),
-        LONG: pa.int64(),
-        TIMESTAMP: pa.timestamp("us", tz="UTC"),
-        BOOLEAN: pa.bool_(),
-    }
-    if kind in simple:
-        return simple[kind]
-    value = pa.binary() if kind == HEADERS_BINARY else pa.string()
-    # Exactly what pyspark's to_arrow_schema gives for array<struct<key:string,value:...>>.
-    return pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", value)])))
-
-
-def arrow_schema(opts: ReadOptions, names: Sequence[str] | None = None) -> pa.Schema:
-    """The Arrow schema of the reader's output (optionally only ``names``, in that order)."""
-    import pyarrow as pa
-
-    kinds = dict(columns(opts))
-    selected = list(kinds) if names is None else list(names)
-    unknown = [n for n in selected if n not in kinds]
-    if unknown:
-        raise ValueError(
-            f"unknown column(s) {', '.join(unknown)}; the columns are {', '.join(kinds)}"
-        )
-    return pa.schema([pa.field(n, arrow_type(kinds[n])) for n in selected])
-
-
-# -- planning -------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class SegmentRange:
-    """Batches of one segment that start in ``[start, end)``; ``size`` is the file size at
-    planning time (a growing active segment is read up to there)."""
-
-    path: str  # absolute
-    topic: str | None
-    partition: int | None
-    segment: int | None  # base offset from the file name
-    start: int
-    end: int
-    size: int
-
-
-@dataclass(frozen=True)
-class Split:
-    index: int
-    ranges: tuple[SegmentRange, ...]
-
-    @property
-    def bytes(self) -> int:
-        return sum(r.end - r.start for r in self.ranges)
-
-
-@dataclass(frozen=True)
-class SegmentFile:
-    path: str  # absolute
-    display: str
-    topic: str | None
-    partition: int | None
-    base: int | None
-    next_base: int | None  # the next segment's base offset in the same partition dir
-    size: int
-
-
-@dataclass
-class Prune:
-    """Pushed-down predicates used at planning: whole segments are left out."""
-
-    topics: set[str | None] | None = None
-    partitions: set[int | None] | None = None
-    partition_min: int | None = None
-    partition_max: int | None = None
-    min_offset: int | None = None
-    max_offset: int | None = None
-
-    def keeps(self, seg: SegmentFile) -> bool:
-        if self.topics is not None and seg.topic not in self.topics:
-            return False
-        if self.partitions is not None and seg.partition not in self.partitions:
-            return False
-        if self.partition_min is not None or self.partition_max is not None:
-            if seg.partition is None:
-                return False
-            if self.partition_min is not None and seg.partition < self.partition_min:
-                return False
-            if self.partition_max is not None and seg.partition > self.partition_max:
-                return False
-        if self.min_offset is not None and seg.next_base is not None:
-            if seg.next_base - 1 < self.min_offset:
-                return False
-        if self.max_offset is not None and seg.base is not None and seg.base > self.max_offset:
-            return False
-        return True
-
-
-def where_prune(opts: ReadOptions) -> Prune:
-    """The segments the options' ``where`` offsets leave out (by file name)."""
-    if opts.where is None or opts.where.offsets is None:
-        return Prune()
-    return Prune(min_offset=opts.where.offsets[0], max_offset=opts.where.offsets[1])
-
-
-def list_segments(paths: Sequence[str]) -> list[SegmentFile]:
-    """The ``.log`` segments PATHs stand for (files, partition dirs, log dirs), in dump order.
-
-    Raises :class:`InputError` for a missing path, a directory that is not a Kafka dir, or a
-    file given by name that is not a segment.
-    """
-    found: list[SegmentFile] = []
-    for arg in paths:
-        if arg == STDIN:
-            raise InputError(
-                "reading a segment from stdin is not supported here", path=arg, code=Code.STDIN
-            )
-        is_file = Path(arg).is_file()
-        for f in expand([arg]):
-            # KRaft snapshots (<offset>-<epoch>.checkpoint) are record batches too: exported
-            if f.kind not in (layout.LOG, layout.KRAFT_SNAPSHOT):
-                if is_file:
-                    raise InputError(
-                        f"not a log segment (a {f.kind} file); give .log files, partition "
-                        "directories or log directories",
-                        path=arg,
-                        code=Code.NOT_A_SEGMENT,
-                    )
-                continue
-            path = os.path.abspath(f.path)
-            parsed = layout.parse_partition_dir_name(Path(path).parent.name)
-            found.append(
-                SegmentFile(
-                    path=path,
-                    display=f.display,
-                    topic=parsed[0] if parsed else None,
-                    partition=parsed[1] if parsed else None,
-                    # a snapshot's name is no segment base: it takes no part in pruning
-                    base=layout.offset_from_name(f.path) if f.kind == layout.LOG else None,
-                    next_base=None,
-                    size=f.path.stat().st_size,
-                )
-            )
-    # next_base: the following segment of the same directory
-    out: list[SegmentFile] = []
-    for i, seg in enumerate(found):
-        nxt = found[i + 1] if i + 1 < len(found) else None
-        same_dir = nxt is not None and Path(nxt.path).parent == Path(seg.path).parent
-        next_base = nxt.base if same_dir and nxt is not None else None
-        if next_base is not None and seg.base is not None and next_base <= seg.base:
-            next_base = None  # misnamed segments: no pruning by name
-        out.append(
-            SegmentFile(
-                seg.path, seg.display, seg.topic, seg.partition, seg.base, next_base, seg.size
-            )
-        )
-    return out
-
-
-def plan_splits(
-    paths: Sequence[str],
-    *,
-    target_split_bytes: int = DEFAULT_TARGET_SPLIT_BYTES,
-    min_splits: int = 1,
-    prune: Prune | None = None,
-) -> list[Split]:
-    """Bin-pack the segments of PATHs into splits of about ``target_split_bytes``.
-
-    With ``min_splits`` > 1 the target shrinks so that there are enough splits to keep that
-    many cores busy. Segments larger than the target are cut into equal
-    byte ranges (batch boundaries are found by the reader). Planning reads no segment bytes.
-    """
-    segs = [s for s in list_segments(paths) if s.size > 0]
-    if prune is not None:
-        segs = [s for s in segs if prune.keeps(s)]
-    return pack(segs, target_split_bytes=target_split_bytes, min_splits=min_splits)
-
-
-def pack(segs: Sequence[SegmentFile], *, target_split_bytes: int, min_splits: int) -> list[Split]:
-    """Spark's file-source packing: each file costs its size plus an open cost; with
-    ``min_splits`` the target shrinks to the cost per core (not below the open cost)."""
-    total = sum(s.size + OPEN_COST_BYTES for s in segs)
-    target = max(1, target_split_bytes)
-    if min_splits > 1 and total:
-        target = min(target, max(OPEN_COST_BYTES, math.ceil(total / min_splits)))
-    items: list[SegmentRange] = []
-    for s in segs:
-        n = max(1, math.ceil(s.size / target))
-        step = math.ceil(s.size / n)
-        for k in range(n):
-            start = k * step
-            end = s.size if k == n - 1 else (k + 1) * step
-            items.append(SegmentRange(s.path, s.topic, s.partition, s.base, start, end, s.size))
-    splits: list[Split] = []
-    current: list[SegmentRange] = []
-    current_bytes = 0
-    for r in items:
-        if current and current_bytes + (r.end - r.start) > target:
-            splits.append(Split(len(splits), tuple(current)))
-            current, current_bytes = [], 0
-        current.append(r)
-        current_bytes += (r.end - r.start) + OPEN_COST_BYTES
-    if current:
-        splits.append(Split(len(splits), tuple(current)))
-    return splits
 
 
 # -- reading --------------------------------------------------------------------------------

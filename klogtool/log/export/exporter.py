@@ -30,15 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from klogtool.codes import Code
 from klogtool.errors import InputError, RefusedError
-from klogtool.log.export.arrow_reader import (
-    DEFAULT_TARGET_SPLIT_BYTES,
-    ReadOptions,
-    Split,
-    arrow_schema,
-    plan_splits,
-    read_split,
-    where_prune,
-)
+from klogtool.log.export.arrow_reader import read_split
+from klogtool.log.export.planning import DEFAULT_TARGET_SPLIT_BYTES, Split, plan_splits, where_prune
+from klogtool.log.export.spec import ReadOptions, arrow_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
