@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from klogtool.log.check import verifier
+from klogtool.log.check import segment_checks
 from klogtool.log.check.verifier import Verifier
 
 TXN = Path(__file__).resolve().parents[2] / "fixtures" / "logs" / "logdir" / "txn-0"
@@ -73,7 +73,7 @@ def test_checkpoints_beyond_the_log_end(tmp_path: Path) -> None:
 def test_progress_moves_inside_a_segment_and_adds_up_to_its_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(verifier, "_PROGRESS_STEP", 100)
+    monkeypatch.setattr(segment_checks, "_PROGRESS_STEP", 100)
     part = _copy(tmp_path)
     steps: list[int] = []
     assert not list(Verifier(progress=steps.append).verify([str(part)]))
