@@ -14,6 +14,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from enum import StrEnum
 
 from klogtool.formats.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, Batch
 from klogtool.formats.errors import CorruptRecordError, CrcMismatchError, FormatError
@@ -23,10 +24,18 @@ from klogtool.formats.v2 import MIN_LENGTH, DefaultBatch
 # offset, size, (crc or partition leader epoch), magic
 ENTRY_PREFIX = struct.Struct(">qi4xb")
 
-CLEAN = "clean"  # the walk reached the end of the buffer exactly
-TORN_TAIL = "torn-tail"  # the last entry is incomplete (an interrupted write)
-ZERO_FILL = "zero-fill"  # only zero bytes remain (a preallocated segment)
-CORRUPT = "corrupt"  # an invalid entry: see ScanResult.error
+
+class End(StrEnum):
+    """How a walk over a segment ended (:attr:`ScanResult.end`); each equals its string, which
+    is also the finding code of that ending (``torn-tail``, ``zero-fill``)."""
+
+    CLEAN = "clean"  # the walk reached the end of the buffer exactly
+    TORN_TAIL = "torn-tail"  # the last entry is incomplete (an interrupted write)
+    ZERO_FILL = "zero-fill"  # only zero bytes remain (a preallocated segment)
+    CORRUPT = "corrupt"  # an invalid entry: see ScanResult.error
+
+
+CLEAN, TORN_TAIL, ZERO_FILL, CORRUPT = End.CLEAN, End.TORN_TAIL, End.ZERO_FILL, End.CORRUPT
 
 _ZERO_CHUNK = bytes(1 << 16)
 
@@ -43,7 +52,7 @@ class ScanResult:
     size: int
     valid_bytes: int
     stopped_at: int
-    end: str
+    end: End
     error: FormatError | None
     batches: int
     first_offset: int | None
