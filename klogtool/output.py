@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TextIO
 
+from klogtool.codes import STRICT
 from klogtool.errors import StdoutClosed
 from klogtool.log.writing import format_ts
 
@@ -114,6 +115,8 @@ class Output:
             raise StdoutClosed() from None
 
     def emit(self, obj: dict[str, Any]) -> None:
+        if STRICT:  # the test suite: every object against its registered type
+            _check_event(obj)
         if self.fmt == "jsonl":
             self._write(to_json(obj) + "\n")
         elif self.fmt == "json":
@@ -431,3 +434,13 @@ _TEXT_RENDERERS = {
     "record": _record_text,
     "finding": _finding_text,
 }
+
+
+def _check_event(obj: dict[str, Any]) -> None:
+    import click
+
+    from klogtool import events
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and ctx.info_name is not None:
+        events.check(ctx.info_name, obj)

@@ -28,6 +28,7 @@ ONE_ENGINE = (
     "tests/test_stats_html.py",
     "tests/test_output_tables.py",
     "tests/test_codes.py",
+    "tests/test_events.py",
 )
 
 

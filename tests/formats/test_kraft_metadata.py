@@ -535,6 +535,7 @@ def test_dump_segments_auto_decodes_metadata(tmp_path: Path) -> None:
     assert lines[1].endswith(
         "payload: Error at 1, skipping. Failed to deserialize record with type 2"
     )
+    assert len(lines) > 2, (out, err)
     assert "Error at 2, skipping." in lines[2] and "Unknown metadata id 99" in lines[2]
 
     code, out, _ = run(

@@ -169,7 +169,7 @@ class StandaloneExport:
                     state = json.load(r)
                 if any(w.get("state") == "ALIVE" for w in state.get("workers", [])):
                     return
-            except OSError:
+            except (OSError, ValueError):  # not up yet (early on, /json/ may answer with HTML)
                 pass
             time.sleep(0.3)
         raise TimeoutError("the standalone master and worker did not come up")

@@ -1,0 +1,974 @@
+"""Every JSON Lines object klogtool writes, as a TypedDict per (command, ``type``).
+
+Part of the output contract (docs/output.md): field names, their order and their JSON types
+are stable. ``python -m klogtool.events > docs/events.md`` writes the reference page from this
+registry; a test keeps the page in step, and the test suite checks every object a command
+emits against its TypedDict (``check``, run by :meth:`klogtool.output.Output.emit` when
+``KLOGTOOL_STRICT_CODES=1``). A field that is not always present is ``NotRequired``.
+"""
+
+import sys
+import types
+import typing
+from typing import Any, Literal, NotRequired, TypedDict
+
+from klogtool import codes
+
+
+class TruncateRecoveryAction(TypedDict):
+    """A file operation carried out (with --dry-run: ``plan_step``)."""
+
+    type: Literal["action"]
+    partition_dir: str
+    op: str
+    path: str
+    message: str
+    start: NotRequired[int]
+    end: NotRequired[int]
+    to: NotRequired[str]
+    first_offset: NotRequired[int | None]
+    last_offset: NotRequired[int | None]
+    records: NotRequired[int]
+    sha256: NotRequired[str]
+    size: NotRequired[int]
+    log_end_offset: NotRequired[int]
+    entries: NotRequired[int]
+    dropped: NotRequired[list[Any]]
+    topic: NotRequired[str]
+    partition: NotRequired[int]
+    old: NotRequired[int]
+    new: NotRequired[int]
+
+
+class DumpSegmentsBatch(TypedDict):
+    """A v2 batch or a v0/v1 entry, as dump-segments prints it."""
+
+    type: Literal["batch"]
+    position: int
+    base_offset: int
+    last_offset: int
+    count: int
+    magic: int
+    compression: str
+    crc: int
+    crc_valid: bool
+    size: int
+    partition_leader_epoch: int
+    timestamp_type: str
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    last_sequence: int
+    is_transactional: bool
+    is_control: bool
+    delete_horizon_ms: None
+
+
+class DumpSegmentsCheckpointEntry(TypedDict):
+    """An offset checkpoint entry."""
+
+    type: Literal["checkpoint_entry"]
+    topic: str
+    partition: int
+    offset: int
+
+
+class DiffDifference(TypedDict):
+    """One difference between two replicas."""
+
+    type: Literal["difference"]
+    partition: str
+    kind: str
+    base_offset: int
+    last_offset: int
+    a: dict[str, Any] | None
+    b: dict[str, Any] | None
+    fields: list[Any]
+    first_differing_offset: None
+    records: list[Any] | None
+    explained_by: None
+
+
+class DumpSegmentsEpochEntry(TypedDict):
+    """A leader-epoch-checkpoint entry."""
+
+    type: Literal["epoch_entry"]
+    epoch: int
+    start_offset: int
+
+
+class DumpSegmentsFile(TypedDict):
+    """Opens each file dump-segments reads."""
+
+    type: Literal["file"]
+    path: str
+    kind: str
+    size: int
+    base_offset: NotRequired[int]
+
+
+class DumpSegmentsFinding(TypedDict):
+    """Something wrong or worth a warning at a place in a file (codes.md)."""
+
+    type: Literal["finding"]
+    severity: str
+    code: str
+    path: str
+    position: int | None
+    offset: int | None
+    message: str
+    index_offset: NotRequired[int]
+    log_offset: NotRequired[int]
+    invalid_bytes: NotRequired[int]
+    cause: NotRequired[str]
+
+
+class RebuildIndexFinding(TypedDict):
+    """Something wrong or worth a warning at a place in a file (codes.md)."""
+
+    type: Literal["finding"]
+    severity: str
+    code: str
+    path: str
+    position: int | None
+    offset: int | None
+    message: str
+
+
+class TransactionsFinding(TypedDict):
+    """Something wrong or worth a warning at a place in a file (codes.md)."""
+
+    type: Literal["finding"]
+    severity: str
+    code: str
+    path: str
+    position: int | None
+    offset: int | None
+    message: str
+    topic: str
+    partition: int
+    producer_id: NotRequired[int]
+    producer_epoch: NotRequired[int]
+    first_offset: NotRequired[int]
+    last_offset: NotRequired[int]
+    last_stable_offset: NotRequired[int]
+
+
+class TruncateRecoveryFinding(TypedDict):
+    """Something wrong or worth a warning at a place in a file (codes.md)."""
+
+    type: Literal["finding"]
+    severity: str
+    code: str
+    path: str
+    position: int | None
+    offset: int | None
+    message: str
+
+
+class VerifyFinding(TypedDict):
+    """Something wrong or worth a warning at a place in a file (codes.md)."""
+
+    type: Literal["finding"]
+    severity: str
+    code: str
+    path: str
+    position: int | None
+    offset: int | None
+    message: str
+
+
+class RebuildIndexIndexCheck(TypedDict):
+    """One index file against the log and a rebuild (--check)."""
+
+    type: Literal["index_check"]
+    path: str
+    kind: str
+    entries: int | None
+    rebuilt_entries: int
+    first_bad_entry: int | None
+    first_difference: dict[str, Any] | None
+    status: str
+    message: NotRequired[str]
+
+
+class DumpSegmentsIndexEntry(TypedDict):
+    """An .index entry."""
+
+    type: Literal["index_entry"]
+    offset: int
+    position: int
+
+
+class RebuildIndexIndexFile(TypedDict):
+    """One index file written or left as it is."""
+
+    type: Literal["index_file"]
+    path: str
+    kind: str
+    entries: int
+    previous_entries: int | None
+    dry_run: bool
+    status: str
+
+
+class RebuildIndexInterruptedOperation(TypedDict):
+    """An interrupted swap or quarantine completed (or that would be) first."""
+
+    type: Literal["interrupted_operation"]
+    path: str
+    dry_run: bool
+    message: str
+
+
+class TruncateRecoveryInterruptedOperation(TypedDict):
+    """An interrupted swap or quarantine completed (or that would be) first."""
+
+    type: Literal["interrupted_operation"]
+    path: str
+    dry_run: bool
+    message: str
+
+
+class DumpSegmentsMetaProperties(TypedDict):
+    """A meta.properties file."""
+
+    type: Literal["meta_properties"]
+    version: int
+    cluster_id: str
+    node_id: int
+    broker_id: None
+    directory_id: str
+
+
+CompactPartition = TypedDict(
+    "CompactPartition",
+    {
+        "type": Literal["partition"],
+        "partition": str,
+        "topic": str | None,
+        "now": int,
+        "log_start_offset": int,
+        "log_end_offset": int,
+        "high_watermark": int,
+        "high_watermark_source": str,
+        "last_stable_offset": int,
+        "first_dirty_offset": int,
+        "first_dirty_source": str,
+        "first_uncleanable_offset": int,
+        "uncleanable_reason": str,
+        "dirty_ratio": float,
+        "clean_bytes": int,
+        "cleanable_bytes": int,
+        "eligible": bool,
+        "eligibility": str,
+        "end_offset": int | None,
+        "groups": list[Any],
+        "pass": int,
+        "keys_mapped": int,
+        "map_capacity": int,
+        "map_full": bool,
+        "active_producers": int,
+        "compacted": bool,
+        "why_not": str | None,
+        "notes": list[Any],
+    },
+)
+CompactPartition.__doc__ = "The outcome for one partition."
+
+
+class DescribePartition(TypedDict):
+    """The outcome for one partition."""
+
+    type: Literal["partition"]
+    path: str
+    topic: str | None
+    partition: int | None
+    size: int
+    log_bytes: int
+    segments: int
+    log_start_offset: int
+    log_end_offset: int
+    newest_timestamp: int | None
+    timestamp_source: str | None
+    indexes: str
+    log_end_clean: bool
+
+
+class RetentionSweepPartition(TypedDict):
+    """The outcome for one partition."""
+
+    type: Literal["partition"]
+    partition: str
+    topic: str
+    now: int
+    log_end_offset: int
+    high_watermark: int
+    high_watermark_source: str
+    log_start_offset: int
+    new_log_start_offset: int
+    roll: bool
+    segments_deleted: int
+    bytes_deleted: int
+    snapshots_deleted: list[Any]
+    orphan_indexes_deleted: list[Any]
+    retention_ms: int
+    retention_bytes: int
+    cleanup_policy: str
+    notes: list[Any]
+
+
+class TransactionsPartition(TypedDict):
+    """The outcome for one partition."""
+
+    type: Literal["partition"]
+    topic: str
+    partition: int
+    path: str
+    log_start_offset: int | None
+    log_end_offset: int | None
+    last_stable_offset: int | None
+    transactions: int
+    committed: int
+    aborted: int
+    open: int
+    hanging: int
+
+
+class TruncateRecoveryPartition(TypedDict):
+    """The outcome for one partition."""
+
+    type: Literal["partition"]
+    path: str
+    status: str
+    dry_run: bool
+    reason: str | None
+    message: str | None
+    truncated_segment: int | None
+    truncated_at: int | None
+    segments_recovered: int
+    segments_trusted: int
+    segments_removed: int
+    bytes_kept: int
+    records_kept: int
+    bytes_quarantined: int
+    records_quarantined: int
+    log_end_offset_before: int | None
+    log_end_offset: int | None
+    indexes_rebuilt: int
+    checkpoints_updated: int
+    quarantine: str | None
+
+
+class DiffPartitionDiff(TypedDict):
+    """The verdict on one partition of two replicas."""
+
+    type: Literal["partition-diff"]
+    partition: str
+    a: str
+    b: str | None
+    verdict: str
+    leader: str
+    start_offsets: dict[str, Any]
+    end_offsets: dict[str, Any]
+    common_batches: int
+    diverged_at: int | None
+    epochs_at_divergence: dict[str, Any] | None
+    truncation: dict[str, Any] | None
+    truncation_misses_divergence: bool
+    compacted: None
+    lagging: str | None
+    lag_offsets: int
+    lag_records: int
+    lag_bytes: int
+    torn_tail: dict[str, Any]
+    epochs: dict[str, Any]
+    differences: int
+    differences_shown: int
+    notes: list[Any]
+    ok: bool
+
+
+class ExplainPartitionExplain(TypedDict):
+    """What explain says of a partition."""
+
+    type: Literal["partition_explain"]
+    partition: str
+    topic: str
+    now: int
+    cleanup_policy: str
+    log_start_offset: int
+    log_end_offset: int
+    log_end_clean: bool
+    high_watermark: int
+    high_watermark_source: str
+    segments: int
+    bytes: int
+    dirty_ratio: float
+    first_dirty_offset: int
+    first_uncleanable_offset: int
+    uncleanable_reason: str
+    compaction_eligible: bool
+    compaction_eligibility: str
+    compaction_why_not: str | None
+    retention_ms: int
+    retention_bytes: int
+    retention_new_log_start_offset: int
+    retention_segments_deleted: int
+    retention_bytes_deleted: int
+    index_problems: int
+    snapshots: list[Any]
+    latest_snapshot: int
+    producer_state_scan_bytes: int
+    snapshot_problems: list[Any]
+    leftovers: list[Any]
+    on_load: list[Any]
+    orphan_indexes: list[Any]
+    notes: list[Any]
+
+
+class DumpSegmentsPartitionMetadata(TypedDict):
+    """A partition.metadata file."""
+
+    type: Literal["partition_metadata"]
+    version: int
+    topic_id: str
+
+
+class TruncateRecoveryPlanStep(TypedDict):
+    """A file operation that would be carried out (--dry-run)."""
+
+    type: Literal["plan_step"]
+    partition_dir: str
+    op: str
+    path: str
+    start: NotRequired[int]
+    end: NotRequired[int]
+    message: str
+    to: NotRequired[str]
+    first_offset: NotRequired[int | None]
+    last_offset: NotRequired[int | None]
+    records: NotRequired[int]
+    sha256: NotRequired[str]
+    topic: NotRequired[str]
+    partition: NotRequired[int]
+    old: NotRequired[int]
+    new: NotRequired[int]
+    size: NotRequired[int]
+    log_end_offset: NotRequired[int]
+    entries: NotRequired[int]
+    dropped: NotRequired[list[Any]]
+
+
+class DumpSegmentsProducerEntry(TypedDict):
+    """A producer snapshot entry."""
+
+    type: Literal["producer_entry"]
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_offset: int
+    offset_delta: int
+    timestamp: int
+    coordinator_epoch: int
+    current_txn_first_offset: int
+    first_sequence: int
+
+
+class DumpSegmentsRecord(TypedDict):
+    """One record."""
+
+    type: Literal["record"]
+    offset: int
+    position: int
+    timestamp: int
+    key_size: int
+    value_size: int
+    sequence: int
+    headers: list[Any]
+    key: NotRequired[dict[str, Any] | str | None]
+    value: NotRequired[dict[str, Any] | str | None]
+    decode_error: NotRequired[str]
+    crc: NotRequired[int]
+    crc_valid: NotRequired[bool]
+    control: NotRequired[dict[str, Any]]
+
+
+class FindRecord(TypedDict):
+    """One record."""
+
+    type: Literal["record"]
+    topic: str | None
+    partition: int | None
+    offset: int
+    position: int
+    timestamp: int
+    key_size: int
+    value_size: int
+    sequence: int
+    headers: list[Any]
+    key: NotRequired[dict[str, Any] | str | None]
+    value: NotRequired[dict[str, Any] | str | None]
+    decode_error: NotRequired[str]
+    segment: str
+    control: NotRequired[dict[str, Any]]
+    crc: NotRequired[int]
+    crc_valid: NotRequired[bool]
+
+
+class TruncateRecoveryRestore(TypedDict):
+    """One quarantine put back."""
+
+    type: Literal["restore"]
+    path: str
+    partition: str
+    status: str
+    dry_run: bool
+    files_restored: int
+    bytes_restored: int
+
+
+class DumpSegmentsSanityCheck(TypedDict):
+    """A passed broker sanity check of an index file."""
+
+    type: Literal["sanity_check"]
+    path: str
+    passed: bool
+
+
+class CompactSegment(TypedDict):
+    """The outcome for one segment."""
+
+    type: Literal["segment"]
+    partition: str
+    base_offset: int
+    status: str
+    why: str
+    group: int | None
+    largest_timestamp: int
+    records_in: NotRequired[int]
+    kept: NotRequired[int]
+    superseded: NotRequired[int]
+    tombstones_expired: NotRequired[int]
+    aborted: NotRequired[int]
+    keyless: NotRequired[int]
+    markers_removed: NotRequired[int]
+    empty_batches_kept: NotRequired[int]
+    tombstones_kept: NotRequired[int]
+    delete_horizon_ms: int | None
+    bytes_before: int
+    bytes_after: int | None
+
+
+class ConvertFormatSegment(TypedDict):
+    """The outcome for one segment."""
+
+    type: Literal["segment"]
+    path: str
+    base_offset: int
+    size: int
+    batches: int
+    action: str
+    last_offset: int
+    last_offset_out: int
+    losses: dict[str, Any]
+
+
+class RetentionSweepSegment(TypedDict):
+    """The outcome for one segment."""
+
+    type: Literal["segment"]
+    partition: str
+    base_offset: int
+    upper_bound: int
+    largest_timestamp: int
+    timestamp_source: str
+    size: int
+    action: str
+    rule: str
+    reason: str
+
+
+class ExplainSegmentExplain(TypedDict):
+    """What explain says of one segment."""
+
+    type: Literal["segment_explain"]
+    partition: str
+    base_offset: int
+    upper_bound: int
+    size: int
+    largest_timestamp: int
+    timestamp_source: str
+    active: bool
+    compaction_status: str
+    compaction_why: str
+    compaction_group: int | None
+    compaction: dict[str, Any] | None
+    bytes_after_compaction: int | None
+    retention_action: str
+    retention_rule: str
+    retention_reason: str
+    index_health: str
+    index_findings: list[Any]
+    log_findings: list[Any]
+    snapshot_at_end: bool
+
+
+class ExportSplit(TypedDict):
+    """One split of an export."""
+
+    type: Literal["split"]
+    index: int
+    bytes: int
+    ranges: int
+    first: str
+    last: str
+
+
+class StatsStats(TypedDict):
+    """The statistics of one partition (or of the total)."""
+
+    type: Literal["stats"]
+    scope: str
+    path: str
+    topic: str | None
+    partition: int | None
+    partitions: int
+    segments: int
+    volume: dict[str, Any]
+    sizes: dict[str, Any]
+    time: dict[str, Any]
+    producers: dict[str, Any]
+    keys: dict[str, Any]
+    problems: list[Any]
+    what_if: NotRequired[dict[str, Any] | None]
+
+
+class CompactSummary(TypedDict):
+    """The last object: counts for the run."""
+
+    type: Literal["summary"]
+    dry_run: bool
+    partitions: int
+    partitions_compacted: int
+    segments_replaced: int
+    bytes_before: int
+    bytes_after: int
+
+
+class ConvertFormatSummary(TypedDict):
+    """The last object: counts for the run."""
+
+    type: Literal["summary"]
+    dry_run: bool
+    partitions: int
+    segments: int
+    segments_unchanged: int
+    bytes_in: int
+    segments_written: int
+    bytes_out: int
+    batches_out: int
+    indexes_rebuilt: int
+    files_carried: int
+    destination: str
+    losses: dict[str, Any]
+
+
+class DiffSummary(TypedDict):
+    """The last object: counts for the run."""
+
+    type: Literal["summary"]
+    partitions: int
+    identical: int
+    prefix: int
+    diverged: int
+    equal_modulo_compaction: int
+    different_start_offsets: int
+    only_in_a: int
+    only_in_b: int
+    differences: int
+    ok: bool
+
+
+class DumpSegmentsSummary(TypedDict):
+    """The last object: counts for the run."""
+
+    type: Literal["summary"]
+    files: int
+    batches: int
+    records: int
+    bytes: int
+    errors: int
+    warnings: int
+
+
+class ExportSummary(TypedDict):
+    """The last object: counts for the run."""
+
+    type: Literal["summary"]
+    destination: str
+    format: str
+    rows: int | None
+    files: int | None
+    bytes: int | None
+    segments: int
+    input_bytes: int
+    seconds: float
+    splits: int
+    records_per_second: NotRequired[int]
+    input_mb_per_second: NotRequired[float]
+
+
+class RebuildIndexSummary(TypedDict):
+    """The last object: counts for the run."""
+
+    type: Literal["summary"]
+    partitions: int
+    segments: int
+    bytes: int
+    files_written: int
+    files_unchanged: int
+    files_differing: int
+    files_bad: int
+    segments_skipped: int
+    errors: int
+    warnings: int
+    operations: int
+    check: bool
+    dry_run: bool
+
+
+class RetentionSweepSummary(TypedDict):
+    """The last object: counts for the run."""
+
+    type: Literal["summary"]
+    dry_run: bool
+    partitions: int
+    segments_deleted: int
+    bytes_deleted: int
+    files_changed: int
+
+
+class TransactionsSummary(TypedDict):
+    """The last object: counts for the run."""
+
+    type: Literal["summary"]
+    partitions: int
+    transactions: int
+    committed: int
+    aborted: int
+    open: int
+    hanging: int
+    errors: int
+    warnings: int
+
+
+class TruncateRecoverySummary(TypedDict):
+    """The last object: counts for the run."""
+
+    type: Literal["summary"]
+    partitions: NotRequired[int]
+    recovered: NotRequired[int]
+    clean: NotRequired[int]
+    skipped: NotRequired[int]
+    bytes_kept: NotRequired[int]
+    records_kept: NotRequired[int]
+    bytes_quarantined: NotRequired[int]
+    records_quarantined: NotRequired[int]
+    errors: NotRequired[int]
+    warnings: NotRequired[int]
+    operations: int
+    dry_run: bool
+    restored: NotRequired[int]
+
+
+class VerifySummary(TypedDict):
+    """The last object: counts for the run."""
+
+    type: Literal["summary"]
+    files: int
+    partitions: int
+    segments: int
+    batches: int
+    records: int
+    bytes: int
+    errors: int
+    warnings: int
+
+
+class DumpSegmentsTimeindexEntry(TypedDict):
+    """A .timeindex entry."""
+
+    type: Literal["timeindex_entry"]
+    timestamp: int
+    offset: int
+
+
+class TransactionsTransaction(TypedDict):
+    """One transaction of the report."""
+
+    type: Literal["transaction"]
+    topic: str
+    partition: int
+    path: str
+    producer_id: int
+    producer_epoch: int
+    state: str
+    first_offset: int
+    last_offset: int
+    marker_offset: int | None
+    start_timestamp: int
+    end_timestamp: int | None
+    duration_ms: int
+    batches: int
+    records: int
+    coordinator_epoch: int | None
+    age_ms: NotRequired[int]
+    hanging: NotRequired[bool]
+    coordinator_epoch_source: NotRequired[str]
+    abort_command: NotRequired[str]
+
+
+class DumpSegmentsTxnEntry(TypedDict):
+    """A .txnindex entry."""
+
+    type: Literal["txn_entry"]
+    version: int
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+
+# (command, type) -> its TypedDict
+EVENT_TYPES: dict[tuple[str, str], type[Any]] = {
+    ("truncate-recovery", "action"): TruncateRecoveryAction,
+    ("dump-segments", "batch"): DumpSegmentsBatch,
+    ("dump-segments", "checkpoint_entry"): DumpSegmentsCheckpointEntry,
+    ("diff", "difference"): DiffDifference,
+    ("dump-segments", "epoch_entry"): DumpSegmentsEpochEntry,
+    ("dump-segments", "file"): DumpSegmentsFile,
+    ("dump-segments", "finding"): DumpSegmentsFinding,
+    ("rebuild-index", "finding"): RebuildIndexFinding,
+    ("transactions", "finding"): TransactionsFinding,
+    ("truncate-recovery", "finding"): TruncateRecoveryFinding,
+    ("verify", "finding"): VerifyFinding,
+    ("rebuild-index", "index_check"): RebuildIndexIndexCheck,
+    ("dump-segments", "index_entry"): DumpSegmentsIndexEntry,
+    ("rebuild-index", "index_file"): RebuildIndexIndexFile,
+    ("rebuild-index", "interrupted_operation"): RebuildIndexInterruptedOperation,
+    ("truncate-recovery", "interrupted_operation"): TruncateRecoveryInterruptedOperation,
+    ("dump-segments", "meta_properties"): DumpSegmentsMetaProperties,
+    ("compact", "partition"): CompactPartition,
+    ("describe", "partition"): DescribePartition,
+    ("retention-sweep", "partition"): RetentionSweepPartition,
+    ("transactions", "partition"): TransactionsPartition,
+    ("truncate-recovery", "partition"): TruncateRecoveryPartition,
+    ("diff", "partition-diff"): DiffPartitionDiff,
+    ("explain", "partition_explain"): ExplainPartitionExplain,
+    ("dump-segments", "partition_metadata"): DumpSegmentsPartitionMetadata,
+    ("truncate-recovery", "plan_step"): TruncateRecoveryPlanStep,
+    ("dump-segments", "producer_entry"): DumpSegmentsProducerEntry,
+    ("dump-segments", "record"): DumpSegmentsRecord,
+    ("find", "record"): FindRecord,
+    ("truncate-recovery", "restore"): TruncateRecoveryRestore,
+    ("dump-segments", "sanity_check"): DumpSegmentsSanityCheck,
+    ("compact", "segment"): CompactSegment,
+    ("convert-format", "segment"): ConvertFormatSegment,
+    ("retention-sweep", "segment"): RetentionSweepSegment,
+    ("explain", "segment_explain"): ExplainSegmentExplain,
+    ("export", "split"): ExportSplit,
+    ("stats", "stats"): StatsStats,
+    ("compact", "summary"): CompactSummary,
+    ("convert-format", "summary"): ConvertFormatSummary,
+    ("diff", "summary"): DiffSummary,
+    ("dump-segments", "summary"): DumpSegmentsSummary,
+    ("export", "summary"): ExportSummary,
+    ("rebuild-index", "summary"): RebuildIndexSummary,
+    ("retention-sweep", "summary"): RetentionSweepSummary,
+    ("transactions", "summary"): TransactionsSummary,
+    ("truncate-recovery", "summary"): TruncateRecoverySummary,
+    ("verify", "summary"): VerifySummary,
+    ("dump-segments", "timeindex_entry"): DumpSegmentsTimeindexEntry,
+    ("transactions", "transaction"): TransactionsTransaction,
+    ("dump-segments", "txn_entry"): DumpSegmentsTxnEntry,
+}
+
+
+_FIELDS: dict[type[Any], dict[str, tuple[type, ...]]] = {}
+
+
+def _fields(cls: type[Any]) -> dict[str, tuple[type, ...]]:
+    """Each field's allowed Python types (bool counts as int, as in JSON's numbers)."""
+    if cls not in _FIELDS:
+        hints = typing.get_type_hints(cls, vars(sys.modules[__name__]))
+        _FIELDS[cls] = {name: tuple(_types(hint)) for name, hint in hints.items()}
+    return _FIELDS[cls]
+
+
+def _types(hint: Any) -> list[type]:
+    origin = typing.get_origin(hint)
+    if origin is NotRequired:
+        return _types(typing.get_args(hint)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [t for arg in typing.get_args(hint) for t in _types(arg)]
+    if origin is Literal:
+        return [type(typing.get_args(hint)[0])]
+    if hint is None or hint is type(None):
+        return [type(None)]
+    return [origin or hint]
+
+
+def check(command: str, obj: dict[str, Any]) -> None:
+    """Under ``KLOGTOOL_STRICT_CODES=1`` (the test suite): an object whose (command, type) is
+    not registered, or whose fields do not match its TypedDict, is a bug: raise."""
+    if not codes.STRICT:
+        return
+    cls = EVENT_TYPES.get((command, obj.get("type", "")))
+    if cls is None:
+        raise AssertionError(f"{command}: object type {obj.get('type')!r} is not registered")
+    allowed = _fields(cls)
+    missing = cls.__required_keys__ - obj.keys()
+    if missing:
+        raise AssertionError(f"{command} {obj['type']}: missing {sorted(missing)}")
+    for name, value in obj.items():
+        kinds = allowed.get(name)
+        if kinds is None or not isinstance(value, kinds):
+            raise AssertionError(f"{command} {obj['type']}: field {name}={value!r} does not fit")
+
+
+def reference() -> str:
+    """The Markdown page ``docs/events.md``."""
+    lines = [
+        "# JSON Lines objects",
+        "",
+        "Generated from `klogtool/events.py` by `python -m klogtool.events > docs/events.md`;",
+        "a test keeps this page in step, and the test suite checks every object the commands",
+        "write against these types. Fields are listed in the order they are written; `?` marks",
+        "a field that is not always present. See [output.md](output.md) for the conventions.",
+    ]
+    for (command, kind), cls in EVENT_TYPES.items():
+        lines += ["", f"## `{command}`: `{kind}`", "", cls.__doc__ or "", ""]
+        for name, allowed in _fields(cls).items():
+            optional = "?" if name in cls.__optional_keys__ else ""
+            kinds = " or ".join(_json_name(t) for t in allowed)
+            lines.append(f"- `{name}`{optional}: {kinds}")
+    return "\n".join(lines) + "\n"
+
+
+def _json_name(t: type) -> str:
+    return {
+        int: "integer",
+        str: "string",
+        bool: "boolean",
+        float: "number",
+        list: "array",
+        dict: "object",
+        type(None): "null",
+    }[t]
+
+
+if __name__ == "__main__":
+    sys.stdout.write(reference())

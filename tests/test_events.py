@@ -1,0 +1,52 @@
+"""The registry of JSON Lines objects (klogtool/events.py) is documented and enforced.
+
+The whole suite runs with ``KLOGTOOL_STRICT_CODES=1`` (conftest.py), so every object a command
+emits through :meth:`klogtool.output.Output.emit` is checked against the TypedDict of its
+(command, type): an unregistered type, a missing required field, an unknown field or a value
+of another JSON type fails the test that caused it.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import click
+import pytest
+
+from klogtool import codes, events
+from klogtool.output import Output
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_reference_page_is_generated_from_the_registry() -> None:
+    page = (ROOT / "docs" / "events.md").read_text()
+    assert page == events.reference(), "regenerate: python -m klogtool.events > docs/events.md"
+
+
+def test_every_type_is_described_and_has_its_type_field() -> None:
+    for (command, kind), cls in events.EVENT_TYPES.items():
+        assert cls.__doc__ and not cls.__doc__.startswith(cls.__name__), (command, kind)
+        assert "type" in cls.__required_keys__, (command, kind)
+        assert events._fields(cls)["type"] == (str,)
+
+
+def _emit(command: str, obj: dict[str, object]) -> None:
+    with click.Context(click.Command(command), info_name=command):
+        Output("jsonl", stdout=io.StringIO()).emit(obj)
+
+
+def test_emitted_objects_are_checked() -> None:
+    assert codes.STRICT
+    summary = {"type": "summary", "dry_run": True, "partitions": 1, "segments_deleted": 0}
+    summary |= {"bytes_deleted": 0, "files_changed": 0}
+    _emit("retention-sweep", summary)  # as registered: passes
+    with pytest.raises(AssertionError, match="not registered"):
+        _emit("retention-sweep", {"type": "no-such-object"})
+    with pytest.raises(AssertionError, match="missing"):
+        _emit("retention-sweep", {k: v for k, v in summary.items() if k != "partitions"})
+    with pytest.raises(AssertionError, match="does not fit"):
+        _emit("retention-sweep", summary | {"partitions": "one"})
+    with pytest.raises(AssertionError, match="does not fit"):
+        _emit("retention-sweep", summary | {"surprise": 1})
