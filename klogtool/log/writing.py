@@ -24,7 +24,6 @@ from klogtool.formats.errors import FormatError, LimitExceededError
 from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.log import layout
 from klogtool.log.atomic import CLEANED, FileOps, complete_interrupted, log_dir_lock, log_dir_of
-from klogtool.log.partition import partition_dirs
 
 T = TypeVar("T")
 
@@ -54,6 +53,8 @@ def select_partitions(
     """The partition directories of PATH arguments, in order. A directory being deleted or
     moved is left out; so is one ``include(path, named)`` gives a reason for (``named``: the
     PATH was the partition directory itself, not a log dir holding it)."""
+    from klogtool.log.partition import partition_dirs  # here: output.py imports this module
+
     parts: list[Path] = []
     notices: list[Notice] = []
     for arg in paths:
