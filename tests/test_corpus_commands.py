@@ -9,6 +9,8 @@ import pytest
 from support.cli import jsonl, run
 from support.paths import CORPUS, needs_corpus
 
+from klogtool.log import layout
+
 
 def _partition_dirs() -> list[Path]:
     if not (CORPUS / "MANIFEST.md").is_file():
@@ -43,3 +45,18 @@ def test_corpus_partition(part: Path) -> None:
     rc, out, err = run("diff", "--format", "jsonl", str(part), str(part))
     verdicts = [o["verdict"] for o in jsonl(out) if o["type"] == "partition-diff"]
     assert verdicts == ["identical"] and rc == 0, (out, err)
+
+
+@needs_corpus
+def test_verify_and_describe_the_whole_corpus_tree() -> None:
+    """The corpus root holds a manifest and, two to six levels down, the brokers' log dirs:
+    verify and describe find every partition dir named like one (``<topic>-<n>``)."""
+    named = [p for p in PARTITIONS if layout.parse_partition_dir_name(p.name)]
+    rc, out, err = run("verify", "--format", "jsonl", str(CORPUS))
+    assert rc in (0, 1), err
+    summary = jsonl(out)[-1]
+    assert summary["partitions"] >= len(named), summary
+    rc, out, err = run("describe", "--format", "jsonl", str(CORPUS))
+    assert rc == 0, err
+    described = {o["path"] for o in jsonl(out) if o["type"] == "partition"}
+    assert len(described) >= len(named)

@@ -214,22 +214,42 @@ def scan_log_dir(path: Path) -> LogDir | None:
     return LogDir(path, partitions, files)
 
 
-def log_dirs_below(path: Path) -> list[Path]:
-    """Subdirectories of ``path`` that are log dirs (``/var/lib/kafka`` holding ``data1/``,
-    ``data2/``): where a PATH that holds no Kafka files of its own leads."""
+def log_dirs_under(path: Path, depth: int = 6) -> list[Path]:
+    """The log dirs a directory that is none itself stands for: its subdirectories, down to
+    ``depth`` levels, that are log dirs (``/var/lib/kafka`` holding ``data1/`` and ``data2/``,
+    or a tree of broker directories copied for an incident). Empty when ``path`` holds Kafka
+    files of its own: it is then a partition dir or a log dir."""
     try:
-        children = sorted(c for c in path.iterdir() if c.is_dir())
+        children = sorted(path.iterdir())
     except OSError:
         return []
-    return [
-        c
-        for c in children
-        if parse_partition_dir_name(c.name) is None and scan_log_dir(c) is not None
-    ]
+    if any(c.is_file() and file_kind(c) != UNKNOWN for c in children):
+        return []
+    return _log_dirs_among(children, depth)
 
 
-def holds_files(path: Path) -> bool:
-    try:
-        return any(c.is_file() for c in path.iterdir())
-    except OSError:
-        return False
+def _log_dirs_among(children: list[Path], depth: int) -> list[Path]:
+    out: list[Path] = []
+    for c in children:
+        try:
+            if not c.is_dir():
+                continue
+            inside = sorted(c.iterdir())
+        except OSError:
+            continue
+        kinds = {file_kind(f) for f in inside if f.is_file()}
+        named_partition = parse_partition_dir_name(c.name) is not None
+        if LOG in kinds and named_partition:
+            continue  # a partition dir of this directory
+        holds_partitions = any(
+            f.is_dir() and parse_partition_dir_name(f.name) is not None for f in inside
+        )
+        if LOG in kinds or holds_partitions or kinds & {META_PROPERTIES, OFFSET_CHECKPOINT}:
+            # a log dir (even named like a partition: ``data-1``), or segments in a directory
+            # not named like a partition, which the caller takes as a partition dir
+            out.append(c)
+        elif depth > 1:
+            out += _log_dirs_among(inside, depth - 1)
+    return out
+
+

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from klogtool.log import layout
 from klogtool.log.check import segment_checks
 from klogtool.log.check.verifier import Verifier
 
@@ -113,3 +114,21 @@ def test_a_text_file_that_does_not_parse(tmp_path: Path, name: str, code: str) -
     bad.write_bytes(b"\xff\xfe not a kafka file\n")
     found = [(f.code, f.severity) for f in Verifier().verify([str(bad)])]
     assert found == [(code, "error")]
+
+
+def test_a_tree_of_broker_directories_is_searched_for_log_dirs(tmp_path: Path) -> None:
+    """An incident copy: notes beside two brokers' data dirs, one and two levels down."""
+    (tmp_path / "NOTES.md").write_text("copied from the brokers at 3 a.m.\n")
+    shutil.copytree(LOGDIR, tmp_path / "broker-1" / "kafka-logs")
+    shutil.copytree(TXN, tmp_path / "broker2" / "txn-0")  # a partition dir, not a log dir
+    (tmp_path / "broker2" / "meta.properties").write_text((LOGDIR / "meta.properties").read_text())
+    v = Verifier()
+    found = list(v.verify([str(tmp_path)]))
+    assert v.stats.segments >= 13  # every partition of both brokers
+    assert {f.path for f in found} <= {str(p) for p in tmp_path.rglob("*")}
+    # a directory holding Kafka files of its own is itself checked, never searched below
+    assert layout.log_dirs_under(tmp_path / "broker-1" / "kafka-logs") == []
+    assert layout.log_dirs_under(tmp_path) == [
+        tmp_path / "broker-1" / "kafka-logs",
+        tmp_path / "broker2",
+    ]

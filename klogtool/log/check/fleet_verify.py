@@ -119,7 +119,7 @@ def plan(paths: Sequence[str]) -> VerifyPlan:
             if not path.exists():
                 raise InputError("no such file or directory", path=str(path), code=Code.NOT_FOUND)
             if path.is_dir():
-                below = [] if layout.holds_files(path) else layout.log_dirs_below(path)
+                below = layout.log_dirs_under(path)
                 for d in below or [path]:  # a directory of log dirs: each (as the local one)
                     logdir = classify_dir(d)
                     if logdir is None:

@@ -48,7 +48,7 @@ class Verifier(LogDirChecks):
         if not path.exists():
             raise InputError("no such file or directory", path=str(path), code=Code.NOT_FOUND)
         if path.is_dir():
-            below = [] if layout.holds_files(path) else layout.log_dirs_below(path)
+            below = layout.log_dirs_under(path)
             if below:
                 # a directory of log dirs (named like a partition or not): verify each
                 for d in below:

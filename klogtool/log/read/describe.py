@@ -59,10 +59,10 @@ def _partitions(path: Path, display: str) -> Iterator[tuple[Path, str]]:
         raise InputError("no such file or directory", path=display, code=Code.NOT_FOUND)
     if not path.is_dir():
         raise InputError("expected a partition or log directory", path=display, code=Code.NOT_A_DIR)
-    below = [] if layout.holds_files(path) else layout.log_dirs_below(path)
+    below = layout.log_dirs_under(path)
     if below:
         for d in below:
-            yield from _partitions(d, str(Path(display) / d.name))
+            yield from _partitions(d, str(Path(display) / d.relative_to(path)))
         return
     logdir = classify_dir(path, display)
     if logdir is None:
