@@ -251,5 +251,3 @@ def _log_dirs_among(children: list[Path], depth: int) -> list[Path]:
         elif depth > 1:
             out += _log_dirs_among(inside, depth - 1)
     return out
-
-

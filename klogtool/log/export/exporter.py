@@ -281,6 +281,9 @@ def write_split(job: LocalJob, split: Split) -> int:
     return rows
 
 
+SPLITS_PER_JOB = 4  # splits of unequal cost (codecs, record sizes) even out in the pool
+
+
 def export_local(
     paths: Sequence[str],
     job: LocalJob,
@@ -295,7 +298,7 @@ def export_local(
     splits = plan_splits(
         paths,
         target_split_bytes=target_split_bytes,
-        min_splits=jobs,
+        min_splits=jobs * SPLITS_PER_JOB if jobs > 1 else 1,
         prune=where_prune(job.read),
     )
     os.makedirs(job.work, exist_ok=True)
