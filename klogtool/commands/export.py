@@ -30,6 +30,7 @@ from klogtool.log.export.exporter import (
     check_local_dest,
     count_output,
     export_local,
+    local_min_splits,
 )
 from klogtool.log.export.planning import list_segments, pack, where_prune
 from klogtool.log.export.spec import LEVELS, ON_CORRUPT, PAYLOAD_DECODERS, ReadOptions
@@ -199,7 +200,7 @@ def command(
         splits = pack(
             [s for s in segments if s.size > 0 and prune.keeps(s)],
             target_split_bytes=target_split_bytes,
-            min_splits=(jobs or ncpu) if engine == "local" else 1,
+            min_splits=local_min_splits(jobs or ncpu) if engine == "local" else 1,
         )
         for s in splits:
             out.emit(

@@ -284,6 +284,11 @@ def write_split(job: LocalJob, split: Split) -> int:
 SPLITS_PER_JOB = 4  # splits of unequal cost (codecs, record sizes) even out in the pool
 
 
+def local_min_splits(jobs: int) -> int:
+    """How many splits the local engine plans at least for ``jobs`` processes."""
+    return jobs * SPLITS_PER_JOB if jobs > 1 else 1
+
+
 def export_local(
     paths: Sequence[str],
     job: LocalJob,
@@ -298,7 +303,7 @@ def export_local(
     splits = plan_splits(
         paths,
         target_split_bytes=target_split_bytes,
-        min_splits=jobs * SPLITS_PER_JOB if jobs > 1 else 1,
+        min_splits=local_min_splits(jobs),
         prune=where_prune(job.read),
     )
     os.makedirs(job.work, exist_ok=True)
