@@ -11,6 +11,7 @@ security model (docs/security.md):
   before and after, and no file appeared anywhere else.
 
     python bench/fuzz_writers.py --cases 5000 --seed 1
+    KLOGTOOL_STRICT_CODES=1 python bench/fuzz_writers.py --read --cases 5000 --seed 1
 
 Prints one line per failure and a summary (exit codes seen, cases per command, time); exit
 status 1 when any case broke a rule.
@@ -49,6 +50,24 @@ COMMANDS: list[list[str]] = [
     ["convert-format", "DEST", "--to-magic", "1", "--allow-lossy"],
     ["convert-format", "--in-place", "--compression", "lz4"],
     ["convert-format", "--in-place", "--to-magic", "2", "--compression", "none"],
+]
+# --read: the reading commands (and the writers' dry runs) on the same damaged copies
+READ_COMMANDS: list[list[str]] = [
+    ["verify", "--format", "jsonl"],
+    ["verify", "--deep"],
+    ["dump-segments", "--deep-iteration", "--print-data", "--format", "jsonl"],
+    ["dump-segments", "--format", "json", "--index-sanity-check"],
+    ["dump-segments", "--deep-iteration"],
+    ["find", "--format", "jsonl", "--jobs", "1"],
+    ["find", "--value-regex", "a", "--format", "jsonl", "--jobs", "1"],
+    ["stats", "--format", "jsonl", "--jobs", "1"],
+    ["describe", "--format", "jsonl"],
+    ["explain", "--format", "jsonl"],
+    ["transactions", "--format", "jsonl"],
+    ["rebuild-index", "--check", "--format", "jsonl"],
+    ["truncate-recovery", "--dry-run", "--format", "jsonl"],
+    ["compact", "--dry-run", "--format", "jsonl", "--high-watermark", "log-end"],
+    ["retention-sweep", "--dry-run", "--format", "jsonl", "--retention-ms", "1"],
 ]
 
 
@@ -152,7 +171,15 @@ def main() -> int:
     ap.add_argument("--cases", type=int, default=500)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("-v", "--verbose", action="store_true", help="a line for every case")
+    ap.add_argument(
+        "--read",
+        action="store_true",
+        help="run the reading commands instead (with KLOGTOOL_STRICT_CODES=1 every finding "
+        "code and JSON object is also checked against klogtool/codes.py and events.py)",
+    )
     ns = ap.parse_args()
+    if ns.read:
+        COMMANDS[:] = READ_COMMANDS
     rng = random.Random(ns.seed)
     sources = partitions()
     codes: collections.Counter[int] = collections.Counter()

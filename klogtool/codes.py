@@ -139,8 +139,9 @@ class Code(StrEnum):
     INDEX_SANITY = "index-sanity", (E,), "an index the broker's sanity check rejects"
     INDEX_NOT_TRIMMED = (
         "index-not-trimmed",
-        (E,),
-        "an offset index with entries after its last (a file not trimmed on close)",
+        (E, W),
+        "zero-filled slots after an offset index's entries (preallocated; the active segment's "
+        "are reset on load: a warning)",
     )
     INDEX_NOT_INCREASING = "index-not-increasing", (E,), "offset index entries do not increase"
     INDEX_BEYOND_LOG = "index-beyond-log", (E,), "an offset index entry past the end of its log"
@@ -160,8 +161,9 @@ class Code(StrEnum):
     TIMEINDEX_SANITY = "timeindex-sanity", (E,), "a time index the broker's sanity check rejects"
     TIMEINDEX_NOT_TRIMMED = (
         "timeindex-not-trimmed",
-        (E,),
-        "a time index with entries after its last (a file not trimmed on close)",
+        (E, W),
+        "zero-filled slots after a time index's entries (preallocated; the active segment's "
+        "are reset on load: a warning)",
     )
     TIMEINDEX_NOT_INCREASING = (
         "timeindex-not-increasing",

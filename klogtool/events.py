@@ -45,9 +45,9 @@ class DumpSegmentsBatch(TypedDict):
 
     type: Literal["batch"]
     position: int
-    base_offset: int
+    base_offset: int | None
     last_offset: int
-    count: int
+    count: int | None
     magic: int
     compression: str
     crc: int
@@ -70,8 +70,8 @@ class DumpSegmentsCheckpointEntry(TypedDict):
     """An offset checkpoint entry."""
 
     type: Literal["checkpoint_entry"]
-    topic: str
-    partition: int
+    topic: str | None
+    partition: int | None
     offset: int
 
 
@@ -121,6 +121,9 @@ class DumpSegmentsFinding(TypedDict):
     message: str
     index_offset: NotRequired[int]
     log_offset: NotRequired[int]
+    index_timestamp: NotRequired[int]
+    log_timestamp: NotRequired[int]
+    previous_timestamp: NotRequired[int]
     invalid_bytes: NotRequired[int]
     cause: NotRequired[str]
 
@@ -147,8 +150,8 @@ class TransactionsFinding(TypedDict):
     position: int | None
     offset: int | None
     message: str
-    topic: str
-    partition: int
+    topic: str | None
+    partition: int | None
     producer_id: NotRequired[int]
     producer_epoch: NotRequired[int]
     first_offset: NotRequired[int]
@@ -187,7 +190,7 @@ class RebuildIndexIndexCheck(TypedDict):
     path: str
     kind: str
     entries: int | None
-    rebuilt_entries: int
+    rebuilt_entries: int | None
     first_bad_entry: int | None
     first_difference: dict[str, Any] | None
     status: str
@@ -302,7 +305,7 @@ class RetentionSweepPartition(TypedDict):
 
     type: Literal["partition"]
     partition: str
-    topic: str
+    topic: str | None
     now: int
     log_end_offset: int
     high_watermark: int
@@ -324,8 +327,8 @@ class TransactionsPartition(TypedDict):
     """The outcome for one partition."""
 
     type: Literal["partition"]
-    topic: str
-    partition: int
+    topic: str | None
+    partition: int | None
     path: str
     log_start_offset: int | None
     log_end_offset: int | None
@@ -396,7 +399,7 @@ class ExplainPartitionExplain(TypedDict):
 
     type: Literal["partition_explain"]
     partition: str
-    topic: str
+    topic: str | None
     now: int
     cleanup_policy: str
     log_start_offset: int
@@ -406,21 +409,21 @@ class ExplainPartitionExplain(TypedDict):
     high_watermark_source: str
     segments: int
     bytes: int
-    dirty_ratio: float
-    first_dirty_offset: int
-    first_uncleanable_offset: int
-    uncleanable_reason: str
-    compaction_eligible: bool
-    compaction_eligibility: str
+    dirty_ratio: float | None
+    first_dirty_offset: int | None
+    first_uncleanable_offset: int | None
+    uncleanable_reason: str | None
+    compaction_eligible: bool | None
+    compaction_eligibility: str | None
     compaction_why_not: str | None
     retention_ms: int
     retention_bytes: int
-    retention_new_log_start_offset: int
-    retention_segments_deleted: int
-    retention_bytes_deleted: int
+    retention_new_log_start_offset: int | None
+    retention_segments_deleted: int | None
+    retention_bytes_deleted: int | None
     index_problems: int
     snapshots: list[Any]
-    latest_snapshot: int
+    latest_snapshot: int | None
     producer_state_scan_bytes: int
     snapshot_problems: list[Any]
     leftovers: list[Any]
@@ -602,14 +605,14 @@ class ExplainSegmentExplain(TypedDict):
     largest_timestamp: int
     timestamp_source: str
     active: bool
-    compaction_status: str
-    compaction_why: str
+    compaction_status: str | None
+    compaction_why: str | None
     compaction_group: int | None
     compaction: dict[str, Any] | None
     bytes_after_compaction: int | None
-    retention_action: str
-    retention_rule: str
-    retention_reason: str
+    retention_action: str | None
+    retention_rule: str | None
+    retention_reason: str | None
     index_health: str
     index_findings: list[Any]
     log_findings: list[Any]
@@ -810,8 +813,8 @@ class TransactionsTransaction(TypedDict):
     """One transaction of the report."""
 
     type: Literal["transaction"]
-    topic: str
-    partition: int
+    topic: str | None
+    partition: int | None
     path: str
     producer_id: int
     producer_epoch: int
@@ -918,6 +921,8 @@ def _types(hint: Any) -> list[type]:
         return [type(typing.get_args(hint)[0])]
     if hint is None or hint is type(None):
         return [type(None)]
+    if hint is float:
+        return [float, int]  # a JSON number: 0 is as good as 0.0
     return [origin or hint]
 
 
@@ -953,7 +958,8 @@ def reference() -> str:
         lines += ["", f"## `{command}`: `{kind}`", "", cls.__doc__ or "", ""]
         for name, allowed in _fields(cls).items():
             optional = "?" if name in cls.__optional_keys__ else ""
-            kinds = " or ".join(_json_name(t) for t in allowed)
+            shown = [t for t in allowed if not (t is int and float in allowed)]
+            kinds = " or ".join(_json_name(t) for t in shown)
             lines.append(f"- `{name}`{optional}: {kinds}")
     return "\n".join(lines) + "\n"
 
