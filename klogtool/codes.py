@@ -6,13 +6,14 @@ place codes are spelled; ``docs/codes.md`` is generated from it (``python -m klo
 and ``tests/test_codes.py`` checks that every code the source emits is here and documented.
 
 The format layer cannot import this module (it imports nothing of klogtool outside itself):
-its few codes are spelled in ``klogtool/formats/errors.py`` and ``formats/records.py``/
-``v2.py``/``index.py``, and the test holds them to this registry too.
+its codes are spelled in ``klogtool/formats/`` (``errors.py`` and the modules that raise them),
+and the test holds them to this registry too.
 
 Severities: a finding is an ``error`` (the data is wrong; verify exits 1) or a ``warning``
 (worth knowing, not wrong); ``fatal`` ends the command with exit 3 (bad input) or 4 (refused).
-Some codes have more than one: a corrupt batch is an error finding for ``verify`` and ends
-``dump-segments --strict``.
+Some codes have more than one: a CRC mismatch is an error finding for ``verify`` and ends a
+rewriting command (which refuses to rewrite a damaged segment); a zero-filled tail is a warning
+for the active segment and an error for an older one.
 """
 
 from __future__ import annotations
