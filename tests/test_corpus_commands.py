@@ -60,3 +60,12 @@ def test_verify_and_describe_the_whole_corpus_tree() -> None:
     assert rc == 0, err
     described = {o["path"] for o in jsonl(out) if o["type"] == "partition"}
     assert len(described) >= len(named)
+    # find, stats and transactions resolve directories the same way (files.partition_dirs_of)
+    rc, out, err = run("stats", "--format", "jsonl", "--sample", "0", "--jobs", "1", str(CORPUS))
+    assert rc == 0, err
+    assert len([o for o in jsonl(out) if o["type"] == "stats"]) >= len(named)
+    rc, out, err = run("transactions", "--format", "jsonl", str(CORPUS))
+    assert rc in (0, 1), err
+    assert jsonl(out)[-1]["partitions"] >= len(named)
+    rc, out, err = run("find", "--format", "jsonl", "--jobs", "1", "--limit", "1", str(CORPUS))
+    assert rc == 0, err

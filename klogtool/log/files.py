@@ -79,6 +79,24 @@ def classify_dir(path: Path, display: str | None = None) -> layout.LogDir | None
     return logdir
 
 
+def partition_dirs_of(path: Path, display: str) -> Iterator[tuple[Path, str]]:
+    """The partition dirs a directory PATH stands for, each with how to show it: the directory
+    itself (a partition dir), the partitions of a log dir, or those of the log dirs under it
+    (:func:`~klogtool.log.layout.log_dirs_under`). Raises InputError (exit 3) for a directory
+    that is none of these. describe, find, stats and transactions resolve directories here."""
+    below = layout.log_dirs_under(path)
+    if below:
+        for d in below:
+            yield from partition_dirs_of(d, str(Path(display) / d.relative_to(path)))
+        return
+    logdir = classify_dir(path, display)
+    if logdir is None:
+        yield path, display
+        return
+    for p in logdir.partitions:
+        yield p, str(Path(display) / p.name)
+
+
 def _expand_dir(path: Path, display: str) -> Iterator[InputFile]:
     logdir = classify_dir(path, display)
     if logdir is None:

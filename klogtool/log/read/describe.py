@@ -17,7 +17,7 @@ from klogtool.errors import InputError
 from klogtool.formats import index
 from klogtool.formats.errors import FormatError
 from klogtool.log import layout
-from klogtool.log.files import classify_dir
+from klogtool.log.files import partition_dirs_of
 from klogtool.log.partition import SegmentInfo, load_partition
 from klogtool.log.segment import read_small
 
@@ -59,17 +59,7 @@ def _partitions(path: Path, display: str) -> Iterator[tuple[Path, str]]:
         raise InputError("no such file or directory", path=display, code=Code.NOT_FOUND)
     if not path.is_dir():
         raise InputError("expected a partition or log directory", path=display, code=Code.NOT_A_DIR)
-    below = layout.log_dirs_under(path)
-    if below:
-        for d in below:
-            yield from _partitions(d, str(Path(display) / d.relative_to(path)))
-        return
-    logdir = classify_dir(path, display)
-    if logdir is None:
-        yield path, display
-        return
-    for p in logdir.partitions:
-        yield p, str(Path(display) / p.name)
+    yield from partition_dirs_of(path, display)
 
 
 def summarise(path: Path, display: str) -> PartitionSummary:

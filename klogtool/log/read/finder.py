@@ -63,7 +63,7 @@ from klogtool.formats.records import (
     sniff_magic,
 )
 from klogtool.log import layout
-from klogtool.log.files import InputFile, classify_dir, detect_kind
+from klogtool.log.files import InputFile, detect_kind, partition_dirs_of
 from klogtool.log.findings import Finding
 from klogtool.log.pool import fork_context
 from klogtool.log.read.dumper import DumpOptions, batch_object, internal_decoder, record_object
@@ -142,11 +142,7 @@ def resolve_targets(paths: list[str]) -> list[Target]:
         if not path.exists():
             raise InputError("no such file or directory", path=arg, code=Code.NOT_FOUND)
         if path.is_dir():
-            logdir = classify_dir(path, arg)
-            if logdir is None:
-                out.append(_dir_target(path, arg))
-            else:
-                out += [_dir_target(p, str(Path(arg) / p.name)) for p in logdir.partitions]
+            out += [_dir_target(p, display) for p, display in partition_dirs_of(path, arg)]
             continue
         kind = detect_kind(path)
         if kind not in (layout.LOG, layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX):

@@ -59,6 +59,7 @@ from klogtool.formats.payloads.transaction_state import (
 from klogtool.formats.records import CLEAN, CORRUPT, ZERO_FILL, SegmentScanner
 from klogtool.formats.snapshot import ProducerEntry, parse_snapshot
 from klogtool.log import layout
+from klogtool.log.files import partition_dirs_of
 from klogtool.log.findings import Finding
 from klogtool.log.segment import ReleaseBehind, mapped, read_small
 
@@ -177,18 +178,8 @@ def resolve_partitions(paths: list[str]) -> Iterator[PartitionInput]:
                 log_dir=path.resolve().parent.parent if parsed else None,
             )
             continue
-        if layout.looks_like_partition_dir(path):
-            yield _partition(path, arg)
-            continue
-        logdir = layout.scan_log_dir(path)
-        if logdir is None:
-            raise InputError(
-                "not a partition directory or a log directory",
-                path=arg,
-                code=Code.NOT_A_LOG_DIR,
-            )
-        for p in logdir.partitions:
-            yield _partition(p, str(Path(arg) / p.name))
+        for p, display in partition_dirs_of(path, arg):
+            yield _partition(p, display)
 
 
 def _partition(path: Path, display: str) -> PartitionInput:
