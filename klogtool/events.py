@@ -236,14 +236,14 @@ class TruncateRecoveryInterruptedOperation(TypedDict):
 
 
 class DumpSegmentsMetaProperties(TypedDict):
-    """A meta.properties file."""
+    """A meta.properties file (and every other property in it, as a string)."""
 
     type: Literal["meta_properties"]
     version: int
-    cluster_id: str
-    node_id: int
-    broker_id: None
-    directory_id: str
+    cluster_id: str | None
+    node_id: int | None
+    broker_id: int | None
+    directory_id: str | None
 
 
 CompactPartition = TypedDict(
@@ -845,6 +845,38 @@ class DumpSegmentsTxnEntry(TypedDict):
     last_stable_offset: int
 
 
+class DumpSegmentsQuorumState(TypedDict):
+    """A KRaft quorum-state file (and every other field of its JSON)."""
+
+    type: Literal["quorum_state"]
+    data_version: int
+    leaderEpoch: int
+
+
+class DumpSegmentsCleanShutdown(TypedDict):
+    """A .kafka_cleanshutdown file (empty before KIP-966: nulls)."""
+
+    type: Literal["clean_shutdown"]
+    version: int | None
+    broker_epoch: int | None
+
+
+class TruncateRecoveryNote(TypedDict):
+    """A note on the plan that follows (--dry-run after an interrupted operation)."""
+
+    type: Literal["note"]
+    path: str
+    message: str
+
+
+class ConvertFormatRefused(TypedDict):
+    """The conversion was refused: what it would lose (then the command exits 4)."""
+
+    type: Literal["refused"]
+    reason: str
+    losses: dict[str, Any]
+
+
 # (command, type) -> its TypedDict
 EVENT_TYPES: dict[tuple[str, str], type[Any]] = {
     ("truncate-recovery", "action"): TruncateRecoveryAction,
@@ -864,6 +896,10 @@ EVENT_TYPES: dict[tuple[str, str], type[Any]] = {
     ("rebuild-index", "interrupted_operation"): RebuildIndexInterruptedOperation,
     ("truncate-recovery", "interrupted_operation"): TruncateRecoveryInterruptedOperation,
     ("dump-segments", "meta_properties"): DumpSegmentsMetaProperties,
+    ("dump-segments", "quorum_state"): DumpSegmentsQuorumState,
+    ("dump-segments", "clean_shutdown"): DumpSegmentsCleanShutdown,
+    ("truncate-recovery", "note"): TruncateRecoveryNote,
+    ("convert-format", "refused"): ConvertFormatRefused,
     ("compact", "partition"): CompactPartition,
     ("describe", "partition"): DescribePartition,
     ("retention-sweep", "partition"): RetentionSweepPartition,
@@ -926,6 +962,10 @@ def _types(hint: Any) -> list[type]:
     return [origin or hint]
 
 
+# Objects that carry a file's own fields besides the ones listed (any other is allowed).
+OPEN = frozenset({DumpSegmentsMetaProperties, DumpSegmentsQuorumState})
+
+
 def check(command: str, obj: dict[str, Any]) -> None:
     """Under ``KLOGTOOL_STRICT_CODES=1`` (the test suite): an object whose (command, type) is
     not registered, or whose fields do not match its TypedDict, is a bug: raise."""
@@ -940,6 +980,8 @@ def check(command: str, obj: dict[str, Any]) -> None:
         raise AssertionError(f"{command} {obj['type']}: missing {sorted(missing)}")
     for name, value in obj.items():
         kinds = allowed.get(name)
+        if kinds is None and cls in OPEN:
+            continue
         if kinds is None or not isinstance(value, kinds):
             raise AssertionError(f"{command} {obj['type']}: field {name}={value!r} does not fit")
 

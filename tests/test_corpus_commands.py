@@ -48,7 +48,7 @@ def test_corpus_partition(part: Path) -> None:
 
 
 @needs_corpus
-def test_verify_and_describe_the_whole_corpus_tree() -> None:
+def test_verify_and_describe_the_whole_corpus_tree(tmp_path: Path) -> None:
     """The corpus root holds a manifest and, two to six levels down, the brokers' log dirs:
     verify and describe find every partition dir named like one (``<topic>-<n>``)."""
     named = [p for p in PARTITIONS if layout.parse_partition_dir_name(p.name)]
@@ -69,3 +69,14 @@ def test_verify_and_describe_the_whole_corpus_tree() -> None:
     assert jsonl(out)[-1]["partitions"] >= len(named)
     rc, out, err = run("find", "--format", "jsonl", "--jobs", "1", "--limit", "1", str(CORPUS))
     assert rc == 0, err
+    # dump-segments and export list the files of the same tree (files.expand)
+    rc, out, err = run("dump-segments", "--format", "jsonl", str(CORPUS))
+    assert rc in (0, 1), err
+    logs = {o["path"] for o in jsonl(out) if o["type"] == "file" and o["kind"] == "log"}
+    assert len(logs) >= len(PARTITIONS)
+    rc, out, err = run(
+        "export", "--engine", "local", "--jobs", "1", "--on-corrupt", "skip", "--format", "jsonl",
+        "--to", "jsonl", str(tmp_path / "out"), str(CORPUS),
+    )  # fmt: skip
+    assert rc == 0, err
+    assert jsonl(out)[-1]["segments"] >= len(PARTITIONS)

@@ -98,6 +98,11 @@ def partition_dirs_of(path: Path, display: str) -> Iterator[tuple[Path, str]]:
 
 
 def _expand_dir(path: Path, display: str) -> Iterator[InputFile]:
+    below = layout.log_dirs_under(path)
+    if below:  # a tree of log dirs: each, as if it had been named
+        for d in below:
+            yield from _expand_dir(d, str(Path(display) / d.relative_to(path)))
+        return
     logdir = classify_dir(path, display)
     if logdir is None:
         part = layout.scan_partition_dir(path)
