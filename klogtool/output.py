@@ -12,17 +12,30 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TextIO
 
 from klogtool.codes import STRICT
 from klogtool.errors import StdoutClosed
-from klogtool.log.writing import format_ts
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 FORMATS = ("text", "jsonl", "json")
+
+
+def format_ts(ms: int | None, *, millis: bool = False) -> str:
+    """``1700000000000 (2023-11-14T22:13:20Z)``: epoch milliseconds and UTC ISO-8601 (with
+    ``millis``: ``...20.000Z``); a negative or missing timestamp as it is."""
+    if ms is None or ms < 0:
+        return str(ms)
+    try:
+        dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+    frac = f".{ms % 1000:03d}" if millis else ""
+    return f"{ms} ({dt.strftime('%Y-%m-%dT%H:%M:%S')}{frac}Z)"
 
 
 def _maybe_terminal(stream: TextIO, color: bool | None) -> bool:
@@ -414,7 +427,7 @@ def _record_text(r: dict[str, Any]) -> str:
 
 
 def with_iso(ms: int | None) -> str:
-    """``1700000002000 (2023-11-14T22:13:22.000Z)`` (see ``writing.format_ts``)."""
+    """``1700000002000 (2023-11-14T22:13:22.000Z)`` (see :func:`format_ts`)."""
     return format_ts(ms, millis=True)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import re
 import shlex
+import time
 from collections.abc import Callable
 from datetime import UTC
 from typing import Any
@@ -123,6 +124,10 @@ def force_option(f: F) -> F:
 def writing_options(f: F) -> F:
     """--dry-run, --force and --format: the options of every command that changes a log."""
     return dry_run_option(force_option(format_option()(f)))
+
+
+def now_ms(now: int | None) -> int:
+    return int(time.time() * 1000) if now is None else now
 
 
 def parse_now(text: str | None) -> int | None:

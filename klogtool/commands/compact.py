@@ -10,6 +10,7 @@ import click
 
 from klogtool.commands._options import (
     max_batch_bytes_option,
+    now_ms,
     parse_size,
     partition_plan_options,
     paths_argument,
@@ -20,12 +21,10 @@ from klogtool.log import layout
 from klogtool.log.rewrite.cleaner import CompactionPass, CompactionPlan, compact_partition
 from klogtool.log.topicconfig import parse_config_args
 from klogtool.log.writing import (
-    format_ts,
-    now_ms,
     run_partitions,
     select_partitions,
 )
-from klogtool.output import Output
+from klogtool.output import Output, format_ts
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings

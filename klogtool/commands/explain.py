@@ -12,6 +12,7 @@ from klogtool.commands._options import (
     format_option,
     high_watermark_option,
     max_batch_bytes_option,
+    now_ms,
     now_option,
     topic_config_option,
 )
@@ -20,8 +21,7 @@ from klogtool.log import layout
 from klogtool.log.check.explain import PartitionExplain, explain_partition
 from klogtool.log.rewrite.retention import human_ms
 from klogtool.log.topicconfig import parse_config_args
-from klogtool.log.writing import format_ts, now_ms
-from klogtool.output import Output
+from klogtool.output import Output, format_ts
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings

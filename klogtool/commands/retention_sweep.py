@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from klogtool.commands._options import (
+    now_ms,
     partition_plan_options,
     paths_argument,
     writing_options,
@@ -16,12 +17,10 @@ from klogtool.commands._writing import WritingRun
 from klogtool.log.rewrite.retention import RetentionPlan, RetentionResult, sweep_partition
 from klogtool.log.topicconfig import parse_config_args
 from klogtool.log.writing import (
-    format_ts,
-    now_ms,
     run_partitions,
     select_partitions,
 )
-from klogtool.output import Output
+from klogtool.output import Output, format_ts
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings

@@ -225,7 +225,17 @@ def log_dirs_under(path: Path, depth: int = 6) -> list[Path]:
         return []
     if any(c.is_file() and file_kind(c) != UNKNOWN for c in children):
         return []
+    partitions = (c for c in children if c.is_dir() and parse_partition_dir_name(c.name))
+    if any(_holds_segments(c) for c in partitions):
+        return []  # a log dir of partitions only: the caller lists them (one listing here)
     return _log_dirs_among(children, depth)
+
+
+def _holds_segments(path: Path) -> bool:
+    try:
+        return any(file_kind(f) == LOG for f in path.iterdir())
+    except OSError:
+        return False
 
 
 def _log_dirs_among(children: list[Path], depth: int) -> list[Path]:

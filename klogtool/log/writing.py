@@ -9,11 +9,9 @@ would accept; then plan and execute (or only report, with --dry-run) partition b
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -24,6 +22,7 @@ from klogtool.formats.errors import FormatError, LimitExceededError
 from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.log import layout
 from klogtool.log.atomic import CLEANED, FileOps, complete_interrupted, log_dir_lock, log_dir_of
+from klogtool.log.partition import partition_dirs
 
 T = TypeVar("T")
 
@@ -53,8 +52,6 @@ def select_partitions(
     """The partition directories of PATH arguments, in order. A directory being deleted or
     moved is left out; so is one ``include(path, named)`` gives a reason for (``named``: the
     PATH was the partition directory itself, not a log dir holding it)."""
-    from klogtool.log.partition import partition_dirs  # here: output.py imports this module
-
     parts: list[Path] = []
     notices: list[Notice] = []
     for arg in paths:
@@ -174,23 +171,6 @@ def interrupted_obj(display: str, message: str, dry_run: bool) -> dict[str, Any]
         "dry_run": dry_run,
         "message": ("would complete: " if dry_run else "completed: ") + message,
     }
-
-
-def now_ms(now: int | None) -> int:
-    return int(time.time() * 1000) if now is None else now
-
-
-def format_ts(ms: int | None, *, millis: bool = False) -> str:
-    """``1700000000000 (2023-11-14T22:13:20Z)``: epoch milliseconds and UTC ISO-8601 (with
-    ``millis``: ``...20.000Z``); a negative or missing timestamp as it is."""
-    if ms is None or ms < 0:
-        return str(ms)
-    try:
-        dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
-    except (OverflowError, OSError, ValueError):
-        return str(ms)
-    frac = f".{ms % 1000:03d}" if millis else ""
-    return f"{ms} ({dt.strftime('%Y-%m-%dT%H:%M:%S')}{frac}Z)"
 
 
 INT32_MAX = (1 << 31) - 1

@@ -1,13 +1,13 @@
 """``verify`` as a library: every check of a file, partition dir or log dir, as findings.
 
 Verify accepts what the broker accepts (docs/kafka-rules.md: Loading and recovery, Index
-rebuild). Each segment is read in one pass over its mmapped bytes, with the checks of its index
-files (log/check/indexcheck.py) merged into the walk, so memory stays flat however large the
-segment.
-
-Finding codes are stable (they are part of the JSON output); severities: ``error`` means the
-data is damaged or a broker would lose or mis-serve records; ``warning`` means something a
-broker repairs by itself on load (a zero-filled tail, a missing index, a leftover temp file).
+rebuild). The checks are in three levels, each a class :class:`Verifier` inherits:
+:mod:`~klogtool.log.check.segment_checks` (one pass over a segment's mmapped bytes, its index
+files merged into the walk, so memory stays flat however large the segment),
+:mod:`~klogtool.log.check.partition_checks` and :mod:`~klogtool.log.check.logdir_checks`.
+Finding codes and their severities are in ``klogtool/codes.py``: an ``error`` means the data is
+damaged or a broker would lose or mis-serve records, a ``warning`` something a broker repairs by
+itself on load.
 """
 
 from __future__ import annotations
