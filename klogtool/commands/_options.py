@@ -8,12 +8,15 @@ import shlex
 import time
 from collections.abc import Callable
 from datetime import UTC
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from klogtool.log.read.record_filter import TXN_STATES, RecordFilter
 from klogtool.output import FORMATS
+
+if TYPE_CHECKING:
+    from klogtool.cli import Settings
 
 F = Callable[..., Any]
 
@@ -44,6 +47,22 @@ def parse_size(text: str) -> int:
     if not digits.isdigit():
         raise click.BadParameter(f"not a size: {text!r} (e.g. 4096, 64M, 1G)")
     return int(digits) * mult
+
+
+def _size(_c: click.Context, _p: click.Parameter, v: str | None) -> int | None:
+    return None if v is None else parse_size(v)
+
+
+def size_option(*decls: str, default: str | None = None, help: str) -> Callable[[F], F]:
+    """An option taking a size (``4096``, ``64M``, ``1G``), handed over in bytes."""
+    return click.option(
+        *decls,
+        default=default,
+        show_default=default is not None,
+        metavar="SIZE",
+        callback=_size,
+        help=help,
+    )
 
 
 def payload_decoder_options(f: F) -> F:
@@ -81,12 +100,9 @@ def internal_decoder_option(f: F) -> F:
 
 
 def max_batch_bytes_option(f: F) -> F:
-    return click.option(
+    return size_option(
         "--max-batch-bytes",
         default="64M",
-        show_default=True,
-        metavar="SIZE",
-        callback=lambda _c, _p, v: parse_size(v),
         help="Refuse to decompress a batch beyond this size (decompression-bomb guard).",
     )(f)
 
@@ -122,8 +138,20 @@ def force_option(f: F) -> F:
 
 
 def writing_options(f: F) -> F:
-    """--dry-run, --force and --format: the options of every command that changes a log."""
-    return dry_run_option(force_option(format_option()(f)))
+    """--dry-run, --force and --format, the options of every command that changes a log,
+    handed to it as one ``run``: a :class:`klogtool.commands._writing.WritingRun`."""
+
+    @functools.wraps(f)
+    def command(*args: Any, dry_run: bool, force: bool, fmt: str, **kwargs: Any) -> Any:
+        from klogtool.commands._writing import WritingRun
+
+        ctx = click.get_current_context()
+        settings: Settings = ctx.obj
+        out = settings.output(fmt)
+        run = WritingRun(out, ctx.command.name or "", dry_run=dry_run, force=force)
+        return f(*args, run=run, **kwargs)
+
+    return dry_run_option(force_option(format_option()(command)))
 
 
 def now_ms(now: int | None) -> int:
@@ -192,10 +220,30 @@ def high_watermark_option(f: F) -> F:
 
 
 # -- Spark (export, verify --engine spark) --------------------------------------------------------
-def partition_plan_options(f: F) -> F:
-    """--now, --config and --high-watermark: what compact and retention-sweep judge a
-    partition by (``klogtool.log.partition.PartitionContext``)."""
-    return now_option(topic_config_option(high_watermark_option(f)))
+def partition_plan_options(*overrides: str) -> Callable[[F], F]:
+    """--now, --config and --high-watermark, handed to the command as one ``inputs``
+    (:class:`klogtool.log.partition.PlanInputs`), with the command's own config options
+    named in ``overrides`` (its parameters, named like ``TopicConfig``'s fields)."""
+
+    def decorate(f: F) -> F:
+        @functools.wraps(f)
+        def command(
+            *args: Any,
+            now: int | None,
+            configs: tuple[str, ...],
+            high_watermark: int | str | None,
+            **kwargs: Any,
+        ) -> Any:
+            from klogtool.log.partition import PlanInputs
+            from klogtool.log.topicconfig import parse_config_args
+
+            given = {k: kwargs.pop(k) for k in overrides}
+            inputs = PlanInputs(parse_config_args(configs), now_ms(now), high_watermark, given)
+            return f(*args, inputs=inputs, **kwargs)
+
+        return now_option(topic_config_option(high_watermark_option(command)))
+
+    return decorate
 
 
 def _parse_confs(_c: click.Context, _p: click.Parameter, values: tuple[str, ...]):
@@ -244,13 +292,9 @@ def spark_options(engine_help: str) -> Callable[[F], F]:
 
 # -- index rebuilding (rebuild-index, truncate-recovery) ------------------------------------------
 def index_interval_option(f: F) -> F:
-    return click.option(
+    return size_option(
         "--index-interval-bytes",
-        "index_interval_bytes",
         default="4096",
-        show_default=True,
-        metavar="SIZE",
-        callback=lambda _c, _p, v: parse_size(v),
         help="The topic's index.interval.bytes: an offset-index entry whenever more than this "
         "many bytes were written since the last one (as the broker's recovery builds them).",
     )(f)

@@ -5,22 +5,24 @@ table, or a ``summary`` object), then the exit status: 1 when a partition was sk
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
-from klogtool.log.writing import Notice
+from klogtool.log.writing import Notice, run_partitions, select_partitions
 from klogtool.output import Output, label
 
 
 class WritingRun:
-    """One writing command's rendering: ``skipped`` counts the partitions left out."""
+    """One writing command's run and rendering: ``skipped`` counts the partitions left out."""
 
-    def __init__(self, out: Output, command: str, *, dry_run: bool):
+    def __init__(self, out: Output, command: str, *, dry_run: bool, force: bool = False):
         self.out = out
         self.command = command
         self.dry_run = dry_run
+        self.force = force  # go ahead though a broker holds the log dir's lock
         self.skipped = 0
 
     def notice(self, n: Notice) -> None:
@@ -63,6 +65,25 @@ class WritingRun:
             out.table(f"klogtool {self.command}: {done}", ["", "count"], table + (rows or []))
         else:
             out.emit({"type": "summary", "dry_run": self.dry_run, **totals, **(extra or {})})
+
+    def partitions(
+        self,
+        paths: Iterable[str],
+        step: Callable[..., Iterable[object]],
+        show: Callable[[Any], None],
+        totals: dict[str, Any],
+        *,
+        include: Callable[[Path, bool], str | None] | None = None,
+    ) -> NoReturn:
+        """The whole run of a command that works partition by partition: the pipeline of
+        ``klogtool/log/writing.py`` over the partitions of ``paths`` (``step`` a partition
+        step, ``include`` as for ``select_partitions``), each result to ``show`` (which adds
+        to ``totals``), the summary of ``totals``, the exit."""
+        parts, notices = select_partitions(paths, include)
+        self.notices(notices)
+        self.results(run_partitions(parts, step, force=self.force, dry_run=self.dry_run), show)
+        self.summary(totals)
+        self.exit()
 
     def exit(self) -> NoReturn:
         self.out.close()

@@ -10,28 +10,31 @@ import click
 
 from klogtool.commands._options import (
     max_batch_bytes_option,
-    now_ms,
-    parse_size,
     partition_plan_options,
     paths_argument,
+    size_option,
     writing_options,
 )
 from klogtool.commands._writing import WritingRun
 from klogtool.log import layout
 from klogtool.log.rewrite.cleaner import CompactionPass, CompactionPlan, compact_partition
-from klogtool.log.topicconfig import parse_config_args
-from klogtool.log.writing import (
-    run_partitions,
-    select_partitions,
-)
 from klogtool.output import Output, format_ts
 
 if TYPE_CHECKING:
-    from klogtool.cli import Settings
+    from klogtool.log.partition import PlanInputs
 
-
-def _size(_c: click.Context, _p: click.Parameter, v: str | None) -> int | None:
-    return None if v is None else parse_size(v)
+# compact's own topic config options (TopicConfig's field names)
+_OVERRIDES = (
+    "delete_retention_ms",
+    "min_compaction_lag_ms",
+    "max_compaction_lag_ms",
+    "min_cleanable_dirty_ratio",
+    "segment_bytes",
+    "segment_index_bytes",
+    "index_interval_bytes",
+    "producer_id_expiration_ms",
+    "dedupe_buffer_size",
+)
 
 
 @click.command("compact")
@@ -62,17 +65,13 @@ def _size(_c: click.Context, _p: click.Parameter, v: str | None) -> int | None:
     metavar="RATIO",
     help="min.cleanable.dirty.ratio: whether the broker would pick the log [default: 0.5].",
 )
-@click.option(
+@size_option(
     "--segment-bytes",
-    callback=_size,
-    metavar="SIZE",
     help="segment.bytes: the size limit when grouping segments into one cleaned segment "
     "[default: 1G].",
 )
-@click.option(
+@size_option(
     "--segment-index-bytes",
-    callback=_size,
-    metavar="SIZE",
     help="segment.index.bytes: the index size limit when grouping segments [default: 10M].",
 )
 @click.option(
@@ -88,10 +87,8 @@ def _size(_c: click.Context, _p: click.Parameter, v: str | None) -> int | None:
     help="producer.id.expiration.ms: the last batch of a producer idle for less (or with an "
     "open transaction) survives as an empty batch [default: 86400000].",
 )
-@click.option(
+@size_option(
     "--dedupe-buffer-size",
-    callback=_size,
-    metavar="SIZE",
     help="log.cleaner.dedupe.buffer.size: the offset map's memory in the broker (24 bytes a "
     "key, filled to 90%). When the dirty range has more keys, a pass cleans up to where the "
     "map filled and compact runs further passes, like the broker's next cleanings. klogtool "
@@ -103,29 +100,14 @@ def _size(_c: click.Context, _p: click.Parameter, v: str | None) -> int | None:
     help="Only compact logs the broker's cleaner would pick now (dirty ratio above "
     "min.cleanable.dirty.ratio, or max.compaction.lag.ms passed).",
 )
-@partition_plan_options
+@partition_plan_options(*_OVERRIDES)
 @writing_options
 @max_batch_bytes_option
-@click.pass_obj
 def command(
-    settings: Settings,
     paths: tuple[str, ...],
-    delete_retention_ms: int | None,
-    min_compaction_lag_ms: int | None,
-    max_compaction_lag_ms: int | None,
-    min_cleanable_dirty_ratio: float | None,
-    segment_bytes: int | None,
-    segment_index_bytes: int | None,
-    index_interval_bytes: int | None,
-    producer_id_expiration_ms: int | None,
-    dedupe_buffer_size: int | None,
+    inputs: PlanInputs,
     only_eligible: bool,
-    now: int | None,
-    configs: tuple[str, ...],
-    high_watermark: int | str | None,
-    dry_run: bool,
-    force: bool,
-    fmt: str,
+    run: WritingRun,
     max_batch_bytes: int,
 ) -> None:
     """Compact partitions the way the broker's log cleaner does.
@@ -153,31 +135,15 @@ def command(
     Exit status: 0 done, 1 some partitions were skipped, 3 an input cannot be read, 4 a
     broker holds the log directory.
     """
-    out = settings.output(fmt)
-    source = parse_config_args(configs)
-    overrides = {
-        "delete_retention_ms": delete_retention_ms,
-        "min_compaction_lag_ms": min_compaction_lag_ms,
-        "max_compaction_lag_ms": max_compaction_lag_ms,
-        "min_cleanable_dirty_ratio": min_cleanable_dirty_ratio,
-        "segment_bytes": segment_bytes,
-        "segment_index_bytes": segment_index_bytes,
-        "index_interval_bytes": index_interval_bytes,
-        "producer_id_expiration_ms": producer_id_expiration_ms,
-        "dedupe_buffer_size": dedupe_buffer_size,
-    }
-    now = now_ms(now)
+    out, dry_run = run.out, run.dry_run
 
     def include(p: Path, named: bool) -> str | None:
         parsed = layout.parse_partition_dir_name(p.name)
         topic = parsed[0] if parsed else None
-        if named or source.for_topic(topic).compact:
+        if named or inputs.config_of(topic).compact:
             return None
         return f"cleanup.policy of {topic} does not contain compact"
 
-    run = WritingRun(out, "compact", dry_run=dry_run)
-    parts, notices = select_partitions(paths, include)
-    run.notices(notices)
     totals = {
         "partitions": 0,
         "partitions_compacted": 0,
@@ -202,20 +168,15 @@ def command(
                     totals["segments_replaced"] += 1
         _show(out, plan, dry_run=dry_run, ran=done.ran, n_pass=done.n_pass)
 
-    steps = partial(
+    step = partial(
         compact_partition,
-        source=source,
-        overrides=overrides,
-        now=now,
-        high_watermark=high_watermark,
+        inputs=inputs,
         dry_run=dry_run,
         only_eligible=only_eligible,
         max_batch_bytes=max_batch_bytes,
         phases=out.phases,
     )
-    run.results(run_partitions(parts, steps, force=force, dry_run=dry_run), show)
-    run.summary(totals)
-    run.exit()
+    run.partitions(paths, step, show, totals, include=include)
 
 
 _REMOVED = ("superseded", "tombstones_expired", "aborted", "keyless", "markers_removed")

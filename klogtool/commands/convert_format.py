@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -30,9 +30,6 @@ from klogtool.log.rewrite.converter import (
 )
 from klogtool.log.writing import Notice, completed_notices, writing_session
 from klogtool.output import Output, label
-
-if TYPE_CHECKING:
-    from klogtool.cli import Settings
 
 
 @click.command("convert-format")
@@ -86,9 +83,7 @@ if TYPE_CHECKING:
 @index_interval_option
 @writing_options
 @max_batch_bytes_option
-@click.pass_obj
 def command(
-    settings: Settings,
     src: str,
     dest: str | None,
     to_magic: int,
@@ -99,9 +94,7 @@ def command(
     in_place: bool,
     allow_lossy: bool,
     index_interval_bytes: int,
-    dry_run: bool,
-    force: bool,
-    fmt: str,
+    run: WritingRun,
     max_batch_bytes: int,
 ) -> None:
     """Rewrite SRC to message format 0, 1 or 2 and/or another codec, keeping every offset.
@@ -124,8 +117,7 @@ def command(
     Exit status: 0 done, 2 bad options, 3 an input cannot be read (nothing is written), 4
     refused: lossy conversion, destination not empty, or a broker holds the log directory.
     """
-    out = settings.output(fmt, progress=False)
-    run = WritingRun(out, "convert-format", dry_run=dry_run)
+    out, dry_run = run.out, run.dry_run
     if in_place == (dest is not None):
         raise click.UsageError("give either DEST or --in-place")
     if keep_batching and batch_bytes is not None:
@@ -168,7 +160,7 @@ def command(
     partitions = source_partitions(src_path)
     with writing_session(
         partitions if in_place else [],
-        force=force,
+        force=run.force,
         dry_run=dry_run,
         read_only=[] if in_place else [src_path],
     ) as session:
@@ -191,7 +183,7 @@ def command(
         lossy = losses.lossy()
         _show_plan(out, plan, dry_run)
         if lossy and not allow_lossy:
-            if fmt != "text":
+            if out.fmt != "text":
                 out.emit({"type": "refused", "reason": "lossy", "losses": losses.as_dict()})
             out.close()
             raise RefusedError(

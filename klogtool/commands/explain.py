@@ -10,21 +10,18 @@ import click
 
 from klogtool.commands._options import (
     format_option,
-    high_watermark_option,
     max_batch_bytes_option,
-    now_ms,
-    now_option,
-    topic_config_option,
+    partition_plan_options,
 )
 from klogtool.errors import EXIT_OK
 from klogtool.log import layout
 from klogtool.log.check.explain import PartitionExplain, explain_partition
 from klogtool.log.rewrite.retention import human_ms
-from klogtool.log.topicconfig import parse_config_args
 from klogtool.output import Output, format_ts
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings
+    from klogtool.log.partition import PlanInputs
 
 
 _REMOVED = ("superseded", "tombstones_expired", "aborted", "keyless", "markers_removed")
@@ -32,18 +29,14 @@ _REMOVED = ("superseded", "tombstones_expired", "aborted", "keyless", "markers_r
 
 @click.command("explain")
 @click.argument("path", metavar="PARTITION_DIR")
-@now_option
-@topic_config_option
-@high_watermark_option
+@partition_plan_options()
 @format_option()
 @max_batch_bytes_option
 @click.pass_obj
 def command(
     settings: Settings,
     path: str,
-    now: int | None,
-    configs: tuple[str, ...],
-    high_watermark: int | str | None,
+    inputs: PlanInputs,
     fmt: str,
     max_batch_bytes: int,
 ) -> None:
@@ -67,16 +60,14 @@ def command(
     Exit status: 0 explained, 3 PARTITION_DIR is not a partition directory or cannot be read.
     """
     out = settings.output(fmt)
-    source = parse_config_args(configs)
     p = Path(path)
     parsed = layout.parse_partition_dir_name(p.name)
-    cfg = source.for_topic(parsed[0] if parsed else None)
     with out.phases(f"explaining {p.name}") as report:
         ex = explain_partition(
             p,
-            cfg,
-            now=now_ms(now),
-            high_watermark=high_watermark,
+            inputs.config_of(parsed[0] if parsed else None),
+            now=inputs.now,
+            high_watermark=inputs.high_watermark,
             max_batch_bytes=max_batch_bytes,
             progress=report,
         )

@@ -13,9 +13,9 @@ from klogtool.commands._options import (
     dry_run_option,
     format_option,
     max_batch_bytes_option,
-    parse_size,
     parse_where,
     paths_argument,
+    size_option,
     spark_options,
     where_option,
 )
@@ -109,12 +109,9 @@ def _partition_by(_c: click.Context, _p: click.Parameter, value: str) -> tuple[s
     "(exit 3, nothing written), skip it, or report it as rows with error_code and "
     "error_message (exit 1 when there are any).",
 )
-@click.option(
+@size_option(
     "--target-split-bytes",
     default="128M",
-    show_default=True,
-    metavar="SIZE",
-    callback=lambda _c, _p, v: parse_size(v),
     help="Work per task: small segments are packed together, large ones cut at batch boundaries.",
 )
 @click.option(

@@ -23,6 +23,7 @@ from klogtool.output import Output
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings
+    from klogtool.commands._writing import WritingRun
 
 
 @click.command("rebuild-index")
@@ -42,9 +43,7 @@ def command(
     check: bool,
     index_interval_bytes: int,
     jobs: int,
-    dry_run: bool,
-    force: bool,
-    fmt: str,
+    run: WritingRun,
 ) -> None:
     """Rebuild .index, .timeindex and .txnindex exactly as the broker's recovery does.
 
@@ -66,14 +65,14 @@ def command(
     Exit status: 0 done, 1 segments skipped (or --check found a bad index), 3 an input cannot
     be read, 4 a broker holds the log directory's lock (--force overrides).
     """
-    out = settings.output(fmt)
+    out, dry_run = run.out, run.dry_run
     ops = FileOps(dry_run=dry_run or check)
     opts = rebuild.RebuildOptions(
         index_interval_bytes=index_interval_bytes,
         jobs=jobs,
         check=check,
         dry_run=dry_run,
-        force=force,
+        force=run.force,
     )
     resolved = targets.resolve(list(paths))
     verbose = settings.verbosity >= 1
@@ -82,15 +81,15 @@ def command(
     def emit(obj: dict[str, Any]) -> None:
         if obj["type"] == "finding" and obj["code"] == Code.NOT_A_LOG:
             not_kafka.append(obj)
-            if fmt == "text":
+            if out.fmt == "text":
                 return  # said once, as the one-line error at the end
         render(obj)
 
-    render = _text_emitter(out, verbose) if fmt == "text" else out.emit
+    render = _text_emitter(out, verbose) if out.fmt == "text" else out.emit
     total = total_log_bytes(list(paths)) * (2 if check else 1)
     with out.progress(total, "checking indexes" if check else "rebuilding indexes") as advance:
         stats = rebuild.run_rebuild(resolved, opts, ops, emit, progress=advance)
-    if fmt == "text":
+    if out.fmt == "text":
         title = "klogtool rebuild-index" + (
             " --check" if check else " (dry run: nothing changed)" if dry_run else ""
         )

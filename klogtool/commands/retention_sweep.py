@@ -7,23 +7,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from klogtool.commands._options import (
-    now_ms,
-    partition_plan_options,
-    paths_argument,
-    writing_options,
-)
+from klogtool.commands._options import partition_plan_options, paths_argument, writing_options
 from klogtool.commands._writing import WritingRun
 from klogtool.log.rewrite.retention import RetentionPlan, RetentionResult, sweep_partition
-from klogtool.log.topicconfig import parse_config_args
-from klogtool.log.writing import (
-    run_partitions,
-    select_partitions,
-)
 from klogtool.output import Output, format_ts
 
 if TYPE_CHECKING:
-    from klogtool.cli import Settings
+    from klogtool.log.partition import PlanInputs
 
 
 @click.command("retention-sweep")
@@ -47,7 +37,7 @@ if TYPE_CHECKING:
     help="Raise the log start offset of every partition given, like DeleteRecords "
     "[default: log-start-offset-checkpoint].",
 )
-@partition_plan_options
+@partition_plan_options("retention_ms", "retention_bytes")
 @click.option(
     "--keep-deleted",
     is_flag=True,
@@ -55,20 +45,12 @@ if TYPE_CHECKING:
     "removes them when it loads the partition).",
 )
 @writing_options
-@click.pass_obj
 def command(
-    settings: Settings,
     paths: tuple[str, ...],
-    retention_ms: int | None,
-    retention_bytes: int | None,
+    inputs: PlanInputs,
     log_start_offset: int | None,
-    now: int | None,
-    configs: tuple[str, ...],
-    high_watermark: int | str | None,
     keep_deleted: bool,
-    dry_run: bool,
-    force: bool,
-    fmt: str,
+    run: WritingRun,
 ) -> None:
     """Delete old segments the way the broker's retention does.
 
@@ -92,13 +74,7 @@ def command(
     Exit status: 0 done, 1 some partitions were skipped, 3 an input cannot be read, 4 a
     broker holds the log directory.
     """
-    out = settings.output(fmt, progress=False)
-    source = parse_config_args(configs)
-    overrides = {"retention_ms": retention_ms, "retention_bytes": retention_bytes}
-    now = now_ms(now)
-    run = WritingRun(out, "retention-sweep", dry_run=dry_run)
-    parts, notices = select_partitions(paths)
-    run.notices(notices)
+    out, dry_run = run.out, run.dry_run
     totals = {"partitions": 0, "segments_deleted": 0, "bytes_deleted": 0, "files_changed": 0}
 
     def show(done: RetentionPlan | RetentionResult) -> None:
@@ -110,19 +86,14 @@ def command(
         totals["segments_deleted"] += len(done.deleted)
         totals["bytes_deleted"] += done.deleted_bytes
 
-    steps = partial(
+    step = partial(
         sweep_partition,
-        source=source,
-        overrides=overrides,
-        now=now,
+        inputs=inputs,
         log_start_offset=log_start_offset,
-        high_watermark=high_watermark,
         dry_run=dry_run,
         keep_deleted=keep_deleted,
     )
-    run.results(run_partitions(parts, steps, force=force, dry_run=dry_run), show)
-    run.summary(totals)
-    run.exit()
+    run.partitions(paths, step, show, totals)
 
 
 def _show(out: Output, plan: RetentionPlan, dry_run: bool) -> None:

@@ -13,8 +13,8 @@ from klogtool.commands._options import (
     jobs_option,
     max_batch_bytes_option,
     now_option,
-    parse_size,
     paths_argument,
+    size_option,
 )
 from klogtool.errors import InputError
 from klogtool.log.read import stats as lib
@@ -74,13 +74,9 @@ def sparkline(counts: list[int]) -> str:
     metavar="N",
     help="Distinct keys counted exactly per partition up to N, then estimated (HyperLogLog).",
 )
-@click.option(
+@size_option(
     "--sample",
-    "sample",
     default="8M",
-    show_default=True,
-    metavar="SIZE",
-    callback=lambda _c, _p, v: parse_size(v),
     help="Uncompressed records compressed with each codec for the what-if sizes (0: none).",
 )
 @now_option

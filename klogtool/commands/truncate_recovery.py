@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -13,6 +13,7 @@ from klogtool.commands._options import (
     paths_argument,
     writing_options,
 )
+from klogtool.commands._writing import WritingRun
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
 from klogtool.log import targets
 from klogtool.log.atomic import FileOps
@@ -20,9 +21,6 @@ from klogtool.log.files import total_log_bytes
 from klogtool.log.repair import recovery
 from klogtool.log.repair.recovery_plan import RecoveryOptions
 from klogtool.output import Output
-
-if TYPE_CHECKING:
-    from klogtool.cli import Settings
 
 
 @click.command("truncate-recovery")
@@ -50,18 +48,14 @@ if TYPE_CHECKING:
 @index_interval_option
 @jobs_option
 @writing_options
-@click.pass_obj
 def command(
-    settings: Settings,
     paths: tuple[str, ...],
     from_recovery_point: bool,
     quarantine: Path | None,
     restore: bool,
     index_interval_bytes: int,
     jobs: int,
-    dry_run: bool,
-    force: bool,
-    fmt: str,
+    run: WritingRun,
 ) -> None:
     """Truncate damaged logs where the broker's recovery would, keeping every byte cut.
 
@@ -88,12 +82,12 @@ def command(
     Exit status: 0 done, 1 some partitions skipped (e.g. overlapping segments), 3 an input
     cannot be read, 4 a broker holds the log directory's lock (--force overrides).
     """
-    out = settings.output(fmt)
+    out, dry_run = run.out, run.dry_run
     ops = FileOps(dry_run=dry_run)
-    text = fmt == "text"
+    text = out.fmt == "text"
     emit = _text_emitter(out) if text else out.emit
     if restore:
-        reports = recovery.run_restore(list(paths), quarantine, ops, emit, force=force)
+        reports = recovery.run_restore(list(paths), quarantine, ops, emit, force=run.force)
         if text:
             out.table(
                 "klogtool truncate-recovery --restore" + (" (dry run)" if dry_run else ""),
@@ -130,7 +124,9 @@ def command(
         emit(obj)
 
     with out.progress(total_log_bytes(list(paths)), "recovering") as advance:
-        stats = recovery.run_recovery(resolved, opts, ops, collect, force=force, progress=advance)
+        stats = recovery.run_recovery(
+            resolved, opts, ops, collect, force=run.force, progress=advance
+        )
     if text:
         _text_summary(out, partitions, stats, dry_run)
     else:

@@ -7,6 +7,7 @@ compaction planners. Batch headers only: records are never decoded here.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.log import layout
 from klogtool.log.atomic import FileOps, log_dir_of
 from klogtool.log.segment import mapped, read_small
-from klogtool.log.topicconfig import TopicConfig
+from klogtool.log.topicconfig import ConfigSource, TopicConfig
 
 HIGH_WATERMARK = "replication-offset-checkpoint"
 LOG_START = "log-start-offset-checkpoint"
@@ -107,6 +108,21 @@ class PartitionView:
         if i + 1 < len(self.segments):
             return self.segments[i + 1].base_offset
         return self.log_end_offset
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """What compact, retention-sweep and explain judge every partition by, from their command
+    line: the topic configs (``overrides``: the command's own config options, field name ->
+    value, None = not given), the time and the high watermark to respect."""
+
+    configs: ConfigSource
+    now: int
+    high_watermark: int | str | None = None
+    overrides: Mapping[str, object] = field(default_factory=dict)
+
+    def config_of(self, topic: str | None) -> TopicConfig:
+        return self.configs.for_topic(topic, self.overrides)
 
 
 @dataclass

@@ -62,11 +62,12 @@ from klogtool.log.partition import (
     CLEANER,
     PartitionContext,
     PartitionView,
+    PlanInputs,
     load_partition,
     update_offset_checkpoint,
 )
 from klogtool.log.segment import Phases, Walked, mapped, phase_walk, read_small
-from klogtool.log.topicconfig import ConfigSource, TopicConfig
+from klogtool.log.topicconfig import TopicConfig
 from klogtool.log.txnreplay import TxnReplay
 from klogtool.log.writing import (
     Notice,
@@ -1004,10 +1005,7 @@ def compact_partition(
     path: Path,
     ops: FileOps,
     *,
-    source: ConfigSource,
-    overrides: dict[str, Any],
-    now: int,
-    high_watermark: int | str | None,
+    inputs: PlanInputs,
     dry_run: bool,
     only_eligible: bool,
     max_batch_bytes: int,
@@ -1023,12 +1021,11 @@ def compact_partition(
             with bars(f"{path.name}: planning pass {n_pass}") as report:
                 view = load_partition(path)
                 parsed = layout.parse_partition_dir_name(path.name)
-                cfg = source.for_topic(parsed[0] if parsed else None, overrides)
                 plan = plan_compaction(
                     view,
-                    cfg,
-                    now=now,
-                    high_watermark=high_watermark,
+                    inputs.config_of(parsed[0] if parsed else None),
+                    now=inputs.now,
+                    high_watermark=inputs.high_watermark,
                     simulate=dry_run,
                     max_batch_bytes=max_batch_bytes,
                     progress=report,

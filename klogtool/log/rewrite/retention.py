@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from klogtool.codes import Code
 from klogtool.errors import InputError
@@ -38,12 +37,13 @@ from klogtool.log.partition import (
     LOG_START,
     PartitionContext,
     PartitionView,
+    PlanInputs,
     SegmentInfo,
     load_partition,
     update_offset_checkpoint,
 )
 from klogtool.log.segment import read_small
-from klogtool.log.topicconfig import ConfigSource, TopicConfig
+from klogtool.log.topicconfig import TopicConfig
 from klogtool.log.writing import Notice, SkipPartition
 
 DELETE = "delete"
@@ -460,11 +460,8 @@ def sweep_partition(
     path: Path,
     ops: FileOps,
     *,
-    source: ConfigSource,
-    overrides: dict[str, Any],
-    now: int,
+    inputs: PlanInputs,
     log_start_offset: int | None,
-    high_watermark: int | str | None,
     dry_run: bool,
     keep_deleted: bool,
 ) -> Iterator[RetentionPlan | RetentionResult | Notice]:
@@ -472,10 +469,13 @@ def sweep_partition(
     :func:`klogtool.log.writing.each_partition`): the plan (to show before anything changes),
     then, unless ``dry_run`` or nothing changes, what applying it did."""
     view = load_partition(path)
-    cfg = source.for_topic(view.topic, overrides)
     try:
         plan = plan_retention(
-            view, cfg, now=now, log_start_offset=log_start_offset, high_watermark=high_watermark
+            view,
+            inputs.config_of(view.topic),
+            now=inputs.now,
+            log_start_offset=log_start_offset,
+            high_watermark=inputs.high_watermark,
         )
     except RetentionRefused as e:
         refused = InputError(str(e), path=str(path), code=Code.BEYOND_HIGH_WATERMARK)
