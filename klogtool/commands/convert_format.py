@@ -17,6 +17,7 @@ from klogtool.commands._options import (
 from klogtool.commands._writing import WritingRun
 from klogtool.errors import RefusedError
 from klogtool.formats import CODEC_IDS, CODEC_NAMES, CODECS
+from klogtool.log import layout, targets
 from klogtool.log.partition import is_within
 from klogtool.log.rewrite.converter import (
     COPY,
@@ -26,7 +27,6 @@ from klogtool.log.rewrite.converter import (
     execute_conversion,
     plan_conversion,
     refuse_foreign_partial,
-    source_partitions,
 )
 from klogtool.log.writing import Notice, completed_notices, writing_session
 from klogtool.output import Output, label
@@ -157,7 +157,7 @@ def command(
         index_interval_bytes=index_interval_bytes,
         max_batch_bytes=max_batch_bytes,
     )
-    partitions = source_partitions(src_path)
+    partitions = [t.path for t in targets.resolve([src], files=(layout.LOG,)).partitions]
     with writing_session(
         partitions if in_place else [],
         force=run.force,

@@ -79,43 +79,50 @@ def classify_dir(path: Path, display: str | None = None) -> layout.LogDir | None
     return logdir
 
 
-def partition_dirs_of(path: Path, display: str) -> Iterator[tuple[Path, str]]:
-    """The partition dirs a directory PATH stands for, each with how to show it: the directory
-    itself (a partition dir), the partitions of a log dir, or those of the log dirs under it
-    (:func:`~klogtool.log.layout.log_dirs_under`). Raises InputError (exit 3) for a directory
-    that is none of these. describe, find, stats and transactions resolve directories here."""
+@dataclass(frozen=True)
+class KafkaDir:
+    """A directory a PATH stands for: a partition dir (``logdir`` None) or a log dir."""
+
+    path: Path
+    display: str  # as the user named it, or under the directory they named
+    logdir: layout.LogDir | None
+
+
+def kafka_dirs(path: Path, display: str) -> Iterator[KafkaDir]:
+    """What a directory PATH stands for: itself, a partition dir or a log dir, or the log
+    dirs under it (:func:`~klogtool.log.layout.log_dirs_under`). Raises InputError (exit 3)
+    for a directory that is none of these. Every reading command resolves directories here."""
     below = layout.log_dirs_under(path)
     if below:
         for d in below:
-            yield from partition_dirs_of(d, str(Path(display) / d.relative_to(path)))
+            yield from kafka_dirs(d, str(Path(display) / d.relative_to(path)))
         return
-    logdir = classify_dir(path, display)
-    if logdir is None:
-        yield path, display
-        return
-    for p in logdir.partitions:
-        yield p, str(Path(display) / p.name)
+    yield KafkaDir(path, display, classify_dir(path, display))
+
+
+def partition_dirs_of(path: Path, display: str) -> Iterator[tuple[Path, str]]:
+    """The partition dirs a directory PATH stands for (:func:`kafka_dirs`), each with how to
+    show it."""
+    for d in kafka_dirs(path, display):
+        if d.logdir is None:
+            yield d.path, d.display
+        else:
+            yield from ((p, str(Path(d.display) / p.name)) for p in d.logdir.partitions)
 
 
 def _expand_dir(path: Path, display: str) -> Iterator[InputFile]:
-    below = layout.log_dirs_under(path)
-    if below:  # a tree of log dirs: each, as if it had been named
-        for d in below:
-            yield from _expand_dir(d, str(Path(display) / d.relative_to(path)))
-        return
-    logdir = classify_dir(path, display)
-    if logdir is None:
-        part = layout.scan_partition_dir(path)
-        for f in part.files():
-            yield InputFile(f, layout.file_kind(f), str(Path(display) / f.name))
-        return
-    for f in logdir.files:
-        kind = layout.file_kind(f)
-        if kind in (layout.LOCK, layout.LEFTOVER):
+    for d in kafka_dirs(path, display):
+        if d.logdir is None:
+            part = layout.scan_partition_dir(d.path)
+            for f in part.files():
+                yield InputFile(f, layout.file_kind(f), str(Path(d.display) / f.name))
             continue
-        yield InputFile(f, kind, str(Path(display) / f.name))
-    for p in logdir.partitions:
-        yield from _expand_dir(p, str(Path(display) / p.name))
+        for f in d.logdir.files:
+            kind = layout.file_kind(f)
+            if kind not in (layout.LOCK, layout.LEFTOVER):
+                yield InputFile(f, kind, str(Path(d.display) / f.name))
+        for p in d.logdir.partitions:
+            yield from _expand_dir(p, str(Path(d.display) / p.name))
 
 
 _PREFIX = struct.Struct(">qi4xb")

@@ -118,6 +118,21 @@ class SegmentFiles:
     txnindex: Path | None = None
 
 
+def segment_files(path: Path, kind: str) -> SegmentFiles:
+    """The segment one of its files stands for (``kind``: LOG, INDEX, TIMEINDEX or TXNINDEX):
+    that file and those of the four beside it. A file not named by its base offset (a
+    renamed ``.log``) stands alone, at base offset 0."""
+    base = offset_from_name(path)
+    seg = SegmentFiles(base or 0)
+    setattr(seg, kind, path)
+    if base is not None:
+        for suffix, k in SEGMENT_SUFFIXES.items():
+            sibling = path.with_name(segment_name(base, suffix))
+            if k != kind and sibling.is_file():
+                setattr(seg, k, sibling)
+    return seg
+
+
 @dataclass
 class PartitionDir:
     path: Path

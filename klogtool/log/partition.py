@@ -330,34 +330,3 @@ def is_within(root: Path, path: Path) -> bool:
     r = root.resolve()
     p = path.resolve()
     return p == r or r in p.parents
-
-
-def partition_dirs(arg: Path) -> tuple[list[Path], list[str]]:
-    """The partition dirs a PATH stands for, and warnings for those skipped (a partition dir
-    that is a symlink out of the given log dir is never written to)."""
-    if not arg.exists():
-        raise InputError("no such file or directory", path=str(arg), code=Code.NOT_FOUND)
-    # absolute, not resolved: "." keeps its name (topic and partition), and a link keeps the
-    # log dir the user named
-    arg = Path(os.path.abspath(arg))
-    if not arg.is_dir():
-        raise InputError(
-            "expected a partition directory or a log directory", path=str(arg), code=Code.NOT_A_DIR
-        )
-    if layout.looks_like_partition_dir(arg):
-        layout.check_partition_name(arg)
-        return [arg], []
-    logdir = layout.scan_log_dir(arg)
-    if logdir is None:
-        raise InputError(
-            "not a partition directory or a log directory", path=str(arg), code=Code.NOT_A_LOG_DIR
-        )
-    out: list[Path] = []
-    skipped: list[str] = []
-    for p in logdir.partitions:
-        if not is_within(arg, p):
-            skipped.append(f"{p}: skipped: a symlink out of {arg} (never written through)")
-            continue
-        layout.check_partition_name(p)
-        out.append(p)
-    return out, skipped

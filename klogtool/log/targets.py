@@ -11,13 +11,14 @@ as findings.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.log import atomic, layout
-from klogtool.log.files import detect_kind
+from klogtool.log.files import classify_dir, detect_kind
 from klogtool.log.findings import Finding
 
 
@@ -26,6 +27,7 @@ class PartitionTarget:
     path: Path  # the partition dir
     display: str  # as the user named it (or under the log dir they named)
     only_base: int | None = None  # a single segment was named
+    named: bool = False  # the PATH was this partition (or a segment of it), not its log dir
 
     @property
     def log_dir(self) -> Path:
@@ -47,38 +49,24 @@ class Targets:
 SEGMENT_KINDS = (layout.LOG, layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX)
 
 
-def resolve(paths: list[str]) -> Targets:
-    """Resolve PATH arguments; raises InputError (exit 3) for one that is not a Kafka path."""
+def resolve(paths: Iterable[str], *, files: tuple[str, ...] = SEGMENT_KINDS) -> Targets:
+    """Resolve the PATH arguments of a writing command: partition dirs, log dirs, and files
+    of the kinds in ``files`` (a segment of a partition: ``only_base``). Raises InputError
+    (exit 3) for one that is not a Kafka path."""
     out = Targets()
     seen: set[tuple[Path, int | None]] = set()
     for arg in paths:
         path = Path(arg)
         if not path.exists():
             raise InputError("no such file or directory", path=arg, code=Code.NOT_FOUND)
+        # absolute, not resolved: "." keeps its name (topic and partition), and the log dir
+        # (and its lock) is the one the user's path names, even through a symlink
         found: list[PartitionTarget] = []
         if path.is_file():
-            kind = detect_kind(path)
-            base = layout.offset_from_name(path)
-            if kind not in SEGMENT_KINDS or base is None:
-                raise InputError(
-                    "not a segment file (<base offset>.log, .index, .timeindex or .txnindex)",
-                    path=arg,
-                    code=Code.NOT_A_SEGMENT,
-                )
-            found.append(PartitionTarget(Path(os.path.abspath(path)).parent, arg, base))
-        elif layout.looks_like_partition_dir(path):
-            # absolute, not resolved: the log dir (and its lock) is the one the user's path
-            # names, even when the partition dir is a symlink to elsewhere
-            found.append(PartitionTarget(Path(os.path.abspath(path)), arg))
+            found.append(_file_target(path, arg, files))
+        elif (logdir := classify_dir(path, arg)) is None:
+            found.append(PartitionTarget(Path(os.path.abspath(path)), arg, named=True))
         else:
-            logdir = layout.scan_log_dir(path)
-            if logdir is None:
-                raise InputError(
-                    "not a partition directory or a log directory (no segments, partition "
-                    "directories or broker checkpoint files in it)",
-                    path=arg,
-                    code=Code.NOT_A_LOG_DIR,
-                )
             root = path.resolve()
             for p in logdir.partitions:
                 display = str(Path(arg) / p.name)
@@ -103,6 +91,20 @@ def resolve(paths: list[str]) -> Targets:
                 seen.add(key)
                 out.partitions.append(t)
     return out
+
+
+def _file_target(path: Path, arg: str, kinds: tuple[str, ...]) -> PartitionTarget:
+    if not kinds:
+        raise InputError(
+            "expected a partition directory or a log directory", path=arg, code=Code.NOT_A_DIR
+        )
+    base = layout.offset_from_name(path)
+    if detect_kind(path) not in kinds or base is None:
+        names = " or ".join(", ".join(f".{k}" for k in kinds).rsplit(", ", 1))
+        raise InputError(
+            f"not a segment file (<base offset>{names})", path=arg, code=Code.NOT_A_SEGMENT
+        )
+    return PartitionTarget(Path(os.path.abspath(path)).parent, arg, base, named=True)
 
 
 def _inside(path: Path, root: Path) -> bool:

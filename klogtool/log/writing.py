@@ -20,9 +20,8 @@ from klogtool.errors import InputError, KlogtoolError
 from klogtool.formats.batch import Batch
 from klogtool.formats.errors import FormatError, LimitExceededError
 from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
-from klogtool.log import layout
+from klogtool.log import layout, targets
 from klogtool.log.atomic import CLEANED, FileOps, complete_interrupted, log_dir_lock, log_dir_of
-from klogtool.log.partition import partition_dirs
 
 T = TypeVar("T")
 
@@ -49,26 +48,24 @@ class SkipPartition(Exception):
 def select_partitions(
     paths: Iterable[str], include: Callable[[Path, bool], str | None] | None = None
 ) -> tuple[list[Path], list[Notice]]:
-    """The partition directories of PATH arguments, in order. A directory being deleted or
-    moved is left out; so is one ``include(path, named)`` gives a reason for (``named``: the
-    PATH was the partition directory itself, not a log dir holding it)."""
+    """The partition directories of PATH arguments (:func:`klogtool.log.targets.resolve`:
+    partition dirs and log dirs), in order. A directory being deleted or moved is left out;
+    so is one ``include(path, named)`` gives a reason for (``named``: the PATH was the
+    partition directory itself, not a log dir holding it)."""
+    resolved = targets.resolve(paths, files=())
+    notices = [Notice(f"{f.path}: skipped: {f.message}", skipped=True) for f in resolved.findings]
     parts: list[Path] = []
-    notices: list[Notice] = []
-    for arg in paths:
-        path = Path(arg)
-        found, warnings = partition_dirs(path)
-        notices += [Notice(w, skipped=True) for w in warnings]
-        named = layout.looks_like_partition_dir(path)
-        for p in found:
-            if is_special_partition_dir(p):
-                why: str | None = "a partition directory being deleted or moved"
-                notices.append(Notice(f"{p}: skipped ({why})", "info"))
-                continue
-            why = include(p, named) if include is not None else None
-            if why is not None:
-                notices.append(Notice(f"{p}: skipped: {why}", "info"))
-                continue
-            parts.append(p)
+    for t in resolved.partitions:
+        if is_special_partition_dir(t.path):
+            notices.append(
+                Notice(f"{t.path}: skipped (a partition directory being deleted or moved)", "info")
+            )
+            continue
+        why = include(t.path, t.named) if include is not None else None
+        if why is not None:
+            notices.append(Notice(f"{t.path}: skipped: {why}", "info"))
+            continue
+        parts.append(t.path)
     return parts, notices
 
 

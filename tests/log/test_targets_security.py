@@ -21,8 +21,8 @@ from support.rewrite import tree
 from klogtool.errors import InputError, RefusedError
 from klogtool.log import atomic
 from klogtool.log.atomic import log_dir_lock, log_dir_of
-from klogtool.log.partition import load_partition, partition_dirs
-from klogtool.log.writing import writing_session
+from klogtool.log.partition import load_partition
+from klogtool.log.writing import select_partitions, writing_session
 
 LOGDIR = LOGS / "logdir"
 WRITERS = [
@@ -118,7 +118,7 @@ def test_path_dot_keeps_the_partition_identity(
     (logdir / "replication-offset-checkpoint").write_text("0\n1\nv2-none 0 3\n")
     monkeypatch.chdir(logdir / "v2-none-0")
     for arg in (".", "./"):
-        found, _ = partition_dirs(Path(arg))
+        found, _ = select_partitions([arg])
         assert [p.name for p in found] == ["v2-none-0"]
         view = load_partition(found[0])
         assert (view.topic, view.partition) == ("v2-none", 0)

@@ -30,7 +30,7 @@ from klogtool.log import layout
 from klogtool.log.check.verifier import Stats, Verifier
 from klogtool.log.export.planning import DEFAULT_TARGET_SPLIT_BYTES
 from klogtool.log.export.spec import INT, LONG, STRING
-from klogtool.log.files import classify_dir, detect_kind
+from klogtool.log.files import detect_kind, kafka_dirs
 from klogtool.log.findings import Finding
 
 PARTITION = "partition"
@@ -119,14 +119,12 @@ def plan(paths: Sequence[str]) -> VerifyPlan:
             if not path.exists():
                 raise InputError("no such file or directory", path=str(path), code=Code.NOT_FOUND)
             if path.is_dir():
-                below = layout.log_dirs_under(path)
-                for d in below or [path]:  # a directory of log dirs: each (as the local one)
-                    logdir = classify_dir(d)
-                    if logdir is None:
-                        p.steps.append(("unit", unit(PARTITION, d, _log_bytes(d))))
+                for d in kafka_dirs(path, str(path)):  # as the local verifier walks them
+                    if d.logdir is None:
+                        p.steps.append(("unit", unit(PARTITION, d.path, _log_bytes(d.path))))
                         continue
-                    idxs = [unit(PARTITION, c, _log_bytes(c)) for c in logdir.partitions]
-                    p.steps.append(("logdir", logdir, idxs))
+                    idxs = [unit(PARTITION, c, _log_bytes(c)) for c in d.logdir.partitions]
+                    p.steps.append(("logdir", d.logdir, idxs))
             else:
                 detect_kind(path)  # what the local verifier rejects, rejected in the same order
                 p.steps.append(("unit", unit(PATH, path, path.stat().st_size)))

@@ -20,7 +20,7 @@ from klogtool.errors import InputError
 from klogtool.log import layout
 from klogtool.log.check.logdir_checks import LogDirChecks
 from klogtool.log.check.segment_checks import SegmentSummary, Stats
-from klogtool.log.files import classify_dir, detect_kind
+from klogtool.log.files import detect_kind, kafka_dirs
 from klogtool.log.findings import Finding
 from klogtool.log.txnreplay import TxnReplay
 
@@ -48,40 +48,26 @@ class Verifier(LogDirChecks):
         if not path.exists():
             raise InputError("no such file or directory", path=str(path), code=Code.NOT_FOUND)
         if path.is_dir():
-            below = layout.log_dirs_under(path)
-            if below:
-                # a directory of log dirs (named like a partition or not): verify each
-                for d in below:
-                    yield from self._path(d)
-                return
-            logdir = classify_dir(path)
-            if logdir is None:
-                yield from self.verify_partition(path)
-            else:
-                yield from self.verify_log_dir(logdir)
+            for d in kafka_dirs(path, str(path)):
+                if d.logdir is None:
+                    yield from self.verify_partition(d.path)
+                else:
+                    yield from self.verify_log_dir(d.logdir)
             return
         kind = detect_kind(path)
-        if kind == layout.LOG:
-            base = layout.offset_from_name(path)
-            seg = layout.SegmentFiles(base or 0, log=path)
-            for sibling in (layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX):
-                p = path.with_name(layout.segment_name(seg.base_offset, "." + sibling))
-                if base is not None and p.is_file():
-                    setattr(seg, sibling, p)
-            summary = SegmentSummary(seg.base_offset)
-            yield from self.verify_segment(
-                seg, summary, TxnReplay(), active=True, missing_index_ok=True
-            )
-        elif kind in (layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX):
-            base = layout.offset_from_name(path) or 0
-            log = path.with_name(layout.segment_name(base, ".log"))
-            seg = layout.SegmentFiles(base, log=log if log.is_file() else None)
-            setattr(seg, kind, path)
+        if kind in (layout.LOG, layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX):
+            seg = layout.segment_files(path, kind)
+            if kind != layout.LOG:  # the index file named, checked against its log alone
+                seg = layout.SegmentFiles(seg.base_offset, log=seg.log, **{kind: path})
             if seg.log is None:
-                yield from self._index_alone(path, kind, base)
+                yield from self._index_alone(path, kind, seg.base_offset)
                 return
             yield from self.verify_segment(
-                seg, SegmentSummary(base), TxnReplay(), active=True, missing_index_ok=True
+                seg,
+                SegmentSummary(seg.base_offset),
+                TxnReplay(),
+                active=True,
+                missing_index_ok=True,
             )
         elif kind == layout.KRAFT_SNAPSHOT:
             yield from self._kraft_snapshot(path)

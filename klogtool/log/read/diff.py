@@ -51,6 +51,7 @@ from klogtool.formats.errors import FormatError
 from klogtool.formats.payloads.control import ABORT, decode_control_key
 from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner, not_a_log
 from klogtool.log import layout, pool
+from klogtool.log.files import classify_dir
 from klogtool.log.partition import PartitionView, load_partition
 from klogtool.log.segment import ReleaseBehind, mapped, read_small
 
@@ -374,15 +375,9 @@ def _kind_of(arg: str) -> tuple[str, Path]:
             "expected a partition directory or a log directory", path=arg, code=Code.NOT_A_DIR
         )
     try:
-        if layout.looks_like_partition_dir(path):
-            return "partition", path
-        if layout.scan_log_dir(path) is not None:
-            return "log-dir", path
+        return ("partition" if classify_dir(path, arg) is None else "log-dir"), path
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", path=arg, code=Code.UNREADABLE) from e
-    raise InputError(
-        "not a partition directory or a log directory", path=arg, code=Code.NOT_A_LOG_DIR
-    )
 
 
 def pair_partitions(a: str, b: str) -> list[Pair]:

@@ -152,15 +152,10 @@ def resolve_targets(paths: list[str]) -> list[Target]:
                 path=arg,
                 code=Code.NOT_A_LOG,
             )
-        base = layout.offset_from_name(path) or 0
-        log = path if kind == layout.LOG else path.with_name(layout.segment_name(base, ".log"))
-        if not log.is_file():
+        seg = layout.segment_files(path, kind)
+        log = seg.log
+        if log is None:
             raise InputError("no .log beside this index", path=arg, code=Code.NOT_FOUND)
-        seg = layout.SegmentFiles(base, log=log)
-        for suffix, attr in ((".index", "index"), (".timeindex", "timeindex")):
-            sibling = log.with_name(layout.segment_name(base, suffix))
-            if sibling.is_file():
-                setattr(seg, attr, sibling)
         parsed = layout.parse_partition_dir_name(log.resolve().parent.name)
         display = arg if kind == layout.LOG else str(Path(arg).with_name(log.name))
         out.append(

@@ -166,9 +166,7 @@ def resolve_partitions(paths: list[str]) -> Iterator[PartitionInput]:
                     code=Code.NOT_A_LOG,
                 )
             parsed = layout.parse_partition_dir_name(path.resolve().parent.name)
-            base = layout.offset_from_name(path) or 0
-            txn = path.with_name(layout.segment_name(base, ".txnindex"))
-            seg = layout.SegmentFiles(base, log=path, txnindex=txn if txn.is_file() else None)
+            seg = layout.segment_files(path, layout.LOG)
             yield PartitionInput(
                 path,
                 arg,

@@ -193,25 +193,6 @@ class ConversionPlan:
 
 
 # ---------------------------------------------------------------------------------- planning
-def source_partitions(src: Path) -> list[Path]:
-    """The partition dirs ``src`` (a segment, partition dir or log dir) lies in or holds (not
-    those that are symlinks out of a log dir ``src``)."""
-    src = Path(os.path.abspath(src))  # "." keeps its name; a link keeps the named log dir
-    if src.is_file():
-        found = [src.parent]
-    elif not src.is_dir():
-        return []
-    elif layout.looks_like_partition_dir(src):
-        found = [src]
-    else:
-        logdir = layout.scan_log_dir(src)
-        # never those that are symlinks out of the log dir: nothing is written through them
-        found = [p for p in logdir.partitions if is_within(src, p)] if logdir is not None else []
-    for p in found:
-        layout.check_partition_name(p)
-    return found
-
-
 def plan_conversion(src: Path, opts: ConvertOptions, *, confine: bool = False) -> ConversionPlan:
     """Validate ``src`` (a segment, partition dir or log dir) and plan its conversion.
     ``confine`` (in place): partition dirs that are symlinks out of a log dir ``src`` are left
