@@ -382,7 +382,8 @@ def native_records(data: memoryview | bytes, max_batch_bytes: int) -> list[tuple
     assert builder is not None, "the native engine is not active"
     if builder.add(memoryview(data), 0, "fuzz") is None:
         return None
-    cols = builder.take()
+    # the column buffers as bytes (the engine hands them over as buffer-protocol objects)
+    cols = {k: v if isinstance(v, int) else bytes(v) for k, v in builder.take().items()}
     keys, values = _binary(cols, "key"), _binary(cols, "value")
     hkeys, hvalues = _binary(cols, "header_key"), _binary(cols, "header_value")
     hoffsets = array("i", cols["headers_offsets"])

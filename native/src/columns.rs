@@ -121,6 +121,30 @@ impl Columns {
         self.header_offsets.truncate(1);
     }
 
+    /// The columns so far, leaving this builder empty with room for as many again (so that
+    /// the buffers move to Python whole, and the next rows need no regrowing).
+    pub fn take(&mut self) -> Columns {
+        let mut fresh = Columns::new(self.max_batch_bytes);
+        fresh.batch = self.batch;
+        let n = self.len();
+        for v in [&mut fresh.offsets, &mut fresh.timestamps] {
+            v.reserve(n);
+        }
+        for v in [&mut fresh.sequences, &mut fresh.batch_index] {
+            v.reserve(n);
+        }
+        for (b, old) in [
+            (&mut fresh.keys, &self.keys),
+            (&mut fresh.values, &self.values),
+            (&mut fresh.header_keys, &self.header_keys),
+            (&mut fresh.header_values, &self.header_values),
+        ] {
+            b.offsets.reserve(old.offsets.len());
+            b.data.reserve(old.data.len());
+        }
+        std::mem::replace(self, fresh)
+    }
+
     pub fn new(max_batch_bytes: usize) -> Self {
         Columns {
             offsets: Vec::new(),

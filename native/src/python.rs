@@ -34,8 +34,9 @@ impl Bytes {
         // SAFETY: the buffer is C-contiguous bytes (checked in `get`) and stays exported (so
         // the memory stays mapped) while `self.buffer` lives, which outlives the slice.
         // klogtool passes read-only buffers (bytes, read-only mmaps), so nothing writes to
-        // them while they are read. This is the one `unsafe` of the crate: the hand-off of
-        // Python's memory to Rust, which PyO3 cannot express safely.
+        // them while they are read. One of the crate's two `unsafe` blocks (the other is
+        // `Buffer::__getbuffer__`): the hand-off of Python's memory to Rust, which PyO3
+        // cannot express safely.
         unsafe {
             std::slice::from_raw_parts(self.buffer.buf_ptr() as *const u8, self.buffer.len_bytes())
         }
@@ -277,54 +278,123 @@ impl Columns {
         self.inner.payload_bytes()
     }
 
-    /// The buffers (as bytes) and null counts, leaving the builder empty.
+    /// The buffers (as `Buffer`s, moved out whole) and null counts, leaving the builder
+    /// empty.
     fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let c = &self.inner;
+        let c = self.inner.take();
         let d = PyDict::new(py);
         d.set_item("length", c.len())?;
-        d.set_item("offset", PyBytes::new(py, bytemuck::cast_slice(&c.offsets)))?;
-        d.set_item(
-            "timestamp",
-            PyBytes::new(py, bytemuck::cast_slice(&c.timestamps)),
-        )?;
-        d.set_item(
-            "sequence",
-            PyBytes::new(py, bytemuck::cast_slice(&c.sequences)),
-        )?;
-        d.set_item(
-            "batch_index",
-            PyBytes::new(py, bytemuck::cast_slice(&c.batch_index)),
-        )?;
+        d.set_item("offset", Buffer::new(py, c.offsets)?)?;
+        d.set_item("timestamp", Buffer::new(py, c.timestamps)?)?;
+        d.set_item("sequence", Buffer::new(py, c.sequences)?)?;
+        d.set_item("batch_index", Buffer::new(py, c.batch_index)?)?;
         for (name, col) in [
-            ("key", &c.keys),
-            ("value", &c.values),
-            ("header_key", &c.header_keys),
-            ("header_value", &c.header_values),
+            ("key", c.keys),
+            ("value", c.values),
+            ("header_key", c.header_keys),
+            ("header_value", c.header_values),
         ] {
-            d.set_item(
-                format!("{name}_validity"),
-                PyBytes::new(py, &col.validity.bytes),
-            )?;
-            d.set_item(
-                format!("{name}_offsets"),
-                PyBytes::new(py, bytemuck::cast_slice(&col.offsets)),
-            )?;
-            d.set_item(format!("{name}_data"), PyBytes::new(py, &col.data))?;
             d.set_item(format!("{name}_nulls"), col.validity.nulls)?;
             d.set_item(format!("{name}_length"), col.len())?;
+            d.set_item(
+                format!("{name}_validity"),
+                Buffer::new(py, col.validity.bytes)?,
+            )?;
+            d.set_item(format!("{name}_offsets"), Buffer::new(py, col.offsets)?)?;
+            d.set_item(format!("{name}_data"), Buffer::new(py, col.data)?)?;
         }
+        d.set_item("headers_nulls", c.header_validity.nulls)?;
         d.set_item(
             "headers_validity",
-            PyBytes::new(py, &c.header_validity.bytes),
+            Buffer::new(py, c.header_validity.bytes)?,
         )?;
-        d.set_item(
-            "headers_offsets",
-            PyBytes::new(py, bytemuck::cast_slice(&c.header_offsets)),
-        )?;
-        d.set_item("headers_nulls", c.header_validity.nulls)?;
-        // Emptied, not replaced: the next rows reuse the allocations.
-        self.inner.clear();
+        d.set_item("headers_offsets", Buffer::new(py, c.header_offsets)?)?;
         Ok(d)
+    }
+}
+
+/// A column's memory handed to Python without a copy: Arrow wraps it
+/// (`pyarrow.py_buffer`) through the buffer protocol, read-only, and it lives as long as any
+/// view of it. Never changed after it is made (a frozen class with no methods that write).
+#[pyclass(module = "klogtool._native", frozen)]
+struct Buffer {
+    data: Column,
+}
+
+enum Column {
+    Bytes(Vec<u8>),
+    Int32(Vec<i32>),
+    Int64(Vec<i64>),
+}
+
+impl From<Vec<u8>> for Column {
+    fn from(v: Vec<u8>) -> Self {
+        Column::Bytes(v)
+    }
+}
+
+impl From<Vec<i32>> for Column {
+    fn from(v: Vec<i32>) -> Self {
+        Column::Int32(v)
+    }
+}
+
+impl From<Vec<i64>> for Column {
+    fn from(v: Vec<i64>) -> Self {
+        Column::Int64(v)
+    }
+}
+
+impl Buffer {
+    fn new<T>(py: Python<'_>, data: Vec<T>) -> PyResult<Bound<'_, Buffer>>
+    where
+        Vec<T>: Into<Column>,
+    {
+        Bound::new(py, Buffer { data: data.into() })
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        match &self.data {
+            Column::Bytes(v) => v,
+            Column::Int32(v) => bytemuck::cast_slice(v),
+            Column::Int64(v) => bytemuck::cast_slice(v),
+        }
+    }
+}
+
+#[pymethods]
+impl Buffer {
+    fn __len__(&self) -> usize {
+        self.as_bytes().len()
+    }
+
+    /// The buffer protocol's export, read-only.
+    ///
+    /// # Safety
+    /// Called by CPython with a `Py_buffer` to fill (PyO3 requires `unsafe` here).
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: std::ffi::c_int,
+    ) -> PyResult<()> {
+        let data = slf.get().as_bytes();
+        // SAFETY: `view` is CPython's to fill; `PyBuffer_FillInfo` takes a reference to
+        // `slf`, so the Vec behind `data` (never changed: the class is frozen and has no
+        // method that writes) outlives every view of it; `readonly` = 1 refuses writers.
+        let filled = unsafe {
+            pyo3::ffi::PyBuffer_FillInfo(
+                view,
+                slf.as_ptr(),
+                data.as_ptr() as *mut std::ffi::c_void,
+                data.len() as pyo3::ffi::Py_ssize_t,
+                1,
+                flags,
+            )
+        };
+        if filled == -1 {
+            return Err(PyErr::fetch(slf.py()));
+        }
+        Ok(())
     }
 }
 
@@ -425,6 +495,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(render_records, m)?)?;
     m.add_function(wrap_pyfunction!(reencode_v2, m)?)?;
     m.add_class::<Columns>()?;
+    m.add_class::<Buffer>()?;
     m.add_class::<OffsetMap>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -210,3 +210,32 @@ def test_crc32c_of_a_large_buffer() -> None:
     data = bytes(range(256)) * 4096  # past the size where the GIL is released
     with engine.using(engine.NATIVE):
         assert engine.crc32c(data) == crc32c.crc32c(data) == engine.crc32c(bytearray(data))
+
+
+def test_columns_move_to_arrow_without_a_copy() -> None:
+    """``take()`` hands each column's memory over whole: read-only, wrapped by Arrow in place,
+    alive as long as Arrow holds it, and the builder starts afresh."""
+    pa = pytest.importorskip("pyarrow")
+    records = [
+        Record(offset=i, timestamp=i, key=b"k%d" % i, value=b"v" * 100, headers=(("h", b"x"),))
+        for i in range(50)
+    ]
+    batch = v2.encode_batch(records, base_offset=0, compression=codecs.NONE)
+    builder = engine.record_columns(1 << 20)
+    assert builder is not None
+    assert builder.add(memoryview(batch), 0, "test") == 50
+    cols = builder.take()
+    data = cols["value_data"]
+    assert not isinstance(data, bytes)  # the engine's own memory, not copied into a bytes
+    view = memoryview(data)
+    assert view.readonly and bytes(view) == b"v" * 5000
+    with pytest.raises(TypeError):
+        view[0] = 0
+    wrapped = pa.py_buffer(data)
+    assert wrapped.address == pa.py_buffer(data).address  # the same memory: no copy
+    del cols, data, view
+    assert wrapped.to_pybytes() == b"v" * 5000  # kept alive by Arrow's reference
+    assert len(builder.take()["value_data"]) == 0  # emptied
+    assert builder.add(memoryview(batch), 1, "test") == 50  # and refilled from offset 0
+    again = builder.take()
+    assert bytes(again["value_offsets"])[:8] == bytes(4) + (100).to_bytes(4, "little")

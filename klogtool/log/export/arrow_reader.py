@@ -189,8 +189,8 @@ def _headers_array(headers: Sequence[tuple[Any, ...]], decoder: str, typ: pa.Dat
 
 
 def _native_arrays(cols: dict[str, Any], schema: pa.Schema) -> dict[str, pa.Array]:
-    """The record columns from the native engine's buffers (``Columns.take()``), wrapped
-    without another copy."""
+    """The record columns from the native engine's buffers (``Columns.take()``: objects with
+    the buffer protocol, moved out of the engine whole), wrapped without a copy."""
     import pyarrow as pa
 
     n = cols["length"]
