@@ -76,10 +76,6 @@ impl Binary {
         self.validity.len
     }
 
-    fn clear(&mut self) {
-        self.rollback((0, 0, 0));
-    }
-
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -103,24 +99,6 @@ pub struct Columns {
 }
 
 impl Columns {
-    /// Empty, keeping the allocations.
-    pub fn clear(&mut self) {
-        self.offsets.clear();
-        self.timestamps.clear();
-        self.sequences.clear();
-        self.batch_index.clear();
-        for b in [
-            &mut self.keys,
-            &mut self.values,
-            &mut self.header_keys,
-            &mut self.header_values,
-        ] {
-            b.clear();
-        }
-        self.header_validity.truncate(0, 0);
-        self.header_offsets.truncate(1);
-    }
-
     /// The columns so far, leaving this builder empty with room for as many again (so that
     /// the buffers move to Python whole, and the next rows need no regrowing).
     pub fn take(&mut self) -> Columns {
