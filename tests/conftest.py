@@ -23,6 +23,7 @@ ONE_ENGINE = (
     "tests/test_native_crate.py",
     "tests/test_layers.py",
     "tests/formats/test_engines.py",  # compares the engines itself
+    "tests/formats/test_crc_prefetch.py",  # native machinery, on and off
     "tests/test_corpus_notice.py",
     "tests/test_startup.py",
     "tests/test_stats_html.py",

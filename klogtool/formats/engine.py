@@ -110,6 +110,17 @@ def crc32c(data: bytes | bytearray | memoryview) -> int:
     return result
 
 
+def crc_ahead(buf: memoryview, start: int, limit: int) -> tuple[list[tuple[int, int]], int] | None:
+    """``(positions and CRC-32Cs of the v2 batches from start on, where the walk stopped)``,
+    walking batch headers alone until ``limit`` or anything that is not a whole v2 entry; or
+    None under the python engine. The native engine releases the GIL meanwhile."""
+    if _active is None:
+        return None
+    where = f"byte {start}"
+    result: tuple[list[tuple[int, int]], int] = _call(where, _active.crc_ahead, buf, start, limit)
+    return result
+
+
 def check_v2(data: memoryview, max_batch_bytes: int, where: str) -> tuple[int, bool, int] | None:
     """``(records, offsets increase inside the batch's range, largest timestamp)`` of a whole
     well-formed v2 batch, or None: read it with the python engine. ``where`` (file and byte

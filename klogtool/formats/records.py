@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from klogtool.formats.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, Batch
+from klogtool.formats.crc import crc_prefetch
 from klogtool.formats.errors import CorruptRecordError, CrcMismatchError, FormatError
 from klogtool.formats.legacy import MIN_RECORD_SIZE, LegacyBatch
 from klogtool.formats.v2 import MIN_LENGTH, DefaultBatch
@@ -148,96 +149,104 @@ class SegmentScanner:
         first_error: FormatError | None = None
         end = CLEAN
         unpack_prefix = ENTRY_PREFIX.unpack_from
-        while True:
-            remaining = n - pos
-            if remaining == 0:
-                break
-            if remaining < HEADER_SIZE_UP_TO_MAGIC:
-                end = ZERO_FILL if is_zero(buf[:n], pos) else TORN_TAIL
-                break
-            offset, size, magic = unpack_prefix(buf, pos)
-            if size < MIN_RECORD_SIZE:
-                if is_zero(buf[:n], pos):
-                    end = ZERO_FILL
+        # a large segment's CRCs are computed ahead, on another core
+        prefetch = crc_prefetch(buf[:n]) if self.check_crc else None
+        try:
+            while True:
+                remaining = n - pos
+                if remaining == 0:
                     break
-                end = CORRUPT
-                first_error = first_error or CorruptRecordError(
-                    f"Found record size {size} smaller than minimum record overhead "
-                    f"({MIN_RECORD_SIZE})",
-                    base + pos,
-                    "record-too-small",
-                )
-                break
-            entry_end = pos + LOG_OVERHEAD + size
-            if entry_end > n:
-                # An incomplete entry is only a torn write if its header looks like one: a
-                # magic of 0..2, an offset a broker could have assigned (>= 0), a size a
-                # batch of that magic can have.
-                if self.strict and magic not in (0, 1, 2):
+                if remaining < HEADER_SIZE_UP_TO_MAGIC:
+                    end = ZERO_FILL if is_zero(buf[:n], pos) else TORN_TAIL
+                    break
+                offset, size, magic = unpack_prefix(buf, pos)
+                if size < MIN_RECORD_SIZE:
+                    if is_zero(buf[:n], pos):
+                        end = ZERO_FILL
+                        break
                     end = CORRUPT
                     first_error = first_error or CorruptRecordError(
+                        f"Found record size {size} smaller than minimum record overhead "
+                        f"({MIN_RECORD_SIZE})",
+                        base + pos,
+                        "record-too-small",
+                    )
+                    break
+                entry_end = pos + LOG_OVERHEAD + size
+                if entry_end > n:
+                    # An incomplete entry is only a torn write if its header looks like one: a
+                    # magic of 0..2, an offset a broker could have assigned (>= 0), a size a
+                    # batch of that magic can have.
+                    if self.strict and magic not in (0, 1, 2):
+                        end = CORRUPT
+                        first_error = first_error or CorruptRecordError(
+                            f"Invalid magic found in record: {magic}", base + pos, "bad-magic"
+                        )
+                    elif self.strict and (offset < 0 or (magic >= 2 and size < MIN_LENGTH)):
+                        end = CORRUPT
+                        first_error = first_error or CorruptRecordError(
+                            f"an incomplete entry with an impossible header (offset {offset}, "
+                            f"size {size}, magic {magic}): not a torn write",
+                            base + pos,
+                            "bad-entry-header",
+                        )
+                    else:
+                        end = TORN_TAIL
+                    break
+                err: FormatError | None = None
+                batch: Batch | None = None
+                if self.strict and magic not in (0, 1, 2):
+                    err = CorruptRecordError(
                         f"Invalid magic found in record: {magic}", base + pos, "bad-magic"
                     )
-                elif self.strict and (offset < 0 or (magic >= 2 and size < MIN_LENGTH)):
-                    end = CORRUPT
-                    first_error = first_error or CorruptRecordError(
-                        f"an incomplete entry with an impossible header (offset {offset}, "
-                        f"size {size}, magic {magic}): not a torn write",
+                elif magic >= 2 and size < MIN_LENGTH:
+                    err = CorruptRecordError(
+                        f"Record batch is corrupt (the size {size + LOG_OVERHEAD} is smaller "
+                        f"than the minimum allowed overhead 61)",
                         base + pos,
-                        "bad-entry-header",
+                        "batch-too-small",
                     )
                 else:
-                    end = TORN_TAIL
-                break
-            err: FormatError | None = None
-            batch: Batch | None = None
-            if self.strict and magic not in (0, 1, 2):
-                err = CorruptRecordError(
-                    f"Invalid magic found in record: {magic}", base + pos, "bad-magic"
-                )
-            elif magic >= 2 and size < MIN_LENGTH:
-                err = CorruptRecordError(
-                    f"Record batch is corrupt (the size {size + LOG_OVERHEAD} is smaller than the "
-                    f"minimum allowed overhead 61)",
-                    base + pos,
-                    "batch-too-small",
-                )
-            else:
-                try:
-                    if magic >= 2:
-                        batch = DefaultBatch(buf[pos:entry_end], base + pos)
-                    else:
-                        batch = LegacyBatch(buf[pos:entry_end], base + pos)
-                except FormatError as e:
-                    err = e
-            if batch is not None and self.strict:
-                err = _strict_check(batch, last_offset)
-            if err is not None or batch is None:
-                end = CORRUPT
-                first_error = first_error or err
-                break
-            crc_ok = True
-            if self.check_crc:
-                computed = batch.compute_crc()
-                if computed != batch.crc:
-                    crc_ok = False
-                    if first_error is None:
-                        first_error = CrcMismatchError(
-                            f"Record is corrupt (stored crc = {batch.crc}, computed crc = "
-                            f"{computed})",
-                            base + pos,
-                        )
-                        valid_bytes = pos
-                    if self.stop_on_crc:
-                        end = CORRUPT
-                        break
-            self.crc_valid = crc_ok
-            batches += 1
-            if batches == 1 and (magic >= 2 or batch.compression == 0):
-                first_offset = offset  # a legacy wrapper's first offset needs decompression
-            last_offset = batch.last_offset
-            yield batch
-            pos = entry_end
+                    try:
+                        if magic >= 2:
+                            batch = DefaultBatch(buf[pos:entry_end], base + pos)
+                        else:
+                            batch = LegacyBatch(buf[pos:entry_end], base + pos)
+                    except FormatError as e:
+                        err = e
+                if batch is not None and self.strict:
+                    err = _strict_check(batch, last_offset)
+                if err is not None or batch is None:
+                    end = CORRUPT
+                    first_error = first_error or err
+                    break
+                crc_ok = True
+                if self.check_crc:
+                    computed = prefetch.get(pos) if prefetch is not None else None
+                    if computed is None:
+                        computed = batch.compute_crc()
+                    if computed != batch.crc:
+                        crc_ok = False
+                        if first_error is None:
+                            first_error = CrcMismatchError(
+                                f"Record is corrupt (stored crc = {batch.crc}, computed crc = "
+                                f"{computed})",
+                                base + pos,
+                            )
+                            valid_bytes = pos
+                        if self.stop_on_crc:
+                            end = CORRUPT
+                            break
+                self.crc_valid = crc_ok
+                batches += 1
+                if batches == 1 and (magic >= 2 or batch.compression == 0):
+                    first_offset = offset  # a legacy wrapper's first offset needs decompression
+                last_offset = batch.last_offset
+                yield batch
+                pos = entry_end
+        finally:
+            if prefetch is not None:
+                prefetch.close()
         self.result = ScanResult(
             size=n,
             valid_bytes=pos if valid_bytes is None else valid_bytes,

@@ -13,6 +13,7 @@ use crate::columns;
 use crate::compact;
 use crate::encode;
 use crate::render;
+use crate::scan;
 
 /// A read-only view of a Python buffer (bytes, a memoryview of an mmap) for one call.
 struct Bytes {
@@ -55,6 +56,20 @@ fn crc32c_of(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u32> {
     } else {
         py.detach(|| crc32c::crc32c(data))
     })
+}
+
+/// `(positions and CRC-32Cs of the v2 batches from `start` on, where the walk stopped)`: see
+/// `scan::crc_ahead`. For a background thread: the GIL is released while it runs.
+#[pyfunction]
+fn crc_ahead(
+    py: Python<'_>,
+    buf: &Bound<'_, PyAny>,
+    start: usize,
+    limit: usize,
+) -> PyResult<(Vec<(usize, u32)>, usize)> {
+    let bytes = Bytes::get(buf)?;
+    let data = bytes.as_slice();
+    Ok(py.detach(|| scan::crc_ahead(data, start, limit)))
 }
 
 /// `(records, offsets in order and inside the batch's range, largest record timestamp)` for
@@ -491,6 +506,7 @@ impl OffsetMap {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_v2, m)?)?;
     m.add_function(wrap_pyfunction!(crc32c_of, m)?)?;
+    m.add_function(wrap_pyfunction!(crc_ahead, m)?)?;
     m.add_function(wrap_pyfunction!(records_v2, m)?)?;
     m.add_function(wrap_pyfunction!(render_records, m)?)?;
     m.add_function(wrap_pyfunction!(reencode_v2, m)?)?;
