@@ -20,7 +20,7 @@ def crc32c(data: bytes | bytearray | memoryview) -> int:
 
 
 PREFETCH_BYTES = 16 << 20  # segments at least this large get their CRCs computed ahead
-PREFETCH_CHUNK = 8 << 20  # bytes of batches per native call
+PREFETCH_CHUNK = 4 << 20  # bytes of batches per native call
 
 
 class CrcPrefetch:

@@ -11,6 +11,7 @@ that do not increase.
 
 from __future__ import annotations
 
+import mmap
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -109,6 +110,31 @@ def is_zero(buf: memoryview, start: int) -> bool:
     return True
 
 
+class ReleaseBehind:
+    """Call with the position (in the mapping) a walk over ``view`` has reached: every
+    ``step`` bytes the mapped pages before it are dropped from the process (MADV_DONTNEED; they
+    stay in the page cache, and touching them again re-reads them), so the RSS of a walk over a
+    large mmapped segment stays flat instead of growing to the file's size. Only for a
+    read-only mmap (its pages always read back the same)."""
+
+    def __init__(self, view: memoryview, step: int = 16 << 20):
+        obj = view.obj
+        usable = view.readonly and hasattr(mmap, "MADV_DONTNEED")
+        self.mm = obj if isinstance(obj, mmap.mmap) and usable else None
+        self.step = step
+        self.done = 0
+
+    def __call__(self, position: int) -> None:
+        if self.mm is None or position - self.done < self.step:
+            return
+        end = position - position % mmap.PAGESIZE
+        try:
+            self.mm.madvise(mmap.MADV_DONTNEED, 0, end)
+        except (OSError, ValueError):
+            self.mm = None  # not supported here: memory is still reclaimable page cache
+        self.done = end
+
+
 class SegmentScanner:
     """Iterate the batches of a ``.log`` buffer; :attr:`result` says how the walk ended.
 
@@ -149,8 +175,10 @@ class SegmentScanner:
         first_error: FormatError | None = None
         end = CLEAN
         unpack_prefix = ENTRY_PREFIX.unpack_from
-        # a large segment's CRCs are computed ahead, on another core
+        # a large segment's CRCs are computed ahead, on another core; the pages walked past
+        # leave the process (a walk over a mapped segment keeps a flat RSS)
         prefetch = crc_prefetch(buf[:n]) if self.check_crc else None
+        release = ReleaseBehind(buf)
         try:
             while True:
                 remaining = n - pos
@@ -244,6 +272,7 @@ class SegmentScanner:
                 last_offset = batch.last_offset
                 yield batch
                 pos = entry_end
+                release(base + pos)
         finally:
             if prefetch is not None:
                 prefetch.close()

@@ -53,29 +53,6 @@ def _map_fd(f: BinaryIO) -> Iterator[memoryview]:
             pass  # a caller still holds a slice (e.g. a record value): the GC unmaps it later
 
 
-class ReleaseBehind:
-    """Call with the position a walk over ``view`` has reached: every ``step`` bytes the
-    mapped pages before it are dropped from the process (MADV_DONTNEED; they stay in the page
-    cache, and touching them again re-reads them), so the RSS of a walk over a large mmapped
-    segment stays flat instead of growing to the file's size."""
-
-    def __init__(self, view: memoryview, step: int = 32 << 20):
-        obj = view.obj
-        self.mm = obj if isinstance(obj, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED") else None
-        self.step = step
-        self.done = 0
-
-    def __call__(self, position: int) -> None:
-        if self.mm is None or position - self.done < self.step:
-            return
-        end = position - position % mmap.PAGESIZE
-        try:
-            self.mm.madvise(mmap.MADV_DONTNEED, 0, end)
-        except (OSError, ValueError):
-            self.mm = None  # not supported here: memory is still reclaimable page cache
-        self.done = end
-
-
 def read_small(path: Path, limit: int = 16 << 20) -> bytes:
     """Whole contents of a small file (checkpoints, snapshots), refusing absurd sizes."""
     size = path.stat().st_size

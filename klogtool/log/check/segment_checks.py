@@ -27,7 +27,7 @@ from klogtool.log import layout
 from klogtool.log.check.indexcheck import SegmentIndexCheck, index_alone
 from klogtool.log.findings import Finding, FindingCounts
 from klogtool.log.read.record_filter import first_offset
-from klogtool.log.segment import ReleaseBehind, mapped
+from klogtool.log.segment import mapped
 from klogtool.log.txnreplay import TxnReplay
 
 ABORT = 0
@@ -117,12 +117,10 @@ class SegmentChecks:
         with mapped(seg.log) as buf:
             st.bytes += len(buf)
             scanner = SegmentScanner(buf, stop_on_crc=False)
-            release = ReleaseBehind(buf)
             reported = 0  # bytes of this segment passed to the progress bar
             for batch in scanner:
                 st.batches += 1
                 pos = batch.position
-                release(pos)
                 if pos - reported >= _PROGRESS_STEP:  # a huge segment moves the bar too
                     self.progress(pos - reported)
                     reported = pos

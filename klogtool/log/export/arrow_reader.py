@@ -49,7 +49,7 @@ from klogtool.log.export.planning import SegmentRange, Split, plan_splits
 from klogtool.log.export.spec import ReadOptions, arrow_schema
 from klogtool.log.read.dumper import batch_object
 from klogtool.log.read.finder import TransactionStates, segment_transaction_states
-from klogtool.log.segment import ReleaseBehind, mapped
+from klogtool.log.segment import mapped
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -340,10 +340,9 @@ class _RangeReader:
     def _walk(self, buf: memoryview) -> Iterator[pa.RecordBatch]:
         rng = self.rng
         opts = self.opts
-        release = ReleaseBehind(buf)
         start = 0
         if rng.start > 0:
-            found = yield from self._range_start(buf, release)
+            found = yield from self._range_start(buf)
             if found is None:
                 return
             start = found
@@ -382,21 +381,17 @@ class _RangeReader:
                     self._add(batch, recs)
             if self.pending.full:
                 yield from self._flush()
-                release(pos)
         res = scanner.result
         if res is not None and rng.start <= res.stopped_at < rng.end:
             yield from self._scan_end(res)
 
-    def _range_start(
-        self, buf: memoryview, release: ReleaseBehind
-    ) -> Generator[pa.RecordBatch, None, int | None]:
+    def _range_start(self, buf: memoryview) -> Generator[pa.RecordBatch, None, int | None]:
         """The position of this range's first batch, found by walking the headers from the
         segment start; None when there is none (the walk's end is reported if it lies in this
         range)."""
         rng = self.rng
         finder = SegmentScanner(buf, check_crc=False, stop_on_crc=False)
         for b in finder:
-            release(b.position)
             if b.position >= rng.start:
                 return b.position
         res = finder.result

@@ -53,7 +53,7 @@ from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner, not_a_l
 from klogtool.log import layout, pool
 from klogtool.log.files import classify_dir
 from klogtool.log.partition import PartitionView, load_partition
-from klogtool.log.segment import ReleaseBehind, mapped, read_small
+from klogtool.log.segment import mapped, read_small
 
 A, B = "a", "b"
 
@@ -455,7 +455,6 @@ class _Side:
             try:
                 with mapped(seg.log) as buf:
                     scanner = SegmentScanner(buf, check_crc=False, strict=True)
-                    release = ReleaseBehind(buf)
                     for batch in scanner:
                         base = batch.base_offset
                         last = batch.last_offset
@@ -478,7 +477,6 @@ class _Side:
                         if batch.magic >= 2:
                             self.batch_epochs.assign(batch.partition_leader_epoch, base)
                         yield _Ref(batch, display, base, last)
-                        release(batch.position + batch.size)
                     result = scanner.result
                     assert result is not None
             except OSError as e:

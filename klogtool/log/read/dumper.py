@@ -26,7 +26,7 @@ from klogtool.formats.snapshot import parse_snapshot
 from klogtool.log import layout
 from klogtool.log.files import InputFile, expand
 from klogtool.log.findings import Finding
-from klogtool.log.segment import STDIN, ReleaseBehind, mapped, read_small
+from klogtool.log.segment import STDIN, mapped, read_small
 
 Obj = dict[str, Any]
 
@@ -180,10 +180,8 @@ class Dumper:
         rendering = opts.rendered_records if decoder is None and lo is None else None
         with mapped(f.path) as buf:
             scanner = SegmentScanner(buf, stop_on_crc=False, max_bytes=opts.max_bytes)
-            release = ReleaseBehind(buf)
             reported = 0  # bytes of this segment passed to the progress bar
             for batch in scanner:
-                release(batch.position)
                 if batch.position - reported >= PROGRESS_STEP:
                     self.progress(batch.position - reported)
                     reported = batch.position

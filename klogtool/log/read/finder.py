@@ -77,7 +77,7 @@ from klogtool.log.read.record_filter import (
     past,
 )
 from klogtool.log.read.transactions import PartitionInput, TransactionScanner
-from klogtool.log.segment import ReleaseBehind, mapped, read_small
+from klogtool.log.segment import mapped, read_small
 
 Obj = dict[str, Any]
 Progress = Callable[[int, int], None]  # (bytes walked, records decoded) since the last call
@@ -525,11 +525,9 @@ class Finder:
         scanner = SegmentScanner(
             buf[start:], check_crc=False, stop_on_crc=False, base_position=start
         )
-        release = ReleaseBehind(buf)
         reported = start
         for batch in scanner:
             pos = batch.position
-            release(pos)
             if pos - reported >= PROGRESS_STEP:
                 self._advance(pos - reported)
                 reported = pos

@@ -68,7 +68,7 @@ from klogtool.log.read.finder import (
     transaction_states,
 )
 from klogtool.log.read.record_filter import ABORTED
-from klogtool.log.segment import ReleaseBehind, mapped
+from klogtool.log.segment import mapped
 
 Obj = dict[str, Any]
 Progress = Callable[[int, int], None]  # (bytes walked, records read) since the last call
@@ -612,10 +612,8 @@ def partition_stats(
         st.segments += 1
         with mapped(files.log) as buf:
             scanner = SegmentScanner(buf, check_crc=False, stop_on_crc=False)
-            release = ReleaseBehind(buf)
             reported = 0
             for batch in scanner:
-                release(batch.position)
                 before = st.records
                 try:
                     _batch(st, batch, options, sampler, txns)

@@ -61,7 +61,7 @@ from klogtool.formats.snapshot import ProducerEntry, parse_snapshot
 from klogtool.log import layout
 from klogtool.log.files import partition_dirs_of
 from klogtool.log.findings import Finding
-from klogtool.log.segment import ReleaseBehind, mapped, read_small
+from klogtool.log.segment import mapped, read_small
 
 Obj = dict[str, Any]
 
@@ -258,9 +258,7 @@ class TransactionScanner:
             markers: set[int] = set()
             with mapped(seg.log) as buf:
                 scanner = SegmentScanner(buf, check_crc=False)
-                release = ReleaseBehind(buf)
                 for batch in scanner:
-                    release(batch.position)
                     if log_start is None:
                         log_start = batch.base_offset if batch.magic >= 2 else batch.last_offset
                     log_end = batch.last_offset + 1

@@ -13,9 +13,9 @@ from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import index
 from klogtool.formats.batch import LOG_OVERHEAD, Batch
-from klogtool.formats.crc import crc32c
+from klogtool.formats.crc import CrcPrefetch, crc32c, crc_prefetch
 from klogtool.formats.errors import CorruptRecordError, FormatError
-from klogtool.formats.records import CLEAN, CORRUPT, ScanResult
+from klogtool.formats.records import CLEAN, CORRUPT, ReleaseBehind, ScanResult
 from klogtool.formats.v2 import (
     BATCH_HEADER,
     CONTROL_FLAG,
@@ -172,8 +172,37 @@ def _fast_scan(
     offset, a torn or zero-filled tail, a position beyond 2^31-1): the caller then walks the
     segment again with the general scanner, which is the reference for every rule here
     (docs/kafka-rules.md: Loading and recovery, Index rebuild; the tests compare both walks).
+    Like the scanner, it takes CRCs computed ahead and drops the pages it has passed.
     """
+    ahead = crc_prefetch(view)
+    try:
+        return _fast_walk(
+            view,
+            base_offset,
+            index_interval_bytes,
+            prev_last_offset,
+            path,
+            count_records,
+            walked,
+            ahead,
+        )
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+
+def _fast_walk(
+    view: memoryview,
+    base_offset: int,
+    index_interval_bytes: int,
+    prev_last_offset: int | None,
+    path: str,
+    count_records: bool,
+    walked: Walked | None,
+    ahead: CrcPrefetch | None,
+) -> SegmentScan | None:
     n = len(view)
+    release = ReleaseBehind(view)
     unpack = BATCH_HEADER.unpack_from
     crc = crc32c
     limit = base_offset + INT32_MAX
@@ -206,7 +235,8 @@ def _fast_scan(
             or (prev_last is not None and bo <= prev_last)
             or not base_offset <= last <= limit
             or pos > INT32_MAX
-            or crc(view[pos + CRC_START : end]) != stored_crc
+            or ((ahead is not None and ahead.get(pos)) or crc(view[pos + CRC_START : end]))
+            != stored_crc
         ):
             return None
         if pid >= 0 and attrs & (CONTROL_FLAG | TRANSACTIONAL_FLAG):
@@ -233,6 +263,7 @@ def _fast_scan(
             records += count
         prev_last = last
         pos = end
+        release(pos)
     if max_ts > last_time_ts:
         times.append((max_ts, max_ts_offset - base_offset))
     index_entries = array("i", offsets)
