@@ -26,6 +26,7 @@ ONE_ENGINE = (
     "tests/formats/test_crc_prefetch.py",  # native machinery, on and off
     "tests/test_corpus_notice.py",
     "tests/test_startup.py",
+    "tests/test_export_memory.py",
     "tests/test_stats_html.py",
     "tests/test_output_tables.py",
     "tests/test_codes.py",
