@@ -36,7 +36,11 @@ fn gzip(data: &[u8], limit: usize) -> Option<Vec<u8>> {
         return None; // header flags (name, comment, extra, header CRC): the reference's job
     }
     let mut inflater = flate2::Decompress::new(false);
-    let mut out: Vec<u8> = Vec::with_capacity((data.len() * 4).min(limit.saturating_add(1)));
+    // The trailer's ISIZE (the last 4 bytes of a single member) sizes the output at once; it
+    // is only a hint, bounded like everything else (a wrong one costs a regrowth).
+    let hint = u32::from_le_bytes(data[data.len() - 4..].try_into().ok()?) as usize;
+    let guess = if hint > 0 { hint } else { data.len() * 4 };
+    let mut out: Vec<u8> = Vec::with_capacity(guess.min(limit.saturating_add(1)));
     let body = &data[10..];
     loop {
         if out.len() == out.capacity() {

@@ -158,7 +158,8 @@ impl Columns {
 
     /// Append the records of one whole batch as batch number `index`; `None` (and nothing
     /// appended) when the reference must read it.
-    pub fn add(&mut self, batch_bytes: &[u8], index: i32) -> Option<usize> {
+    /// `area`: the batch's records area, decompressed by the caller (see `batch::decode_with`).
+    pub fn add(&mut self, batch_bytes: &[u8], index: i32, area: Option<&[u8]>) -> Option<usize> {
         // Offsets are 32-bit: a batch could at most add its decompressed size.
         let room = (i32::MAX as usize).checked_sub(self.payload_bytes())?;
         if batch_bytes.len().max(self.max_batch_bytes) > room {
@@ -173,7 +174,7 @@ impl Columns {
             self.header_validity.nulls,
         );
         self.batch = index;
-        if batch::decode(batch_bytes, self.max_batch_bytes, self).is_some() {
+        if batch::decode_with(batch_bytes, area, self.max_batch_bytes, self).is_some() {
             return Some(self.len() - before);
         }
         self.offsets.truncate(before);
