@@ -3,15 +3,13 @@
 
 Run by hand (it is not a test; nothing here asserts a timing)::
 
-    python bench/bench_dump.py [--records 1200000] [--runs 5] [--jobs 1,2] [--out DIR]
+    python bench/bench_dump.py [--records 1200000] [--runs 5] [--out DIR]
 
 The segment is ``bench_engines.py``'s small uncompressed one (~120-byte records, cached in
 ``--out``). Each run is a separate process writing to /dev/null, the runs interleaved:
 
 ``klogtool``
-    ``python -m klogtool dump-segments --format jsonl --print-data SEG`` under each engine
-    (and ``--jobs N`` for each N given, native engine, on a log dir of ``--partitions``
-    partitions, each a hard link of the segment).
+    ``python -m klogtool dump-segments --format jsonl --print-data SEG`` under each engine.
 ``kafka-python + json.dumps``
     The script operators write today (:data:`PEER`): kafka-python's ``MemoryRecords`` over the
     file's bytes, one ``json.dumps`` per record with base64 key and value.
@@ -66,8 +64,6 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--records", type=int, default=1_200_000)
     p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--jobs", default="", help="comma-separated --jobs values to time too")
-    p.add_argument("--partitions", type=int, default=4, help="segments for the --jobs runs")
     p.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "klogtool-bench-engines"))
     a = p.parse_args(argv)
     pdir = partition_dir(a.out, "small", "none", a.records)
@@ -78,29 +74,14 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ, PYTHONPATH=repo)
     dump = [sys.executable, "-m", "klogtool", "--no-progress", "dump-segments"]
     dump += ["--format", "jsonl", "--print-data"]
-    cases: dict[str, tuple[list[str], dict[str, str], int]] = {
-        "klogtool, native engine": (dump + [seg], dict(env, KLOGTOOL_ENGINE="native"), 1),
-        "klogtool, python engine": (dump + [seg], dict(env, KLOGTOOL_ENGINE="python"), 1),
-        "kafka-python + json.dumps": ([sys.executable, "-c", PEER, seg], env, 1),
+    cases: dict[str, tuple[list[str], dict[str, str]]] = {
+        "klogtool, native engine": (dump + [seg], dict(env, KLOGTOOL_ENGINE="native")),
+        "klogtool, python engine": (dump + [seg], dict(env, KLOGTOOL_ENGINE="python")),
+        "kafka-python + json.dumps": ([sys.executable, "-c", PEER, seg], env),
     }
-    jobs = [int(j) for j in a.jobs.split(",") if j.strip()]
-    if jobs:
-        many = os.path.join(a.out, f"dump-{a.partitions}x-{a.records}r")
-        for i in range(a.partitions):
-            os.makedirs(os.path.join(many, f"bench-{i}"), exist_ok=True)
-            link = segment_file(os.path.join(many, f"bench-{i}"))
-            if not os.path.exists(link):
-                os.link(seg, link)
-        for j in jobs:
-            cmd = dump + ["--jobs", str(j), many]
-            cases[f"klogtool --jobs {j}, {a.partitions} segments"] = (
-                cmd,
-                dict(env, KLOGTOOL_ENGINE="native"),
-                a.partitions,
-            )
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
     for _ in range(a.runs):
-        for name, (cmd, case_env, _n) in cases.items():
+        for name, (cmd, case_env) in cases.items():
             times[name].append(timed(cmd, case_env))
     peer = statistics.median(w for w, _c in times["kafka-python + json.dumps"])
     print(f"{a.records:,} records ({os.path.getsize(seg):,} bytes); median of {a.runs} runs")
@@ -108,9 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, runs in times.items():
         wall = statistics.median(w for w, _c in runs)
         cpu = statistics.median(c for _w, c in runs)
-        n = a.records * cases[name][2]
-        ratio = peer / wall * cases[name][2]
-        print(f"{name:34} {wall:8.2f} {cpu:8.2f} {n / wall:15,.0f} {ratio:7.1f}x")
+        rate = a.records / wall
+        print(f"{name:34} {wall:8.2f} {cpu:8.2f} {rate:15,.0f} {peer / wall:7.1f}x")
     return 0
 
 
