@@ -51,6 +51,8 @@ class CrcPrefetch:
                     break
                 crcs, pos = found
                 self._chunks.put((dict(crcs), pos))
+        except Exception:  # the scanner computes the CRCs itself (and reports any failure)
+            pass
         finally:
             del buf
             self._chunks.put(None)

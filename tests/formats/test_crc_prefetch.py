@@ -76,3 +76,17 @@ def test_an_abandoned_scan_stops_its_thread_and_lets_the_map_close(tmp_path: Pat
             del first, it  # the generator's cleanup stops the thread and drops its view
             assert threading.active_count() == before
             m.close()  # no view of the map is left
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_failing_walk_ahead_leaves_the_crcs_to_the_scanner(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    engine.use(engine.NATIVE)
+    seed = fuzz.build_seeds(random.Random(9))[0]
+
+    def broken(*_args: object) -> None:
+        raise engine.NativeEngineError("byte 0", RuntimeError("a bug"))
+
+    monkeypatch.setattr(engine, "crc_ahead", broken)
+    assert _scan(seed.data, True, False) == _scan(seed.data, False, False)  # no traceback
