@@ -2,7 +2,39 @@
 //! Python wraps with `pyarrow.Array.from_buffers` without copying them again.
 #![forbid(unsafe_code)]
 
+use std::sync::{Arc, Mutex};
+
 use crate::batch::{self, Record, Sink};
+
+/// Data buffers of one column that Python has finished with, for the next rows: fresh memory
+/// costs a page fault every 4 KiB, which for 1 KB values costs about what decoding them does.
+/// Shared with the buffers handed to Python, which give their memory back when dropped.
+#[derive(Clone, Default)]
+pub struct Spares(Arc<Mutex<Vec<Vec<u8>>>>);
+
+impl Spares {
+    /// At most this many are kept: the consumer holds a chunk or two while the next is built.
+    const KEEP: usize = 2;
+
+    pub fn give(&self, mut buffer: Vec<u8>) {
+        buffer.clear();
+        if let Ok(mut spares) = self.0.lock() {
+            if spares.len() < Self::KEEP {
+                spares.push(buffer);
+            }
+        }
+    }
+
+    /// An empty buffer with room for `n` bytes: a spare that has it, else a new one.
+    fn get(&self, n: usize) -> Vec<u8> {
+        if let Ok(mut spares) = self.0.lock() {
+            if let Some(i) = spares.iter().position(|b| b.capacity() >= n) {
+                return spares.swap_remove(i);
+            }
+        }
+        Vec::with_capacity(n)
+    }
+}
 
 /// An Arrow validity bitmap (bit set = value present) and its null count.
 #[derive(Default)]
@@ -94,6 +126,8 @@ pub struct Columns {
     pub header_offsets: Vec<i32>,
     pub header_keys: Binary,
     pub header_values: Binary,
+    /// For the data of keys, values, header keys and header values.
+    pub spares: [Spares; 4],
     batch: i32,
     max_batch_bytes: usize,
 }
@@ -104,6 +138,7 @@ impl Columns {
     pub fn take(&mut self) -> Columns {
         let mut fresh = Columns::new(self.max_batch_bytes);
         fresh.batch = self.batch;
+        fresh.spares = self.spares.clone();
         let n = self.len();
         for v in [&mut fresh.offsets, &mut fresh.timestamps] {
             v.reserve(n);
@@ -111,14 +146,17 @@ impl Columns {
         for v in [&mut fresh.sequences, &mut fresh.batch_index] {
             v.reserve(n);
         }
-        for (b, old) in [
+        for ((b, old), spares) in [
             (&mut fresh.keys, &self.keys),
             (&mut fresh.values, &self.values),
             (&mut fresh.header_keys, &self.header_keys),
             (&mut fresh.header_values, &self.header_values),
-        ] {
+        ]
+        .into_iter()
+        .zip(&self.spares)
+        {
             b.offsets.reserve(old.offsets.len());
-            b.data.reserve(old.data.len());
+            b.data = spares.get(old.data.len());
         }
         std::mem::replace(self, fresh)
     }
@@ -135,6 +173,7 @@ impl Columns {
             header_offsets: vec![0],
             header_keys: Binary::new(),
             header_values: Binary::new(),
+            spares: Default::default(),
             batch: 0,
             max_batch_bytes,
         }

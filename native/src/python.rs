@@ -308,12 +308,15 @@ impl Columns {
         d.set_item("timestamp", Buffer::new(py, c.timestamps)?)?;
         d.set_item("sequence", Buffer::new(py, c.sequences)?)?;
         d.set_item("batch_index", Buffer::new(py, c.batch_index)?)?;
-        for (name, col) in [
+        for ((name, col), spares) in [
             ("key", c.keys),
             ("value", c.values),
             ("header_key", c.header_keys),
             ("header_value", c.header_values),
-        ] {
+        ]
+        .into_iter()
+        .zip(c.spares)
+        {
             d.set_item(format!("{name}_nulls"), col.validity.nulls)?;
             d.set_item(format!("{name}_length"), col.len())?;
             d.set_item(
@@ -321,7 +324,11 @@ impl Columns {
                 Buffer::new(py, col.validity.bytes)?,
             )?;
             d.set_item(format!("{name}_offsets"), Buffer::new(py, col.offsets)?)?;
-            d.set_item(format!("{name}_data"), Buffer::new(py, col.data)?)?;
+            let data = Buffer {
+                data: Column::Bytes(col.data),
+                spares: Some(spares),
+            };
+            d.set_item(format!("{name}_data"), Bound::new(py, data)?)?;
         }
         d.set_item("headers_nulls", c.header_validity.nulls)?;
         d.set_item(
@@ -339,6 +346,16 @@ impl Columns {
 #[pyclass(module = "klogtool._native", frozen)]
 struct Buffer {
     data: Column,
+    /// Where the memory goes back to when Python drops the buffer (see `columns::Spares`).
+    spares: Option<columns::Spares>,
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        if let (Column::Bytes(data), Some(spares)) = (&mut self.data, &self.spares) {
+            spares.give(std::mem::take(data));
+        }
+    }
 }
 
 enum Column {
@@ -370,7 +387,13 @@ impl Buffer {
     where
         Vec<T>: Into<Column>,
     {
-        Bound::new(py, Buffer { data: data.into() })
+        Bound::new(
+            py,
+            Buffer {
+                data: data.into(),
+                spares: None,
+            },
+        )
     }
 
     fn as_bytes(&self) -> &[u8] {
