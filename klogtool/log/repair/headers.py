@@ -164,6 +164,7 @@ def _fast_scan(
     path: str,
     count_records: bool,
     walked: Walked | None = None,
+    ahead: CrcPrefetch | None = None,
 ) -> SegmentScan | None:
     """:func:`scan_segment` for the common case, a segment of valid v2 batches to its end,
     in one tight loop over the batch headers (no batch objects, no scanner).
@@ -172,35 +173,9 @@ def _fast_scan(
     offset, a torn or zero-filled tail, a position beyond 2^31-1): the caller then walks the
     segment again with the general scanner, which is the reference for every rule here
     (docs/kafka-rules.md: Loading and recovery, Index rebuild; the tests compare both walks).
-    Like the scanner, it takes CRCs computed ahead and drops the pages it has passed.
+    Like the scanner, it takes CRCs computed ahead (``ahead``) and drops the pages it has
+    passed.
     """
-    ahead = crc_prefetch(view)
-    try:
-        return _fast_walk(
-            view,
-            base_offset,
-            index_interval_bytes,
-            prev_last_offset,
-            path,
-            count_records,
-            walked,
-            ahead,
-        )
-    finally:
-        if ahead is not None:
-            ahead.close()
-
-
-def _fast_walk(
-    view: memoryview,
-    base_offset: int,
-    index_interval_bytes: int,
-    prev_last_offset: int | None,
-    path: str,
-    count_records: bool,
-    walked: Walked | None,
-    ahead: CrcPrefetch | None,
-) -> SegmentScan | None:
     n = len(view)
     release = ReleaseBehind(view)
     unpack = BATCH_HEADER.unpack_from
@@ -320,9 +295,21 @@ def scan_segment(
             code=Code.SEGMENT_TOO_LARGE,
         )
     if fast:
-        quick = _fast_scan(
-            view, base_offset, index_interval_bytes, prev_last_offset, path, count_records, walked
-        )
+        ahead = crc_prefetch(view)
+        try:
+            quick = _fast_scan(
+                view,
+                base_offset,
+                index_interval_bytes,
+                prev_last_offset,
+                path,
+                count_records,
+                walked=walked,
+                ahead=ahead,
+            )
+        finally:
+            if ahead is not None:
+                ahead.close()
         if quick is not None:
             return quick
     collector = _EventCollector(
