@@ -61,8 +61,12 @@ def _json_default(obj: object) -> object:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
+# One encoder for the run: json.dumps with these arguments would build a new one per object.
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_json_default)
+
+
 def to_json(obj: dict[str, Any]) -> str:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=_json_default)
+    return _JSON.encode(obj)
 
 
 class Output:

@@ -50,7 +50,7 @@ key or value, whichever the message names); an unknown decoder name is a ``Value
 
 from __future__ import annotations
 
-import base64
+import binascii
 import json
 import math
 import re
@@ -128,7 +128,7 @@ def _utf8(data: Payload) -> str:
 
 
 def _base64(data: Payload) -> str:
-    return base64.b64encode(data).decode("ascii")
+    return binascii.b2a_base64(data, newline=False).decode("ascii")
 
 
 def _hex(data: Payload) -> str:
