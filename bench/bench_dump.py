@@ -9,7 +9,8 @@ The segment is ``bench_engines.py``'s small uncompressed one (~120-byte records,
 ``--out``). Each run is a separate process writing to /dev/null, the runs interleaved:
 
 ``klogtool``
-    ``python -m klogtool dump-segments --format jsonl --print-data SEG`` under each engine.
+    ``python -m klogtool dump-segments --format jsonl --print-data SEG`` under each engine
+    (``--jobs 1``), and with ``--jobs 2`` (threads rendering ahead) under the native one.
 ``kafka-python + json.dumps``
     The script operators write today (:data:`PEER`): kafka-python's ``MemoryRecords`` over the
     file's bytes, one ``json.dumps`` per record with base64 key and value.
@@ -75,7 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     dump = [sys.executable, "-m", "klogtool", "--no-progress", "dump-segments"]
     dump += ["--format", "jsonl", "--print-data"]
     cases: dict[str, tuple[list[str], dict[str, str]]] = {
-        "klogtool, native engine": (dump + [seg], dict(env, KLOGTOOL_ENGINE="native")),
+        "klogtool, native engine": (
+            dump + ["--jobs", "1", seg],
+            dict(env, KLOGTOOL_ENGINE="native"),
+        ),
+        "klogtool --jobs 2, native": (
+            dump + ["--jobs", "2", seg],
+            dict(env, KLOGTOOL_ENGINE="native"),
+        ),
         "klogtool, python engine": (dump + [seg], dict(env, KLOGTOOL_ENGINE="python")),
         "kafka-python + json.dumps": ([sys.executable, "-c", PEER, seg], env),
     }

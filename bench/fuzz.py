@@ -446,7 +446,7 @@ def compare_lines(
         expected = python_lines(batch, dumper, rendering)
     except FormatError as e:
         raise AssertionError(f"native {rendering} rendered what python rejects: {e}") from e
-    assert got[:2] == (expected, expected.count("\n")), (
+    assert (str(got[0], "utf-8"), got[1]) == (expected, expected.count("\n")), (
         f"the engines rendered different {rendering}"
     )
     stats[f"{rendering}-agreed"] += 1
@@ -461,8 +461,8 @@ class _Captured:
     def line(self, text: str) -> None:
         self.parts.append(text + "\n")
 
-    def write_lines(self, text: str) -> None:
-        self.parts.append(text)
+    def write_lines(self, data: object) -> None:
+        self.parts.append(str(data, "utf-8"))  # type: ignore[call-overload]
 
 
 _KAFKA_DUMPER = Dumper(

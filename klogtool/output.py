@@ -7,6 +7,7 @@ coloured or marked up. Rich is used for human tables and progress bars only, on 
 from __future__ import annotations
 
 import base64
+import codecs
 import json
 import os
 import sys
@@ -67,6 +68,13 @@ _JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_jso
 
 def to_json(obj: dict[str, Any]) -> str:
     return _JSON.encode(obj)
+
+
+def _is_utf8(encoding: str | None) -> bool:
+    try:
+        return encoding is not None and codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
 
 
 class Output:
@@ -142,10 +150,20 @@ class Output:
         else:
             self._write(render_text(obj) + "\n")
 
-    def write_lines(self, text: str) -> None:
-        """Lines already rendered in this output's format (jsonl or text)."""
+    def write_lines(self, data: Any) -> None:
+        """Lines already rendered in this output's format (jsonl or text), as UTF-8 bytes (any
+        object with the buffer protocol): written as they are to a UTF-8 stream's bytes,
+        else decoded."""
         assert self.fmt in ("jsonl", "text")
-        self._write(text)
+        binary = getattr(self.out, "buffer", None)
+        if binary is None or not _is_utf8(getattr(self.out, "encoding", None)):
+            self._write(str(data, "utf-8"))
+            return
+        try:
+            self.out.flush()  # what the text layer holds goes first
+            binary.write(data)
+        except BrokenPipeError:
+            raise StdoutClosed() from None
 
     def line(self, text: str) -> None:
         self._write(text + "\n")

@@ -303,17 +303,18 @@ def index_interval_option(f: F) -> F:
 SMALL_INPUT_BYTES = 64 << 20  # less than this runs in one process unless --jobs says otherwise
 
 
-def sized_jobs_option(f: F) -> F:
-    """``--jobs``, None unless given: :func:`jobs_for` chooses by the input's size."""
+def sized_jobs_option(workers: str) -> Callable[[F], F]:
+    """``--jobs`` (``workers``: what they are, for the help), None unless given:
+    :func:`jobs_for` chooses by the input's size."""
     return click.option(
         "--jobs",
         "-j",
         type=click.IntRange(min=1),
         default=None,
         metavar="N",
-        help="Worker processes for the partitions of a log dir; the output keeps its order "
+        help=f"{workers}; the output keeps its order "
         "[default: the CPU count, or 1 for less than 64 MiB of segments].",
-    )(f)
+    )
 
 
 def jobs_for(jobs: int | None, input_bytes: int) -> int:

@@ -12,10 +12,12 @@ from klogtool.codes import Code
 from klogtool.commands._options import (
     format_option,
     internal_decoder_option,
+    jobs_for,
     max_batch_bytes_option,
     parse_offsets,
     paths_argument,
     payload_decoder_options,
+    sized_jobs_option,
 )
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.log import layout
@@ -72,6 +74,7 @@ if TYPE_CHECKING:
 )
 @format_option("kafka")
 @max_batch_bytes_option
+@sized_jobs_option("Threads rendering the records of --deep-iteration (native engine)")
 @click.pass_obj
 def command(
     settings: Settings,
@@ -88,6 +91,7 @@ def command(
     stdin_kind: str,
     fmt: str,
     max_batch_bytes: int,
+    jobs: int | None,
 ) -> None:
     """Print the contents of Kafka log files: batches by default, records with
     --deep-iteration, payloads with --print-data.
@@ -100,6 +104,7 @@ def command(
     (records that do not decode, a CRC mismatch, a torn or corrupt tail: everything readable
     was printed, and the errors are in the output); 3 when an input is not a Kafka file.
     """
+    log_bytes = total_log_bytes(list(paths))
     default = "base64" if fmt in ("json", "jsonl") else "utf8"
     kd = key_decoder or default
     opts = DumpOptions(
@@ -116,12 +121,13 @@ def command(
         max_batch_bytes=max_batch_bytes,
         stdin_kind=stdin_kind,
         rendered_records=fmt if fmt in ("jsonl", "text", "kafka") else None,
+        threads=jobs_for(jobs, log_bytes),
     )
     out = settings.output("text" if fmt == "kafka" else fmt)
     first_bad: Obj | None = None
     renderer = KafkaRenderer(out) if fmt == "kafka" else None
     # a bar only when the dump goes to a file or a pipe: on a terminal the lines are the progress
-    total = 0 if out.data_is_terminal else total_log_bytes(list(paths))
+    total = 0 if out.data_is_terminal else log_bytes
     with out.progress(total, "dumping") as advance:
         dumper = Dumper(list(paths), opts, progress=advance)
         for obj in dumper.objects():

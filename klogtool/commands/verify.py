@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 )
 @format_option()
 @max_batch_bytes_option
-@sized_jobs_option
+@sized_jobs_option("Worker processes for the partitions of a log dir")
 @click.pass_obj
 def command(
     settings: Settings,

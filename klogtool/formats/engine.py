@@ -228,8 +228,9 @@ def retain_batch(
 
 
 RENDERINGS = ("jsonl", "text", "kafka")
-# lines, records, first and last record offsets, non-consecutive (previous, next) offsets
-Rendered = tuple[str, int, int | None, int | None, list[tuple[int, int]]]
+# lines (UTF-8, an object with the buffer protocol: the engine's memory, not a copy), records,
+# first and last record offsets, non-consecutive (previous, next) offsets
+Rendered = tuple[Any, int, int | None, int | None, list[tuple[int, int]]]
 
 
 def render_records(

@@ -1,4 +1,4 @@
-"""Work spread over processes whose output keeps its input order, with flat memory.
+"""Work spread over processes or threads whose output keeps its input order, with flat memory.
 
 :func:`spooled` runs a generator function over items in a process pool. Each worker pickles
 what its item yields into a temporary file; the caller reads the files back in item order, so
@@ -14,7 +14,7 @@ import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, islice
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from klogtool.formats import engine
 
@@ -110,3 +110,48 @@ def _spool(fn: Callable[[Any], Iterator[Any]], item: Any, path: str) -> str:
         for obj in fn(item):
             pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL)
     return path
+
+
+R = TypeVar("R")
+
+
+def threaded(
+    fn: Callable[[T], R], items: Iterable[T], threads: int, *, per_task: int = 32
+) -> Iterator[tuple[T, R]]:
+    """``(item, fn(item))`` for every item, in order, ``fn`` running in ``threads`` threads
+    ahead of the caller (``per_task`` items a task, two tasks a thread at most): for work that
+    releases the GIL, such as the native engine's. Tasks of several items, because a thread
+    handing back each item would wait for the GIL as often. An exception raised by ``fn`` is
+    raised here in its item's turn."""
+    if threads <= 1:
+        for item in items:
+            yield item, fn(item)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    def each(task: list[T]) -> list[tuple[R | None, Exception | None]]:
+        done: list[tuple[R | None, Exception | None]] = []
+        for item in task:
+            try:
+                done.append((fn(item), None))
+            except Exception as e:  # raised in its item's turn, after the items before it
+                done.append((None, e))
+                break
+        return done
+
+    todo = iter(items)
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        window: deque[tuple[list[T], Future[list[tuple[R | None, Exception | None]]]]] = deque()
+        while True:
+            task = list(islice(todo, per_task))
+            if task:
+                window.append((task, pool.submit(each, task)))
+            if window and (not task or len(window) > 2 * threads):
+                head, fut = window.popleft()
+                # (a task's results end at its first error)
+                for item, (result, error) in zip(head, fut.result(), strict=False):
+                    if error is not None:
+                        raise error
+                    yield item, cast(R, result)
+            elif not task:
+                return

@@ -203,7 +203,7 @@ fn reencode_v2<'py>(
 /// What `render_records` returns: the lines, the number of records, their first and last
 /// offsets, and the `(previous, next)` record offsets that are not consecutive (kafka only).
 type Rendered<'py> = (
-    Bound<'py, PyString>,
+    Bound<'py, Buffer>,
     usize,
     Option<i64>,
     Option<i64>,
@@ -237,22 +237,24 @@ fn render_records<'py>(
     }
     let bytes = Bytes::get(batch)?;
     let data = bytes.as_slice();
-    let rendered = py.detach(|| match format {
-        "kafka" => render::kafka(data, max_batch_bytes, print_data, key, value)
-            .map(|k| (k.out, k.records, k.first, k.last, k.breaks)),
-        "text" => render::text(data, max_batch_bytes, print_data, key, value)
-            .map(|(out, n)| (out, n, None, None, Vec::new())),
-        _ => render::jsonl(data, max_batch_bytes, position, print_data, key, value)
-            .map(|(out, n)| (out, n, None, None, Vec::new())),
+    let rendered = py.detach(|| {
+        let lines = match format {
+            "kafka" => render::kafka(data, max_batch_bytes, print_data, key, value)
+                .map(|k| (k.out, k.records, k.first, k.last, k.breaks)),
+            "text" => render::text(data, max_batch_bytes, print_data, key, value)
+                .map(|(out, n)| (out, n, None, None, Vec::new())),
+            _ => render::jsonl(data, max_batch_bytes, position, print_data, key, value)
+                .map(|(out, n)| (out, n, None, None, Vec::new())),
+        };
+        // UTF-8 by construction (made of valid UTF-8 strings); checked all the same
+        lines.filter(|l| std::str::from_utf8(&l.0).is_ok())
     });
     let Some((out, n, first, last, breaks)) = rendered else {
         return Ok(None);
     };
-    // The lines are UTF-8 by construction (made of valid UTF-8 strings).
-    let Ok(text) = std::str::from_utf8(&out) else {
-        return Ok(None);
-    };
-    Ok(Some((PyString::new(py, text), n, first, last, breaks)))
+    // Handed over as UTF-8 bytes without a copy (the caller writes them as they are).
+    let out = Buffer::new(py, out)?;
+    Ok(Some((out, n, first, last, breaks)))
 }
 
 /// Record columns of many v2 batches, in Arrow's layout.

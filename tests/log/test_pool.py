@@ -50,3 +50,27 @@ def test_a_worker_error_is_raised_in_its_turn(jobs: int) -> None:
         for obj in pool.spooled(_count, range(10, 20), jobs):
             got.append(obj)
     assert got == [(n, i) for n in range(10, 13) for i in range(3)]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("per_task", [1, 4])
+def test_threaded_keeps_order_and_raises_in_turn(threads: int, per_task: int) -> None:
+    import random
+    import time
+
+    from klogtool.log.pool import threaded
+
+    rng = random.Random(threads * 10 + per_task)
+    delays = [rng.random() / 500 for _ in range(60)]
+
+    def slow_square(i: int) -> int:
+        time.sleep(delays[i])
+        if i == 45:
+            raise ValueError("item 45")
+        return i * i
+
+    got = []
+    with pytest.raises(ValueError, match="item 45"):
+        for item, result in threaded(slow_square, range(60), threads, per_task=per_task):
+            got.append((item, result))
+    assert got == [(i, i * i) for i in range(45)]

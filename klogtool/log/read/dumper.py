@@ -26,6 +26,7 @@ from klogtool.formats.snapshot import parse_snapshot
 from klogtool.log import layout
 from klogtool.log.files import InputFile, expand
 from klogtool.log.findings import Finding
+from klogtool.log.pool import threaded
 from klogtool.log.segment import STDIN, mapped, read_small
 
 Obj = dict[str, Any]
@@ -49,6 +50,7 @@ class DumpOptions:
     # object per batch: their lines in that format, rendered by the native engine (the fast
     # path; see engine.render_records for the other fields).
     rendered_records: str | None = None
+    threads: int = 1  # threads rendering records natively (the GIL is released meanwhile)
 
 
 def finding(
@@ -177,48 +179,61 @@ class Dumper:
         decoder = self._internal_decoder(f)
         lo, hi = opts.offsets if opts.offsets else (None, None)
         # the native renderer writes whole batches of plain records
-        rendering = opts.rendered_records if decoder is None and lo is None else None
+        rendering = opts.rendered_records if deep and decoder is None and lo is None else None
+        # it releases the GIL: threads render the batches ahead, the output keeps its order
+        threads = opts.threads if rendering is not None and engine.name() == engine.NATIVE else 1
         with mapped(f.path) as buf:
             scanner = SegmentScanner(buf, stop_on_crc=False, max_bytes=opts.max_bytes)
             reported = 0  # bytes of this segment passed to the progress bar
-            for batch in scanner:
-                if batch.position - reported >= PROGRESS_STEP:
-                    self.progress(batch.position - reported)
-                    reported = batch.position
-                if hi is not None and _first_offset(batch) > hi:
-                    break  # offsets increase (the scanner checks it): nothing further is in range
-                if lo is not None and batch.last_offset < lo:
-                    continue
-                self.counts["batches"] += 1
-                obj = batch_object(batch)
-                obj["crc_valid"] = scanner.crc_valid
-                if not scanner.crc_valid:
-                    self.counts["errors"] += 1  # shown on the batch line; counted for the exit
+
+            def selected() -> Iterator[tuple[Obj, Batch]]:
+                """The batches in range, each with its dump object."""
+                nonlocal reported
+                for batch in scanner:
+                    if batch.position - reported >= PROGRESS_STEP:
+                        self.progress(batch.position - reported)
+                        reported = batch.position
+                    if hi is not None and _first_offset(batch) > hi:
+                        break  # offsets increase (the scanner checks it): nothing more in range
+                    if lo is not None and batch.last_offset < lo:
+                        continue
+                    self.counts["batches"] += 1
+                    obj = batch_object(batch)
+                    obj["crc_valid"] = scanner.crc_valid
+                    if not scanner.crc_valid:
+                        self.counts["errors"] += 1  # shown on the batch line; counted for the exit
+                    yield obj, batch
+
+            def render(item: tuple[Obj, Batch]) -> engine.Rendered | None:
+                batch = item[1]
+                if rendering is None:
+                    return None
+                return engine.render_records(
+                    batch.data,
+                    opts.max_batch_bytes,
+                    batch.position,
+                    opts.print_data,
+                    opts.key_decoder,
+                    opts.value_decoder,
+                    rendering,
+                    f"{f.display}:{batch.position}",
+                )
+
+            for (obj, batch), lines in threaded(render, selected(), threads):
                 yield obj
                 if not deep:
                     continue
-                if rendering is not None:
-                    lines = engine.render_records(
-                        batch.data,
-                        opts.max_batch_bytes,
-                        batch.position,
-                        opts.print_data,
-                        opts.key_decoder,
-                        opts.value_decoder,
-                        rendering,
-                        f"{f.display}:{batch.position}",
-                    )
-                    if lines is not None:
-                        text, n, first, last, breaks = lines
-                        self.counts["records"] += n
-                        yield {
-                            "type": "lines",
-                            "text": text,
-                            "first_offset": first,
-                            "last_offset": last,
-                            "breaks": breaks,
-                        }
-                        continue
+                if lines is not None:
+                    text, n, first, last, breaks = lines
+                    self.counts["records"] += n
+                    yield {
+                        "type": "lines",
+                        "text": text,
+                        "first_offset": first,
+                        "last_offset": last,
+                        "breaks": breaks,
+                    }
+                    continue
                 try:
                     for rec in batch.records(opts.max_batch_bytes):
                         if lo is not None and not lo <= rec.offset <= hi:  # type: ignore[operator]
