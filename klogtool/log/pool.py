@@ -116,13 +116,19 @@ R = TypeVar("R")
 
 
 def threaded(
-    fn: Callable[[T], R], items: Iterable[T], threads: int, *, per_task: int = 32
+    fn: Callable[[T], R],
+    items: Iterable[T],
+    threads: int,
+    *,
+    per_task: int = 32,
+    weigh: Callable[[T], int] | None = None,
 ) -> Iterator[tuple[T, R]]:
     """``(item, fn(item))`` for every item, in order, ``fn`` running in ``threads`` threads
-    ahead of the caller (``per_task`` items a task, two tasks a thread at most): for work that
-    releases the GIL, such as the native engine's. Tasks of several items, because a thread
-    handing back each item would wait for the GIL as often. An exception raised by ``fn`` is
-    raised here in its item's turn."""
+    ahead of the caller, two tasks a thread at most: for work that releases the GIL, such as
+    the native engine's. A task takes items until their weight (``weigh``, else 1 an item)
+    reaches ``per_task``: several items, because a thread handing back each would wait for the
+    GIL as often, and a bounded weight, so that what runs ahead stays small. An exception
+    raised by ``fn`` is raised here in its item's turn."""
     if threads <= 1:
         for item in items:
             yield item, fn(item)
@@ -140,10 +146,21 @@ def threaded(
         return done
 
     todo = iter(items)
+
+    def next_task() -> list[T]:
+        task: list[T] = []
+        weight = 0
+        for item in todo:
+            task.append(item)
+            weight += weigh(item) if weigh is not None else 1
+            if weight >= per_task:
+                break
+        return task
+
     with ThreadPoolExecutor(max_workers=threads) as pool:
         window: deque[tuple[list[T], Future[list[tuple[R | None, Exception | None]]]]] = deque()
         while True:
-            task = list(islice(todo, per_task))
+            task = next_task()
             if task:
                 window.append((task, pool.submit(each, task)))
             if window and (not task or len(window) > 2 * threads):

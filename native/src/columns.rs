@@ -9,27 +9,47 @@ use crate::batch::{self, Record, Sink};
 /// Data buffers of one column that Python has finished with, for the next rows: fresh memory
 /// costs a page fault every 4 KiB, which for 1 KB values costs about what decoding them does.
 /// Shared with the buffers handed to Python, which give their memory back when dropped.
-#[derive(Clone, Default)]
-pub struct Spares(Arc<Mutex<Vec<Vec<u8>>>>);
+#[derive(Clone)]
+pub struct Spares {
+    kept: Arc<Mutex<Vec<Vec<u8>>>>,
+    /// How many are kept at most, and how large each may be.
+    keep: usize,
+    largest: usize,
+}
+
+impl Default for Spares {
+    /// A column's: the consumer holds a chunk or two while the next is built.
+    fn default() -> Self {
+        Spares::new(2, usize::MAX)
+    }
+}
 
 impl Spares {
-    /// At most this many are kept: the consumer holds a chunk or two while the next is built.
-    const KEEP: usize = 2;
+    pub fn new(keep: usize, largest: usize) -> Self {
+        Spares {
+            kept: Arc::default(),
+            keep,
+            largest,
+        }
+    }
 
     pub fn give(&self, mut buffer: Vec<u8>) {
+        if buffer.capacity() > self.largest {
+            return;
+        }
         buffer.clear();
-        if let Ok(mut spares) = self.0.lock() {
-            if spares.len() < Self::KEEP {
-                spares.push(buffer);
+        if let Ok(mut kept) = self.kept.lock() {
+            if kept.len() < self.keep {
+                kept.push(buffer);
             }
         }
     }
 
     /// An empty buffer with room for `n` bytes: a spare that has it, else a new one.
-    fn get(&self, n: usize) -> Vec<u8> {
-        if let Ok(mut spares) = self.0.lock() {
-            if let Some(i) = spares.iter().position(|b| b.capacity() >= n) {
-                return spares.swap_remove(i);
+    pub fn get(&self, n: usize) -> Vec<u8> {
+        if let Ok(mut kept) = self.kept.lock() {
+            if let Some(i) = kept.iter().position(|b| b.capacity() >= n) {
+                return kept.swap_remove(i);
             }
         }
         Vec::with_capacity(n)

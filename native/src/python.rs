@@ -237,14 +237,23 @@ fn render_records<'py>(
     }
     let bytes = Bytes::get(batch)?;
     let data = bytes.as_slice();
+    let out = |n| RENDERED.get(n);
     let rendered = py.detach(|| {
         let lines = match format {
-            "kafka" => render::kafka(data, max_batch_bytes, print_data, key, value)
+            "kafka" => render::kafka(data, max_batch_bytes, &out, print_data, key, value)
                 .map(|k| (k.out, k.records, k.first, k.last, k.breaks)),
-            "text" => render::text(data, max_batch_bytes, print_data, key, value)
+            "text" => render::text(data, max_batch_bytes, &out, print_data, key, value)
                 .map(|(out, n)| (out, n, None, None, Vec::new())),
-            _ => render::jsonl(data, max_batch_bytes, position, print_data, key, value)
-                .map(|(out, n)| (out, n, None, None, Vec::new())),
+            _ => render::jsonl(
+                data,
+                max_batch_bytes,
+                &out,
+                position,
+                print_data,
+                key,
+                value,
+            )
+            .map(|(out, n)| (out, n, None, None, Vec::new())),
         };
         // UTF-8 by construction (made of valid UTF-8 strings); checked all the same
         lines.filter(|l| std::str::from_utf8(&l.0).is_ok())
@@ -252,10 +261,22 @@ fn render_records<'py>(
     let Some((out, n, first, last, breaks)) = rendered else {
         return Ok(None);
     };
-    // Handed over as UTF-8 bytes without a copy (the caller writes them as they are).
-    let out = Buffer::new(py, out)?;
+    // Handed over as UTF-8 bytes without a copy (the caller writes them as they are); the
+    // memory comes back for later batches when Python drops it.
+    let out = Bound::new(
+        py,
+        Buffer {
+            data: Column::Bytes(out),
+            spares: Some(RENDERED.clone()),
+        },
+    )?;
     Ok(Some((out, n, first, last, breaks)))
 }
+
+/// Rendered lines' buffers that Python has written, for later batches: with `dump-segments
+/// --jobs` about a hundred are in flight at once (the threads' tasks: 2 MiB of batches each).
+static RENDERED: std::sync::LazyLock<columns::Spares> =
+    std::sync::LazyLock::new(|| columns::Spares::new(256, 4 << 20));
 
 /// Record columns of many v2 batches, in Arrow's layout.
 #[pyclass(module = "klogtool._native")]

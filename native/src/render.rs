@@ -169,16 +169,21 @@ impl Sink for JsonLines {
 pub fn jsonl(
     batch_bytes: &[u8],
     max_batch_bytes: usize,
+    out: &Buffers,
     position: i64,
     print_data: bool,
     key: Payload,
     value: Payload,
 ) -> Option<(Vec<u8>, usize)> {
-    let lines = render(batch_bytes, max_batch_bytes, |_| {
+    let lines = render(batch_bytes, max_batch_bytes, out, |_| {
         JsonLines::new(position, print_data, key, value)
     })?;
     Some((lines.out, lines.records))
 }
+
+/// Where the lines are written: an empty buffer with room for the bytes asked for (a reused
+/// one, say, so that every batch does not fault in fresh memory).
+pub type Buffers = dyn Fn(usize) -> Vec<u8> + Sync;
 
 /// A sink that writes lines, and may refuse a batch only Python renders exactly.
 trait Lines: Sink {
@@ -206,6 +211,7 @@ lines!(JsonLines, TextLines, KafkaLines);
 fn render<L: Lines>(
     batch_bytes: &[u8],
     max_batch_bytes: usize,
+    out: &Buffers,
     make: impl FnOnce(&batch::Header) -> L,
 ) -> Option<L> {
     let header = batch::parse_header(batch_bytes)?;
@@ -213,7 +219,7 @@ fn render<L: Lines>(
         return None;
     }
     let mut lines = make(&header);
-    lines.out().reserve(reserve(batch_bytes, &header));
+    *lines.out() = out(reserve(batch_bytes, &header));
     batch::decode(batch_bytes, max_batch_bytes, &mut lines)?;
     (!lines.refused()).then_some(lines)
 }
@@ -483,11 +489,12 @@ impl Sink for KafkaLines {
 pub fn kafka(
     batch_bytes: &[u8],
     max_batch_bytes: usize,
+    out: &Buffers,
     print_data: bool,
     key: Payload,
     value: Payload,
 ) -> Option<KafkaLines> {
-    render(batch_bytes, max_batch_bytes, |header| KafkaLines {
+    render(batch_bytes, max_batch_bytes, out, |header| KafkaLines {
         out: Vec::new(),
         records: 0,
         first: None,
@@ -517,11 +524,12 @@ fn reserve(batch_bytes: &[u8], header: &batch::Header) -> usize {
 pub fn text(
     batch_bytes: &[u8],
     max_batch_bytes: usize,
+    out: &Buffers,
     print_data: bool,
     key: Payload,
     value: Payload,
 ) -> Option<(Vec<u8>, usize)> {
-    let lines = render(batch_bytes, max_batch_bytes, |_| {
+    let lines = render(batch_bytes, max_batch_bytes, out, |_| {
         TextLines::new(print_data, key, value)
     })?;
     Some((lines.out, lines.records))

@@ -219,7 +219,10 @@ class Dumper:
                     f"{f.display}:{batch.position}",
                 )
 
-            for (obj, batch), lines in threaded(render, selected(), threads):
+            ahead = threaded(
+                render, selected(), threads, per_task=RENDER_TASK_BYTES, weigh=_batch_size
+            )
+            for (obj, batch), lines in ahead:
                 yield obj
                 if not deep:
                     continue
@@ -486,6 +489,13 @@ def internal_decoder(name: str, f: InputFile) -> str | None:
         found = payloads.auto_decoder_for_topic(parsed[0])
     # A decoder not implemented yet: show the bytes rather than fail every record.
     return None if found in payloads.UNIMPLEMENTED_DECODERS else found
+
+
+RENDER_TASK_BYTES = 2 << 20  # batch bytes a rendering thread takes at a time (--jobs)
+
+
+def _batch_size(item: tuple[Obj, Batch]) -> int:
+    return item[1].size
 
 
 def record_object(batch: Batch, rec: Record, decoder: str | None, opts: DumpOptions) -> Obj:
