@@ -499,26 +499,13 @@ class DumpSegmentsRecord(TypedDict):
     control: NotRequired[dict[str, Any]]
 
 
-class FindRecord(TypedDict):
-    """One record."""
+class FindRecord(DumpSegmentsRecord):
+    """One record: dump-segments' record object, with where it was found."""
 
-    type: Literal["record"]
     topic: str | None
     partition: int | None
-    offset: int
-    position: int
-    timestamp: int
-    key_size: int
-    value_size: int
-    sequence: int
-    headers: list[Any]
-    key: NotRequired[dict[str, Any] | str | None]
-    value: NotRequired[dict[str, Any] | str | None]
-    decode_error: NotRequired[str]
     segment: str
-    control: NotRequired[dict[str, Any]]
-    crc: NotRequired[int]
-    crc_valid: NotRequired[bool]
+    transaction: NotRequired[str]  # with --transaction: committed, aborted, open or none
 
 
 class TruncateRecoveryRestore(TypedDict):
@@ -993,8 +980,9 @@ def reference() -> str:
         "",
         "Generated from `klogtool/events.py` by `python -m klogtool.events > docs/events.md`;",
         "a test keeps this page in step, and the test suite checks every object the commands",
-        "write against these types. Fields are listed in the order they are written; `?` marks",
-        "a field that is not always present. See [output.md](output.md) for the conventions.",
+        "write against these types. Fields are listed as their type declares them (an object",
+        "carries them in about that order; JSON readers should not depend on it); `?` marks a",
+        "field that is not always present. See [output.md](output.md) for the conventions.",
     ]
     for (command, kind), cls in EVENT_TYPES.items():
         lines += ["", f"## `{command}`: `{kind}`", "", cls.__doc__ or "", ""]

@@ -431,6 +431,12 @@ def test_cli_options_and_exit_codes(logdir: tuple[Path, list[Rec]]) -> None:
     assert [o["offset"] for o in jsonl(out)] == [71, 70]
     code, out, _ = run("find", "--transaction", "open", str(LOGDIR / "txn-0"))
     assert code == 1 and out == ""
+    # with --transaction, each record object says which (checked against its registered type)
+    code, out, _ = run(
+        "find", "--transaction", "committed", "--format", "jsonl", str(LOGDIR / "txn-0")
+    )
+    records = [o for o in jsonl(out) if o["type"] == "record"]
+    assert code == 0 and records and {o["transaction"] for o in records} == {"committed"}
     code, _, err = run("find", "nope-0")
     assert code == 3 and "not-found" in err
     code, _, err = run("find", "--key-regex", "(", str(d))

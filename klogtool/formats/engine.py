@@ -21,6 +21,9 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, Protocol
 
+from klogtool.formats import codecs
+from klogtool.formats.errors import FormatError
+
 NATIVE = "native"
 PYTHON = "python"
 ENGINES = (NATIVE, PYTHON)
@@ -284,9 +287,6 @@ class RecordColumns:
         """A gzip batch's records area, inflated by the python engine's codec (ISA-L, about a
         fifth faster than the native zlib port), False where that fails (the python engine
         reports it); None for other codecs, which the native engine inflates itself."""
-        from klogtool.formats import codecs
-        from klogtool.formats.errors import FormatError
-
         if len(data) <= _RECORDS_START or data[_ATTRIBUTES_LOW] & 0x07 != codecs.GZIP:
             return None
         if codecs.gzip_inflater().__name__ == "zlib":

@@ -62,6 +62,7 @@ from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.formats.v2 import RECORD_BATCH_OVERHEAD, DefaultBatch
 from klogtool.log.pool import fork_context
 from klogtool.log.read.finder import (
+    Progress,
     Target,
     TransactionStates,
     resolve_targets,
@@ -71,7 +72,6 @@ from klogtool.log.read.record_filter import ABORTED
 from klogtool.log.segment import mapped
 
 Obj = dict[str, Any]
-Progress = Callable[[int, int], None]  # (bytes walked, records read) since the last call
 
 SIZE_BUCKETS = 41  # log2 buckets: sizes up to 2**40 bytes
 TIME_BUCKETS = 512  # the most time buckets kept before their width doubles

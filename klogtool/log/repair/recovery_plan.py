@@ -76,6 +76,12 @@ class Piece:
     records: int = 0
     seq: int = 0
 
+    @classmethod
+    def whole(cls, action: str, path: Path, kind: str, where: str = "partition") -> Piece:
+        """The whole of the file ``path``, stored under its own name."""
+        size = path.stat().st_size
+        return cls(action, path.name, where, path.name, 0, size, _sha256(path), kind)
+
     def same(self, other: Piece) -> bool:
         return (self.action, self.source, self.where, self.start, self.end, self.sha256) == (
             other.action,
@@ -217,11 +223,10 @@ def _readable(path: Path, start: int, end: int) -> tuple[int, int, int | None, i
 
 
 def _file_piece(path: Path, kind: str) -> Piece:
-    size = path.stat().st_size
-    piece = Piece(MOVE, path.name, stored=path.name, end=size, sha256=_sha256(path), kind=kind)
+    piece = Piece.whole(MOVE, path, kind)
     if kind == layout.LOG:
         piece.batches, piece.records, piece.first_offset, piece.last_offset = _readable(
-            path, 0, size
+            path, 0, piece.end
         )
     return piece
 
@@ -529,16 +534,7 @@ def _plan_indexes(
                 Rewrite(path, kind, data, existing is not None, index_diff.entry_count(kind, data))
             )
             if existing is not None:
-                plan.copies.append(
-                    Piece(
-                        COPY,
-                        path.name,
-                        stored=path.name,
-                        end=existing.stat().st_size,
-                        sha256=_sha256(existing),
-                        kind=kind,
-                    )
-                )
+                plan.copies.append(Piece.whole(COPY, existing, kind))
             else:
                 plan.created.append(Piece(CREATED, path.name, kind=kind))
 
@@ -569,16 +565,7 @@ def _plan_epochs(plan: PartitionPlan, part: layout.PartitionDir, new_leo: int) -
             if len(keep) != len(entries):
                 plan.epochs = checkpoint.encode_leader_epoch_checkpoint(keep)
                 plan.epochs_dropped = [(e.epoch, e.start_offset) for e in entries if e not in keep]
-                plan.copies.append(
-                    Piece(
-                        COPY,
-                        lec.name,
-                        stored=lec.name,
-                        end=lec.stat().st_size,
-                        sha256=_sha256(lec),
-                        kind=layout.LEADER_EPOCH_CHECKPOINT,
-                    )
-                )
+                plan.copies.append(Piece.whole(COPY, lec, layout.LEADER_EPOCH_CHECKPOINT))
 
 
 def _plan_checkpoints(plan: PartitionPlan, part_dir: Path, new_leo: int) -> None:
@@ -614,15 +601,4 @@ def _plan_clean_shutdown(plan: PartitionPlan, part_dir: Path) -> None:
     # the broker must not skip recovery of a log changed under it
     marker = part_dir.parent / CLEAN_SHUTDOWN
     if (plan.truncate or plan.segments_removed) and marker.is_file() and not marker.is_symlink():
-        plan.moves.insert(
-            0,
-            Piece(
-                MOVE,
-                CLEAN_SHUTDOWN,
-                where="log_dir",
-                stored=CLEAN_SHUTDOWN,
-                end=marker.stat().st_size,
-                sha256=_sha256(marker),
-                kind=layout.CLEAN_SHUTDOWN,
-            ),
-        )
+        plan.moves.insert(0, Piece.whole(MOVE, marker, layout.CLEAN_SHUTDOWN, "log_dir"))
