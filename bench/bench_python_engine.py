@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The python engine (the fallback) against kafka-python on the two cases the engine issue
-names: v2 records with two headers each, and v1 gzip messages.
+names: v2 records with two headers each (the same two on every record, and with one of them a
+per-record trace id), and v1 gzip messages.
 
 Run by hand (it is not a test; nothing here asserts a timing)::
 
@@ -35,18 +36,21 @@ from klogtool.formats.records import SegmentScanner  # noqa: E402
 PER_BATCH = 500
 
 
-def _records(n: int, headers: int) -> list[Record]:
+def _records(n: int, headers: int, traced: bool = False) -> list[Record]:
+    """``headers`` fixed headers a record; ``traced`` makes the last one a per-record id."""
     rng = random.Random(20261125)
     hdrs = tuple((f"header-{i}", b"value-%d" % i) for i in range(headers))
     out = []
     for i in range(n):
         key = b"user-%011d" % rng.randrange(10**6)
+        if traced:
+            hdrs = hdrs[:-1] + (("trace-id", rng.randbytes(16).hex().encode()),)
         out.append(Record(i, 1_700_000_000_000 + i, key, rng.randbytes(60).hex().encode(), hdrs))
     return out
 
 
-def segment_v2_headers(n: int) -> bytes:
-    recs = _records(n, headers=2)
+def segment_v2_headers(n: int, traced: bool = False) -> bytes:
+    recs = _records(n, headers=2, traced=traced)
     return b"".join(v2.encode_batch(recs[i : i + PER_BATCH]) for i in range(0, n, PER_BATCH))
 
 
@@ -93,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     cases = {
         "v2, 2 headers a record": segment_v2_headers(a.records),
+        "v2, 2 headers, 1 a trace id": segment_v2_headers(a.records, traced=True),
         "v1 gzip messages": segment_v1_gzip(a.records),
     }
     readers = {"klogtool python engine": klogtool_read, "kafka-python": kafka_python_read}
@@ -108,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         assert len(results) == 1, f"{case}: the readers disagree"
         ours, theirs = (statistics.median(times[n]) for n in readers)
         print(
-            f"{case:24} klogtool {ours / a.records * 1e9:7,.0f}   kafka-python "
+            f"{case:28} klogtool {ours / a.records * 1e9:7,.0f}   kafka-python "
             f"{theirs / a.records * 1e9:7,.0f}   {theirs / ours:4.2f}x"
         )
     return 0

@@ -272,6 +272,7 @@ _ZIGZAG2 = tuple(
     for b1 in range(1 << 7)
 )
 _FAST_MAX_DELTA = (1 << 13) - 1  # the largest offset delta a two-byte varint holds
+_MAX_HEADER_BLOCKS = 256  # distinct header blocks kept per chunk of records
 _CHUNK_RECORDS = 1024  # records decoded per call: bounds memory whatever the batch holds
 
 
@@ -366,6 +367,9 @@ def _decode_fast(
     new = object.__new__  # Record(...) would run __init__ in Python: fill the slots here
     idempotent = base_sequence >= 0
     names: dict[bytes | memoryview, str] = {}  # header keys repeat: decode each once
+    # Whole header blocks repeat too (a content type, a source): records with the same bytes
+    # share one tuple, whose values view the first such record's bytes.
+    blocks: dict[bytes | memoryview, tuple[Header, ...]] = {}
     for _ in range(n):
         start = pos
         try:
@@ -442,8 +446,18 @@ def _decode_fast(
                 headers: tuple[Header, ...] = ()
                 pos += 1
             else:
-                headers, pos = _fast_headers(buf, view, pos, names, start)
-        except (IndexError, TypeError, FormatError):
+                raw = buf[pos:rec_end]
+                cached = blocks.get(raw)
+                if cached is not None:
+                    headers = cached
+                    pos += len(raw)  # not rec_end: a slice past the buffer's end is shorter
+                else:
+                    headers, pos = _fast_headers(buf, view, pos, names, start)
+                    if pos == rec_end and len(blocks) < _MAX_HEADER_BLOCKS:
+                        blocks[raw] = headers
+        except (IndexError, TypeError, FormatError, ValueError):
+            # (ValueError: a writable view cannot key the header caches; the careful decoder,
+            # which has none, reads such a record)
             raise _CarefulFrom(start) from None
         # Slices past the end of the buffer are cut short, so a record whose lengths disagree
         # with its length field, or with the buffer, cannot end exactly at rec_end.

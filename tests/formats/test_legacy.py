@@ -31,7 +31,7 @@ def inner_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     """Every test twice: wrappers read by the fast inner loop, and by the careful walk it
     hands unusual message sets to (which must read what the fast loop reads)."""
     if request.param == "careful":
-        monkeypatch.setattr(legacy, "_fast_scan", lambda raw, magic: None)
+        monkeypatch.setattr(legacy, "_plain_walk", lambda *args, **kwargs: None)
     return str(request.param)
 
 
@@ -342,6 +342,51 @@ def test_klogtool_large_wrapper_in_kafka_python(magic, codec):
     data = [(i, T0 + i, b"%d" % i, (b"%07d|" % i) * 25) for i in range(700)]
     buf = legacy.encode_wrapper(as_records(data), magic=magic, compression=codec)
     assert theirs(buf) == expect(data, magic) == ours(buf)
+
+
+@pytest.mark.parametrize("log_append", [False, True])
+def test_wrapper_larger_than_a_chunk(log_append):
+    # 2,500 inner messages: records are made 1,024 at a time, the first chunk while the set is
+    # checked; inner offsets are relative (the wrapper's is 12,499) and the append time
+    # replaces each record's own
+    n = 2 * legacy._CHUNK_RECORDS + 452
+    data = [(10_000 + i, T0 + i, b"k%d" % i, b"value-%d" % i) for i in range(n)]
+    buf = legacy.encode_wrapper(
+        as_records(data),
+        magic=1,
+        compression=codecs.GZIP,
+        timestamp_type=LOG_APPEND_TIME if log_append else CREATE_TIME,
+        log_append_time=T0 + 7,
+    )
+    want = expect(data, 1, ts=T0 + 7 if log_append else None)
+    (batch,) = scan(buf)
+    first = [norm_record(r) for r in batch.records()]
+    again = list(batch.records())  # unpacked already: every record made in chunks
+    assert first == want == [norm_record(r) for r in again] == theirs(buf)
+    (fresh,) = scan(buf)
+    assert fresh.count == n  # count() unpacks without making records; records() then makes all
+    assert [norm_record(r) for r in fresh.records()] == want
+    assert all(r.crc_valid for r in again)
+    third = list(batch.records())
+    assert third == again and not any(a is b for a, b in zip(again, third, strict=True))
+
+
+@pytest.mark.parametrize("codec", WRAPPER_CODECS, ids=WIDS)
+def test_inner_crc_checked_when_asked(codec):
+    inner = bytearray(
+        b"".join(
+            legacy.encode_message(i, None, b"value-%d" % i, magic=1, timestamp=T0) for i in range(3)
+        )
+    )
+    inner[len(inner) // 3 + 12] ^= 0xFF  # the second message's stored CRC
+    value = codecs.compress(codec, memoryview(bytes(inner)), magic=1)
+    buf = legacy.encode_message(2, None, value, magic=1, timestamp=T0, compression=codec)
+    (batch,) = scan(buf)
+    records = list(batch.records())
+    assert [r.crc_valid for r in records] == [True, False, True]
+    assert [r.value for r in records] == [b"value-0", b"value-1", b"value-2"]
+    records[0].crc_valid = False  # a field like any other
+    assert records[0].crc_valid is False and records[0]._asdict()["crc_valid"] is False
 
 
 def test_zstd_is_not_a_legacy_codec():

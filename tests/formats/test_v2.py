@@ -18,7 +18,7 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 from support.records import careful_records, full_record, norm_record
 
-from klogtool.formats import codecs, v2, varint
+from klogtool.formats import codecs, engine, v2, varint
 from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, Record
 from klogtool.formats.errors import (
     CorruptRecordError,
@@ -720,6 +720,22 @@ def test_fast_decoder_matches_careful_decoder_and_kafka_python(codec, base_seque
     assert [g[5] for g in got] == [v2.sequence_at(base_sequence, r.offset) for r in recs]
     (kb,) = kp_batches(buf)
     assert [norm_record(r) for r in kb] == [g[:5] for g in got]
+
+
+def test_repeated_header_blocks_share_one_tuple_and_writable_views_read_too():
+    recs = [Record(i, T0 + i, b"k", b"v%d" % i, (("a", b"1"), ("b", None))) for i in range(40)]
+    recs[20] = recs[20]._replace(headers=(("a", b"2"),))
+    buf = v2.encode_batch(recs)
+    with engine.using(engine.PYTHON):  # the python decoder's cache (native rows are bytes)
+        got = list(only_batch(buf).records())
+    assert [norm_record(r) for r in got] == [norm_record(r) for r in recs]
+    assert got[0].headers is got[39].headers  # decoded once
+    # the area read in place (past the bound) from a writable buffer, whose views cannot key a
+    # cache: the careful decoder reads each record with headers
+    batch = v2.DefaultBatch(memoryview(bytearray(buf)), 0)
+    assert [norm_record(r) for r in batch.records(max_batch_bytes=64)] == [
+        norm_record(r) for r in recs
+    ]
 
 
 def test_corrupt_record_mid_chunk_yields_the_records_before_it():
