@@ -9,8 +9,10 @@ segment.
 
 from __future__ import annotations
 
+import random
 import struct
 import zlib
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +20,7 @@ from hypothesis import strategies as st
 from kafka.codec import gzip_decode, lz4_decode, lz4_decode_old_kafka, snappy_decode
 from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
+from support.fuzz import fuzz
 from support.records import norm_record
 
 from klogtool.formats import codecs, legacy
@@ -387,6 +390,21 @@ def test_inner_crc_checked_when_asked(codec):
     assert [r.value for r in records] == [b"value-0", b"value-1", b"value-2"]
     records[0].crc_valid = False  # a field like any other
     assert records[0].crc_valid is False and records[0]._asdict()["crc_valid"] is False
+
+
+def test_mutated_wrappers_read_alike_by_the_fast_and_careful_walks(inner_reader):
+    """bench/fuzz.py's oracle on 600 mutated wrappers of every legacy codec and magic (the
+    inner message sets mutated before compression, CRCs repaired or not)."""
+    if inner_reader == "careful":
+        pytest.skip("the oracle runs both walks itself")
+    rng = random.Random(1125)
+    seeds = [s for s in fuzz.build_seeds(rng) if s.magic < 2 and s.codec != codecs.NONE]
+    stats: Counter = Counter()
+    for i in range(600):
+        data = fuzz._inner(rng, seeds[i % len(seeds)])
+        for batch in SegmentScanner(data, stop_on_crc=False, strict=False):
+            fuzz.compare_legacy_paths(batch, stats)
+    assert stats["legacy-agreed"] > 100 and stats["legacy-errors-agreed"] > 50, stats
 
 
 def test_zstd_is_not_a_legacy_codec():
