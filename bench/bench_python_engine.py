@@ -12,7 +12,8 @@ records a batch or wrapper). Timed in this process, the runs interleaved, the ga
 collector off, CPU time: every record of every batch, reading offset, timestamp, key, value
 and headers (the same loop for both), klogtool under ``KLOGTOOL_ENGINE=python`` reading the
 bytes as the CLI does (a ``SegmentScanner`` over the buffer), kafka-python through
-``MemoryRecords``. Exit status 0 whatever the numbers say.
+``MemoryRecords``; the native engine's records, when it is built, are timed through the same
+loop for scale. Exit status 0 whatever the numbers say.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from kafka.record import MemoryRecords  # noqa: E402
@@ -62,8 +64,8 @@ def segment_v1_gzip(n: int) -> bytes:
     )
 
 
-def klogtool_read(data: bytes) -> int:
-    engine.use(engine.PYTHON)
+def klogtool_read(data: bytes, engine_name: str = engine.PYTHON) -> int:
+    engine.use(engine_name)
     total = 0
     for batch in SegmentScanner(memoryview(data)):
         for r in batch.records():
@@ -101,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         "v1 gzip messages": segment_v1_gzip(a.records),
     }
     readers = {"klogtool python engine": klogtool_read, "kafka-python": kafka_python_read}
+    if engine.native_available():  # for scale: the same loop over the native engine's records
+        readers["klogtool native engine"] = partial(klogtool_read, engine_name=engine.NATIVE)
     print(f"{a.records:,} records a case; CPU ns per record, median of {a.runs} runs")
     for case, data in cases.items():
         times: dict[str, list[float]] = {name: [] for name in readers}
@@ -111,11 +115,14 @@ def main(argv: list[str] | None = None) -> int:
                 times[name].append(t)
                 results.add(result)
         assert len(results) == 1, f"{case}: the readers disagree"
-        ours, theirs = (statistics.median(times[n]) for n in readers)
-        print(
+        ours, theirs, *native = (statistics.median(times[n]) for n in readers)
+        line = (
             f"{case:28} klogtool {ours / a.records * 1e9:7,.0f}   kafka-python "
             f"{theirs / a.records * 1e9:7,.0f}   {theirs / ours:4.2f}x"
         )
+        if native:
+            line += f"   (native engine {native[0] / a.records * 1e9:,.0f})"
+        print(line)
     return 0
 
 

@@ -49,6 +49,7 @@ from klogtool.formats.batch import (  # noqa: E402
     CREATE_TIME,
     LOG_APPEND_TIME,
     TIMESTAMP_TYPE_NAMES,  # noqa: E402
+    NativeWrapper,
     Record,
 )
 from klogtool.formats.errors import FormatError  # noqa: E402
@@ -374,13 +375,19 @@ def _binary(cols: dict, name: str) -> list[bytes | None]:
     ]
 
 
-def native_records(data: memoryview | bytes, max_batch_bytes: int) -> list[tuple] | None:
-    """The records of a whole v2 batch as the native engine's columns hold them, as
-    ``(offset, timestamp, key, value, headers, sequence)`` tuples; None where it hands the batch
-    back to the python engine."""
+def native_records(
+    data: memoryview | bytes, max_batch_bytes: int, wrapper: NativeWrapper | None = None
+) -> list[tuple] | None:
+    """The records of a whole v2 batch (or with ``wrapper``, of a v0/v1 wrapper's inner set
+    ``data``) as the native engine's columns hold them, as ``(offset, timestamp, key, value,
+    headers, sequence)`` tuples; None where it hands the batch back to the python engine."""
     builder = engine.record_columns(max_batch_bytes)
     assert builder is not None, "the native engine is not active"
-    if builder.add(memoryview(data), 0, "fuzz") is None:
+    if wrapper is not None:
+        added = builder.add_legacy(data, wrapper, 0, "fuzz")
+    else:
+        added = builder.add(memoryview(data), 0, "fuzz")
+    if added is None:
         return None
     # the column buffers as bytes (the engine hands them over as buffer-protocol objects)
     cols = {k: v if isinstance(v, int) else bytes(v) for k, v in builder.take().items()}
@@ -430,15 +437,21 @@ def python_lines(batch, dumper: Dumper = _DUMPER, rendering: str = "jsonl") -> s
         )
 
 
+def _render(batch, o: DumpOptions, rendering: str) -> engine.Rendered | None:
+    source = batch.native_input(o.max_batch_bytes)
+    if source is None:
+        return None
+    return engine.render_records(
+        source[0], o.max_batch_bytes, batch.position, o.print_data, o.key_decoder,
+        o.value_decoder, rendering, "fuzz", source[1],
+    )  # fmt: skip
+
+
 def compare_lines(
     batch, stats: Counter, dumper: Dumper = _DUMPER, rendering: str = "jsonl"
 ) -> None:
-    """The native record lines of a v2 batch are the python engine's, byte for byte, or None."""
-    o = dumper.opts
-    got = engine.render_records(
-        batch.data, o.max_batch_bytes, batch.position, o.print_data, o.key_decoder,
-        o.value_decoder, rendering, "fuzz",
-    )  # fmt: skip
+    """The native record lines of a batch are the python engine's, byte for byte, or None."""
+    got = _render(batch, dumper.opts, rendering)
     if got is None:
         stats[f"{rendering}-handed-back"] += 1
         return
@@ -474,17 +487,15 @@ def _kafka_renderer(out: _Captured, batch) -> KafkaRenderer:
     renderer = KafkaRenderer(out)  # type: ignore[arg-type]
     renderer.abs_path = "segment"
     renderer.ts_type = TIMESTAMP_TYPE_NAMES[batch.timestamp_type]
+    renderer.magic = batch.magic
     return renderer
 
 
 def compare_kafka(batch, stats: Counter, dumper: Dumper = _KAFKA_DUMPER) -> None:
-    """``--format kafka`` lines of a v2 batch: the native ones are the kafka renderer's, with
+    """``--format kafka`` lines of a batch: the native ones are the kafka renderer's, with
     the same offset breaks it reports, or None."""
     o = dumper.opts
-    got = engine.render_records(
-        batch.data, o.max_batch_bytes, batch.position, o.print_data, o.key_decoder,
-        o.value_decoder, "kafka", "fuzz",
-    )  # fmt: skip
+    got = _render(batch, o, "kafka")
     if got is None:
         stats["kafka-handed-back"] += 1
         return
@@ -507,9 +518,16 @@ def compare_kafka(batch, stats: Counter, dumper: Dumper = _KAFKA_DUMPER) -> None
 
 
 def compare_engines(batch, stats: Counter) -> None:
-    """Differential oracle for one v2 batch: the native engine decodes it exactly as the python
+    """Differential oracle for one batch: the native engine decodes it exactly as the python
     engine does, or hands it back; it never accepts what the python engine rejects."""
-    if engine.name() != engine.NATIVE or batch.magic != 2:
+    if batch.magic < 2:
+        if compare_legacy_paths(batch, stats):
+            with engine.using(engine.NATIVE):
+                compare_lines(batch, stats, rendering="jsonl")
+                compare_lines(batch, stats, rendering="text")
+                compare_kafka(batch, stats)
+        return
+    if engine.name() != engine.NATIVE:
         return
     try:
         expected: list[tuple] | None = python_records(batch, MAX_BATCH_BYTES)
@@ -545,32 +563,50 @@ def compare_engines(batch, stats: Counter) -> None:
     compare_reencode(batch, stats, random.Random(batch.crc))
 
 
-def _legacy_read(batch) -> list[tuple] | tuple:
-    """A v0/v1 entry's records, fresh (nothing cached), CRCs judged; or its error."""
+def _legacy_read(batch, engine_name: str) -> list[tuple] | tuple:
+    """A v0/v1 entry's records under ``engine_name``, fresh (nothing cached), CRCs judged; or
+    its error."""
     fresh = legacy.LegacyBatch(batch.data, batch.position)
     try:
-        return [
-            (r.offset, r.timestamp, _b(r.key), _b(r.value), r.attributes, r.crc, r.crc_valid)
-            for r in fresh.records(MAX_BATCH_BYTES)
-        ]
+        with engine.using(engine_name):
+            return [
+                (r.offset, r.timestamp, _b(r.key), _b(r.value), r.attributes, r.crc, r.crc_valid)
+                for r in fresh.records(MAX_BATCH_BYTES)
+            ]
     except FormatError as e:
         return (type(e).__name__, e.code, str(e), e.position)
 
 
-def compare_legacy_paths(batch, stats: Counter) -> None:
-    """Differential oracle for one compressed v0/v1 wrapper: the python engine's fast walk
-    (records made as the set is checked) reads it exactly as its careful walk alone does."""
+def compare_legacy_paths(batch, stats: Counter) -> bool:
+    """Differential oracle for one compressed v0/v1 wrapper: the python engine's careful walk
+    alone, its fast walk (records made as the set is checked) and, when built, the native
+    engine (records and columns) read it alike. True if the native engine read it."""
     if batch.magic >= 2 or batch.compression == codecs.NONE:
-        return
-    fast = _legacy_read(batch)
+        return False
     walk = legacy._plain_walk
     legacy._plain_walk = lambda *args, **kwargs: None  # every set to the careful walk
     try:
-        careful = _legacy_read(batch)
+        careful = _legacy_read(batch, engine.PYTHON)
     finally:
         legacy._plain_walk = walk
-    assert fast == careful, "the fast and careful legacy walks disagree"
-    stats["legacy-agreed" if isinstance(fast, list) else "legacy-errors-agreed"] += 1
+    assert _legacy_read(batch, engine.PYTHON) == careful, "the fast and careful walks disagree"
+    stats["legacy-agreed" if isinstance(careful, list) else "legacy-errors-agreed"] += 1
+    if not engine.native_available():
+        return False
+    assert _legacy_read(batch, engine.NATIVE) == careful, "the engines read a wrapper apart"
+    with engine.using(engine.NATIVE):
+        source = batch.native_input(MAX_BATCH_BYTES)
+        if source is None:
+            stats["legacy-native-handed-back"] += 1
+            return False
+        columns = native_records(source[0], MAX_BATCH_BYTES, source[1])
+    assert isinstance(careful, list), "the native engine read a wrapper python rejects"
+    if columns is None:  # a record's CRC fails, or an offset past the 64-bit range
+        assert not all(r[6] for r in careful) or max(r[0] for r in careful) >= 1 << 63
+    else:
+        assert columns == [(*r[:4], (), -1) for r in careful], "the columns differ"
+    stats["legacy-native-agreed"] += 1
+    return True
 
 
 def _b(v: bytes | memoryview | None) -> bytes | None:
@@ -609,7 +645,6 @@ def compare_reencode(batch, stats: Counter, rng: random.Random) -> None:
 
 def _touch_batch(batch, stats: Counter) -> None:
     compare_engines(batch, stats)
-    compare_legacy_paths(batch, stats)
     for name in (
         "position",
         "size",

@@ -118,6 +118,10 @@ class Record:
 # The nine fields of a record as a tuple, in C (what ``zip(*records)`` would give per record).
 record_fields = attrgetter(*Record._fields)
 
+# How the records of a v0/v1 wrapper's inner set are made: its magic, the shift added to inner
+# offsets, the timestamp of every record (LogAppendTime) or None
+NativeWrapper = tuple[int, int, int | None]
+
 
 class Batch:
     """The interface shared by v2 record batches and v0/v1 shallow entries.
@@ -180,3 +184,11 @@ class Batch:
 
     def records(self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> Iterator[Record]:
         raise NotImplementedError
+
+    def native_input(
+        self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    ) -> tuple[memoryview | bytes, NativeWrapper | None] | None:
+        """What the native engine's renderers and column builder read of this batch (see
+        ``engine.render_records``): a v2 batch's bytes, or a v0/v1 wrapper's decompressed
+        inner message set and how its records are made; None where there is nothing for it."""
+        return self.data, None

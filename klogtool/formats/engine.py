@@ -2,12 +2,12 @@
 
 Two engines implement the format layer's hot paths. The **python** engine is the reference:
 every decoder in this package. The **native** engine (Rust, ``native/`` in the source tree)
-decodes well-formed message format v2 batches into records, columns or rendered lines, and
-re-encodes their records for the rewriting commands;
-wherever a batch is not
-well-formed, or is one of the rare kinds it leaves alone (legacy messages, control batches,
-odd framings), it answers ``None`` and the caller reads that batch with the python engine, so
-every error, message and byte position comes from one place and the engines cannot disagree.
+decodes well-formed message format v2 batches, and the inner message sets of v0/v1 wrappers
+the python engine has decompressed, into records, columns or rendered lines, and re-encodes v2
+records for the rewriting commands. Wherever a batch is not well-formed, or is one of the rare
+kinds it leaves alone (plain v0/v1 messages, control batches, odd framings), it answers
+``None`` and the caller reads that batch with the python engine, so every error, message and
+byte position comes from one place and the engines cannot disagree.
 
 ``KLOGTOOL_ENGINE=python|native`` chooses at start-up (default: native when it is built);
 :func:`use` switches at run time (the test suite runs every test under both).
@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import Any, Protocol
 
 from klogtool.formats import codecs
+from klogtool.formats.batch import NativeWrapper
 from klogtool.formats.errors import FormatError
 
 NATIVE = "native"
@@ -143,6 +144,32 @@ def records_v2(data: memoryview, max_batch_bytes: int, position: int) -> list[Ro
     return rows
 
 
+# Row, then the message's stored CRC-32 and whether it holds (v0/v1)
+LegacyRow = tuple[int, int, bytes | None, bytes | None, tuple[()], int, int, int, bool]
+
+
+def legacy_scan(raw: bytes | memoryview, magic: int, where: str) -> tuple[int, int, int] | None:
+    """``(count, first offset, last offset)`` of a v0/v1 wrapper's decompressed inner message
+    set whose messages all have ``magic``, no compression and consistent lengths; None for
+    anything else (the python engine's careful walk then reads it), or under the python
+    engine."""
+    if _active is None:
+        return None
+    result: tuple[int, int, int] | None = _call(where, _active.legacy_scan, raw, magic)
+    return result
+
+
+def records_legacy(
+    raw: bytes | memoryview, wrapper: NativeWrapper, where: str
+) -> list[LegacyRow] | None:
+    """The records of an inner set :func:`legacy_scan` accepted, as tuples (payloads as
+    ``bytes``, the CRC judged), or None: make them in Python."""
+    if _active is None:
+        return None
+    rows: list[LegacyRow] | None = _call(where, _active.records_legacy, raw, *wrapper)
+    return rows
+
+
 # records area, records, largest record timestamp, base timestamp of the deltas
 Reencoded = tuple[bytes, int, int | None, int | None]
 
@@ -237,7 +264,7 @@ Rendered = tuple[Any, int, int | None, int | None, list[tuple[int, int]]]
 
 
 def render_records(
-    data: memoryview,
+    data: memoryview | bytes,
     max_batch_bytes: int,
     position: int,
     print_data: bool,
@@ -245,19 +272,22 @@ def render_records(
     value_decoder: str,
     rendering: str,
     where: str,
+    wrapper: NativeWrapper | None = None,
 ) -> Rendered | None:
     """The ``dump-segments`` lines (``rendering``: ``jsonl``, ``text`` or ``kafka``) of every
-    record of a whole v2 batch, byte for byte what ``klogtool.log.read.dumper``, ``klogtool.output``
-    and the kafka renderer make of them; their number; the first and last record offsets and,
-    for ``kafka``, the pairs of records whose offsets are not consecutive. None: render them
-    in Python (control batches, the ``json`` decoder, UTF-8 that needs an error handler,
-    anything the decoder hands back)."""
+    record of a whole v2 batch (or, with ``wrapper``, of the decompressed inner set ``data``
+    of that v0/v1 wrapper), byte for byte what ``klogtool.log.read.dumper``,
+    ``klogtool.output`` and the kafka renderer make of them; their number; the first and last
+    record offsets and, for ``kafka``, the pairs of records whose offsets are not consecutive.
+    None: render them in Python (control batches, the ``json`` decoder, UTF-8 that needs an
+    error handler, anything the decoder hands back)."""
     if _active is None:
         return None
     result: Rendered | None = _call(
         where,
         _active.render_records,
         *(data, max_batch_bytes, position, print_data, key_decoder, value_decoder, rendering),
+        wrapper,
     )
     return result
 
@@ -267,7 +297,8 @@ _ATTRIBUTES_LOW = 22  # the low byte of a v2 batch's attributes (the codec: its 
 
 
 class RecordColumns:
-    """Record columns of many v2 batches, built by the native engine in Arrow's layout."""
+    """Record columns of many v2 batches and v0/v1 wrappers, built by the native engine in
+    Arrow's layout."""
 
     def __init__(self, native: Any, max_batch_bytes: int):
         self._columns = native.Columns(max_batch_bytes)
@@ -281,6 +312,15 @@ class RecordColumns:
         if area is False:
             return None
         n: int | None = _call(where, self._columns.add, data, index, area)
+        return n
+
+    def add_legacy(
+        self, raw: bytes | memoryview, wrapper: NativeWrapper, index: int, where: str
+    ) -> int | None:
+        """Append the records of a v0/v1 wrapper's decompressed inner set as batch number
+        ``index``: their number, or None (nothing added; also when a record's CRC fails) to
+        read it with the python engine."""
+        n: int | None = _call(where, self._columns.add_legacy, raw, *wrapper, index)
         return n
 
     def _gzip_area(self, data: memoryview) -> bytes | bool | None:

@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from klogtool.formats import codecs
+from klogtool.formats import codecs, engine
 from klogtool.formats.batch import (
     CREATE_TIME,
     DEFAULT_MAX_BATCH_BYTES,
@@ -21,6 +21,7 @@ from klogtool.formats.batch import (
     LOG_OVERHEAD,
     NO_TIMESTAMP_TYPE,
     Batch,
+    NativeWrapper,
     Record,
 )
 from klogtool.formats.crc import crc32
@@ -245,9 +246,11 @@ class LegacyBatch(Batch):
             raw = memoryview(codecs.decompress(codec, msg.value, magic=msg.magic, limit=limit))
         except FormatError as e:
             raise e.at(pos0) from None  # positions inside the compressed value are relative
-        scanned = _plain_walk(raw, msg.magic, 0, kept)
+        scanned = engine.legacy_scan(raw, msg.magic, f"byte {pos0}") or _plain_walk(
+            raw, msg.magic, 0, kept
+        )
         if scanned is not None:
-            count, first_rel, last_rel, _ = scanned
+            count, first_rel, last_rel = scanned[:3]
         else:  # something unusual: the careful walk says what, or reads it
             if kept:
                 kept.clear()
@@ -279,23 +282,42 @@ class LegacyBatch(Batch):
             shift = 0
         return _Unpacked(raw, shift, count, first_rel + shift, scanned is not None)
 
-    def _inner_records(self, unpacked: _Unpacked, kept: list[Record]) -> Iterator[Record]:
-        msg = self._msg
-        shift = unpacked.shift
-        log_append = msg.magic >= 1 and msg.attributes & TIMESTAMP_TYPE_MASK
-        if unpacked.plain:
-            fixed_ts = msg.timestamp if log_append else None
-            return _plain_records(unpacked.raw, msg.magic, kept, shift, fixed_ts)
-        return self._careful_records(unpacked, shift, log_append)
+    def native_input(
+        self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    ) -> tuple[memoryview, NativeWrapper] | None:
+        """A compressed wrapper's decompressed inner message set and how its records are made
+        (see :meth:`_making`); None for a plain message (one record: Python is as quick), an
+        unusual set, or one that cannot be read (``records()`` says why)."""
+        if self.compression == codecs.NONE:
+            return None
+        try:
+            unpacked = self._wrapper(max_batch_bytes)
+        except FormatError:
+            return None
+        return (unpacked.raw, self._making(unpacked)) if unpacked.plain else None
 
-    def _careful_records(
-        self, unpacked: _Unpacked, shift: int, log_append: int
-    ) -> Iterator[Record]:
+    def _making(self, unpacked: _Unpacked) -> NativeWrapper:
+        """(magic, shift added to inner offsets, the timestamp of every record or None)."""
         msg = self._msg
+        log_append = msg.magic >= 1 and msg.attributes & TIMESTAMP_TYPE_MASK
+        return msg.magic, unpacked.shift, msg.timestamp if log_append else None
+
+    def _inner_records(self, unpacked: _Unpacked, kept: list[Record]) -> Iterator[Record]:
+        if not unpacked.plain:
+            return self._careful_records(unpacked)
+        making = self._making(unpacked)
+        if not kept and unpacked.n_records <= _LISTED_RECORDS:  # one list holds them all
+            rows = engine.records_legacy(unpacked.raw, making, f"byte {self.position}")
+            if rows is not None:
+                return _from_rows(rows)
+        return _plain_records(unpacked.raw, kept, *making)
+
+    def _careful_records(self, unpacked: _Unpacked) -> Iterator[Record]:
+        _, shift, fixed_ts = self._making(unpacked)
         for m in _inner_messages(unpacked.raw, self.position):
             yield Record(
                 m.offset + shift,
-                msg.timestamp if log_append else m.timestamp,
+                m.timestamp if fixed_ts is None else fixed_ts,
                 m.key,
                 m.value,
                 (),
@@ -405,7 +427,7 @@ def _plain_walk(
 
 
 def _plain_records(
-    raw: memoryview, magic: int, kept: list[Record], shift: int, fixed_ts: int | None
+    raw: memoryview, kept: list[Record], magic: int, shift: int, fixed_ts: int | None
 ) -> Iterator[Record]:
     """The records of an inner message set :func:`_plain_walk` accepted: ``kept`` (the first
     chunk, made while the set was checked; empty if it was checked before), then the rest a
@@ -426,6 +448,25 @@ def _plain_records(
                 r.timestamp = fixed_ts
         yield from kept
         kept = []
+
+
+_LISTED_RECORDS = 4096  # the most records the native engine returns in one list
+
+
+def _from_rows(rows: list[engine.LegacyRow]) -> Iterator[Record]:
+    new = object.__new__  # as in _plain_walk: fill the slots, no __init__ call
+    for offset, timestamp, key, value, headers, sequence, attributes, crc, valid in rows:
+        r = new(Record)
+        r.offset = offset
+        r.timestamp = timestamp
+        r.key = key
+        r.value = value
+        r.headers = headers
+        r.sequence = sequence
+        r.attributes = attributes
+        r.crc = crc
+        r.crc_valid = valid
+        yield r
 
 
 def _inner_messages(raw: memoryview, pos0: int) -> Iterator[_Message]:

@@ -81,6 +81,8 @@ pub struct Record<'a> {
     pub value: Option<&'a [u8]>,
     /// `(key, value)` pairs; keys are valid UTF-8.
     pub headers: &'a [(&'a str, Option<&'a [u8]>)],
+    /// A v0/v1 message's stored CRC-32 and whether it holds; `None` for v2 records.
+    pub crc: Option<(u32, bool)>,
 }
 
 /// Receives a batch's records, in order.
@@ -228,6 +230,7 @@ fn walk<S: Sink>(area: &[u8], count: usize, h: &Header, sink: &mut S) -> Option<
             key,
             value,
             headers: &headers,
+            crc: None,
         };
         sink.record(&record);
     }

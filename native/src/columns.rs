@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::batch::{self, Record, Sink};
+use crate::legacy;
 
 /// Data buffers of one column that Python has finished with, for the next rows: fresh memory
 /// costs a page fault every 4 KiB, which for 1 KB values costs about what decoding them does.
@@ -150,6 +151,8 @@ pub struct Columns {
     pub spares: [Spares; 4],
     batch: i32,
     max_batch_bytes: usize,
+    /// A v0/v1 record of the batch being added failed its CRC (the reference reports it).
+    bad_crc: bool,
 }
 
 impl Columns {
@@ -196,6 +199,7 @@ impl Columns {
             spares: Default::default(),
             batch: 0,
             max_batch_bytes,
+            bad_crc: false,
         }
     }
 
@@ -219,9 +223,38 @@ impl Columns {
     /// appended) when the reference must read it.
     /// `area`: the batch's records area, decompressed by the caller (see `batch::decode_with`).
     pub fn add(&mut self, batch_bytes: &[u8], index: i32, area: Option<&[u8]>) -> Option<usize> {
+        let most = batch_bytes.len().max(self.max_batch_bytes);
+        let max_batch_bytes = self.max_batch_bytes;
+        self.add_from(index, most, |c| {
+            batch::decode_with(batch_bytes, area, max_batch_bytes, c).map(|_| ())
+        })
+    }
+
+    /// Append the records of a v0/v1 wrapper's decompressed inner set as batch number `index`;
+    /// `None` (and nothing appended) when the reference must read it, or a record's CRC fails.
+    pub fn add_legacy(
+        &mut self,
+        raw: &[u8],
+        wrapper: &legacy::Wrapper,
+        index: i32,
+    ) -> Option<usize> {
+        self.add_from(index, raw.len(), |c| {
+            c.bad_crc = false;
+            legacy::decode(raw, wrapper, c)?;
+            (!c.bad_crc).then_some(())
+        })
+    }
+
+    /// Append what `decode` adds, at most `most` payload bytes, or roll it all back.
+    fn add_from(
+        &mut self,
+        index: i32,
+        most: usize,
+        decode: impl FnOnce(&mut Self) -> Option<()>,
+    ) -> Option<usize> {
         // Offsets are 32-bit: a batch could at most add its decompressed size.
         let room = (i32::MAX as usize).checked_sub(self.payload_bytes())?;
-        if batch_bytes.len().max(self.max_batch_bytes) > room {
+        if most > room {
             return None;
         }
         let before = self.len();
@@ -233,7 +266,7 @@ impl Columns {
             self.header_validity.nulls,
         );
         self.batch = index;
-        if batch::decode_with(batch_bytes, area, self.max_batch_bytes, self).is_some() {
+        if decode(self).is_some() {
             return Some(self.len() - before);
         }
         self.offsets.truncate(before);
@@ -252,6 +285,7 @@ impl Columns {
 
 impl Sink for Columns {
     fn record(&mut self, r: &Record<'_>) {
+        self.bad_crc |= matches!(r.crc, Some((_, false)));
         self.offsets.push(r.offset);
         self.timestamps.push(r.timestamp);
         self.sequences.push(r.sequence);

@@ -1,6 +1,6 @@
 //! klogtool's native engine: Kafka record batches decoded into columns.
 //!
-//! `codecs`, `batch`, `columns`, `compact`, `encode`, `render` and `scan` are plain safe Rust (`#![forbid(unsafe_code)]`) and are
+//! `codecs`, `batch`, `legacy`, `columns`, `compact`, `encode`, `render` and `scan` are plain safe Rust (`#![forbid(unsafe_code)]`) and are
 //! what `cargo test` exercises; `python` (built with the `python` feature, by maturin) is the
 //! thin PyO3 binding that klogtool's format layer imports as `klogtool._native`.
 
@@ -9,6 +9,7 @@ pub mod codecs;
 pub mod columns;
 pub mod compact;
 pub mod encode;
+pub mod legacy;
 pub mod render;
 pub mod scan;
 

@@ -6,12 +6,13 @@
 
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyNone, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyNone, PyString, PyTuple};
 
 use crate::batch::{self, Sink};
 use crate::columns;
 use crate::compact;
 use crate::encode;
+use crate::legacy;
 use crate::render;
 use crate::scan;
 
@@ -85,7 +86,8 @@ fn check_v2(
     Ok(py.detach(|| columns::check(data, max_batch_bytes)))
 }
 
-/// Python tuples `(offset, timestamp, key, value, headers, sequence, attributes)` of records.
+/// Python tuples `(offset, timestamp, key, value, headers, sequence, attributes)` of records,
+/// and for v0/v1 records `crc, crc_valid` after them.
 struct Rows<'py> {
     py: Python<'py>,
     rows: Vec<Bound<'py, PyTuple>>,
@@ -107,18 +109,24 @@ impl<'py> Rows<'py> {
             .iter()
             .map(|(k, v)| PyTuple::new(py, [PyString::new(py, k).into_any(), self.optional(*v)]))
             .collect::<PyResult<Vec<_>>>()?;
-        PyTuple::new(
-            py,
-            [
-                r.offset.into_pyobject(py)?.into_any(),
-                r.timestamp.into_pyobject(py)?.into_any(),
-                self.optional(r.key),
-                self.optional(r.value),
-                PyTuple::new(py, headers)?.into_any(),
-                r.sequence.into_pyobject(py)?.into_any(),
-                r.attributes.into_pyobject(py)?.into_any(),
-            ],
-        )
+        let mut fields = vec![
+            r.offset.into_pyobject(py)?.into_any(),
+            r.timestamp.into_pyobject(py)?.into_any(),
+            self.optional(r.key),
+            self.optional(r.value),
+            PyTuple::new(py, headers)?.into_any(),
+            r.sequence.into_pyobject(py)?.into_any(),
+        ];
+        match r.crc {
+            None => fields.push(r.attributes.into_pyobject(py)?.into_any()),
+            Some((crc, valid)) => {
+                // a v0/v1 message's attributes are a signed byte, as Python unpacks them
+                fields.push((r.attributes as i8).into_pyobject(py)?.into_any());
+                fields.push(crc.into_pyobject(py)?.into_any());
+                fields.push(PyBool::new(py, valid).to_owned().into_any());
+            }
+        }
+        PyTuple::new(py, fields)
     }
 }
 
@@ -159,6 +167,47 @@ fn records_v2<'py>(
     };
     // Python objects are made as the records decode: the GIL stays held.
     if batch::decode(bytes.as_slice(), max_batch_bytes, &mut rows).is_none() {
+        return Ok(None);
+    }
+    if let Some(e) = rows.error {
+        return Err(e);
+    }
+    Ok(Some(PyList::new(py, rows.rows)?))
+}
+
+/// `(count, first offset, last offset)` of a v0/v1 wrapper's decompressed inner set, or None:
+/// walk it in Python (see `legacy::scan`).
+#[pyfunction]
+fn legacy_scan(raw: &Bound<'_, PyAny>, magic: u8) -> PyResult<Option<(usize, i64, i64)>> {
+    Ok(legacy::scan(Bytes::get(raw)?.as_slice(), magic))
+}
+
+fn wrapper(magic: u8, shift: i64, fixed_timestamp: Option<i64>) -> legacy::Wrapper {
+    legacy::Wrapper {
+        magic,
+        shift,
+        fixed_timestamp,
+    }
+}
+
+/// The records of a v0/v1 wrapper's decompressed inner set as `records_v2`'s tuples followed
+/// by `crc, crc_valid`, or None: read it in Python. The caller bounds the number of records.
+#[pyfunction]
+fn records_legacy<'py>(
+    py: Python<'py>,
+    raw: &Bound<'py, PyAny>,
+    magic: u8,
+    shift: i64,
+    fixed_timestamp: Option<i64>,
+) -> PyResult<Option<Bound<'py, PyList>>> {
+    let bytes = Bytes::get(raw)?;
+    let mut rows = Rows {
+        py,
+        rows: Vec::new(),
+        error: None,
+    };
+    let w = wrapper(magic, shift, fixed_timestamp);
+    if legacy::decode(bytes.as_slice(), &w, &mut rows).is_none() {
         return Ok(None);
     }
     if let Some(e) = rows.error {
@@ -211,9 +260,11 @@ type Rendered<'py> = (
 );
 
 /// `dump-segments` lines (`format`: "jsonl", "text" or "kafka") of every record of a whole v2
-/// batch, or None: render this batch in Python.
+/// batch, or with `inner` (`(magic, shift, fixed timestamp)`) of a v0/v1 wrapper's
+/// decompressed inner set; or None: render them in Python.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (batch, max_batch_bytes, position, print_data, key_decoder, value_decoder, format, inner=None))]
 fn render_records<'py>(
     py: Python<'py>,
     batch: &Bound<'py, PyAny>,
@@ -223,6 +274,7 @@ fn render_records<'py>(
     key_decoder: &str,
     value_decoder: &str,
     format: &str,
+    inner: Option<(u8, i64, Option<i64>)>,
 ) -> PyResult<Option<Rendered<'py>>> {
     // Without --print-data the decoders show nothing.
     let parse = |name| match print_data {
@@ -236,16 +288,21 @@ fn render_records<'py>(
         return Ok(None);
     }
     let bytes = Bytes::get(batch)?;
-    let data = bytes.as_slice();
+    let source = match inner {
+        None => render::Source::V2(bytes.as_slice()),
+        Some((magic, shift, fixed)) => {
+            render::Source::Legacy(bytes.as_slice(), wrapper(magic, shift, fixed))
+        }
+    };
     let out = |n| RENDERED.get(n);
     let rendered = py.detach(|| {
         let lines = match format {
-            "kafka" => render::kafka(data, max_batch_bytes, &out, print_data, key, value)
+            "kafka" => render::kafka(source, max_batch_bytes, &out, print_data, key, value)
                 .map(|k| (k.out, k.records, k.first, k.last, k.breaks)),
-            "text" => render::text(data, max_batch_bytes, &out, print_data, key, value)
+            "text" => render::text(source, max_batch_bytes, &out, print_data, key, value)
                 .map(|(out, n)| (out, n, None, None, Vec::new())),
             _ => render::jsonl(
-                data,
+                source,
                 max_batch_bytes,
                 &out,
                 position,
@@ -310,6 +367,24 @@ impl Columns {
         let area = area.as_ref().map(Bytes::as_slice);
         let inner = &mut self.inner;
         Ok(py.detach(|| inner.add(data, index, area)))
+    }
+
+    /// Append a v0/v1 wrapper's decompressed inner set as batch number `index`: the number
+    /// of records, or None (nothing appended; a record's CRC failing is one reason).
+    fn add_legacy(
+        &mut self,
+        py: Python<'_>,
+        raw: &Bound<'_, PyAny>,
+        magic: u8,
+        shift: i64,
+        fixed_timestamp: Option<i64>,
+        index: i32,
+    ) -> PyResult<Option<usize>> {
+        let bytes = Bytes::get(raw)?;
+        let data = bytes.as_slice();
+        let w = wrapper(magic, shift, fixed_timestamp);
+        let inner = &mut self.inner;
+        Ok(py.detach(|| inner.add_legacy(data, &w, index)))
     }
 
     fn __len__(&self) -> usize {
@@ -558,6 +633,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_v2, m)?)?;
     m.add_function(wrap_pyfunction!(crc32c_of, m)?)?;
     m.add_function(wrap_pyfunction!(crc_ahead, m)?)?;
+    m.add_function(wrap_pyfunction!(legacy_scan, m)?)?;
+    m.add_function(wrap_pyfunction!(records_legacy, m)?)?;
     m.add_function(wrap_pyfunction!(records_v2, m)?)?;
     m.add_function(wrap_pyfunction!(render_records, m)?)?;
     m.add_function(wrap_pyfunction!(reencode_v2, m)?)?;

@@ -1,5 +1,5 @@
 //! `dump-segments` record lines, written byte for byte as the Python renderers write them, for
-//! v2 batches that are not control batches:
+//! v2 batches that are not control batches and for the inner sets of v0/v1 wrappers:
 //! - `--format jsonl`: `json.dumps(obj, separators=(",", ":"), ensure_ascii=False)` of the
 //!   record object built in `klogtool/log/dumper.py`;
 //! - text (`--deep-iteration`): `klogtool/output.py`'s `_record_text`, control characters
@@ -14,6 +14,7 @@
 use base64::Engine as _;
 
 use crate::batch::{self, Record, Sink};
+use crate::legacy;
 
 /// How keys, values and header values are shown (`--key-decoder`, `--value-decoder`).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -153,6 +154,13 @@ impl Sink for JsonLines {
             self.out.push(b'}');
         }
         self.out.push(b']');
+        if let Some((crc, valid)) = r.crc {
+            self.out.extend_from_slice(b",\"crc\":");
+            self.int(crc);
+            self.out.extend_from_slice(b",\"crc_valid\":");
+            self.out
+                .extend_from_slice(if valid { b"true" } else { b"false" });
+        }
         if self.print_data {
             self.out.extend_from_slice(b",\"key\":");
             self.payload(self.key, r.key);
@@ -163,11 +171,20 @@ impl Sink for JsonLines {
     }
 }
 
-/// The JSON lines of every record of a whole v2 batch and their number, or `None`: the
-/// Python renderer writes this batch (control batches, anything `batch::decode` hands back,
-/// payloads only Python renders exactly).
+/// What lines are rendered from.
+#[derive(Clone, Copy)]
+pub enum Source<'a> {
+    /// A whole v2 batch.
+    V2(&'a [u8]),
+    /// The decompressed inner message set of a v0/v1 wrapper.
+    Legacy(&'a [u8], legacy::Wrapper),
+}
+
+/// The JSON lines of every record of `source` and their number, or `None`: the Python
+/// renderer writes this batch (control batches, anything the decoder hands back, payloads
+/// only Python renders exactly).
 pub fn jsonl(
-    batch_bytes: &[u8],
+    source: Source<'_>,
     max_batch_bytes: usize,
     out: &Buffers,
     position: i64,
@@ -175,7 +192,7 @@ pub fn jsonl(
     key: Payload,
     value: Payload,
 ) -> Option<(Vec<u8>, usize)> {
-    let lines = render(batch_bytes, max_batch_bytes, out, |_| {
+    let lines = render(source, max_batch_bytes, out, |_| {
         JsonLines::new(position, print_data, key, value)
     })?;
     Some((lines.out, lines.records))
@@ -205,22 +222,43 @@ macro_rules! lines {
 }
 lines!(JsonLines, TextLines, KafkaLines);
 
-/// Render every record of a whole v2 batch into the sink `make` builds from its header, or
-/// `None`: control records are rendered decoded, by Python, as is anything the decoder or the
-/// sink hands back.
+/// Render every record of `source` into the sink `make` builds from the name of its
+/// timestamp type, or `None`: control records are rendered decoded, by Python, as is anything
+/// the decoder or the sink hands back.
 fn render<L: Lines>(
-    batch_bytes: &[u8],
+    source: Source<'_>,
     max_batch_bytes: usize,
     out: &Buffers,
-    make: impl FnOnce(&batch::Header) -> L,
+    make: impl FnOnce(&'static str) -> L,
 ) -> Option<L> {
-    let header = batch::parse_header(batch_bytes)?;
-    if header.attributes & 0x20 != 0 {
-        return None;
-    }
-    let mut lines = make(&header);
-    *lines.out() = out(reserve(batch_bytes, &header));
-    batch::decode(batch_bytes, max_batch_bytes, &mut lines)?;
+    let lines = match source {
+        Source::V2(batch_bytes) => {
+            let header = batch::parse_header(batch_bytes)?;
+            if header.attributes & 0x20 != 0 {
+                return None;
+            }
+            let mut lines = make(if header.log_append_time() {
+                "LogAppendTime"
+            } else {
+                "CreateTime"
+            });
+            *lines.out() = out(reserve(batch_bytes.len(), header.records_count));
+            batch::decode(batch_bytes, max_batch_bytes, &mut lines)?;
+            lines
+        }
+        Source::Legacy(raw, wrapper) => {
+            let mut lines = make(match (wrapper.magic, wrapper.fixed_timestamp) {
+                (0, _) => "NoTimestampType",
+                (_, Some(_)) => "LogAppendTime",
+                _ => "CreateTime",
+            });
+            // messages of at least 26 bytes (v0 with null key and value)
+            let messages = i32::try_from(raw.len() / 26).unwrap_or(i32::MAX);
+            *lines.out() = out(reserve(raw.len(), messages));
+            legacy::decode(raw, &wrapper, &mut lines)?;
+            lines
+        }
+    };
     (!lines.refused()).then_some(lines)
 }
 
@@ -366,6 +404,9 @@ impl Sink for TextLines {
         self.size(r.key);
         self.out.extend_from_slice(b", value ");
         self.size(r.value);
+        if let Some((_, false)) = r.crc {
+            self.out.extend_from_slice(b"  CRC INVALID");
+        }
         if !r.headers.is_empty() {
             self.out.extend_from_slice(b"  headers [");
             for (i, (k, v)) in r.headers.iter().enumerate() {
@@ -466,17 +507,32 @@ impl Sink for KafkaLines {
             num.format(r.value.map_or(-1, |v| v.len() as i64))
                 .as_bytes(),
         );
-        self.out.extend_from_slice(b" sequence: ");
-        self.out
-            .extend_from_slice(num.format(r.sequence).as_bytes());
-        self.out.extend_from_slice(b" headerKeys: [");
-        for (i, (k, _)) in r.headers.iter().enumerate() {
-            if i > 0 {
-                self.out.push(b',');
+        match r.crc {
+            None => {
+                self.out.extend_from_slice(b" sequence: ");
+                self.out
+                    .extend_from_slice(num.format(r.sequence).as_bytes());
+                self.out.extend_from_slice(b" headerKeys: [");
+                for (i, (k, _)) in r.headers.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push(b',');
+                    }
+                    self.out.extend_from_slice(k.as_bytes());
+                }
+                self.out.push(b']');
             }
-            self.out.extend_from_slice(k.as_bytes());
+            // v0/v1, with kafka-dump-log's stray brace
+            Some((crc, valid)) => {
+                self.out.extend_from_slice(if valid {
+                    b" isValid: true"
+                } else {
+                    b" isValid: false"
+                });
+                self.out.extend_from_slice(b" crc: ");
+                self.out.extend_from_slice(num.format(crc).as_bytes());
+                self.out.push(b'}');
+            }
         }
-        self.out.push(b']');
         if self.print_data {
             self.payload(b" key: ", self.key, r.key);
             self.payload(b" payload: ", self.value, r.value);
@@ -485,26 +541,22 @@ impl Sink for KafkaLines {
     }
 }
 
-/// kafka-dump-log's lines of every record of a whole v2 batch, or `None` (see `jsonl`).
+/// kafka-dump-log's lines of every record of `source`, or `None` (see `jsonl`).
 pub fn kafka(
-    batch_bytes: &[u8],
+    source: Source<'_>,
     max_batch_bytes: usize,
     out: &Buffers,
     print_data: bool,
     key: Payload,
     value: Payload,
 ) -> Option<KafkaLines> {
-    render(batch_bytes, max_batch_bytes, out, |header| KafkaLines {
+    render(source, max_batch_bytes, out, |ts_type| KafkaLines {
         out: Vec::new(),
         records: 0,
         first: None,
         last: None,
         breaks: Vec::new(),
-        ts_type: if header.log_append_time() {
-            "LogAppendTime"
-        } else {
-            "CreateTime"
-        },
+        ts_type,
         print_data,
         key,
         value,
@@ -512,24 +564,23 @@ pub fn kafka(
     })
 }
 
-/// About what a batch's lines take: the payloads (a third more as base64) and ~160 bytes of
-/// field names and numbers a record (a first guess: the buffer still grows as needed).
-fn reserve(batch_bytes: &[u8], header: &batch::Header) -> usize {
-    let records = usize::try_from(header.records_count).unwrap_or(0);
-    (batch_bytes.len() * 3 / 2).saturating_add(records.min(1 << 20) * 160)
+/// About what lines take: the payloads (a third more as base64) and ~160 bytes of field names
+/// and numbers a record (a first guess: the buffer still grows as needed).
+fn reserve(bytes: usize, records: i32) -> usize {
+    let records = usize::try_from(records).unwrap_or(0);
+    (bytes * 3 / 2).saturating_add(records.min(1 << 20) * 160)
 }
 
-/// The text lines of every record of a whole v2 batch and their number, or `None` (see
-/// `jsonl`).
+/// The text lines of every record of `source` and their number, or `None` (see `jsonl`).
 pub fn text(
-    batch_bytes: &[u8],
+    source: Source<'_>,
     max_batch_bytes: usize,
     out: &Buffers,
     print_data: bool,
     key: Payload,
     value: Payload,
 ) -> Option<(Vec<u8>, usize)> {
-    let lines = render(batch_bytes, max_batch_bytes, out, |_| {
+    let lines = render(source, max_batch_bytes, out, |_| {
         TextLines::new(print_data, key, value)
     })?;
     Some((lines.out, lines.records))

@@ -23,7 +23,7 @@ from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 from support.fuzz import fuzz
 from support.records import norm_record
 
-from klogtool.formats import codecs, legacy
+from klogtool.formats import codecs, engine, legacy
 from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, Record
 from klogtool.formats.errors import CorruptRecordError, FormatError, UnsupportedError
 from klogtool.formats.records import CLEAN, SegmentScanner
@@ -35,6 +35,7 @@ def inner_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     hands unusual message sets to (which must read what the fast loop reads)."""
     if request.param == "careful":
         monkeypatch.setattr(legacy, "_plain_walk", lambda *args, **kwargs: None)
+        monkeypatch.setattr(engine, "legacy_scan", lambda *args, **kwargs: None)
     return str(request.param)
 
 
@@ -392,9 +393,10 @@ def test_inner_crc_checked_when_asked(codec):
     assert records[0].crc_valid is False and records[0]._asdict()["crc_valid"] is False
 
 
-def test_mutated_wrappers_read_alike_by_the_fast_and_careful_walks(inner_reader):
+def test_mutated_wrappers_read_alike_by_every_path(inner_reader):
     """bench/fuzz.py's oracle on 600 mutated wrappers of every legacy codec and magic (the
-    inner message sets mutated before compression, CRCs repaired or not)."""
+    inner message sets mutated before compression, CRCs repaired or not): both walks of the
+    python engine and the native engine's records, columns and lines agree."""
     if inner_reader == "careful":
         pytest.skip("the oracle runs both walks itself")
     rng = random.Random(1125)
@@ -403,8 +405,11 @@ def test_mutated_wrappers_read_alike_by_the_fast_and_careful_walks(inner_reader)
     for i in range(600):
         data = fuzz._inner(rng, seeds[i % len(seeds)])
         for batch in SegmentScanner(data, stop_on_crc=False, strict=False):
-            fuzz.compare_legacy_paths(batch, stats)
+            fuzz.compare_engines(batch, stats)
     assert stats["legacy-agreed"] > 100 and stats["legacy-errors-agreed"] > 50, stats
+    if engine.native_available():  # records, columns and the three renderings
+        assert stats["legacy-native-agreed"] > 100, stats
+        assert min(stats[f"{r}-agreed"] for r in ("jsonl", "text", "kafka")) > 50, stats
 
 
 def test_zstd_is_not_a_legacy_codec():

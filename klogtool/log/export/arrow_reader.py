@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import codecs, engine, payloads
-from klogtool.formats.batch import Batch, Record, record_fields
+from klogtool.formats.batch import Batch, NativeWrapper, Record, record_fields
 from klogtool.formats.errors import FormatError
 from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner
 from klogtool.log.export.planning import SegmentRange, Split, plan_splits
@@ -375,7 +375,7 @@ class _RangeReader:
                 continue
             if opts.level == "batches":
                 self.pending.batch_rows.append(self._batch_row(batch, opts.verify or None))
-            elif not (self.native is not None and magic2 and (yield from self._native(batch))):
+            elif not (self.native is not None and (yield from self._native(batch))):
                 recs = yield from self._python_records(batch)
                 if recs:
                     self._add(batch, recs)
@@ -411,10 +411,13 @@ class _RangeReader:
         return lo, hi, None if min_ts_us is None else min_ts_us // 1000
 
     def _native(self, batch: Batch) -> Generator[pa.RecordBatch, None, bool]:
-        """Add a v2 batch's records through the native engine; False: read it in Python."""
+        """Add a batch's records through the native engine; False: read it in Python."""
+        source = batch.native_input(self.opts.max_batch_bytes)
+        if source is None:
+            return False
         if self.pending.records:  # keep an Arrow batch to rows of one engine
             yield from self._flush()
-        return self._add_native(batch)
+        return self._add_native(batch, *source)
 
     def _python_records(self, batch: Batch) -> Generator[pa.RecordBatch, None, list[Record]]:
         """The records of ``batch`` that ``where`` keeps, decoded in Python and checked (a
@@ -500,11 +503,18 @@ class _RangeReader:
         row["segment"] = self.rng.segment
         return row
 
-    def _add_native(self, batch: Batch) -> bool:
-        """Add a v2 batch's records through the native engine; False: read it in Python."""
+    def _add_native(
+        self, batch: Batch, data: memoryview | bytes, wrapper: NativeWrapper | None
+    ) -> bool:
+        """Add what the native engine reads of ``batch`` (see ``Batch.native_input``);
+        False: read it in Python."""
         p = self.pending
         assert self.native is not None
-        n = self.native.add(batch.data, len(p.batches), f"{self.rng.path}:{batch.position}")
+        where = f"{self.rng.path}:{batch.position}"
+        if wrapper is None:
+            n = self.native.add(memoryview(data), len(p.batches), where)
+        else:
+            n = self.native.add_legacy(data, wrapper, len(p.batches), where)
         if n is None:
             return False
         if n:

@@ -208,8 +208,11 @@ class Dumper:
                 batch = item[1]
                 if rendering is None:
                     return None
+                source = batch.native_input(opts.max_batch_bytes)
+                if source is None:
+                    return None
                 return engine.render_records(
-                    batch.data,
+                    source[0],
                     opts.max_batch_bytes,
                     batch.position,
                     opts.print_data,
@@ -217,6 +220,7 @@ class Dumper:
                     opts.value_decoder,
                     rendering,
                     f"{f.display}:{batch.position}",
+                    source[1],
                 )
 
             ahead = threaded(
