@@ -294,7 +294,7 @@ class LegacyBatch(Batch):
             unpacked = self._wrapper(max_batch_bytes)
         except FormatError:
             return None
-        return (unpacked.raw, self._making(unpacked)) if unpacked.plain else None
+        return (unpacked.raw, self._making(unpacked)) if unpacked.native else None
 
     def _making(self, unpacked: _Unpacked) -> NativeWrapper:
         """(magic, shift added to inner offsets, the timestamp of every record or None)."""
@@ -306,7 +306,7 @@ class LegacyBatch(Batch):
         if not unpacked.plain:
             return self._careful_records(unpacked)
         making = self._making(unpacked)
-        if not kept and unpacked.n_records <= _LISTED_RECORDS:  # one list holds them all
+        if not kept and unpacked.native and unpacked.n_records <= _LISTED_RECORDS:
             rows = engine.records_legacy(unpacked.raw, making, f"byte {self.position}")
             if rows is not None:
                 return _from_rows(rows)
@@ -334,6 +334,11 @@ class _Unpacked(NamedTuple):
     n_records: int
     first_offset: int
     plain: bool  # every inner message has the wrapper's magic and its lengths add up
+
+    @property
+    def native(self) -> bool:
+        """Whether the native engine can read the set (its offsets are 64-bit integers)."""
+        return self.plain and -(1 << 63) <= self.shift < 1 << 63
 
 
 # The inner message headers up to the key length, for each magic.

@@ -412,6 +412,20 @@ def test_mutated_wrappers_read_alike_by_every_path(inner_reader):
         assert min(stats[f"{r}-agreed"] for r in ("jsonl", "text", "kafka")) > 50, stats
 
 
+def test_a_shift_past_64_bits_is_read_in_python():
+    # negative inner offsets under a wrapper at the largest offset: the shift does not fit in
+    # 64 bits (the native engine takes 64-bit integers), the records' offsets do
+    top = (1 << 63) - 1
+    inner = b"".join(
+        legacy.encode_message(rel, None, b"v%d" % rel, magic=1, timestamp=T0) for rel in (-6, -5)
+    )
+    value = codecs.compress(codecs.GZIP, inner, magic=1)
+    buf = legacy.encode_message(top, None, value, magic=1, timestamp=T0, compression=codecs.GZIP)
+    (batch,) = scan(buf)
+    assert [(r.offset, r.value) for r in batch.records()] == [(top - 1, b"v-6"), (top, b"v-5")]
+    assert batch.native_input() is None
+
+
 def test_zstd_is_not_a_legacy_codec():
     with pytest.raises(UnsupportedError):
         legacy.encode_wrapper([Record(0, T0, None, b"x")], magic=1, compression=codecs.ZSTD)
