@@ -109,7 +109,7 @@ impl<'py> Rows<'py> {
             .iter()
             .map(|(k, v)| PyTuple::new(py, [PyString::new(py, k).into_any(), self.optional(*v)]))
             .collect::<PyResult<Vec<_>>>()?;
-        let mut fields = vec![
+        let [offset, timestamp, key, value, headers, sequence] = [
             r.offset.into_pyobject(py)?.into_any(),
             r.timestamp.into_pyobject(py)?.into_any(),
             self.optional(r.key),
@@ -117,16 +117,23 @@ impl<'py> Rows<'py> {
             PyTuple::new(py, headers)?.into_any(),
             r.sequence.into_pyobject(py)?.into_any(),
         ];
-        match r.crc {
-            None => fields.push(r.attributes.into_pyobject(py)?.into_any()),
-            Some((crc, valid)) => {
-                // a v0/v1 message's attributes are a signed byte, as Python unpacks them
-                fields.push((r.attributes as i8).into_pyobject(py)?.into_any());
-                fields.push(crc.into_pyobject(py)?.into_any());
-                fields.push(PyBool::new(py, valid).to_owned().into_any());
-            }
-        }
-        PyTuple::new(py, fields)
+        let Some((crc, valid)) = r.crc else {
+            let attributes = r.attributes.into_pyobject(py)?.into_any();
+            return PyTuple::new(
+                py,
+                [offset, timestamp, key, value, headers, sequence, attributes],
+            );
+        };
+        // a v0/v1 message's attributes are a signed byte, as Python unpacks them
+        let attributes = (r.attributes as i8).into_pyobject(py)?.into_any();
+        let crc = crc.into_pyobject(py)?.into_any();
+        let valid = PyBool::new(py, valid).to_owned().into_any();
+        PyTuple::new(
+            py,
+            [
+                offset, timestamp, key, value, headers, sequence, attributes, crc, valid,
+            ],
+        )
     }
 }
 
@@ -178,8 +185,14 @@ fn records_v2<'py>(
 /// `(count, first offset, last offset)` of a v0/v1 wrapper's decompressed inner set, or None:
 /// walk it in Python (see `legacy::scan`).
 #[pyfunction]
-fn legacy_scan(raw: &Bound<'_, PyAny>, magic: u8) -> PyResult<Option<(usize, i64, i64)>> {
-    Ok(legacy::scan(Bytes::get(raw)?.as_slice(), magic))
+fn legacy_scan(
+    py: Python<'_>,
+    raw: &Bound<'_, PyAny>,
+    magic: u8,
+) -> PyResult<Option<(usize, i64, i64)>> {
+    let bytes = Bytes::get(raw)?;
+    let data = bytes.as_slice();
+    Ok(py.detach(|| legacy::scan(data, magic)))
 }
 
 fn wrapper(magic: u8, shift: i64, fixed_timestamp: Option<i64>) -> legacy::Wrapper {
