@@ -370,6 +370,12 @@ def _decode_fast(
     # Whole header blocks repeat too (a content type, a source): records with the same bytes
     # share one tuple, whose values view the first such record's bytes.
     blocks: dict[bytes | memoryview, tuple[Header, ...]] = {}
+    # Or all but the last value repeats (a trace id last): the last block parsed, split there;
+    # a block of the same length that starts with the same bytes parses the same up to there.
+    same_start: bytes | memoryview = b""
+    same_headers: tuple[Header, ...] = ()
+    same_name = ""
+    same_length = -1 if isinstance(buf, bytes) else -2  # only bytes have startswith
     for _ in range(n):
         start = pos
         try:
@@ -451,10 +457,21 @@ def _decode_fast(
                 if cached is not None:
                     headers = cached
                     pos += len(raw)  # not rec_end: a slice past the buffer's end is shorter
+                elif len(raw) == same_length and buf.startswith(same_start, pos):  # type: ignore[union-attr]
+                    pos += len(same_start)
+                    headers = (*same_headers, (same_name, view[pos:rec_end]))
+                    pos += len(raw) - len(same_start)
                 else:
                     headers, pos = _fast_headers(buf, view, pos, names, start)
-                    if pos == rec_end and len(blocks) < _MAX_HEADER_BLOCKS:
-                        blocks[raw] = headers
+                    if pos == rec_end:
+                        if len(blocks) < _MAX_HEADER_BLOCKS:
+                            blocks[raw] = headers
+                        name, last = headers[-1]
+                        if last is not None and same_length != -2:
+                            same_length = len(raw)
+                            same_start = raw[: same_length - len(last)]
+                            same_headers = headers[:-1]
+                            same_name = name
         except (IndexError, TypeError, FormatError, ValueError):
             # (ValueError: a writable view cannot key the header caches; the careful decoder,
             # which has none, reads such a record)

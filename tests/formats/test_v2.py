@@ -738,6 +738,38 @@ def test_repeated_header_blocks_share_one_tuple_and_writable_views_read_too():
     ]
 
 
+def _traced(i: int) -> tuple:
+    """Headers that differ record to record in their last value (a trace id) and sometimes
+    elsewhere: the first value (same length), the trace id's length, one more header."""
+    headers: tuple = (("src", b"app-%d" % (i % 3 == 0)), ("trace", b"%032x" % (i * 7919)))
+    if i % 50 == 7:
+        headers = (headers[0], ("trace", b"short"))
+    if i % 70 == 9:
+        headers = (*headers, ("extra", None))
+    return headers
+
+
+def test_header_blocks_that_differ_only_in_their_last_value():
+    recs = [Record(i, T0 + i, b"k", b"v%d" % i, _traced(i)) for i in range(300)]
+    batch = only_batch(v2.encode_batch(recs))
+    with engine.using(engine.PYTHON):
+        got = [full_record(r) for r in batch.records()]
+    assert got == careful_records(batch)
+    assert [g[:5] for g in got] == [norm_record(r) for r in recs]
+    # a record whose length grows by one: its block no longer parses to its end
+    buf = bytearray(v2.encode_batch(recs))
+    start = 61 + sum(
+        len(v2.encode_record(r.offset, r.timestamp - T0, r.key, r.value, r.headers))
+        for r in recs[:120]
+    )
+    buf[start] += 2
+    seen = []
+    with engine.using(engine.PYTHON), pytest.raises(CorruptRecordError) as ei:
+        for r in v2.DefaultBatch(memoryview(bytes(buf)), 0).records():
+            seen.append(r)
+    assert len(seen) == 120 and ei.value.position == start
+
+
 def test_corrupt_record_mid_chunk_yields_the_records_before_it():
     recs = [Record(i, T0 + i, b"k%d" % i, b"v%d" % i) for i in range(1500)]
     buf = bytearray(v2.encode_batch(recs))
