@@ -2,12 +2,12 @@
 
 Two engines implement the format layer's hot paths. The **python** engine is the reference:
 every decoder in this package. The **native** engine (Rust, ``native/`` in the source tree)
-decodes well-formed message format v2 batches, and the inner message sets of v0/v1 wrappers
-the python engine has decompressed, into records, columns or rendered lines, and re-encodes v2
-records for the rewriting commands. Wherever a batch is not well-formed, or is one of the rare
-kinds it leaves alone (plain v0/v1 messages, control batches, odd framings), it answers
-``None`` and the caller reads that batch with the python engine, so every error, message and
-byte position comes from one place and the engines cannot disagree.
+decodes well-formed message format v2 batches, and v0/v1 message sets (a wrapper's inner set,
+which the python engine has decompressed, or a plain message), into records, columns or
+rendered lines, and re-encodes v2 records for the rewriting commands. Wherever a batch is not
+well-formed, or is one of the rare kinds it leaves alone (control batches, odd framings), it
+answers ``None`` and the caller reads that batch with the python engine, so every error,
+message and byte position comes from one place and the engines cannot disagree.
 
 ``KLOGTOOL_ENGINE=python|native`` chooses at start-up (default: native when it is built);
 :func:`use` switches at run time (the test suite runs every test under both).

@@ -285,27 +285,28 @@ class LegacyBatch(Batch):
     def native_input(
         self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
     ) -> tuple[memoryview, NativeWrapper] | None:
-        """A compressed wrapper's decompressed inner message set and how its records are made
-        (see :meth:`_making`); None for a plain message (one record: Python is as quick), an
-        unusual set, or one that cannot be read (``records()`` says why)."""
+        """The message set the native engine reads and how its records are made (see
+        :meth:`_making`): a plain message is a set of one, at its own offset; a compressed
+        wrapper's is its decompressed inner set. None for an unusual set, or one that cannot
+        be read (``records()`` says why)."""
         if self.compression == codecs.NONE:
-            return None
+            return self.data, self._making(0)
         try:
             unpacked = self._wrapper(max_batch_bytes)
         except FormatError:
             return None
-        return (unpacked.raw, self._making(unpacked)) if unpacked.native else None
+        return (unpacked.raw, self._making(unpacked.shift)) if unpacked.native else None
 
-    def _making(self, unpacked: _Unpacked) -> NativeWrapper:
+    def _making(self, shift: int) -> NativeWrapper:
         """(magic, shift added to inner offsets, the timestamp of every record or None)."""
         msg = self._msg
         log_append = msg.magic >= 1 and msg.attributes & TIMESTAMP_TYPE_MASK
-        return msg.magic, unpacked.shift, msg.timestamp if log_append else None
+        return msg.magic, shift, msg.timestamp if log_append else None
 
     def _inner_records(self, unpacked: _Unpacked, kept: list[Record]) -> Iterator[Record]:
         if not unpacked.plain:
             return self._careful_records(unpacked)
-        making = self._making(unpacked)
+        making = self._making(unpacked.shift)
         if not kept and unpacked.native and unpacked.n_records <= _LISTED_RECORDS:
             rows = engine.records_legacy(unpacked.raw, making, f"byte {self.position}")
             if rows is not None:
@@ -313,7 +314,7 @@ class LegacyBatch(Batch):
         return _plain_records(unpacked.raw, kept, *making)
 
     def _careful_records(self, unpacked: _Unpacked) -> Iterator[Record]:
-        _, shift, fixed_ts = self._making(unpacked)
+        _, shift, fixed_ts = self._making(unpacked.shift)
         for m in _inner_messages(unpacked.raw, self.position):
             yield Record(
                 m.offset + shift,

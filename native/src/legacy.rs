@@ -5,7 +5,8 @@
 //! the offset shift of v1 relative offsets; this module walks the decompressed set. Only the
 //! plain case is read: every inner message of the wrapper's magic, uncompressed, its lengths
 //! consistent. Anything else returns `None` and the Python engine's careful walk reads the set
-//! or says what is wrong, so the engines cannot disagree on errors.
+//! or says what is wrong, so the engines cannot disagree on errors. A plain (uncompressed)
+//! message is read the same way, as a set of one at its own offset (shift 0).
 #![forbid(unsafe_code)]
 
 use crate::batch::{Record, Sink};
