@@ -378,8 +378,8 @@ def _binary(cols: dict, name: str) -> list[bytes | None]:
 def native_records(
     data: memoryview | bytes, max_batch_bytes: int, wrapper: NativeWrapper | None = None
 ) -> list[tuple] | None:
-    """The records of a whole v2 batch (or with ``wrapper``, of a v0/v1 wrapper's inner set
-    ``data``) as the native engine's columns hold them, as ``(offset, timestamp, key, value,
+    """The records of a whole v2 batch (or with ``wrapper``, of the v0/v1 message set ``data``)
+    as the native engine's columns hold them, as ``(offset, timestamp, key, value,
     headers, sequence)`` tuples; None where it hands the batch back to the python engine."""
     builder = engine.record_columns(max_batch_bytes)
     assert builder is not None, "the native engine is not active"
@@ -411,14 +411,10 @@ def native_records(
 def python_records(batch, max_batch_bytes: int) -> list[tuple]:
     """The same tuples, plus the record attributes, from the python engine (raises its
     FormatError)."""
-
-    def b(v):
-        return None if v is None else bytes(v)
-
     with engine.using(engine.PYTHON):
         return [
-            (r.offset, r.timestamp, b(r.key), b(r.value), tuple((k, b(v)) for k, v in r.headers),
-             r.sequence, r.attributes)
+            (r.offset, r.timestamp, _b(r.key), _b(r.value),
+             tuple((k, _b(v)) for k, v in r.headers), r.sequence, r.attributes)
             for r in batch.records(max_batch_bytes)
         ]  # fmt: skip
 

@@ -1,5 +1,5 @@
 //! `dump-segments` record lines, written byte for byte as the Python renderers write them, for
-//! v2 batches that are not control batches and for the inner sets of v0/v1 wrappers:
+//! v2 batches that are not control batches and for v0/v1 message sets:
 //! - `--format jsonl`: `json.dumps(obj, separators=(",", ":"), ensure_ascii=False)` of the
 //!   record object built in `klogtool/log/dumper.py`;
 //! - text (`--deep-iteration`): `klogtool/output.py`'s `_record_text`, control characters
@@ -176,7 +176,7 @@ impl Sink for JsonLines {
 pub enum Source<'a> {
     /// A whole v2 batch.
     V2(&'a [u8]),
-    /// The decompressed inner message set of a v0/v1 wrapper.
+    /// A v0/v1 message set: a wrapper's decompressed inner set, or a plain message.
     Legacy(&'a [u8], legacy::Wrapper),
 }
 
@@ -252,8 +252,8 @@ fn render<L: Lines>(
                 (_, Some(_)) => "LogAppendTime",
                 _ => "CreateTime",
             });
-            // messages of at least 26 bytes (v0 with null key and value)
-            let messages = i32::try_from(raw.len() / 26).unwrap_or(i32::MAX);
+            // a first guess (messages are 26 bytes and more): the buffer grows as needed
+            let messages = i32::try_from(raw.len() / 64).unwrap_or(i32::MAX);
             *lines.out() = out(reserve(raw.len(), messages));
             legacy::decode(raw, &wrapper, &mut lines)?;
             lines
