@@ -246,9 +246,9 @@ class LegacyBatch(Batch):
             raw = memoryview(codecs.decompress(codec, msg.value, magic=msg.magic, limit=limit))
         except FormatError as e:
             raise e.at(pos0) from None  # positions inside the compressed value are relative
-        scanned = engine.legacy_scan(raw, msg.magic, f"byte {pos0}") or _plain_walk(
-            raw, msg.magic, 0, kept
-        )
+        scanned = (
+            msg.magic in _NATIVE_MAGICS and engine.legacy_scan(raw, msg.magic, f"byte {pos0}")
+        ) or _plain_walk(raw, msg.magic, 0, kept)
         if scanned is not None:
             count, first_rel, last_rel = scanned[:3]
         else:  # something unusual: the careful walk says what, or reads it
@@ -289,6 +289,8 @@ class LegacyBatch(Batch):
         :meth:`_making`): a plain message is a set of one, at its own offset; a compressed
         wrapper's is its decompressed inner set. None for an unusual set, or one that cannot
         be read (``records()`` says why)."""
+        if self._msg.magic not in _NATIVE_MAGICS:  # a negative magic byte, read as v0
+            return None
         if self.compression == codecs.NONE:
             return self.data, self._making(0)
         try:
@@ -457,6 +459,7 @@ def _plain_records(
 
 
 _LISTED_RECORDS = 4096  # the most records the native engine returns in one list
+_NATIVE_MAGICS = (0, 1)  # what the native engine reads (the python engine reads -128..1)
 
 
 def _from_rows(rows: list[engine.LegacyRow]) -> Iterator[Record]:

@@ -26,7 +26,7 @@ from support.records import norm_record
 from klogtool.formats import codecs, engine, legacy
 from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, Record
 from klogtool.formats.errors import CorruptRecordError, FormatError, UnsupportedError
-from klogtool.formats.records import CLEAN, SegmentScanner
+from klogtool.formats.records import CLEAN, SegmentScanner, read_batch
 
 
 @pytest.fixture(autouse=True, params=["fast", "careful"])
@@ -425,6 +425,17 @@ def test_a_shift_past_64_bits_is_read_in_python():
     (batch,) = scan(buf)
     assert [(r.offset, r.value) for r in batch.records()] == [(top - 1, b"v-6"), (top, b"v-5")]
     assert batch.native_input() is None
+
+
+def test_a_negative_magic_is_read_in_python():
+    # the python engine reads a magic byte of 0xFF as a v0 message; the native engine takes
+    # magic 0 and 1 only (it raised OverflowError: found by bench/fuzz.py, seed 1128)
+    buf = bytearray(legacy.encode_message(7, b"k", b"v", magic=0))
+    buf[16] = 0xFF
+    struct.pack_into(">I", buf, 12, zlib.crc32(bytes(buf[16:])))
+    batch = read_batch(memoryview(bytes(buf)), 0)  # the scanner stops at such a magic
+    assert batch.magic == -1 and batch.native_input() is None
+    assert [(r.offset, bytes(r.key), bytes(r.value)) for r in batch.records()] == [(7, b"k", b"v")]
 
 
 def test_zstd_is_not_a_legacy_codec():
