@@ -303,17 +303,18 @@ def index_interval_option(f: F) -> F:
 SMALL_INPUT_BYTES = 64 << 20  # less than this runs in one process unless --jobs says otherwise
 
 
+def _jobs_option(help: str, callback: Any = None) -> Callable[[F], F]:
+    return click.option(
+        "--jobs", "-j", type=click.IntRange(min=1), metavar="N", callback=callback, help=help
+    )
+
+
 def sized_jobs_option(workers: str) -> Callable[[F], F]:
     """``--jobs`` (``workers``: what they are, for the help), None unless given:
     :func:`jobs_for` chooses by the input's size."""
-    return click.option(
-        "--jobs",
-        "-j",
-        type=click.IntRange(min=1),
-        default=None,
-        metavar="N",
-        help=f"{workers}; the output keeps its order "
-        "[default: the CPU count, or 1 for less than 64 MiB of segments].",
+    return _jobs_option(
+        f"{workers}; the output keeps its order "
+        "[default: the CPU count, or 1 for less than 64 MiB of segments]."
     )
 
 
@@ -328,23 +329,12 @@ def jobs_for(jobs: int | None, input_bytes: int) -> int:
 
 
 def jobs_option(f: F) -> F:
-    def check(_c: click.Context, _p: click.Parameter, v: int | None) -> int:
-        import os
+    """``--jobs``: worker processes, the CPU count unless given."""
+    import os
 
-        if v is None:
-            return os.cpu_count() or 1
-        if v < 1:
-            raise click.BadParameter("must be at least 1")
-        return v
-
-    return click.option(
-        "--jobs",
-        "-j",
-        type=int,
-        default=None,
-        metavar="N",
-        callback=check,
-        help="Worker processes walking segments in parallel [default: the CPU count].",
+    return _jobs_option(
+        "Worker processes walking segments in parallel [default: the CPU count].",
+        callback=lambda _c, _p, v: v or os.cpu_count() or 1,
     )(f)
 
 
