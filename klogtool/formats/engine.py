@@ -21,9 +21,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, Protocol
 
-from klogtool.formats import codecs
 from klogtool.formats.batch import NativeWrapper
-from klogtool.formats.errors import FormatError
 
 NATIVE = "native"
 PYTHON = "python"
@@ -292,10 +290,6 @@ def render_records(
     return result
 
 
-_RECORDS_START = 61  # v2: the records area follows the 61-byte batch header
-_ATTRIBUTES_LOW = 22  # the low byte of a v2 batch's attributes (the codec: its 3 low bits)
-
-
 class RecordColumns:
     """Record columns of many v2 batches and v0/v1 wrappers, built by the native engine in
     Arrow's layout."""
@@ -308,10 +302,7 @@ class RecordColumns:
         """Append a whole v2 batch's records as batch number ``index`` (of the caller's own
         list): their number, or None (nothing added) to read this batch with the python
         engine."""
-        area = self._gzip_area(data)
-        if area is False:
-            return None
-        n: int | None = _call(where, self._columns.add, data, index, area)
+        n: int | None = _call(where, self._columns.add, data, index)
         return n
 
     def add_legacy(
@@ -322,21 +313,6 @@ class RecordColumns:
         read it with the python engine."""
         n: int | None = _call(where, self._columns.add_legacy, raw, *wrapper, index)
         return n
-
-    def _gzip_area(self, data: memoryview) -> bytes | bool | None:
-        """A gzip batch's records area, inflated by the python engine's codec (ISA-L, about a
-        fifth faster than the native zlib port), False where that fails (the python engine
-        reports it); None for other codecs, which the native engine inflates itself."""
-        if len(data) <= _RECORDS_START or data[_ATTRIBUTES_LOW] & 0x07 != codecs.GZIP:
-            return None
-        if codecs.gzip_inflater().__name__ == "zlib":
-            return None  # no ISA-L: the native port is the faster
-        try:
-            return codecs.decompress(
-                codecs.GZIP, data[_RECORDS_START:], magic=2, limit=self._max_batch_bytes
-            )
-        except FormatError:
-            return False
 
     @property
     def payload_bytes(self) -> int:

@@ -94,29 +94,15 @@ pub trait Sink {
 /// On `None` the sink may already hold the records before the bad one: a sink that keeps
 /// state across batches rolls them back (see `columns::Columns::add`).
 pub fn decode<S: Sink>(batch: &[u8], max_batch_bytes: usize, sink: &mut S) -> Option<Header> {
-    decode_with(batch, None, max_batch_bytes, sink)
-}
-
-/// [`decode`], with the records area already decompressed (`area`: the reference's own
-/// decompression of the batch's payload, at most `max_batch_bytes` long).
-pub fn decode_with<S: Sink>(
-    batch: &[u8],
-    area: Option<&[u8]>,
-    max_batch_bytes: usize,
-    sink: &mut S,
-) -> Option<Header> {
     let header = parse_header(batch)?;
     let count = usize::try_from(header.records_count).ok()?;
     let raw = &batch[HEADER_SIZE..];
     let inflated;
-    let area: &[u8] = match area {
-        Some(area) if area.len() <= max_batch_bytes => area,
-        Some(_) => return None,
-        None if header.compression() == codecs::NONE => raw,
-        None => {
-            inflated = codecs::decompress(header.compression(), raw, max_batch_bytes)?;
-            &inflated
-        }
+    let area: &[u8] = if header.compression() == codecs::NONE {
+        raw
+    } else {
+        inflated = codecs::decompress(header.compression(), raw, max_batch_bytes)?;
+        &inflated
     };
     if count.checked_mul(MIN_RECORD_SIZE)? > area.len() {
         return None;

@@ -6,7 +6,8 @@
 //! the reference (concatenated gzip members or xerial streams, lz4 block checksums). The
 //! caller then hands the batch to the Python engine, which reports the precise error.
 //! The codec libraries are the ones the Python engine uses underneath (libzstd, liblz4,
-//! the `snap` crate behind cramjam, and a zlib port), so both accept the same streams.
+//! the `snap` crate behind cramjam; libdeflate and a zlib port for gzip), so both accept the
+//! same streams.
 #![forbid(unsafe_code)]
 
 pub const NONE: u8 = 0;
@@ -35,10 +36,37 @@ fn gzip(data: &[u8], limit: usize) -> Option<Vec<u8>> {
     if data.len() < 18 || data[..3] != GZIP_MAGIC || data[3] != 0 {
         return None; // header flags (name, comment, extra, header CRC): the reference's job
     }
-    let mut inflater = flate2::Decompress::new(false);
     // The trailer's ISIZE (the last 4 bytes of a single member) sizes the output at once; it
-    // is only a hint, bounded like everything else (a wrong one costs a regrowth).
+    // is only a hint, bounded like everything else.
     let hint = u32::from_le_bytes(data[data.len() - 4..].try_into().ok()?) as usize;
+    whole_member(data, hint, limit).or_else(|| streamed_member(data, hint, limit))
+}
+
+/// libdeflate inflates a member whose size is known in one call, about twice as fast as a
+/// streaming inflater. It checks the member's CRC-32 and ISIZE but does not say where the
+/// member ended, so it answers only when the member fills `data` (its size is the hint) and
+/// no second member can follow: bytes that look like an ISIZE of this size followed by a
+/// gzip header send the batch to the streaming inflater, which sees members one by one.
+fn whole_member(data: &[u8], hint: usize, limit: usize) -> Option<Vec<u8>> {
+    if hint > limit {
+        return None;
+    }
+    let mut out = vec![0u8; hint];
+    let n = libdeflater::Decompressor::new()
+        .gzip_decompress(data, &mut out)
+        .ok()?;
+    let mut next_member = [0u8; 7];
+    next_member[..4].copy_from_slice(&(hint as u32).to_le_bytes());
+    next_member[4..].copy_from_slice(&GZIP_MAGIC);
+    if n != hint || memchr::memmem::find(&data[10..], &next_member).is_some() {
+        return None;
+    }
+    Some(out)
+}
+
+/// The member inflated by a streaming zlib port, the output grown as it comes.
+fn streamed_member(data: &[u8], hint: usize, limit: usize) -> Option<Vec<u8>> {
+    let mut inflater = flate2::Decompress::new(false);
     let guess = if hint > 0 { hint } else { data.len() * 4 };
     let mut out: Vec<u8> = Vec::with_capacity(guess.min(limit.saturating_add(1)));
     let body = &data[10..];
@@ -338,6 +366,34 @@ mod tests {
         let last = bad.len() - 5;
         bad[last] ^= 1; // the stored CRC
         assert!(gzip(&bad, 5000).is_none());
+    }
+
+    #[test]
+    fn gzip_whole_member_answers_only_for_a_member_that_fills_the_data() {
+        let member = |data: &[u8]| {
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            enc.write_all(data).unwrap();
+            enc.finish().unwrap()
+        };
+        let text = b"kafka record ".repeat(300);
+        let gz = member(&text);
+        let hint = text.len();
+        assert_eq!(whole_member(&gz, hint, 1 << 20).unwrap(), text);
+        assert!(whole_member(&gz, hint, hint - 1).is_none()); // over the bound
+                                                              // Two identical members: the last ISIZE is right for the first one alone, which
+                                                              // libdeflate would return; the streaming inflater sees the second and hands back.
+        let twice = [gz.clone(), gz.clone()].concat();
+        assert!(whole_member(&twice, hint, 1 << 20).is_none());
+        assert!(gzip(&twice, 1 << 20).is_none());
+        // Bytes after the member that are not one: the member, as the reference reads it.
+        let tail = [gz.clone(), b"trailing".to_vec()].concat();
+        assert!(whole_member(&tail, u32::from_le_bytes(*b"ling") as usize, 1 << 20).is_none());
+        assert_eq!(gzip(&tail, 1 << 20).unwrap(), text);
+        // A corrupt stream is left to the streaming inflater, which refuses it too.
+        let mut bad = gz.clone();
+        bad[20] ^= 0xff;
+        assert!(whole_member(&bad, hint, 1 << 20).is_none());
+        assert!(gzip(&bad, 1 << 20).is_none());
     }
 
     #[test]

@@ -221,12 +221,11 @@ impl Columns {
 
     /// Append the records of one whole batch as batch number `index`; `None` (and nothing
     /// appended) when the reference must read it.
-    /// `area`: the batch's records area, decompressed by the caller (see `batch::decode_with`).
-    pub fn add(&mut self, batch_bytes: &[u8], index: i32, area: Option<&[u8]>) -> Option<usize> {
+    pub fn add(&mut self, batch_bytes: &[u8], index: i32) -> Option<usize> {
         let most = batch_bytes.len().max(self.max_batch_bytes);
         let max_batch_bytes = self.max_batch_bytes;
         self.add_from(index, most, |c| {
-            batch::decode_with(batch_bytes, area, max_batch_bytes, c).map(|_| ())
+            batch::decode(batch_bytes, max_batch_bytes, c).map(|_| ())
         })
     }
 

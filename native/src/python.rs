@@ -364,22 +364,17 @@ impl Columns {
     }
 
     /// Append a whole v2 batch's records as batch number `index`: the number of records, or
-    /// None (nothing appended) when the Python engine must read this batch. `area`: its
-    /// records area, already decompressed by the Python engine.
-    #[pyo3(signature = (batch, index, area=None))]
+    /// None (nothing appended) when the Python engine must read this batch.
     fn add(
         &mut self,
         py: Python<'_>,
         batch: &Bound<'_, PyAny>,
         index: i32,
-        area: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<usize>> {
         let bytes = Bytes::get(batch)?;
         let data = bytes.as_slice();
-        let area = area.map(Bytes::get).transpose()?;
-        let area = area.as_ref().map(Bytes::as_slice);
         let inner = &mut self.inner;
-        Ok(py.detach(|| inner.add(data, index, area)))
+        Ok(py.detach(|| inner.add(data, index)))
     }
 
     /// Append a v0/v1 wrapper's decompressed inner set as batch number `index`: the number

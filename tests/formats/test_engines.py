@@ -6,8 +6,11 @@ The oracle is ``bench/fuzz.py``'s ``compare_engines``, which the large fuzz runs
 
 from __future__ import annotations
 
+import gzip
 import random
+import struct
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,7 @@ from support.paths import CORPUS, needs_corpus
 
 from klogtool.formats import codecs, engine, v2
 from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, Record
+from klogtool.formats.crc import crc32c
 from klogtool.formats.records import SegmentScanner
 from klogtool.log.read.dumper import Dumper, DumpOptions
 
@@ -273,34 +277,54 @@ def test_columns_move_to_arrow_without_a_copy() -> None:
     assert bytes(again["value_offsets"])[:8] == bytes(4) + (100).to_bytes(4, "little")
 
 
-def test_gzip_columns_inflated_by_isal_equal_the_native_inflation(monkeypatch) -> None:
-    """With ISA-L, a gzip batch's area is inflated by the python codec and decoded natively:
-    the same columns as the native engine's own inflation; a corrupt payload is handed back."""
-    pytest.importorskip("isal")
+def _gzip_batch(records: list[Record], payload: Callable[[bytes], bytes]) -> memoryview:
+    """A v2 gzip batch of ``records`` whose compressed payload is ``payload(records area)``."""
+    plain = v2.encode_batch(records, base_offset=0)
+    out = bytearray(plain[:61]) + payload(plain[61:])
+    struct.pack_into(">i", out, 8, len(out) - 12)  # the batch length
+    struct.pack_into(">h", out, 21, codecs.GZIP)  # the attributes
+    struct.pack_into(">I", out, 17, crc32c(out[21:]))
+    return memoryview(bytes(out))
+
+
+def test_gzip_payloads_that_are_not_one_plain_member() -> None:
+    """The native engine inflates one gzip member that fills the payload with libdeflate;
+    two members (the last ISIZE right for the first alone when they are the same), bytes after
+    the member, or a header with a name go to the streaming inflater or the python engine, and
+    both engines read every shape alike."""
     records = [
         Record(offset=i, timestamp=i, key=b"k%d" % i, value=b"value %d " % i * 20, headers=())
         for i in range(200)
     ]
-    batch = v2.encode_batch(records, base_offset=0, compression=codecs.GZIP)
-
-    def columns() -> dict:
-        builder = engine.record_columns(1 << 20)
-        assert builder is not None and builder.add(memoryview(batch), 0, "test") == 200
-        return {k: v if isinstance(v, int) else bytes(v) for k, v in builder.take().items()}
-
-    assert codecs.gzip_inflater().__name__ != "zlib"
-    by_isal = columns()
-    monkeypatch.setenv("KLOGTOOL_GZIP", "zlib")
-    codecs.gzip_inflater.cache_clear()
-    try:
-        assert columns() == by_isal
-    finally:
-        monkeypatch.delenv("KLOGTOOL_GZIP")
-        codecs.gzip_inflater.cache_clear()
-    damaged = bytearray(batch)
-    damaged[-12] ^= 0xFF  # inside the deflate stream
-    builder = engine.record_columns(1 << 20)
-    assert builder is not None and builder.add(memoryview(damaged), 0, "test") is None
+    half = len(v2.encode_batch(records[:100], base_offset=0)) - 61
+    shapes: dict[str, tuple[Callable[[bytes], bytes], str]] = {
+        "one member": (gzip.compress, "native-agreed"),
+        "two members": (
+            lambda a: gzip.compress(a[:half]) + gzip.compress(a[half:]),
+            "native-handed-back",
+        ),
+        "the same member twice": (lambda a: gzip.compress(a) * 2, "native-handed-back"),
+        "bytes after the member": (lambda a: gzip.compress(a) + b"trailing", "native-agreed"),
+        "a file name": (
+            lambda a: (
+                gzip.compress(a)[:3]
+                + b"\x08"
+                + gzip.compress(a)[4:10]
+                + b"n\0"
+                + gzip.compress(a)[10:]
+            ),
+            "native-handed-back",
+        ),
+    }
+    for name, (payload, verdict) in shapes.items():
+        stats: Counter = Counter()
+        fuzz.compare_engines(next(iter(SegmentScanner(_gzip_batch(records, payload)))), stats)
+        assert stats[verdict] == 1, (name, stats)
+    with engine.using(engine.NATIVE):
+        (batch,) = SegmentScanner(
+            _gzip_batch(records, lambda a: gzip.compress(a[:half]) + gzip.compress(a[half:]))
+        )
+        assert [r.value for r in batch.records()] == [r.value for r in records]
 
 
 def test_a_dropped_column_buffer_is_reused_for_the_next_rows() -> None:
