@@ -379,9 +379,10 @@ mod tests {
         let gz = member(&text);
         let hint = text.len();
         assert_eq!(whole_member(&gz, hint, 1 << 20).unwrap(), text);
-        assert!(whole_member(&gz, hint, hint - 1).is_none()); // over the bound
-                                                              // Two identical members: the last ISIZE is right for the first one alone, which
-                                                              // libdeflate would return; the streaming inflater sees the second and hands back.
+        // Over the bound.
+        assert!(whole_member(&gz, hint, hint - 1).is_none());
+        // Two identical members: the last ISIZE is right for the first one alone, which
+        // libdeflate would return; the streaming inflater sees the second and hands back.
         let twice = [gz.clone(), gz.clone()].concat();
         assert!(whole_member(&twice, hint, 1 << 20).is_none());
         assert!(gzip(&twice, 1 << 20).is_none());
