@@ -618,7 +618,7 @@ def _reencoded(batch, keep: bytes | None, overrides: dict) -> bytes | str:
     """``v2.reencode`` of ``batch``'s own records, or the error it raised (type and text)."""
     try:
         return v2.reencode(batch, keep=keep, max_batch_bytes=MAX_BATCH_BYTES, **overrides)
-    except (FormatError, ValueError) as e:
+    except (FormatError, ValueError, struct.error) as e:
         return f"{type(e).__name__}: {e}"
 
 

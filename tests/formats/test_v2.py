@@ -426,6 +426,27 @@ def test_reencode_same_codec_keeps_header_fields():
     assert again == orig  # deterministic encoder, same codec and level
 
 
+@pytest.mark.parametrize(
+    "override",
+    [{"delete_horizon_ms": 1 << 63}, {"base_timestamp": -(1 << 63) - 1}, {"base_offset": 1 << 63}],
+)
+def test_reencode_past_64_bits_is_the_python_encoders_error(override: dict) -> None:
+    """An override that does not fit Kafka's 64-bit fields gets the Python encoder's error under
+    both engines (the native re-encoder raised OverflowError: bench/fuzz.py, seed 1130)."""
+    batch = only_batch(v2.encode_batch([Record(0, T0, b"k", b"v")]))
+
+    def error() -> tuple[type, str] | None:
+        try:
+            v2.reencode(batch, **override)
+        except (ValueError, struct.error) as e:
+            return type(e), str(e)
+        return None
+
+    with engine.using(engine.PYTHON):
+        expected = error()
+    assert expected is not None and error() == expected
+
+
 # -- structural errors are FormatErrors, positioned and coded ---------------------------------
 def _patched(buf: bytes, pos: int, fmt: str, value: int, *, fix_crc: bool = True) -> bytes:
     out = bytearray(buf)
