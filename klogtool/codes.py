@@ -57,6 +57,12 @@ class Code(StrEnum):
     BAD_RECORD_COUNT = "bad-record-count", (E, F), "a v2 batch's record count is impossible"
     RECORD_TOO_SMALL = "record-too-small", (E, F), "an entry shorter than its format's minimum"
     UNSUPPORTED = "unsupported", (E, F), "well-formed but not allowed by Kafka (an unknown codec)"
+    UNENCODABLE = (
+        "unencodable",
+        (E, F),
+        "a rewrite cannot write a record: its timestamp or offset is too far from its new"
+        " batch's base for the format's delta field (Kafka would wrap the difference)",
+    )
     DECOMPRESSION_FAILED = "decompression-failed", (E, F), "a compressed batch does not decompress"
     LIMIT_EXCEEDED = (
         "limit-exceeded",

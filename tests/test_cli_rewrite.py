@@ -17,6 +17,7 @@ from support.rewrite import (
     assert_verifies,
     copy_logdir,
     generate,
+    kl_batches,
     kp_records,
     materialise,
     tree,
@@ -27,6 +28,7 @@ from support.rewrite import (
 from klogtool.formats import codecs
 from klogtool.formats.batch import Record
 from klogtool.formats.checkpoint import EpochEntry, encode_leader_epoch_checkpoint
+from klogtool.formats.legacy import encode_wrapper
 from klogtool.formats.snapshot import encode_snapshot
 from klogtool.formats.v2 import encode_batch
 from klogtool.log.atomic import FileOps, complete_interrupted
@@ -240,6 +242,67 @@ def test_bad_input_is_one_line(tmp_path: Path, args: list[str]) -> None:
     assert "Traceback" not in err and "internal error" not in err
     if code == 3:
         assert err.startswith("klogtool: error: ") and len(err.strip().splitlines()) <= 2
+
+
+LONG_MIN = -(1 << 63)
+
+
+def _far_timestamps(root: Path, *, v1: bool) -> Path:
+    """A partition whose records' timestamps are more than 2^63 - 1 ms apart (or from now), and a
+    tombstone that makes compact rewrite their batch."""
+    part = root / "logdir" / "t-0"
+    if v1:
+        recs = [Record(0, LONG_MIN + 1, b"a", b"x"), Record(1, (1 << 63) - 1, b"b", b"y")]
+        write_partition(part, [(0, [encode_wrapper(recs, magic=1, compression=codecs.GZIP)])])
+        return part
+    old = [Record(i, T0 + i, b"k%d" % (i % 3), b"v%d" % i) for i in range(3)]
+    far = [Record(i, LONG_MIN + i, b"k%d" % (i % 3), None if i == 4 else b"v") for i in (3, 4, 5)]
+    write_partition(part, [(0, [encode_batch(old)]), (3, [encode_batch(far)]), (6, [])])
+    write_checkpoints(root / "logdir", replication_offset_checkpoint={("t", 0): 6})
+    return part
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["convert-format", "--in-place"],
+        ["compact", "--now", NOW, "--high-watermark", "log-end"],
+    ],
+)
+def test_a_batch_that_cannot_be_written_is_one_line_and_changes_nothing(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """A rewrite whose record timestamps are too far from their new batch's base timestamp for
+    a 64-bit delta (Kafka's encoder wraps it): the unencodable code, the segment and its batch,
+    no file changed (it was an internal error)."""
+    part = _far_timestamps(tmp_path, v1=args[0] == "convert-format")
+    before = tree(part)
+    code, _out, err = run(args[0], str(part), *args[1:], cwd=tmp_path)
+    assert code == 3, err
+    assert err.startswith("klogtool: error: ") and len(err.strip().splitlines()) == 1
+    seg = "00000000000000000000.log:0:" if args[0] == "convert-format" else "03.log:0:"
+    assert seg in err and "(unencodable)" in err and "2^63 - 1 ms" in err
+    assert tree(part) == before
+
+
+def test_a_delete_retention_past_the_largest_timestamp_keeps_the_tombstones(
+    tmp_path: Path,
+) -> None:
+    """now + delete.retention.ms past 2^63 - 1: the horizon is the largest timestamp (Kafka's
+    sum wraps around to a horizon long past, which drops the tombstones at the next clean; it
+    was an internal error here)."""
+    part = tmp_path / "logdir" / "t-0"
+    recs = [Record(i, T0 + i, b"k%d" % (i % 3), None if i == 4 else b"v") for i in range(6)]
+    write_partition(part, [(0, [encode_batch(recs[:3])]), (3, [encode_batch(recs[3:])]), (6, [])])
+    write_checkpoints(tmp_path / "logdir", replication_offset_checkpoint={("t", 0): 6})
+    argv = ["compact", str(part), "--now", NOW, "--high-watermark", "log-end"]
+    code, _out, err = run(*argv, "--delete-retention-ms", str((1 << 63) - 1), cwd=tmp_path)
+    assert code == 0, err
+    horizons = [b.delete_horizon_ms for b in kl_batches(part) if b.count]
+    assert horizons == [(1 << 63) - 1]
+    code, _out, err = run(*argv, "--delete-retention-ms", str((1 << 63) - 1), cwd=tmp_path)
+    assert code == 0, err
+    assert None in [r.value for b in kl_batches(part) for r in b.records()]  # still there
 
 
 def test_man_pages_cover_the_new_commands() -> None:

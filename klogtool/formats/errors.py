@@ -64,6 +64,15 @@ class LimitExceededError(FormatError):
     code = "limit-exceeded"
 
 
+class UnencodableError(FormatError, ValueError):
+    """A value the message format cannot hold where an encoder must write it: a timestamp more
+    than 2^63 - 1 ms from its batch's base timestamp, an offset delta past 32 bits (Kafka's
+    encoder wraps the difference; klogtool refuses). A ValueError too, as a bad argument to an
+    encoder."""
+
+    code = "unencodable"
+
+
 class CodecUnavailableError(FormatError):
     """The Python package for a codec is not installed."""
 

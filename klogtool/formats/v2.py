@@ -22,7 +22,12 @@ from klogtool.formats.batch import (
     Record,
 )
 from klogtool.formats.crc import crc32c
-from klogtool.formats.errors import CorruptRecordError, FormatError, TruncatedError
+from klogtool.formats.errors import (
+    CorruptRecordError,
+    FormatError,
+    TruncatedError,
+    UnencodableError,
+)
 from klogtool.formats.varint import encode_varint, encode_varlong
 
 MAGIC = 2
@@ -740,14 +745,23 @@ def encode_batch(
     last = first
     if first is not None:
         for r in chain((first,), it):
-            body += encode_record(
-                r.offset - base_offset,
-                r.timestamp - base_timestamp,
-                r.key,
-                r.value,
-                r.headers,
-                r.attributes,
-            )
+            try:
+                body += encode_record(
+                    r.offset - base_offset,
+                    r.timestamp - base_timestamp,
+                    r.key,
+                    r.value,
+                    r.headers,
+                    r.attributes,
+                )
+            except UnencodableError:
+                if -(1 << 63) <= r.timestamp - base_timestamp < 1 << 63:
+                    raise
+                raise UnencodableError(
+                    f"the record at offset {r.offset} has timestamp {r.timestamp}, more than "
+                    f"2^63 - 1 ms from its batch's base timestamp {base_timestamp} (Kafka's "
+                    "encoder would wrap the difference around 64 bits)"
+                ) from None
             count += 1
             if largest is None or r.timestamp > largest:
                 largest = r.timestamp
@@ -879,7 +893,10 @@ def reencode(
         records = batch.records(max_batch_bytes)
         if keep is not None:
             records = (r for r, k in zip(records, keep, strict=True) if k)
-    return encode_batch(records, **fields)
+    try:
+        return encode_batch(records, **fields)
+    except UnencodableError as e:
+        raise e.at(batch.position) from None
 
 
 # encode_batch's keyword arguments (a test holds the two equal)

@@ -6,7 +6,7 @@ for a varint, 10 for a varlong) are errors, as in Kafka's ByteUtils.
 
 from __future__ import annotations
 
-from klogtool.formats.errors import CorruptRecordError, TruncatedError
+from klogtool.formats.errors import CorruptRecordError, TruncatedError, UnencodableError
 
 
 def _read_raw(buf: bytes | memoryview, pos: int, max_bytes: int) -> tuple[int, int]:
@@ -59,13 +59,13 @@ def encode_uvarint(value: int) -> bytes:
 
 def encode_varint(value: int) -> bytes:
     if not -(1 << 31) <= value < (1 << 31):
-        raise ValueError(f"varint out of int32 range: {value}")
+        raise UnencodableError(f"varint out of int32 range: {value}")
     return encode_uvarint(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
 
 
 def encode_varlong(value: int) -> bytes:
     if not -(1 << 63) <= value < (1 << 63):
-        raise ValueError(f"varlong out of int64 range: {value}")
+        raise UnencodableError(f"varlong out of int64 range: {value}")
     return encode_uvarint(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 

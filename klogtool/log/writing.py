@@ -18,7 +18,7 @@ from typing import Any, Literal, TypeVar
 from klogtool.codes import Code
 from klogtool.errors import InputError, KlogtoolError
 from klogtool.formats.batch import Batch
-from klogtool.formats.errors import FormatError, LimitExceededError
+from klogtool.formats.errors import FormatError, LimitExceededError, UnencodableError
 from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.log import layout, targets
 from klogtool.log.atomic import CLEANED, FileOps, complete_interrupted, log_dir_lock, log_dir_of
@@ -183,10 +183,13 @@ def is_special_partition_dir(path: Path) -> bool:
 
 
 def unreadable(e: FormatError, path: Path) -> InputError:
-    """A segment a rewriting command cannot read: one line, and what to do about it."""
+    """A segment a rewriting command cannot read (or a batch it cannot write): one line, and
+    what to do about it."""
     if isinstance(e, LimitExceededError):
         # a sound batch, only larger than the memory bound: repairing would cut good data
         todo = "raise --max-batch-bytes if this batch is expected to be that large"
+    elif isinstance(e, UnencodableError):
+        todo = "nothing was changed; the segment is readable as it is"
     else:
         todo = "repair the segment first (klogtool truncate-recovery)"
     return InputError(

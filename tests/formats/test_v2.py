@@ -24,6 +24,7 @@ from klogtool.formats.errors import (
     CorruptRecordError,
     FormatError,
     TruncatedError,
+    UnencodableError,
 )
 from klogtool.formats.records import CLEAN, SegmentScanner
 
@@ -445,6 +446,19 @@ def test_reencode_past_64_bits_is_the_python_encoders_error(override: dict) -> N
     with engine.using(engine.PYTHON):
         expected = error()
     assert expected is not None and error() == expected
+
+
+def test_timestamps_too_far_apart_for_a_64_bit_delta_are_unencodable() -> None:
+    """Kafka's encoder wraps such a delta around 64 bits; klogtool refuses: a FormatError (code
+    unencodable, the batch's position when re-encoding) that is a ValueError too."""
+    far = [Record(0, -(1 << 63) + 1, b"a", b"x"), Record(1, (1 << 63) - 1, b"b", b"y")]
+    with pytest.raises(UnencodableError, match="offset 1 has timestamp 9223372036854775807"):
+        v2.encode_batch(far)
+    batch = only_batch(v2.encode_batch(far[:1]))
+    with pytest.raises(ValueError) as raised:
+        v2.reencode(batch, base_timestamp=(1 << 63) - 1)
+    assert isinstance(raised.value, UnencodableError) and raised.value.position == 0
+    assert raised.value.code == "unencodable"
 
 
 # -- structural errors are FormatErrors, positioned and coded ---------------------------------

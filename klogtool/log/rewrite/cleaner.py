@@ -67,7 +67,7 @@ from klogtool.log.partition import (
     update_offset_checkpoint,
 )
 from klogtool.log.segment import Phases, Walked, mapped, phase_walk, read_small
-from klogtool.log.topicconfig import TopicConfig
+from klogtool.log.topicconfig import LONG_MAX, TopicConfig
 from klogtool.log.txnreplay import TxnReplay
 from klogtool.log.writing import (
     Notice,
@@ -476,7 +476,9 @@ class _Cleaner:
                         st.delete_horizon_ms = batch.delete_horizon_ms
                     return bytes(batch.data)
                 horizon = (
-                    now + self.config.delete_retention_ms
+                    # Kafka's sum wraps around 64 bits past the largest timestamp, to a horizon
+                    # long past that drops the tombstones at the next clean: this keeps them.
+                    min(now + self.config.delete_retention_ms, LONG_MAX)
                     if need_horizon
                     else batch.delete_horizon_ms
                 )

@@ -41,7 +41,7 @@ from klogtool.formats.batch import (
     Batch,
     Record,
 )
-from klogtool.formats.errors import FormatError
+from klogtool.formats.errors import FormatError, UnencodableError
 from klogtool.formats.index import encode_offset_index, encode_time_index, encode_txn_index
 from klogtool.formats.legacy import encode_message, encode_wrapper
 from klogtool.formats.records import SegmentScanner
@@ -480,7 +480,10 @@ def convert_batch(batch: Batch, opts: ConvertOptions) -> Iterator[bytes]:
             )
             return
     records = _plain(batch.records(opts.max_batch_bytes))
-    yield from _encode_group(records, _group_key(batch, opts), opts)
+    try:
+        yield from _encode_group(records, _group_key(batch, opts), opts)
+    except UnencodableError as e:
+        raise e.at(batch.position) from None
 
 
 def convert_segment(buf: memoryview, opts: ConvertOptions, path: Path) -> Iterator[bytes]:
