@@ -143,17 +143,22 @@ def _corpus_v2_seeds(magic: int = 2) -> list:
     return seeds
 
 
+def _compare_mutated(seeds: list, cases: int, seed: int) -> Counter:
+    """Both engines on every seed as it is, then on mutated copies: the fuzzer's counts."""
+    rng = random.Random(seed)
+    stats: Counter = Counter()
+    for i in range(cases):
+        data = seeds[i].data if i < len(seeds) else fuzz.mutate(rng, seeds[i % len(seeds)])
+        for batch in SegmentScanner(data, stop_on_crc=False, strict=False):
+            fuzz.compare_engines(batch, stats)
+    return stats
+
+
 @needs_corpus
 def test_mutated_real_broker_segments() -> None:
     seeds = _corpus_v2_seeds()
     assert seeds
-    rng = random.Random(7)
-    stats: Counter = Counter()
-    for i in range(1000):
-        seed = seeds[i % len(seeds)]
-        data = seed.data if i < len(seeds) else fuzz.mutate(rng, seed)
-        for batch in SegmentScanner(data, stop_on_crc=False, strict=False):
-            fuzz.compare_engines(batch, stats)
+    stats = _compare_mutated(seeds, 1000, seed=7)
     assert stats["native-agreed"] > 1000, stats
     # every unmutated real-broker batch is decoded natively
     for seed in seeds:
@@ -167,14 +172,26 @@ def test_mutated_real_broker_wrappers() -> None:
     engine reads their inner sets exactly as both walks of the python engine do."""
     seeds = _corpus_v2_seeds(magic=0)
     assert {s.codec for s in seeds} == {codecs.GZIP, codecs.SNAPPY}, [s.name for s in seeds]
-    rng = random.Random(11)
+    stats = _compare_mutated(seeds, 300, seed=11)
+    assert stats["legacy-native-agreed"] > 500 and stats["kafka-agreed"] > 500, stats
+
+
+def test_mutated_wrappers_read_alike_by_every_path() -> None:
+    """bench/fuzz.py's oracle on 800 mutated v0/v1 segments of every codec (wrappers' inner
+    message sets mutated before compression, CRCs repaired or not): both walks of the python
+    engine and the native engine's records, columns and lines agree."""
+    rng = random.Random(1125)
+    seeds = [s for s in fuzz.build_seeds(rng) if s.magic < 2]
     stats: Counter = Counter()
-    for i in range(300):
-        seed = seeds[i % len(seeds)]
-        data = seed.data if i < len(seeds) else fuzz.mutate(rng, seed)
+    for i in range(800):
+        seed = seeds[i % len(seeds)]  # plain messages mutated too
+        data = fuzz.mutate(rng, seed) if seed.codec == codecs.NONE else fuzz._inner(rng, seed)
         for batch in SegmentScanner(data, stop_on_crc=False, strict=False):
             fuzz.compare_engines(batch, stats)
-    assert stats["legacy-native-agreed"] > 500 and stats["kafka-agreed"] > 500, stats
+    assert stats["legacy-agreed"] > 100 and stats["legacy-errors-agreed"] > 50, stats
+    if engine.native_available():  # records, columns and the three renderings
+        assert stats["legacy-native-agreed"] > 100, stats
+        assert min(stats[f"{r}-agreed"] for r in ("jsonl", "text", "kafka")) > 50, stats
 
 
 @needs_corpus
