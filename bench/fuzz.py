@@ -602,8 +602,14 @@ def compare_legacy_paths(batch, stats: Counter) -> bool:
             return False
         columns = native_records(source[0], MAX_BATCH_BYTES, source[1])
     assert isinstance(careful, list), "the native engine read a wrapper python rejects"
-    if columns is None:  # a record's CRC fails, or an offset past the 64-bit range
-        assert not all(r[6] for r in careful) or max(r[0] for r in careful) >= 1 << 63
+    if columns is None:  # a record's CRC fails, or a value past the native 64-bit integers
+        magic, shift, _ = source[1]
+        assert (
+            not all(r[6] for r in careful)
+            or max(r[0] for r in careful) >= 1 << 63
+            or magic < 0
+            or not -(1 << 63) <= shift < 1 << 63
+        )
     else:
         assert columns == [(*r[:4], (), -1) for r in careful], "the columns differ"
     stats["legacy-native-agreed"] += 1

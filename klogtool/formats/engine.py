@@ -55,9 +55,14 @@ class NativeEngineError(RuntimeError):
 
 def _call(where: str, fn: Any, *args: Any) -> Any:
     """``fn(*args)``, a native function; a Rust panic (PyO3's ``PanicException``, a
-    BaseException) becomes :class:`NativeEngineError` naming ``where``."""
+    BaseException) becomes :class:`NativeEngineError` naming ``where``. An argument that does
+    not fit the native engine's integer types (hostile data: a negative magic byte, a v1
+    offset shift or a base timestamp past 64 bits) is None, as for anything else the native
+    engine leaves to the python engine: every caller's None means that."""
     try:
         return fn(*args)
+    except OverflowError:  # PyO3's conversion of the arguments, before the function runs
+        return None
     except BaseException as e:
         if type(e).__name__ == "PanicException":
             raise NativeEngineError(where, e) from None

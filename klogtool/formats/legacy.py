@@ -246,9 +246,9 @@ class LegacyBatch(Batch):
             raw = memoryview(codecs.decompress(codec, msg.value, magic=msg.magic, limit=limit))
         except FormatError as e:
             raise e.at(pos0) from None  # positions inside the compressed value are relative
-        scanned = (
-            msg.magic in _NATIVE_MAGICS and engine.legacy_scan(raw, msg.magic, f"byte {pos0}")
-        ) or _plain_walk(raw, msg.magic, 0, kept)
+        scanned = engine.legacy_scan(raw, msg.magic, f"byte {pos0}") or _plain_walk(
+            raw, msg.magic, 0, kept
+        )
         if scanned is not None:
             count, first_rel, last_rel = scanned[:3]
         else:  # something unusual: the careful walk says what, or reads it
@@ -289,15 +289,13 @@ class LegacyBatch(Batch):
         :meth:`_making`): a plain message is a set of one, at its own offset; a compressed
         wrapper's is its decompressed inner set. None for an unusual set, or one that cannot
         be read (``records()`` says why)."""
-        if self._msg.magic not in _NATIVE_MAGICS:  # a negative magic byte, read as v0
-            return None
         if self.compression == codecs.NONE:
             return self.data, self._making(0)
         try:
             unpacked = self._wrapper(max_batch_bytes)
         except FormatError:
             return None
-        return (unpacked.raw, self._making(unpacked.shift)) if unpacked.native else None
+        return (unpacked.raw, self._making(unpacked.shift)) if unpacked.plain else None
 
     def _making(self, shift: int) -> NativeWrapper:
         """(magic, shift added to inner offsets, the timestamp of every record or None)."""
@@ -309,7 +307,7 @@ class LegacyBatch(Batch):
         if not unpacked.plain:
             return self._careful_records(unpacked)
         making = self._making(unpacked.shift)
-        if not kept and unpacked.native and unpacked.n_records <= _LISTED_RECORDS:
+        if not kept and unpacked.plain and unpacked.n_records <= _LISTED_RECORDS:
             rows = engine.records_legacy(unpacked.raw, making, f"byte {self.position}")
             if rows is not None:
                 return _from_rows(rows)
@@ -337,11 +335,6 @@ class _Unpacked(NamedTuple):
     n_records: int
     first_offset: int
     plain: bool  # every inner message has the wrapper's magic and its lengths add up
-
-    @property
-    def native(self) -> bool:
-        """Whether the native engine can read the set (its offsets are 64-bit integers)."""
-        return self.plain and -(1 << 63) <= self.shift < 1 << 63
 
 
 # The inner message headers up to the key length, for each magic.
@@ -459,7 +452,6 @@ def _plain_records(
 
 
 _LISTED_RECORDS = 4096  # the most records the native engine returns in one list
-_NATIVE_MAGICS = (0, 1)  # what the native engine reads (the python engine reads -128..1)
 
 
 def _from_rows(rows: list[engine.LegacyRow]) -> Iterator[Record]:

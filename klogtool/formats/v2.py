@@ -933,10 +933,14 @@ def _reencode_native(
     if not fields.keys() <= _ENCODE_FIELDS:
         return None  # encode_batch says what it does not know
     horizon = fields["delete_horizon_ms"]
-    asked = horizon if horizon is not None else fields.get("base_timestamp")
-    if not all(-(1 << 63) <= v < 1 << 63 for v in (base_offset, asked) if v is not None):
-        return None  # the native engine takes 64-bit integers: the Python encoder says why not
-    done = engine.reencode_v2(batch.data, max_batch_bytes, keep, base_offset, asked, batch.position)
+    done = engine.reencode_v2(
+        batch.data,
+        max_batch_bytes,
+        keep,
+        base_offset,
+        horizon if horizon is not None else fields.get("base_timestamp"),
+        batch.position,
+    )
     if done is None:
         return None
     area, count, largest, base_timestamp = done
