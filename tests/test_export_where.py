@@ -11,16 +11,17 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from support.cli import run
 from support.paths import LOGDIR
 
-from klogtool.commands._options import parse_where
-from klogtool.log.export import arrow_reader as ar
-from klogtool.log.export import planning, spec
-from klogtool.log.read.finder import Finder, FindOptions
-from klogtool.log.read.record_filter import RecordFilter
+pa = pytest.importorskip("pyarrow", reason="export needs the `spark` extra (pyarrow)")
+
+from klogtool.commands._options import parse_where  # noqa: E402
+from klogtool.log.export import arrow_reader as ar  # noqa: E402
+from klogtool.log.export import planning, spec  # noqa: E402
+from klogtool.log.read.finder import Finder, FindOptions  # noqa: E402
+from klogtool.log.read.record_filter import RecordFilter  # noqa: E402
 
 T0 = 1_700_000_000_000
 WHERES = [
