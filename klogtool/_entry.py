@@ -1,15 +1,25 @@
 """The console entry point: it imports nothing before it can catch Ctrl-C, so that an
 interrupt while klogtool is still loading ends like any other: one line, exit status 130."""
 
+import signal
 import sys
 
 INTERRUPTED = "klogtool: interrupted\n"
 
 
 def main() -> None:
+    code: object = 130
     try:
-        from klogtool.cli import main as run
+        try:
+            from klogtool.cli import main as run
+
+            run()
+        finally:
+            # The command has ended and said how: a Ctrl-C from here on would only kill the
+            # exit itself, by the signal and with no word.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except SystemExit as e:
+        code = e.code
     except KeyboardInterrupt:
         sys.stderr.write(INTERRUPTED)
-        sys.exit(130)
-    run()
+    sys.exit(code)

@@ -71,6 +71,10 @@ def test_the_short_help_table_matches_each_command(name: str) -> None:
     assert cli.COMMANDS[name][1] == command.get_short_help_str(limit=1000)
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("delay", [0.09, 0.13, 0.18, 0.6])
 def test_ctrl_c_at_any_moment_is_one_line_and_130(delay: float) -> None:
     # `dump-segments -` waits on stdin forever: the signal lands while klogtool's modules load
@@ -82,6 +86,9 @@ def test_ctrl_c_at_any_moment_is_one_line_and_130(delay: float) -> None:
         stderr=subprocess.PIPE,
         env=ENV,
         text=True,
+        # a background job inherits SIGINT ignored, and Python then never raises
+        # KeyboardInterrupt: the child gets the default, as at an interactive prompt
+        preexec_fn=_default_sigint,
     )
     time.sleep(delay)
     p.send_signal(signal.SIGINT)
@@ -90,3 +97,30 @@ def test_ctrl_c_at_any_moment_is_one_line_and_130(delay: float) -> None:
         pytest.skip("the signal landed while the interpreter itself started (a loaded machine)")
     assert p.returncode == 130, err
     assert err == "klogtool: interrupted\n", err
+
+
+def test_ctrl_c_as_a_command_finishes_is_still_one_line() -> None:
+    # The signal lands while the command's exit unwinds (after its own handlers ran): the
+    # process must not die by the signal with no word.
+    code = (
+        "import os, signal, sys\n"
+        "import klogtool.cli\n"
+        "def finishing(argv=None):\n"
+        "    try:\n"
+        "        sys.exit(0)\n"
+        "    finally:\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        sum(range(100000))\n"
+        "klogtool.cli.main = finishing\n"
+        "from klogtool._entry import main\n"
+        "main()\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=_default_sigint,
+    )
+    assert (p.returncode, p.stderr) == (130, "klogtool: interrupted\n")
