@@ -742,6 +742,7 @@ def encode_batch(
     body = bytearray()
     count = 0
     largest: int | None = None
+    largest_offset = -1
     last = first
     if first is not None:
         for r in chain((first,), it):
@@ -765,7 +766,13 @@ def encode_batch(
             count += 1
             if largest is None or r.timestamp > largest:
                 largest = r.timestamp
+                largest_offset = r.offset
             last = r
+    if largest is not None and largest >= 1 << 63 and max_timestamp is None:
+        raise UnencodableError(
+            f"the record at offset {largest_offset} has timestamp {largest}, past 2^63 - 1 ms: "
+            "its batch's max timestamp cannot hold it (Kafka's reader wraps it around 64 bits)"
+        )
     if last_offset_delta is None:
         assert last is not None
         last_offset_delta = last.offset - base_offset

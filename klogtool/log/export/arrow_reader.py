@@ -130,14 +130,15 @@ def _ms_to_us(values: Sequence[int] | pa.Array) -> pa.Array:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    arr = values if isinstance(values, pa.Array) else pa.array(values, pa.int64())
     try:
+        arr = values if isinstance(values, pa.Array) else pa.array(values, pa.int64())
         us = pc.multiply_checked(arr, 1000)
-    except pa.ArrowInvalid:  # absurd timestamps: null rather than a wrapped-around value
+    except (pa.ArrowInvalid, OverflowError):
+        # absurd timestamps (past 2^63 - 1 us, or a base plus a delta past 2^63 - 1 ms, which
+        # Kafka's reader wraps around): null rather than a wrapped-around value
         limit = (1 << 63) // 1000
-        us = pa.array(
-            [v * 1000 if -limit < v < limit else None for v in arr.to_pylist()], pa.int64()
-        )
+        plain = values.to_pylist() if isinstance(values, pa.Array) else values
+        us = pa.array([v * 1000 if -limit < v < limit else None for v in plain], pa.int64())
     return us.cast(pa.timestamp("us", tz="UTC"))
 
 
