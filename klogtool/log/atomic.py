@@ -411,11 +411,39 @@ def replace_segments(
     swap_in_cleaned(ops, part_dir, written, old_bases)
 
 
+@contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Ctrl-C inside waits for the block to end, then raises: a swap once begun is finished
+    (a re-run or the broker would complete it anyway, but an operator who sees ``.swap`` files
+    and deleted originals thinks the data is lost). Only the main thread receives signals."""
+    import threading
+
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    pending: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if pending:
+        raise KeyboardInterrupt
+
+
 def swap_in_cleaned(
     ops: FileOps, part_dir: Path, written: list[Path], old_bases: list[int]
 ) -> None:
     """The second half of :func:`replace_segments`, for callers that wrote the ``.cleaned``
     files themselves (``written``, each ``<segment file name>.cleaned`` in ``part_dir``)."""
+    with interrupts_deferred():
+        _swap_in(ops, part_dir, written, old_bases)
+
+
+def _swap_in(ops: FileOps, part_dir: Path, written: list[Path], old_bases: list[int]) -> None:
     ops.fsync_dir(part_dir)
     # Highest offset first: a crash in between leaves .cleaned files below every .swap file,
     # and the loader then deletes those swaps (an incomplete swap), keeping the originals.

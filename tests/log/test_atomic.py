@@ -4,6 +4,7 @@ recovery)."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -15,7 +16,14 @@ from support.processes import lock_held_by_another_process
 from klogtool.errors import RefusedError
 from klogtool.formats.batch import Record
 from klogtool.formats.v2 import encode_batch
-from klogtool.log.atomic import CRASH_ENV, FileOps, complete_interrupted, log_dir_lock
+from klogtool.log.atomic import (
+    CRASH_ENV,
+    FileOps,
+    NewSegment,
+    complete_interrupted,
+    log_dir_lock,
+    replace_segments,
+)
 
 OLD = {0: [0, 1, 2], 3: [3, 4], 5: [5, 6, 7]}  # base offset -> record offsets
 NEW = {0: [0, 2, 4, 7]}  # one compacted segment replacing all three
@@ -296,3 +304,28 @@ def test_a_lock_file_klogtool_created_is_removed_and_a_brokers_is_kept(tmp_path:
     with log_dir_lock(tmp_path):
         pass
     assert (tmp_path / ".lock").exists()
+
+
+def test_ctrl_c_during_the_swap_finishes_it_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C between the renames to .swap and the deletion of the originals: the swap
+    completes (no .swap file, the new segment in place), then KeyboardInterrupt (it left .swap
+    files and deleted originals, exit 130)."""
+    part = tmp_path / "t-0"
+    _setup(part)
+    ops = FileOps()
+    rename = ops.rename
+
+    def interrupted_rename(src: Path, dst: Path) -> None:
+        rename(src, dst)
+        if dst.name.endswith(".swap"):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(ops, "rename", interrupted_rename)
+    recs = [Record(o, 1000 + o, b"k%d" % o, b"new") for o in (0, 2, 4, 7)]
+    new = [NewSegment(0, {".log": [encode_batch(recs)], ".index": [b""]})]
+    with pytest.raises(KeyboardInterrupt):
+        replace_segments(ops, part, new, [0, 3, 5])
+    assert sorted(_contents(part)) == ["00000000000000000000.index", "00000000000000000000.log"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
