@@ -81,14 +81,14 @@ class DiffDifference(TypedDict):
     type: Literal["difference"]
     partition: str
     kind: str
-    base_offset: int
-    last_offset: int
+    base_offset: int | None
+    last_offset: int | None
     a: dict[str, Any] | None
     b: dict[str, Any] | None
     fields: list[Any]
-    first_differing_offset: None
+    first_differing_offset: int | None
     records: list[Any] | None
-    explained_by: None
+    explained_by: str | None
 
 
 class DumpSegmentsEpochEntry(TypedDict):
@@ -370,7 +370,7 @@ class DiffPartitionDiff(TypedDict):
 
     type: Literal["partition-diff"]
     partition: str
-    a: str
+    a: str | None
     b: str | None
     verdict: str
     leader: str
@@ -381,7 +381,7 @@ class DiffPartitionDiff(TypedDict):
     epochs_at_divergence: dict[str, Any] | None
     truncation: dict[str, Any] | None
     truncation_misses_divergence: bool
-    compacted: None
+    compacted: str | None
     lagging: str | None
     lag_offsets: int
     lag_records: int

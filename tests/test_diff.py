@@ -465,3 +465,38 @@ def test_jobs_give_the_same_output_in_partition_order(tmp_path: Path) -> None:
         assert code == 3, err
         errs.append(err)
     assert errs[0] == errs[1] and errs[0].startswith("klogtool: error:")
+
+
+def test_every_json_object_fits_its_declared_type(tmp_path: Path) -> None:
+    # The suite runs with KLOGTOOL_STRICT_CODES=1: an object that does not fit its TypedDict in
+    # klogtool/events.py is exit 70. These objects carry what the types once declared always
+    # null: a changed pair's first differing record, a difference compaction explains, the
+    # compacted side, a torn tail (no offsets), a partition only in log dir B (no path A).
+    replica(tmp_path / "a", [(0, 4, 0, ""), (5, 9, 0, "")], [(0, 0)])
+    replica(tmp_path / "b", [(0, 4, 0, ""), (5, 9, 0, "-b")], [(0, 0)])
+    code, out, err = run("diff", "--deep", "--format", "jsonl", "a/t-0", "b/t-0", cwd=tmp_path)
+    assert code == 1, err
+    objs = jsonl(out)
+    assert objs[0]["kind"] == "changed" and objs[0]["first_differing_offset"] == 5
+    assert objs[1]["verdict"] == "diverged"
+
+    g = generate(seed=11, codec=codecs.GZIP)
+    full = materialise(g, tmp_path / "full")
+    compacted = materialise(g, tmp_path / "compacted")
+    assert run("compact", str(compacted), "--now", str(T0 + 3_600_000), cwd=tmp_path)[0] == 0
+    code, out, err = run("diff", "--format", "jsonl", str(full), str(compacted), cwd=tmp_path)
+    assert code == 1, err
+    objs = jsonl(out)
+    assert any(o.get("explained_by") == "compaction" for o in objs)
+    assert objs[-2]["compacted"] == "b"
+
+    with (tmp_path / "b" / "t-0" / "00000000000000000000.log").open("ab") as f:
+        f.write(batch(10, 14, 0)[:40])
+    replica(tmp_path / "b", [(0, 4, 0, "")], None, name="u-0")
+    code, out, err = run("diff", "--format", "jsonl", "a", "b", cwd=tmp_path)
+    assert code == 1, err
+    objs = jsonl(out)
+    torn = [o for o in objs if o.get("kind") == "torn-tail"]
+    assert len(torn) == 1 and torn[0]["base_offset"] is None
+    parts = {o["partition"]: o for o in objs if o["type"] == "partition-diff"}
+    assert parts["u-0"]["verdict"] == "only-in-b" and parts["u-0"]["a"] is None
