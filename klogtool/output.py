@@ -321,8 +321,11 @@ _INDENTED = {
     "clean_shutdown",
     "sanity_check",
 }
-# C0 controls and DEL would drive the terminal: show them escaped (\x1b, \x00, ...).
-_CONTROL_ESCAPES = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F] if c not in (0x09,)}
+# C0 controls, DEL and C1 controls (U+009B is a CSI on some terminals) would drive the
+# terminal, and CR or LF would forge a line: show them escaped (\x1b, \x00, \u009b, ...).
+TERMINAL_ESCAPES = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F] if c not in (0x09,)} | {
+    c: f"\\u{c:04x}" for c in range(0x80, 0xA0)
+}
 
 
 def _plain(*texts: Any) -> bool:
@@ -368,7 +371,7 @@ def render_text(obj: dict[str, Any]) -> str:
     kind = obj.get("type", "")
     special = _TEXT_RENDERERS.get(kind)
     line = special(obj) if special is not None else _generic_text(obj)
-    return line.translate(_CONTROL_ESCAPES)
+    return line.translate(TERMINAL_ESCAPES)
 
 
 def _generic_text(obj: dict[str, Any]) -> str:

@@ -424,3 +424,27 @@ def test_threads_render_the_same_dump(tmp_path: Path, fmt: str) -> None:
             two = run("dump-segments", "--format", fmt, *extra, "--jobs", "2", *paths)
             assert one == two, (paths, extra)
             assert one[0] == 1 or paths != [str(seg)]  # the bad CRC and the torn tail count
+
+
+def test_kafka_format_escapes_control_characters_on_a_terminal_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kafka-dump-log.sh prints payloads raw: on a terminal an escape sequence would drive it
+    and CR/LF forge a record line, so there they are escaped (\\x1b, \\x0d, \\u009b); a pipe
+    keeps kafka-dump-log.sh's bytes."""
+    part = tmp_path / "t-0"
+    part.mkdir()
+    value = "line\r\n| offset: 99 forged\x07\u009b".encode()
+    (part / "00000000000000000000.log").write_bytes(
+        encode_batch([Record(0, 1_700_000_000_000, b"k\x1b[31mRED", value)])
+    )
+    args = ("dump-segments", "--print-data", "--format", "kafka", str(part))
+    _code, piped, _err = run(*args, cwd=tmp_path)
+    assert "key: k\x1b[31mRED payload: line\r\n| offset: 99 forged\x07\u009b\n" in piped
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    _code, shown, _err = run(*args, cwd=tmp_path)
+    record_lines = [line for line in shown.splitlines() if line.startswith("| offset")]
+    assert record_lines == [
+        "| offset: 0 CreateTime: 1700000000000 keySize: 9 valueSize: 28 sequence: -1 "
+        "headerKeys: [] key: k\\x1b[31mRED payload: line\\x0d\\x0a| offset: 99 forged\\x07\\u009b"
+    ]

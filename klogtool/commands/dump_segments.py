@@ -23,7 +23,7 @@ from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.log import layout
 from klogtool.log.files import STDIN_KINDS, total_log_bytes
 from klogtool.log.read.dumper import Dumper, DumpOptions, Obj
-from klogtool.output import Output, to_json
+from klogtool.output import TERMINAL_ESCAPES, Output, to_json
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings
@@ -107,6 +107,11 @@ def command(
     log_bytes = total_log_bytes(list(paths))
     default = "base64" if fmt in ("json", "jsonl") else "utf8"
     kd = key_decoder or default
+    out = settings.output("text" if fmt == "kafka" else fmt)
+    # kafka-dump-log.sh prints payloads raw; on a terminal their control characters would drive
+    # it and CR/LF forge record lines, so KafkaRenderer escapes them there (a pipe keeps the
+    # exact bytes) and the native renderer, which cannot, is not used
+    native_render = fmt in ("jsonl", "text") or (fmt == "kafka" and not out.data_is_terminal)
     opts = DumpOptions(
         deep=deep or print_data,
         print_data=print_data,
@@ -120,10 +125,9 @@ def command(
         verify_index_only=verify_index_only,
         max_batch_bytes=max_batch_bytes,
         stdin_kind=stdin_kind,
-        rendered_records=fmt if fmt in ("jsonl", "text", "kafka") else None,
+        rendered_records=fmt if native_render else None,
         threads=jobs_for(jobs, log_bytes),
     )
-    out = settings.output("text" if fmt == "kafka" else fmt)
     first_bad: Obj | None = None
     renderer = KafkaRenderer(out) if fmt == "kafka" else None
     # a bar only when the dump goes to a file or a pipe: on a terminal the lines are the progress
@@ -191,6 +195,7 @@ class KafkaRenderer:
         self.ts_order: dict[str, list[tuple[int, int]]] = defaultdict(list)
         self.not_found: dict[str, list[tuple[int, int]]] = defaultdict(list)
         self.non_consecutive: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        self.escapes = TERMINAL_ESCAPES if out.data_is_terminal else {}
 
     def render(self, obj: Obj) -> None:
         getattr(self, "_" + obj["type"], self._ignore)(obj)
@@ -274,7 +279,7 @@ class KafkaRenderer:
                 line += f" key: {_text(r['key'])}"
             if r.get("value") is not None:
                 line += f" payload: {_text(r['value'])}"
-        self.out.line(line)
+        self.out.line(line.translate(self.escapes))
 
     def _index_entry(self, e: Obj) -> None:
         self.out.line(f"offset: {e['offset']} position: {e['position']}")
