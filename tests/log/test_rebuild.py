@@ -11,7 +11,9 @@ from support.cli import generator, jsonl, run
 from support.paths import CORPUS, LOGDIR, needs_corpus
 from support.repair import INTERVAL, copy_scenario, files, reference_indexes, txn_entry
 
+from klogtool.formats.batch import Record
 from klogtool.formats.snapshot import ProducerEntry, encode_snapshot
+from klogtool.formats.v2 import encode_batch
 from klogtool.log.repair import headers, parallel
 
 GEN = generator()
@@ -272,6 +274,28 @@ def test_damaged_segment_is_skipped_with_exit_1(tmp_path: Path) -> None:
         "00000000000000000000.timeindex",
     }
     assert files(part)["00000000000000000017.index"] == before["00000000000000000017.index"]
+
+
+@pytest.mark.parametrize("damaged", [0, 1])
+def test_a_crc_mismatch_is_one_finding_wherever_the_batch_is(tmp_path: Path, damaged: int) -> None:
+    """A CRC mismatch in the first batch is corruption, as in any later one (it was not-a-log,
+    exit 3), and the finding names the damaged batch's base offset as verify does (it named
+    the last good offset: 199 for batch 200..399)."""
+    part = tmp_path / "t-0"
+    part.mkdir()
+    batches = [
+        bytearray(encode_batch([Record(o, 1_700_000_000_000 + o, b"k", b"v") for o in range(b, b + 200)]))
+        for b in (0, 200, 400)
+    ]
+    batches[damaged][-1] ^= 1
+    (part / "00000000000000000000.log").write_bytes(b"".join(batches))
+    rc, out, _ = run("rebuild-index", "--format", "jsonl", str(part))
+    errs = [(o["code"], o["position"], o["offset"]) for o in _objs(out, "finding")]
+    assert rc == 1
+    assert errs == [("crc-mismatch", damaged * len(batches[0]), damaged * 200)]
+    _rc, out, _ = run("verify", "--format", "jsonl", str(part))
+    found = [(o["code"], o["position"], o["offset"]) for o in _objs(out, "finding")]
+    assert errs[0] in found
 
 
 def test_zero_filled_active_segment_is_indexed_with_a_warning(tmp_path: Path) -> None:

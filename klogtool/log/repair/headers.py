@@ -55,6 +55,9 @@ class SegmentScan:
     index_bytes: bytes  # the rebuilt .index (trimmed) for the valid prefix
     timeindex_bytes: bytes
     events: tuple[TxnEvent, ...]
+    # the offset in the header of the entry where a corrupt walk stopped, when it can be read
+    # (verify's findings name that entry's offset, not the last good one)
+    stopped_offset: int | None = None
 
     @property
     def next_offset(self) -> int:
@@ -67,8 +70,22 @@ class SegmentScan:
 
     @property
     def not_a_log(self) -> bool:
-        """No entry could be read from byte 0 (records.not_a_log): not a Kafka file."""
-        return self.batches == 0 and self.end == CORRUPT and self.valid_bytes == 0
+        """No entry could be read from byte 0 (records.not_a_log): not a Kafka file. A CRC
+        mismatch in the first batch is corruption of a Kafka file, as in any later batch."""
+        return (
+            self.batches == 0
+            and self.end == CORRUPT
+            and self.valid_bytes == 0
+            and self.error_code != Code.CRC_MISMATCH
+        )
+
+    @property
+    def error_offset(self) -> int | None:
+        """The offset a finding about where the walk stopped names: the stopped entry's own
+        offset when its header reads, else the last good one."""
+        if self.end == CORRUPT and self.stopped_offset is not None:
+            return self.stopped_offset
+        return self.last_offset
 
     def not_a_log_finding(self) -> Finding:
         return Finding(
@@ -356,7 +373,16 @@ def scan_segment(
         index_bytes=index.encode_offset_index(built.offsets, base_offset),
         timeindex_bytes=index.encode_time_index(built.times, base_offset),
         events=tuple(collector.events),
+        stopped_offset=_entry_offset(view, result.valid_bytes) if result.end == CORRUPT else None,
     )
+
+
+def _entry_offset(view: memoryview, pos: int) -> int | None:
+    """The offset field of the entry at ``pos`` (its first 8 bytes), if they are there."""
+    if len(view) - pos < 8:
+        return None
+    offset: int = struct.unpack_from(">q", view, pos)[0]
+    return offset
 
 
 @dataclass(frozen=True)

@@ -205,7 +205,7 @@ def _rebuild_unit(
                     scan.error_code or scan.end,
                     scan.path,
                     scan.valid_bytes,
-                    scan.last_offset,
+                    scan.error_offset,
                     f"{what}; indexes not rebuilt (truncate-recovery repairs the log)",
                 )
             )
