@@ -192,10 +192,12 @@ def command(
                 code=Code.LOSSY_CONVERSION,
                 hint="--allow-lossy converts anyway and reports what was dropped",
             )
+        # a dry run converts in memory too (its file operations are only listed), so that it
+        # foresees what the real run would refuse (records that cannot be encoded)
+        result = execute_conversion(session.ops, plan, dest=dest_path)
         if dry_run:
             _summary(run, plan, None)
             run.exit()
-        result = execute_conversion(session.ops, plan, dest=dest_path)
         _summary(run, plan, result)
     for part in plan.partitions:
         last = part.segments[-1] if part.segments else None
