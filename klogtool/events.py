@@ -63,7 +63,7 @@ class DumpSegmentsBatch(TypedDict):
     last_sequence: int
     is_transactional: bool
     is_control: bool
-    delete_horizon_ms: None
+    delete_horizon_ms: int | None
 
 
 class DumpSegmentsCheckpointEntry(TypedDict):

@@ -448,3 +448,17 @@ def test_kafka_format_escapes_control_characters_on_a_terminal_only(
         "| offset: 0 CreateTime: 1700000000000 keySize: 9 valueSize: 28 sequence: -1 "
         "headerKeys: [] key: k\\x1b[31mRED payload: line\\x0d\\x0a| offset: 99 forged\\x07\\u009b"
     ]
+
+
+def test_a_batch_with_a_delete_horizon_fits_its_declared_type(tmp_path: Path) -> None:
+    """A batch the cleaner rewrote carries its delete horizon: the jsonl batch object holds it
+    (events.DumpSegmentsBatch declared it always null: an internal error under the suite's
+    strict check of every object, KLOGTOOL_STRICT_CODES=1)."""
+    part = tmp_path / "t-0"
+    part.mkdir()
+    recs = [Record(0, 1_700_000_000_000, b"k", None)]
+    horizon = 1_700_086_400_000
+    (part / "00000000000000000000.log").write_bytes(encode_batch(recs, delete_horizon_ms=horizon))
+    code, out, err = run("dump-segments", "--format", "jsonl", str(part), cwd=tmp_path)
+    assert code == 0, err
+    assert [o["delete_horizon_ms"] for o in jsonl(out) if o["type"] == "batch"] == [horizon]
