@@ -85,6 +85,7 @@ def test_numbers_match_brute_force(tmp_path: Path) -> None:
     got = {h["key"].encode(): h["records"] for h in o["keys"]["heaviest"]}
     for k, n in heavy:
         assert got[k] == n
+    assert all(h["records_min"] == h["records"] for h in o["keys"]["heaviest"])
     # time
     stamps = [t for _o, t, *_ in truth]
     t = o["time"]
@@ -132,7 +133,7 @@ def test_hyperloglog_error_bound() -> None:
 
 
 def test_top_counter_finds_the_heavy_hitters() -> None:
-    tc = stats.TopCounter(k=16)
+    tc = stats.TopCounter(k=32)  # N/k = 719: a key seen 1,000 times is sure to be counted
     rng = random.Random(1)
     stream = [b"hot-%d" % (i % 3) for i in range(3000)] + [
         b"cold-%d" % rng.randint(0, 100_000) for _ in range(20_000)
@@ -140,10 +141,95 @@ def test_top_counter_finds_the_heavy_hitters() -> None:
     rng.shuffle(stream)
     for k in stream:
         tc.add(stats.key_hash(k), k)
-    top = [label for _h, label, _n in tc.top(3)]
+    top = [label for _h, label, _n, _e in tc.top(3)]
     assert sorted(top) == [b"hot-0", b"hot-1", b"hot-2"]
-    for _h, _label, n in tc.top(3):
-        assert 1000 <= n <= 1000 + tc.floor
+    for _h, _label, n, error in tc.top(3):
+        assert n - error <= 1000 <= n and error <= tc.floor
+
+
+def _skewed_keys(rng: random.Random, n: int, distinct: int) -> list[bytes]:
+    """``n`` keys drawn from ``distinct`` by a Zipf law (s = 1.1): a few heavy, a long tail."""
+    weights = [1 / (i + 1) ** 1.1 for i in range(distinct)]
+    return [b"user-%d" % i for i in rng.choices(range(distinct), weights, k=n)]
+
+
+def test_space_saving_bounds_hold_against_exact_counts() -> None:
+    """Every counted key's true count lies in [count - error, count], every error is at most
+    floor <= N/k, and every key seen more than N/k times is counted; after a merge too."""
+    rng = random.Random(3)
+    halves = [_skewed_keys(rng, 40_000, 5_000), _skewed_keys(rng, 30_000, 20_000)]
+    k = 64
+    sketches = []
+    for stream in halves:
+        tc = stats.TopCounter(k=k)
+        for key in stream:
+            tc.add(stats.key_hash(key), key)
+        sketches.append((tc, stream))
+    merged = stats.TopCounter(k=k)
+    for tc, _stream in sketches:
+        merged.merge(tc)
+    for tc, stream in [*sketches, (merged, halves[0] + halves[1])]:
+        truth = Counter(stream)
+        assert tc.floor <= len(stream) / k, (tc.floor, len(stream) / k)
+        counted = {label: (n, error) for _h, label, n, error in tc.top(k)}
+        assert len(counted) == k
+        for label, (n, error) in counted.items():
+            assert n - error <= truth[label] <= n, (label, n, error, truth[label])
+            assert 0 <= error <= tc.floor
+        heavy = {key for key, n in truth.items() if n > len(stream) / k}
+        assert heavy and heavy <= set(counted), heavy - set(counted)
+        assert all(truth[key] <= tc.floor for key in truth if key not in counted)
+
+
+def test_heaviest_keys_past_the_exact_bound_are_ranges_that_hold(tmp_path: Path) -> None:
+    """Past --exact-keys the heaviest keys are space-saving ranges: each true count lies in
+    records_min..records, the ranges are at most keyed/counters wide, and every key seen
+    more than keyed/counters times is listed. (The counter this replaced shrank its counts
+    to the exact ones at the switch but kept the floor it had reached, so a key seen a few
+    times afterwards was listed at floor + 1, up to 250 times its count.)"""
+    rng = random.Random(5)
+    keys = _skewed_keys(rng, 20_000, 8_000)
+    part = tmp_path / "users-0"
+    batches = [
+        encode_batch(
+            [
+                Record(i, 1_700_000_000_000 + i, key, b"v", ())
+                for i, key in enumerate(keys[b : b + 100], start=b)
+            ],
+            compression=NONE,
+        )
+        for b in range(0, len(keys), 100)
+    ]
+    write_partition(part, [(0, batches)])
+    truth = Counter(keys)
+    counters = 64
+    for exact_keys in (500, 10**6):
+        options = stats.StatsOptions(now=NOW, exact_keys=exact_keys, heavy_counters=counters)
+        (st,) = stats.collect(stats.targets([str(part)]), options)
+        k = st.as_obj()["keys"]
+        assert k["heaviest_exact"] == (exact_keys > len(truth))
+        assert k["heaviest_counters"] == counters
+        bound = len(keys) / counters
+        assert k["heaviest_floor"] <= bound
+        listed = {x["key"].encode(): x for x in k["heaviest"]}
+        assert len(listed) == stats.TOP
+        for key, x in listed.items():
+            assert x["records_min"] <= truth[key] <= x["records"], (key, x, truth[key])
+            assert x["error"] == x["records"] - x["records_min"] <= k["heaviest_floor"]
+            if k["heaviest_exact"]:
+                assert x["error"] == 0
+        heavy = {key for key, n in truth.items() if n > bound}
+        assert 0 < len(heavy) <= stats.TOP and heavy <= set(listed)
+    code, out, err = run(
+        "stats", "--exact-keys", "500", "--sample", "0", "--now", str(NOW), str(part)
+    )
+    assert code == 0, err
+    assert "heaviest keys (space-saving estimate, 1,024 counters" in out
+    table = out.split("heaviest keys", 1)[1].splitlines()[2:12]
+    for line in table:  # each row's count or range holds the truth
+        key, shown = line.split()[:2]
+        low, _, high = shown.replace(",", "").partition("..")
+        assert int(low) <= truth[key.encode()] <= int(high or low), line
 
 
 def test_cli_text_jsonl_and_html(tmp_path: Path) -> None:

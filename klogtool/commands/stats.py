@@ -18,7 +18,15 @@ from klogtool.commands._options import (
 )
 from klogtool.errors import InputError
 from klogtool.log.read import stats as lib
-from klogtool.log.read.stats_html import display_key, human_bytes, iso, pct, render
+from klogtool.log.read.stats_html import (
+    display_key,
+    heavy_count,
+    heavy_note,
+    human_bytes,
+    iso,
+    pct,
+    render,
+)
 from klogtool.output import Output
 
 if TYPE_CHECKING:
@@ -102,8 +110,9 @@ def command(
     one topic's partitions). Every record is read once, with memory that does not grow with
     the data: sizes go into log2 buckets (percentiles are interpolated inside a bucket),
     distinct keys are exact up to --exact-keys per partition and then a HyperLogLog estimate
-    (standard error 0.81 %), the heaviest keys come from a bounded counter (approximate past
-    the exact phase).
+    (standard error 0.81 %), the heaviest keys come from a space-saving counter (1,024 keys
+    per partition): exact counts while the keys are counted exactly, afterwards a range
+    (min..max) that holds the true count, off by at most keyed records / 1,024.
 
     The compaction potential is the share of a partition's data records a compaction of its
     whole log would remove at --now: keyless records, records whose key appears again later,
@@ -263,9 +272,9 @@ def _text(out: Output, t: dict[str, Any], parts: list[dict[str, Any]], what_if: 
     heavy = k["heaviest"]
     top = max((x["records"] for x in heavy), default=0)
     out.table(
-        "heaviest keys" + ("" if k["heaviest_exact"] else " (approximate)"),
+        "heaviest keys" + ("" if k["heaviest_exact"] else f" ({heavy_note(k)})"),
         ["key", "records", ""],
-        [[display_key(x), f"{x['records']:,}", bar(x["records"], top)] for x in heavy],
+        [[display_key(x), heavy_count(x), bar(x["records"], top)] for x in heavy],
         left=frozenset({""}),
     )
     if what_if is not None:

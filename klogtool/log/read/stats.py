@@ -16,8 +16,10 @@ One pass over every record, with memory that does not grow with the data:
 * Keys, per partition (compaction is per partition): distinct keys, exact in a set of 64-bit
   key hashes (BLAKE2b) up to ``exact_keys`` keys; past that, a :class:`HyperLogLog`
   (2**14 registers, standard error 1.04/sqrt(m) = 0.81 %). The heaviest keys come from a
-  bounded :class:`TopCounter` (space-saving): while the key set is exact their counts are
-  exact, afterwards they are upper bounds (``approximate``). Keyless and tombstone shares.
+  :class:`TopCounter` (space-saving, :data:`HEAVY_COUNTERS` counters): while the key set is
+  exact their counts are exact; afterwards each count is a range ``[count - error, count]``
+  that holds the true count, with every error at most ``floor <= keyed records / counters``,
+  and every key seen more often than ``floor`` is counted. Keyless and tombstone shares.
 * Compaction potential: the share of a partition's data records (control records aside) that
   a compaction of the whole log would remove now. The rule, from the cleaner
   (:mod:`klogtool.log.rewrite.cleaner`, ``Cleaner._retain``): a keyless record goes; a record whose
@@ -79,6 +81,7 @@ CHART_BUCKETS = 40  # buckets in the records-per-time chart
 EXACT_KEYS = 1_000_000
 MAX_PRODUCERS = 100_000
 TOP = 10  # heaviest keys and largest producers reported
+HEAVY_COUNTERS = 1024  # space-saving counters for the heaviest keys, per partition
 SAMPLE_BYTES = 8 << 20
 HLL_P = 14
 HLL_STANDARD_ERROR = 1.04 / (1 << HLL_P) ** 0.5
@@ -141,17 +144,24 @@ class HyperLogLog:
 
 
 class TopCounter:
-    """The heaviest items of a stream in bounded memory (space-saving, lazily evicted).
+    """Metwally et al.'s space-saving: the heaviest items of a stream in ``k`` counters.
 
-    Up to ``2 * k`` items are counted; when the table is full the ``k`` lightest go, and the
-    heaviest count evicted becomes the floor every newcomer starts from. A count is at most
-    ``floor`` above the truth, and an item seen more than ``floor`` times is in the table."""
+    Each counted item has a count and an error: its true count lies in
+    ``[count - error, count]``. ``floor`` bounds everything else: an item without a counter was
+    seen at most ``floor`` times, and no counted item's error exceeds it. When the table is
+    full a newcomer takes the counter of the lightest item (found through a lazy min-heap):
+    it starts at that count plus one, with that count as its error. The counts then add up to
+    at most the items seen, ``N``, so ``floor <= N / k``: every item seen more than ``N / k``
+    times has a counter. Merges follow Agarwal et al.'s mergeable summaries (a counter missing
+    on one side counts that side's floor, as count and as error), which keeps both bounds."""
 
-    def __init__(self, k: int = 256) -> None:
+    def __init__(self, k: int = HEAVY_COUNTERS) -> None:
         self.k = k
         self.counts: dict[int, int] = {}
+        self.errors: dict[int, int] = {}
         self.labels: dict[int, bytes] = {}
         self.floor = 0
+        self._heap: list[tuple[int, int]] = []  # (count when pushed, item): one per item
 
     def add(self, h: int, label: bytes | memoryview, n: int = 1) -> None:
         counts = self.counts
@@ -159,32 +169,58 @@ class TopCounter:
         if c is not None:
             counts[h] = c + n
             return
-        if len(counts) >= 2 * self.k:
-            self._evict()
-        counts[h] = self.floor + n
+        heap = self._heap
+        if len(counts) < self.k:
+            base = self.floor
+            heapq.heappush(heap, (base + n, h))
+        else:
+            while True:  # the lightest item: heap entries lag behind their counts
+                base, low = heap[0]
+                current = counts[low]
+                if current == base:
+                    break
+                heapq.heapreplace(heap, (current, low))
+            heapq.heapreplace(heap, (base + n, h))
+            del counts[low], self.errors[low], self.labels[low]
+            if base > self.floor:
+                self.floor = base
+        counts[h] = base + n
+        self.errors[h] = base
         self.labels[h] = bytes(label[:64])
 
-    def _evict(self) -> None:
-        keep = heapq.nlargest(self.k, self.counts.items(), key=lambda kv: kv[1])
-        kept = {h for h, _ in keep}
-        self.floor = max(
-            [self.floor, *(c for h, c in self.counts.items() if h not in kept)], default=0
-        )
-        self.counts = dict(keep)
-        self.labels = {h: self.labels[h] for h in kept}
+    def settle(self, exact: dict[int, int], floor: int) -> None:
+        """Known true counts for the counted items (``exact``) and a new bound ``floor`` on
+        every other item: each count becomes ``max(true, floor)`` (so the lightest counter
+        still bounds the items without one), its error what that adds to the truth."""
+        self.counts = {h: max(exact[h], floor) for h in self.counts}
+        self.errors = {h: c - exact[h] for h, c in self.counts.items()}
+        self.floor = floor
+        self._heap = [(c, h) for h, c in self.counts.items()]
+        heapq.heapify(self._heap)
 
     def merge(self, other: TopCounter) -> None:
-        for h, c in other.counts.items():
-            self.counts[h] = self.counts.get(h, self.floor) + c
-            self.labels.setdefault(h, other.labels[h])
-        self.floor += other.floor
-        if len(self.counts) > 2 * self.k:
-            self._evict()
+        f1, f2 = self.floor, other.floor
+        counts: dict[int, int] = {}
+        errors: dict[int, int] = {}
+        for h in self.counts.keys() | other.counts.keys():
+            counts[h] = self.counts.get(h, f1) + other.counts.get(h, f2)
+            errors[h] = self.errors.get(h, f1) + other.errors.get(h, f2)
+        labels = {**other.labels, **self.labels}
+        kept = heapq.nlargest(self.k + 1, counts.items(), key=lambda kv: (kv[1], -kv[0]))
+        floor = f1 + f2
+        if len(kept) > self.k:  # the heaviest item left out bounds the ones left out
+            floor = max(floor, kept.pop()[1])
+        self.counts = dict(kept)
+        self.errors = {h: errors[h] for h in self.counts}
+        self.labels = {h: labels[h] for h in self.counts}
+        self.floor = floor
+        self._heap = [(c, h) for h, c in self.counts.items()]
+        heapq.heapify(self._heap)
 
-    def top(self, n: int) -> list[tuple[int, bytes, int]]:
-        """``(hash, label, count)`` of the ``n`` heaviest, heaviest first."""
+    def top(self, n: int) -> list[tuple[int, bytes, int, int]]:
+        """``(hash, label, count, error)`` of the ``n`` heaviest counts, heaviest first."""
         best = heapq.nlargest(n, self.counts.items(), key=lambda kv: (kv[1], -kv[0]))
-        return [(h, self.labels[h], c) for h, c in best]
+        return [(h, self.labels[h], c, self.errors[h]) for h, c in best]
 
 
 class SizeHistogram:
@@ -330,6 +366,7 @@ def _halve(counts: dict[int, int]) -> dict[int, int]:
 class StatsOptions:
     now: int = 0  # ms: future timestamps and expired delete horizons are judged against it
     exact_keys: int = EXACT_KEYS
+    heavy_counters: int = HEAVY_COUNTERS  # space-saving counters for the heaviest keys
     sample_bytes: int = SAMPLE_BYTES
     sample_fraction: float = 1.0  # of the on-disk bytes whose records areas are sampled
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
@@ -410,11 +447,7 @@ class PartitionStats:
             self.distinct_keys = float(len(keys))
             self.superseded = float(self.keyed - len(keys))
             self.tombstones_expired = sum(v & 1 for v in keys.values())
-            # exact counts for the candidates
-            tc = self.top_keys
-            tc.counts = {h: keys[h] >> 1 for h in tc.counts if h in keys}
-            tc.labels = {h: tc.labels[h] for h in tc.counts}
-            tc.floor = 0
+            _settle_top(self.top_keys, keys)
             self._keys = None
         elif self._hll is not None:
             est = self._hll.estimate()
@@ -544,8 +577,12 @@ class PartitionStats:
                 "distinct_standard_error": None if self.distinct_exact else HLL_STANDARD_ERROR,
                 "tombstones": self.tombstones,
                 "tombstone_share": share(self.tombstones, self.data_records),
-                "heaviest": [_key_obj(label, n) for _h, label, n in self.top_keys.top(TOP)],
+                "heaviest": [
+                    _key_obj(label, n, error) for _h, label, n, error in self.top_keys.top(TOP)
+                ],
                 "heaviest_exact": self.top_exact,
+                "heaviest_counters": self.top_keys.k,
+                "heaviest_floor": self.top_keys.floor,
                 "compaction": {
                     "removable": round(self.compaction_removable),
                     "share": share(self.compaction_removable, self.data_records),
@@ -560,14 +597,16 @@ class PartitionStats:
         }
 
 
-def _key_obj(label: bytes, n: int) -> Obj:
-    """A heavy key: as text when it is UTF-8, else in base64 (at most its first 64 bytes)."""
+def _key_obj(label: bytes, n: int, error: int) -> Obj:
+    """A heavy key: as text when it is UTF-8, else in base64 (at most its first 64 bytes), with
+    its count's bounds: ``records_min <= true count <= records``."""
+    counts = {"records": n, "records_min": n - error, "error": error}
     try:
-        return {"key": label.decode("utf-8"), "records": n}
+        return {"key": label.decode("utf-8"), **counts}
     except UnicodeDecodeError:
         import base64
 
-        return {"key_base64": base64.b64encode(label).decode("ascii"), "records": n}
+        return {"key_base64": base64.b64encode(label).decode("ascii"), **counts}
 
 
 def _share(n: float, d: int) -> float | None:
@@ -605,6 +644,7 @@ def partition_stats(
     """Walk every batch and record of one partition (or of the segments named)."""
     advance = progress or (lambda b, r: None)
     st = PartitionStats(target.display, target.topic, target.partition)
+    st.top_keys = TopCounter(options.heavy_counters)
     sampler = sampler or _Sampler(options.sample_fraction, options.sample_bytes)
     txns = transaction_states(target)
     for files, display in zip(target.segments, target.seg_displays, strict=True):
@@ -722,7 +762,6 @@ def _batch(
         ks.add(len(key))
         st.keyed += 1
         h = key_hash(key)
-        top.add(h, key)
         bit = 1 if value is None and expired else 0
         if keys is not None:
             c = keys.get(h)
@@ -731,7 +770,9 @@ def _batch(
                 keys = None
             else:
                 keys[h] = ((c >> 1) + 1 << 1 if c is not None else 2) | bit
+                top.add(h, key)
                 continue
+        top.add(h, key)
         assert st._hll is not None
         st._hll.add(h)
         st._expired_after += bit
@@ -779,13 +820,21 @@ def _to_hll(st: PartitionStats) -> None:
     for h, v in st._keys.items():
         hll.add(h)
         expired += v & 1
-    # the candidates keep their exact counts so far
-    tc.counts = {h: st._keys[h] >> 1 if h in st._keys else c for h, c in tc.counts.items()}
+    _settle_top(tc, st._keys)
     st._keys = None
     st._hll = hll
     st._expired_after = expired
     st.distinct_exact = False
     st.top_exact = False
+
+
+def _settle_top(tc: TopCounter, keys: dict[int, int]) -> None:
+    """The heaviest keys' counters, given the exact key counts: the counted keys get their
+    true counts, bounded below by the heaviest key without a counter (see
+    :meth:`TopCounter.settle`)."""
+    counted = tc.counts
+    floor = max((v >> 1 for h, v in keys.items() if h not in counted), default=0)
+    tc.settle({h: keys[h] >> 1 for h in counted}, floor)
 
 
 def _codec(st: PartitionStats, name: str, records: int, size: int) -> None:

@@ -75,6 +75,24 @@ def display_key(heavy: Obj) -> str:
     return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text) or '""'
 
 
+def heavy_count(heavy: Obj) -> str:
+    """A heaviest-key entry's record count: the number when exact, else the range that holds
+    the true count (``records_min..records``)."""
+    n, low = heavy["records"], heavy.get("records_min", heavy["records"])
+    return f"{n:,}" if low == n else f"{low:,}..{n:,}"
+
+
+def heavy_note(keys: Obj) -> str:
+    """What the heaviest keys' counts are: exact, or space-saving ranges and their bound."""
+    if keys["heaviest_exact"]:
+        return "exact counts"
+    return (
+        f"space-saving estimate, {keys['heaviest_counters']:,} counters: each true count lies "
+        f"in the range shown, off by at most {keys['heaviest_floor']:,} records "
+        "(≤ keyed records / counters)"
+    )
+
+
 # -- SVG charts -------------------------------------------------------------------------------
 def bar_chart(
     labels: list[str],
@@ -84,8 +102,10 @@ def bar_chart(
     width: int = 540,
     color: str = _BLUE,
     value_text: list[str] | None = None,
+    lows: list[float] | None = None,
 ) -> str:
-    """Horizontal bars, one per label (readable for long labels and many rows)."""
+    """Horizontal bars, one per label (readable for long labels and many rows); with ``lows``
+    a bar is solid up to its low value and pale from there to its value (a range)."""
     row, left, right = 22, 150, 110
     height = 30 + row * max(1, len(values))
     top = max(values, default=0) or 1
@@ -100,10 +120,17 @@ def bar_chart(
         w = max(1.0, inner * v / top) if v else 0
         text = value_text[i] if value_text else f"{v:,.0f}"
         short = label if len(label) <= 22 else label[:21] + "…"
+        solid = w if lows is None else (inner * lows[i] / top if lows[i] else 0)
         parts.append(
             f'<text x="{left - 6}" y="{y + 14}" font-size="12" text-anchor="end" '
             f'fill="#1d2330">{escape(short)}</text>'
-            f'<rect x="{left}" y="{y + 2}" width="{w:.1f}" height="{row - 6}" rx="2" '
+            + (
+                f'<rect x="{left}" y="{y + 2}" width="{w:.1f}" height="{row - 6}" rx="2" '
+                f'fill="{color}" fill-opacity="0.3"/>'
+                if solid < w
+                else ""
+            )
+            + f'<rect x="{left}" y="{y + 2}" width="{solid:.1f}" height="{row - 6}" rx="2" '
             f'fill="{color}"><title>{escape(label)}: {escape(text)}</title></rect>'
             f'<text x="{left + w + 5:.1f}" y="{y + 14}" font-size="12" fill="#3b4456">'
             f"{escape(text)}</text>"
@@ -389,9 +416,14 @@ def render(
         bar_chart(
             [display_key(x) for x in heavy],
             [x["records"] for x in heavy],
-            title="heaviest keys (records)" + ("" if k["heaviest_exact"] else ", approximate"),
+            title="heaviest keys (records)",
             color=_GREEN,
+            value_text=[heavy_count(x) for x in heavy],
+            lows=[x.get("records_min", x["records"]) for x in heavy],
         )
+        + f'<p class="note">Heaviest keys: {escape(heavy_note(k))}'
+        + ("" if k["heaviest_exact"] else " (pale: the range of the true count)")
+        + ".</p>"
     )
     # what if
     if what_if is not None:
