@@ -28,6 +28,7 @@ from klogtool.log.read.diff import (
     EpochCache,
     PartitionDiff,
     diff,
+    elect,
     truncation_offset,
 )
 
@@ -196,18 +197,27 @@ def test_diverged_where_the_follower_lacks_the_leaders_epoch(tmp_path: Path) -> 
     assert len(pd.truncation["steps"]) == 2
 
 
-def test_b_as_leader_and_the_high_watermark_fallback(tmp_path: Path) -> None:
+def test_b_as_leader_whose_latest_epoch_is_below_the_followers(tmp_path: Path) -> None:
     a = replica(tmp_path / "a", LEADER_1, [(0, 0), (1, 10), (3, 20)])
     b = replica(tmp_path / "b", FOLLOWER_1, [(0, 0), (1, 10), (2, 15)])
     write_checkpoints(tmp_path / "a", replication_offset_checkpoint={("t", 0): 12})
     pd = verdict(a, b, leader="b")
-    # A asks for 3; B's epochs end at 2: no answer, A truncates to its high watermark
+    # B becomes leader: it caches a new epoch 4 (above A's 3 and its own 2) at its log end 25,
+    # so its cache is 0@0, 1@10, 2@15, 4@25 (Partition.makeLeader). A asks for 3; B's largest
+    # epoch <= 3 is 2, ending at 25 (where 4 starts). A has no 2: its largest below is 1,
+    # ending at 20 (where its 3 starts): A truncates to min(20, 30) = 20 and asks for 1; B
+    # answers (1, 15); A's 1 now ends at its log end 20: min(20, 15, 20) = 15. Not the high
+    # watermark (12), which a leader that caches its epoch never makes the follower fall to.
     assert pd.truncation is not None
     assert (pd.truncation["follower"], pd.truncation["rule"], pd.truncation["offset"]) == (
         "a",
-        "high-watermark",
-        12,
+        "leader-epoch",
+        15,
     )
+    assert pd.truncation["election"] == {"epoch": 4, "start_offset": 25, "source": "assumed"}
+    assert [
+        (s["follower_epoch"], s["leader_epoch"], s["truncate_to"]) for s in pd.truncation["steps"]
+    ] == [(3, 2, 20), (1, 1, 15)]
 
 
 def test_same_epoch_different_records_is_the_case_the_broker_cannot_see(tmp_path: Path) -> None:
@@ -241,11 +251,13 @@ def test_a_different_leader_epoch_alone_is_divergence(tmp_path: Path) -> None:
     # too, ending at 5 (where its 1 starts): min(5, 5, 10) = 5.
     assert pd.truncation is not None and pd.truncation["offset"] == 5
     assert pd.truncation["rule"] == "leader-epoch"
-    # The other way round, a leader whose latest epoch (1) is below the follower's (2) has no
-    # answer (UNDEFINED): the follower truncates to its high watermark (0 without a checkpoint)
+    # The other way round, the leader's latest epoch (1) is below the follower's (2). Elected,
+    # it caches epoch 3 at its log end 10: 0@0, 1@5, 3@10. The follower asks for 2; the leader
+    # answers (1, 10). The follower has no 1: it truncates to the end of its 0, min(5, 10) = 5,
+    # and asks for 0; the leader answers (0, 5): min(5, 5, 5) = 5.
     pd = verdict(b, a)
     assert pd.truncation is not None
-    assert (pd.truncation["rule"], pd.truncation["offset"]) == ("high-watermark", 0)
+    assert (pd.truncation["rule"], pd.truncation["offset"]) == ("leader-epoch", 5)
 
 
 def test_identical_and_prefix(tmp_path: Path) -> None:
@@ -500,3 +512,154 @@ def test_every_json_object_fits_its_declared_type(tmp_path: Path) -> None:
     assert len(torn) == 1 and torn[0]["base_offset"] is None
     parts = {o["partition"]: o for o in objs if o["type"] == "partition-diff"}
     assert parts["u-0"]["verdict"] == "only-in-b" and parts["u-0"]["a"] is None
+
+
+# -- the leader's election: the epoch it caches at its log end before it answers ------------
+#
+# Partition.makeLeader caches the new leader epoch at the leader's log end offset before any
+# follower asks ("a follower may have entries in its log from a later epoch than any entry in
+# the new leader's log"): the epoch is above every epoch either side has, so the follower's
+# OffsetsForLeaderEpoch request always has an answer, the largest epoch <= the one it asks for
+# (LeaderEpochFileCache.endOffsetFor). The follower then truncates by
+# AbstractFetcherThread.getOffsetTruncationState: to min(its end of that epoch, the leader's,
+# its log end) when it has the epoch, else to the end of its largest epoch below it, and asks
+# again with its new latest epoch.
+
+
+def test_elect_caches_an_epoch_above_both_sides_at_the_leaders_log_end() -> None:
+    leader, follower = cache((0, 0), (1, 100)), cache((0, 0), (2, 100))
+    elected, election = elect(leader, 150, follower)
+    assert elected.as_list() == [[0, 0], [1, 100], [3, 150]]
+    assert election == {"epoch": 3, "start_offset": 150, "source": "assumed"}
+    assert leader.as_list() == [[0, 0], [1, 100]]  # the leader's own cache is left alone
+    # an epoch seen but dropped by the load (5, at the follower's log end) is passed over
+    assert elect(leader, 150, follower, epochs_seen=5)[1]["epoch"] == 6
+    # the checkpoint already shows the election: epoch 3 at the leader's log end
+    _, election = elect(leader, 150, follower, cached_at_end=EpochEntry(3, 150))
+    assert election == {"epoch": 3, "start_offset": 150, "source": "leader-epoch-checkpoint"}
+    # ... but not one that is not above the follower's epochs: a new election
+    _, election = elect(leader, 150, follower, epochs_seen=2, cached_at_end=EpochEntry(2, 150))
+    assert election == {"epoch": 3, "start_offset": 150, "source": "assumed"}
+
+
+def test_leader_b_behind_the_follower_one_round(tmp_path: Path) -> None:
+    # A: 0@0, 1@100, 2@150, LEO 200. B: 0@0, 1@100, LEO 150 (it never saw epoch 2).
+    # B elected: 0@0, 1@100, 3@150. A asks for 2; B's largest epoch <= 2 is 1, ending at 150
+    # (where 3 starts). A has 1, ending at 150 (where its 2 starts): min(150, 150, 200) = 150.
+    # (Was: "b answers epoch -1 ending at -1", the high watermark, offset 0.)
+    a = replica(
+        tmp_path / "a",
+        [(0, 99, 0, ""), (100, 149, 1, ""), (150, 199, 2, "-a")],
+        [(0, 0), (1, 100), (2, 150)],
+    )
+    b = replica(tmp_path / "b", [(0, 99, 0, ""), (100, 149, 1, "")], [(0, 0), (1, 100)])
+    pd = verdict(a, b, leader="b")
+    assert pd.truncation is not None
+    assert (pd.truncation["rule"], pd.truncation["offset"]) == ("leader-epoch", 150)
+    assert pd.truncation["offsets_truncated"] == 50
+    assert [
+        (s["follower_epoch"], s["leader_epoch"], s["leader_end_offset"])
+        for s in pd.truncation["steps"]
+    ] == [(2, 1, 150)]
+
+
+def _two_rounds(tmp_path: Path, b_epochs: list[tuple[int, int]]) -> PartitionDiff:
+    a = replica(
+        tmp_path / "a",
+        [(0, 49, 0, ""), (50, 99, 0, ""), (100, 199, 2, "-a")],
+        [(0, 0), (2, 100)],
+    )
+    b = replica(tmp_path / "b", [(0, 49, 0, ""), (50, 99, 0, ""), (100, 149, 1, "-b")], b_epochs)
+    return verdict(a, b, leader="b")
+
+
+def test_leader_b_behind_the_follower_two_rounds(tmp_path: Path) -> None:
+    # A: 0@0, 2@100, LEO 200. B: 0@0, 1@100, LEO 150. B elected: 0@0, 1@100, 3@150.
+    # Round 1: A asks for 2; B answers (1, 150). A has no 1: its largest epoch below is 0,
+    # ending at 100 (where its 2 starts): A truncates to min(100, 200) = 100, keeping 0@0.
+    # Round 2: A asks for 0; B answers (0, 100) (where its 1 starts). A has 0, ending at its log
+    # end 100: min(100, 100, 100) = 100, where the copies diverged. (Was: the high watermark,
+    # offset 0, 200 offsets cut.)
+    pd = _two_rounds(tmp_path, [(0, 0), (1, 100)])
+    assert (pd.verdict, pd.diverged_at) == (DIVERGED, 100)
+    t = pd.truncation
+    assert t is not None and (t["rule"], t["offset"], t["offsets_truncated"]) == (
+        "leader-epoch",
+        100,
+        100,
+    )
+    assert t["election"] == {"epoch": 3, "start_offset": 150, "source": "assumed"}
+    assert t["steps"] == [
+        {
+            "follower_epoch": 2,
+            "leader_epoch": 1,
+            "leader_end_offset": 150,
+            "follower_end_offset": 100,
+            "truncate_to": 100,
+        },
+        {
+            "follower_epoch": 0,
+            "leader_epoch": 0,
+            "leader_end_offset": 100,
+            "follower_end_offset": 100,
+            "truncate_to": 100,
+        },
+    ]
+    assert not pd.truncation_misses_divergence
+    code, out, err = run("diff", "--leader", "b", "a/t-0", "b/t-0", cwd=tmp_path)
+    assert code == 1, err
+    assert "leader b: follower a truncates by its leader epochs to offset 100" in out
+    assert "b becomes leader in epoch 3 at its log end offset 150" in out
+    assert "answers epoch -1" not in out
+
+
+def test_the_leaders_checkpoint_already_holds_its_election(tmp_path: Path) -> None:
+    # B's leader-epoch-checkpoint holds "3 150", at its log end: B was elected in epoch 3 and
+    # has written nothing since. The load drops that entry, the election keeps it: the same
+    # exchange as above, with epoch 3 taken from the checkpoint (not a new epoch 4).
+    pd = _two_rounds(tmp_path, [(0, 0), (1, 100), (3, 150)])
+    t = pd.truncation
+    assert t is not None and (t["rule"], t["offset"]) == ("leader-epoch", 100)
+    assert t["election"] == {
+        "epoch": 3,
+        "start_offset": 150,
+        "source": "leader-epoch-checkpoint",
+    }
+    assert pd.epochs["b"]["entries"] == [[0, 0], [1, 100]]  # as the broker loads it
+
+
+def test_several_unclean_elections_take_three_rounds(tmp_path: Path) -> None:
+    # A history of unclean elections between two brokers, each leader writing 20 offsets:
+    # epoch 0: B leads, writes 0..19; A copies 0..9. Epoch 1: A leads from its end 10 (B down),
+    # writes 10..29. Epoch 2: B leads from 20, writes 20..39. Epoch 3: A from 30, 30..49.
+    # Epoch 4: B from 40, 40..59. Epoch 5: A from 50, 50..69. Now B is elected (epoch 6):
+    # A: 0@0, 1@10, 3@30, 5@50, LEO 70. B elected: 0@0, 2@20, 4@40, 6@60.
+    # Round 1: A asks for 5; B's largest <= 5 is 4, ending at 60. A has no 4: its largest
+    #   below is 3, ending at 50: A truncates to min(50, 70) = 50 (0@0, 1@10, 3@30 left).
+    # Round 2: A asks for 3; B answers (2, 40). A has no 2: its 1 ends at 30: truncate to 30.
+    # Round 3: A asks for 1; B answers (0, 20). A has 0, ending at 10 (where its 1 starts):
+    #   min(10, 20, 30) = 10, where the copies diverged.
+    a = replica(
+        tmp_path / "a",
+        [(0, 9, 0, ""), (10, 29, 1, "-a"), (30, 49, 3, "-a"), (50, 69, 5, "-a")],
+        [(0, 0), (1, 10), (3, 30), (5, 50)],
+    )
+    b = replica(
+        tmp_path / "b",
+        [(0, 9, 0, ""), (10, 19, 0, ""), (20, 39, 2, "-b"), (40, 59, 4, "-b")],
+        [(0, 0), (2, 20), (4, 40)],
+    )
+    pd = verdict(a, b, leader="b")
+    assert (pd.verdict, pd.diverged_at) == (DIVERGED, 10)
+    t = pd.truncation
+    assert t is not None and (t["rule"], t["offset"], t["offsets_truncated"]) == (
+        "leader-epoch",
+        10,
+        60,
+    )
+    assert t["election"] == {"epoch": 6, "start_offset": 60, "source": "assumed"}
+    assert [
+        (s["follower_epoch"], s["leader_epoch"], s["leader_end_offset"], s["truncate_to"])
+        for s in t["steps"]
+    ] == [(5, 4, 60, 50), (3, 2, 40, 30), (1, 0, 20, 10)]
+    assert not pd.truncation_misses_divergence

@@ -271,6 +271,17 @@ def partition_text(p: PartitionDiff) -> list[str]:
             f"  leader {t['leader']}: follower {t['follower']} truncates {how} to offset "
             f"{t['offset']} ({t['offsets_truncated']:,} offsets cut)"
         )
+        e = t.get("election")
+        if e is not None:
+            why = (
+                "as its leader-epoch-checkpoint shows"
+                if e["source"] == "leader-epoch-checkpoint"
+                else "assumed: above either side's epochs"
+            )
+            lines.append(
+                f"    {t['leader']} becomes leader in epoch {e['epoch']} at its log end offset "
+                f"{e['start_offset']} ({why})"
+            )
         for s in t["steps"]:
             step = (
                 f"    {t['follower']} asks for epoch {s['follower_epoch']}; {t['leader']} "

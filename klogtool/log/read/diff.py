@@ -208,6 +208,7 @@ class Truncation:
     rule: str  # "leader-epoch" (KIP-101/KIP-279) or "high-watermark" (no epoch to ask for)
     steps: list[dict[str, int]]
     follower_log_end_offset: int
+    election: dict[str, Any] | None = None  # the leader's new epoch (see :func:`elect`)
 
     @property
     def records_truncated(self) -> int:
@@ -220,8 +221,43 @@ class Truncation:
             "offset": self.offset,
             "rule": self.rule,
             "offsets_truncated": self.records_truncated,
+            "election": self.election,
             "steps": self.steps,
         }
+
+
+def elect(
+    leader: EpochCache,
+    leader_leo: int,
+    follower: EpochCache,
+    *,
+    epochs_seen: int | None = None,
+    cached_at_end: checkpoint.EpochEntry | None = None,
+) -> tuple[EpochCache, dict[str, Any]]:
+    """The leader's epoch cache once it has become leader (``Partition.makeLeader``): the broker
+    caches its new leader epoch at its log end offset before it answers any follower, so the
+    epoch is greater than every epoch either side has seen (``epochs_seen``: the largest in
+    either side's checkpoint or batches, the entries the load drops included). When the
+    leader's leader-epoch-checkpoint already holds an entry at its log end offset
+    (``cached_at_end``, which the load drops) above both caches' latest epochs, that is the
+    election, as the checkpoint shows it. Returns the cache and the election
+    (``{"epoch", "start_offset", "source": "leader-epoch-checkpoint"|"assumed"}``)."""
+    latest = max(
+        (e.epoch for e in (*leader.entries[-1:], *follower.entries[-1:])), default=UNDEFINED_EPOCH
+    )
+    cache = EpochCache(leader.entries)
+    cache.truncate_from_end(leader_leo)
+    if (
+        cached_at_end is not None
+        and cached_at_end.start_offset == leader_leo
+        and cached_at_end.epoch > latest
+    ):
+        epoch, source = cached_at_end.epoch, "leader-epoch-checkpoint"
+    else:
+        seen = latest if epochs_seen is None else max(latest, epochs_seen)
+        epoch, source = seen + 1, "assumed"
+    cache.assign(epoch, leader_leo)
+    return cache, {"epoch": epoch, "start_offset": leader_leo, "source": source}
 
 
 def truncation_offset(
@@ -441,6 +477,11 @@ class _Side:
         self.end_offset: int | None = None  # after the last whole batch
         self.first_offset: int | None = None
         self.tails: list[dict[str, Any]] = []  # torn tails and corruption (where a walk stopped)
+        # set by epoch_cache(): the largest epoch of the checkpoint or the batches, and the
+        # checkpoint's entry at the log end offset
+        self.epochs_seen: int | None = None
+        self.max_batch_epoch = UNDEFINED_EPOCH
+        self.cached_at_end: checkpoint.EpochEntry | None = None
 
     @property
     def log_start_offset(self) -> int:
@@ -476,6 +517,9 @@ class _Side:
                         self.end_offset = last + 1
                         if batch.magic >= 2:
                             self.batch_epochs.assign(batch.partition_leader_epoch, base)
+                            self.max_batch_epoch = max(
+                                self.max_batch_epoch, batch.partition_leader_epoch
+                            )
                         yield _Ref(batch, display, base, last)
                     result = scanner.result
                     assert result is not None
@@ -511,6 +555,7 @@ class _Side:
         notes: list[str] = []
         leo = self.log_end_offset
         cp = self.view.leader_epoch_checkpoint
+        self.epochs_seen = self.max_batch_epoch if self.max_batch_epoch >= 0 else None
         if cp is not None:
             try:
                 cache = EpochCache(checkpoint.parse_leader_epoch_checkpoint(read_small(cp)))
@@ -520,6 +565,13 @@ class _Side:
                     "taken from the batches"
                 )
             else:
+                epochs = [e.epoch for e in cache.entries]
+                if self.epochs_seen is not None:
+                    epochs.append(self.epochs_seen)
+                self.epochs_seen = max(epochs, default=None)
+                # an epoch cached at the log end offset (a leader that has written nothing in
+                # it yet): the load drops it, the election keeps it (``elect``)
+                self.cached_at_end = next((e for e in cache.entries if e.start_offset == leo), None)
                 cache.truncate_from_end(leo)
                 cache.truncate_from_start(self.log_start_offset)
                 if cache:
@@ -1017,8 +1069,16 @@ def diff_partition(pair: Pair, options: DiffOptions) -> Iterator[Difference | Pa
         follower = B if leader == A else A
         sl, sf = (sa, sb) if leader == A else (sb, sa)
         hw, _source = sf.view.high_watermark()
-        t = truncation_offset(
+        seen = [e for e in (sl.epochs_seen, sf.epochs_seen) if e is not None]
+        elected, election = elect(
             caches[leader],
+            sl.log_end_offset,
+            caches[follower],
+            epochs_seen=max(seen, default=None),
+            cached_at_end=sl.cached_at_end,
+        )
+        t = truncation_offset(
+            elected,
             sl.log_end_offset,
             caches[follower],
             sf.log_end_offset,
@@ -1026,6 +1086,7 @@ def diff_partition(pair: Pair, options: DiffOptions) -> Iterator[Difference | Pa
             leader_name=leader,
             follower_name=follower,
         )
+        t.election = election
         pd.truncation = t.as_obj()
         if pd.diverged_at is not None and t.offset > pd.diverged_at:
             pd.truncation_misses_divergence = True
