@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from itertools import pairwise
 from pathlib import Path
 
 from support.cli import jsonl, run
@@ -91,10 +92,7 @@ def test_numbers_match_brute_force(tmp_path: Path) -> None:
     t = o["time"]
     assert (t["first_timestamp"], t["last_timestamp"]) == (min(stamps), max(stamps))
     assert t["future"] == sum(1 for s in stamps if s > NOW)
-    running, ooo = -1, 0
-    for s in stamps:
-        ooo += s < running
-        running = max(running, s)
+    ooo = sum(1 for a, b in pairwise(stamps) if b < a)
     assert t["out_of_order"] == ooo and sum(t["buckets"]) == len(truth)
     # sizes
     v = o["sizes"]["value"]
@@ -111,6 +109,35 @@ def test_numbers_match_brute_force(tmp_path: Path) -> None:
     p = o["producers"]
     assert p["count"] == 2 and p["idempotent_share"] == 1.0
     assert o["volume"]["bytes_uncompressed"] > 0
+
+
+def test_one_future_dated_record_is_one_out_of_order_record(tmp_path: Path) -> None:
+    """Out of order counts records below the previous record's timestamp, so a record dated a
+    day ahead among 2,000 ordered ones counts once (for the record after it), and a late one
+    once too; the running maximum counted every record after the future one (999)."""
+    part = tmp_path / "clicks-0"
+    stamps = [1_700_000_000_000 + 1000 * i for i in range(2000)]
+    stamps[1000] += 86_400_000  # one producer with its clock a day ahead
+    stamps[1500] -= 60_000  # one late record
+    segments = []
+    for base in (0, 1000):  # two segments: the order runs on across them
+        batches = [
+            encode_batch(
+                [Record(i, stamps[i], b"k", b"v", ()) for i in range(b, b + 50)],
+                compression=NONE,
+            )
+            for b in range(base, base + 1000, 50)
+        ]
+        segments.append((base, batches))
+    write_partition(part, segments)
+    (st,) = stats.collect(stats.targets([str(part)]), stats.StatsOptions(now=NOW))
+    t = st.as_obj()["time"]
+    assert t["out_of_order"] == 2
+    assert (t["first_timestamp"], t["last_timestamp"]) == (min(stamps), max(stamps))
+    code, out, err = run("stats", "--sample", "0", "--now", str(NOW), str(part))
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if "out of order" in x)
+    assert "below the previous record" in line and line.split()[-1] == "2", line
 
 
 def test_past_the_exact_bound_keys_are_estimated(tmp_path: Path) -> None:

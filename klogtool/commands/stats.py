@@ -114,6 +114,11 @@ def command(
     per partition): exact counts while the keys are counted exactly, afterwards a range
     (min..max) that holds the true count, off by at most keyed records / 1,024.
 
+    "Out of order" counts the records whose timestamp is below the previous record's in the
+    same partition, in offset order (records without a timestamp are skipped): one
+    future-dated record among ordered ones counts once, for the record after it, however
+    many follow. "In the future" counts timestamps after --now.
+
     The compaction potential is the share of a partition's data records a compaction of its
     whole log would remove at --now: keyless records, records whose key appears again later,
     tombstones past their delete horizon and records of aborted transactions (transaction
@@ -232,7 +237,7 @@ def _text(out: Output, t: dict[str, Any], parts: list[dict[str, Any]], what_if: 
             ["last timestamp", iso(tm["last_timestamp"])],
             ["records over time", spark or "-"],
             ["bucket", f"{tm['bucket_ms']:,} ms"],
-            ["out of order", f"{tm['out_of_order']:,}"],
+            ["out of order (below the previous record)", f"{tm['out_of_order']:,}"],
             ["in the future", f"{tm['future']:,}"],
             ["CreateTime / LogAppendTime", f"{tm['create_time']:,} / {tm['log_append_time']:,}"],
         ],

@@ -9,8 +9,10 @@ One pass over every record, with memory that does not grow with the data:
   interpolated linearly inside one (so within a factor of two, exact at min and max).
 * Time: first and last record timestamps, records per time bucket (buckets of a power-of-two
   number of seconds, doubled whenever more than :data:`TIME_BUCKETS` would be needed), records
-  whose timestamp is below one already seen in the partition (out of order), records after
-  ``now`` (future), and records by timestamp type (CreateTime, LogAppendTime).
+  whose timestamp is below the previous record's in the partition, in offset order (out of
+  order: inversions between neighbours, so one future-dated record counts once, for the
+  record after it; records without a timestamp are skipped), records after ``now``
+  (future), and records by timestamp type (CreateTime, LogAppendTime).
 * Producers: distinct producer ids (exact up to :data:`MAX_PRODUCERS`, then only the ones seen
   first), records of idempotent and of transactional batches, the largest producers.
 * Keys, per partition (compaction is per partition): distinct keys, exact in a set of 64-bit
@@ -423,6 +425,7 @@ class PartitionStats:
     _hll: HyperLogLog | None = field(default=None, repr=False)
     _expired_after: int = 0  # expired tombstones seen past the exact phase
     _max_ts: int = -1
+    _prev_ts: int = -1  # the previous record's timestamp (out of order: below it)
 
     # -- derived --------------------------------------------------------------------------------
     @property
@@ -737,14 +740,13 @@ def _batch(
         if ts < 0:
             st.no_timestamp += 1
         else:
-            if ts < st._max_ts:
+            if ts < st._prev_ts:  # below the previous record's (one with a timestamp)
                 st.out_of_order += 1
-                if st.first_timestamp is None or ts < st.first_timestamp:
-                    st.first_timestamp = ts
-            else:
+            st._prev_ts = ts
+            if ts > st._max_ts:
                 st._max_ts = ts
-                if st.first_timestamp is None:
-                    st.first_timestamp = ts
+            if st.first_timestamp is None or ts < st.first_timestamp:
+                st.first_timestamp = ts
             if ts > now:
                 st.future += 1
             times.add(ts)

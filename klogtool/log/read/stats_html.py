@@ -355,7 +355,7 @@ def render(
             [
                 ["first (smallest) timestamp", iso(t["first_timestamp"])],
                 ["last (largest) timestamp", iso(t["last_timestamp"])],
-                ["out of order", f"{t['out_of_order']:,}"],
+                ["out of order (timestamp below the previous record's)", f"{t['out_of_order']:,}"],
                 ["in the future", f"{t['future']:,}"],
                 ["no timestamp", f"{t['no_timestamp']:,}"],
                 ["CreateTime records", f"{t['create_time']:,}"],
