@@ -27,6 +27,7 @@ from klogtool.log.read.diff import (
     DiffOptions,
     EpochCache,
     PartitionDiff,
+    accepted,
     diff,
     elect,
     truncation_offset,
@@ -663,3 +664,38 @@ def test_several_unclean_elections_take_three_rounds(tmp_path: Path) -> None:
         for s in t["steps"]
     ] == [(5, 4, 60, 50), (3, 2, 40, 30), (1, 0, 20, 10)]
     assert not pd.truncation_misses_divergence
+
+
+def test_allow_lag_does_not_accept_a_lagging_leader(tmp_path: Path) -> None:
+    # A (the leader by default) ends at 20 (0@0, 1@10), B at 30 (0@0, 1@10, 3@20). A elected:
+    # 0@0, 1@10, 4@20. B asks for 3; A answers (1, 20); B has 1, ending at 20: it truncates to
+    # min(20, 20, 30) = 20 and discards 20..29, records no replica keeps. Not agreement.
+    replica(tmp_path / "a", LEADER_1[:4], [(0, 0), (1, 10)])
+    replica(tmp_path / "b", LEADER_1, [(0, 0), (1, 10), (3, 20)])
+    note = (
+        "the leader (a) lags: follower b truncates to 20 and discards 10 offsets (20..29) that "
+        "a does not have"
+    )
+    code, out, err = run("diff", "--allow-lag", "a/t-0", "b/t-0", cwd=tmp_path)
+    assert code == 1, err  # was 0
+    assert "a is a prefix of b" in out and note in out
+    code, out, err = run("diff", "--allow-lag", "--format", "jsonl", "a/t-0", "b/t-0", cwd=tmp_path)
+    assert code == 1, err
+    pd = jsonl(out)[-2]
+    assert (pd["verdict"], pd["lagging"], pd["leader"], pd["ok"]) == ("prefix", "a", "a", False)
+    assert pd["truncation"]["offset"] == 20 and pd["truncation"]["offsets_truncated"] == 10
+    assert any(n.startswith(note) for n in pd["notes"])
+    assert jsonl(out)[-1]["ok"] is False
+    # B as the leader: A is a follower catching up, which --allow-lag accepts
+    code, out, err = run("diff", "--allow-lag", "--leader", "b", "a/t-0", "b/t-0", cwd=tmp_path)
+    assert code == 0, err
+    assert "lags:" not in out
+
+
+def test_allow_compaction_and_lag_do_not_accept_a_lagging_leader() -> None:
+    pd = PartitionDiff("t-0", "a", "b", MODULO_COMPACTION, "a", {}, {}, compacted="b")
+    pd.lagging = "b"  # the follower lags
+    assert accepted(pd, allow_lag=True, allow_compaction=True)
+    assert not accepted(pd, allow_lag=False, allow_compaction=True)
+    pd.lagging = "a"  # the leader lags
+    assert not accepted(pd, allow_lag=True, allow_compaction=True)

@@ -70,7 +70,13 @@ def _epilog(examples: list[tuple[str, list[str]]]) -> str:
     help="The side treated as the leader when working out where the follower truncates.",
 )
 @click.option("--deep", is_flag=True, help="Name the record fields that differ in changed batches.")
-@click.option("--allow-lag", is_flag=True, help="Exit 0 when one side is a prefix of the other.")
+@click.option(
+    "--allow-lag",
+    is_flag=True,
+    help="Exit 0 when the follower (the side not --leader) is a prefix of the leader. A "
+    "lagging leader is never accepted: the follower would discard what it holds past the "
+    "leader's end.",
+)
 @click.option(
     "--allow-compaction",
     is_flag=True,
@@ -127,8 +133,13 @@ def command(
     Output: text, or jsonl/json: one "difference" object per difference, one
     "partition-diff" object per partition, and a final "summary" (docs/diff.md).
 
-    Exit status: 0 identical (also prefix with --allow-lag, equal-modulo-compaction with
-    --allow-compaction), 1 diverged or otherwise different, 3 an input cannot be read.
+    A lagging follower is a replica catching up; a lagging leader means the follower
+    discards the records past the leader's end (a note says how many). To check a backup,
+    give the live copy as the leader (A by default) and the backup as the follower.
+
+    Exit status: 0 identical (also prefix with --allow-lag when the follower lags,
+    equal-modulo-compaction with --allow-compaction), 1 diverged, truncated (the leader
+    lags) or otherwise different, 3 an input cannot be read.
     """
     out = settings.output(fmt, progress=False)
     options = DiffOptions(

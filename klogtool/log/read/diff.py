@@ -379,13 +379,16 @@ class DiffSummary:
 
 
 def accepted(pd: PartitionDiff, *, allow_lag: bool, allow_compaction: bool) -> bool:
-    """Whether a partition's verdict counts as agreement (exit 0) under the options."""
+    """Whether a partition's verdict counts as agreement (exit 0) under the options. Lag is
+    accepted only on the follower's side: a leader that lags makes the follower discard what
+    it holds past the leader's log end, which is a truncation, never agreement."""
+    lag_ok = pd.lagging is None or (allow_lag and pd.lagging != pd.leader)
     if pd.verdict == IDENTICAL:
         return True
     if pd.verdict == PREFIX:
-        return allow_lag
+        return lag_ok
     if pd.verdict == MODULO_COMPACTION:
-        return allow_compaction and (allow_lag or pd.lagging is None)
+        return allow_compaction and lag_ok
     return False
 
 
@@ -1088,6 +1091,15 @@ def diff_partition(pair: Pair, options: DiffOptions) -> Iterator[Difference | Pa
         )
         t.election = election
         pd.truncation = t.as_obj()
+        if pd.lagging == leader and pd.verdict in (PREFIX, MODULO_COMPACTION):
+            # at most to the leader's log end: a fetch past it is out of range, and the
+            # follower truncates to the leader's log end offset
+            cut, end = min(t.offset, sl.log_end_offset), sf.log_end_offset
+            pd.notes.append(
+                f"the leader ({leader}) lags: follower {follower} truncates to {cut} and "
+                f"discards {end - cut:,} offsets ({cut}..{end - 1}) that {leader} does not "
+                "have; --allow-lag accepts only a lagging follower"
+            )
         if pd.diverged_at is not None and t.offset > pd.diverged_at:
             pd.truncation_misses_divergence = True
             why = (
