@@ -699,3 +699,27 @@ def test_allow_compaction_and_lag_do_not_accept_a_lagging_leader() -> None:
     assert not accepted(pd, allow_lag=False, allow_compaction=True)
     pd.lagging = "a"  # the leader lags
     assert not accepted(pd, allow_lag=True, allow_compaction=True)
+
+
+def test_a_batch_failing_its_crc_is_named_a_corrupt_copy(tmp_path: Path) -> None:
+    # B's copy of 5..9 has one byte flipped on disk (its stored CRC no longer matches): that is
+    # a corrupt copy, which the text said nothing of (only the JSON's crc_valid did).
+    replica(tmp_path / "a", [(0, 4, 0, ""), (5, 9, 0, "")], [(0, 0)])
+    b = replica(tmp_path / "b", [(0, 4, 0, ""), (5, 9, 0, "")], [(0, 0)])
+    log = b / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    position = len(batch(0, 4, 0))
+    data[position + len(batch(5, 9, 0)) - 1] ^= 0x01  # the last header value of offset 9
+    log.write_bytes(bytes(data))
+    code, out, err = run("diff", "a/t-0", "b/t-0", cwd=tmp_path)
+    assert code == 1, err
+    assert (
+        f"b: CRC mismatch at b/t-0/00000000000000000000.log:{position}, a corrupt copy, not a "
+        "divergence"
+    ) in out
+    assert "a: CRC mismatch" not in out
+    assert "note: b: 1 batch(es) fail their CRC" in out
+    code, out, err = run("diff", "--format", "jsonl", "a/t-0", "b/t-0", cwd=tmp_path)
+    objs = jsonl(out)
+    assert objs[0]["b"]["crc_valid"] is False and objs[0]["a"]["crc_valid"] is True
+    assert any("fail their CRC" in n for n in objs[-2]["notes"])

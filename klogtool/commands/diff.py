@@ -190,13 +190,24 @@ def _batch_text(info: dict[str, Any]) -> str:
     )
 
 
+def _crc_text(d: Difference) -> list[str]:
+    """A batch of the difference that fails its CRC: that copy is corrupt, which is not the
+    divergence of two histories."""
+    return [
+        f"    {side}: CRC mismatch at {info['path']}:{info['position']}, a corrupt copy, not a "
+        "divergence"
+        for side, info in (("a", d.a), ("b", d.b))
+        if info is not None and info.get("crc_valid") is False
+    ]
+
+
 def difference_text(d: Difference) -> list[str]:
     why = " (compaction)" if d.explained_by else ""
     if d.kind in (ONLY_A, ONLY_B):
         info = d.a if d.kind == ONLY_A else d.b
         assert info is not None
         side = "a" if d.kind == ONLY_A else "b"
-        return [f"  only in {side}: {_batch_text(info)}{why}"]
+        return [f"  only in {side}: {_batch_text(info)}{why}", *_crc_text(d)]
     if d.kind == CHANGED:
         assert d.a is not None and d.b is not None
         fields = ", ".join(f"{f} {d.a.get(f, '?')} vs {d.b.get(f, '?')}" for f in _shown(d.fields))
@@ -206,7 +217,8 @@ def difference_text(d: Difference) -> list[str]:
             else ""
         )
         lines = [
-            f"  changed: offsets {d.base_offset}..{d.last_offset}: {fields or 'bytes'}{first}{why}"
+            f"  changed: offsets {d.base_offset}..{d.last_offset}: {fields or 'bytes'}{first}{why}",
+            *_crc_text(d),
         ]
         for r in d.records or []:
             if "only_in" in r:

@@ -827,10 +827,18 @@ class _Walk:
         self.shown = 0
         self.common = 0
         self.lag = {A: [0, 0], B: [0, 0]}  # records, bytes past the other side's end
+        # side -> (batches of the differences that fail their CRC, where the first is)
+        self.crc_failures: dict[str, tuple[int, str]] = {}
 
     # -- reporting ---------------------------------------------------------------------------
     def _emit(self, d: Difference) -> Iterator[Difference]:
         self.differences += 1
+        for name, info in ((A, d.a), (B, d.b)):
+            if info is not None and info.get("crc_valid") is False:
+                count, first = self.crc_failures.get(
+                    name, (0, f"{info['path']}:{info['position']}")
+                )
+                self.crc_failures[name] = (count + 1, first)
         limit = self.options.max_differences
         if limit == 0 or self.shown < limit:
             self.shown += 1
@@ -1041,6 +1049,11 @@ def diff_partition(pair: Pair, options: DiffOptions) -> Iterator[Difference | Pa
                 f"{name}: the walk of {len(s.tails)} segment(s) stopped early (torn tail or "
                 "corruption): only whole batches before it are compared"
             )
+    for name, (count, first) in sorted(walk.crc_failures.items()):
+        pd.notes.append(
+            f"{name}: {count:,} batch(es) fail their CRC, the first at {first}: a corrupt copy, "
+            "not a divergence of histories (repair or re-replicate it)"
+        )
     for name in (A, B):
         records, size = walk.lag[name]
         if records or size:
