@@ -209,7 +209,12 @@ class Output:
             t.add_column(c, justify="right" if right else "left", no_wrap=right, min_width=width)
         for r in rows:
             t.add_row(*r)
-        self.data.print(t)
+        if boxed:
+            self.data.print(t)
+            return
+        with self.data.capture() as captured:
+            self.data.print(t)
+        self._write(strip_line_ends(captured.get()))
 
     # -- diagnostics ------------------------------------------------------------------------
     def warn(self, message: str) -> None:
@@ -348,9 +353,10 @@ def plain_table(
     """A table for a file or a pipe, as Rich prints it without a box (a test holds the two
     equal): the title, then columns two spaces apart, the first column and those in ``left``
     left-aligned, the others right-aligned (trailing blanks dropped first); a missing cell is
-    empty. Unlike Rich it leaves ``:name:`` alone (Rich would draw an emoji in a path).
-    Drawing it without Rich keeps Rich out of a run that prints nothing else (start-up
-    time)."""
+    empty. No line ends in blanks (nor does Rich's once :func:`strip_line_ends` has run): a
+    short last cell padded to the widest would wrap every row in an 80-column viewer. Unlike
+    Rich it leaves ``:name:`` alone (Rich would draw an emoji in a path). Drawing it without
+    Rich keeps Rich out of a run that prints nothing else (start-up time)."""
     n = len(columns)
     cells = [columns, *([*r[:n], *[""] * (n - len(r))] for r in rows)]
     widths = [max(len(row[i]) for row in cells) for i in range(n)]
@@ -363,7 +369,15 @@ def plain_table(
                 for c, w, is_left in zip(row, widths, lefts, strict=True)
             )
         )
-    return "\n".join(lines) + "\n"
+    return strip_line_ends("\n".join(lines) + "\n")
+
+
+def strip_line_ends(text: str) -> str:
+    """``text`` without the blanks that end its lines (Rich pads every row of a table)."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return "".join(line.rstrip(" ") + "\n" for line in lines)
 
 
 def render_text(obj: dict[str, Any]) -> str:
