@@ -3,6 +3,8 @@ loaded from the network) from the ``stats`` objects of :mod:`klogtool.log.read.s
 
 from __future__ import annotations
 
+import base64
+import unicodedata
 from datetime import UTC, datetime
 from html import escape
 from typing import Any
@@ -20,7 +22,8 @@ table{border-collapse:collapse;margin:6px 0 12px}
 td,th{padding:3px 10px;border-bottom:1px solid #e6eaf2;text-align:right;white-space:nowrap}
 th{background:#f2f5fa;font-weight:600}
 td:first-child,th:first-child{text-align:left}td.l{text-align:left;white-space:normal;
-word-break:break-all;max-width:520px;font-family:ui-monospace,"DejaVu Sans Mono",monospace}
+max-width:520px;font-family:ui-monospace,"DejaVu Sans Mono",monospace}.seg{white-space:nowrap}
+.wide{overflow-x:auto;max-width:100%}svg.chart{max-width:100%;height:auto}
 .grid{display:flex;flex-wrap:wrap;gap:18px}.card{border:1px solid #dde3ee;border-radius:8px;
 padding:10px 14px;background:#fbfcfe}
 .kpi{display:flex;flex-wrap:wrap;gap:12px;margin:8px 0}.kpi div{border:1px solid #dde3ee;
@@ -67,12 +70,77 @@ def pct(x: float | None) -> str:
 
 
 def display_key(heavy: Obj) -> str:
-    """A heaviest-key entry's key for people: control characters escaped (\\x0a), keys that
-    are not UTF-8 as ``base64:...``."""
-    if "key" not in heavy:
-        return "base64:" + str(heavy.get("key_base64", ""))
-    text = str(heavy["key"])
-    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text) or '""'
+    """A heaviest-key entry's key for people: its text when it is printable; text with a few
+    bytes or characters that are not escaped (``\\x0a``, ``\\u200b``); else, for binary keys,
+    ``0x`` and the bytes in hex (of at most the key's first 64 bytes)."""
+    if "key" in heavy:
+        raw = str(heavy["key"]).encode("utf-8", "surrogatepass")
+    else:
+        raw = base64.b64decode(str(heavy.get("key_base64", "")))
+    if not raw:
+        return '""'
+    text = raw.decode("utf-8", "surrogateescape")
+    good = sum(1 for c in text if _printable(c))
+    if good == len(text):
+        return text
+    if good >= 0.75 * len(text):
+        return "".join(c if _printable(c) else _escaped(c) for c in text)
+    return "0x" + raw.hex()
+
+
+def _printable(c: str) -> bool:
+    return c.isprintable() and c != "\ufffd" and not "\udc80" <= c <= "\udcff"
+
+
+def _escaped(c: str) -> str:
+    n = ord(c)
+    if 0xDC80 <= n <= 0xDCFF:  # a byte that is not UTF-8 (surrogateescape)
+        return f"\\x{n - 0xDC00:02x}"
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
+
+
+# -- text widths (SVG text is laid out by the browser: its room is reserved from an estimate)
+_MONO = 'font-family="ui-monospace,Menlo,Consolas,&quot;DejaVu Sans Mono&quot;,monospace"'
+
+
+def text_width(text: str, size: float, *, mono: bool = False) -> float:
+    """A generous estimate of ``text``'s width in pixels at font size ``size``: wide (CJK) and
+    emoji characters 1.1 em, combining marks nothing, others 0.62 em in a monospace font, and
+    in a proportional one by the widths of DejaVu Sans and the usual sans fonts, rounded up."""
+    width = 0.0
+    for c in text:
+        if unicodedata.combining(c) or unicodedata.category(c) in ("Mn", "Me", "Cf"):
+            continue
+        if unicodedata.east_asian_width(c) in ("W", "F") or ord(c) >= 0x1F000:
+            width += 1.1
+        elif mono:
+            width += 0.62
+        elif c in " .,:;'|!il1()[]-/":
+            width += 0.42
+        elif c in "mwMW@%…×":
+            width += 1.02
+        elif c.isdigit():
+            width += 0.66
+        elif c.isupper():
+            width += 0.8
+        else:
+            width += 0.66
+    return width * size
+
+
+def fit_text(text: str, room: float, size: float, *, mono: bool = False) -> str:
+    """``text``, or its longest prefix and an ellipsis, that :func:`text_width` fits in
+    ``room`` pixels."""
+    if text_width(text, size, mono=mono) <= room:
+        return text
+    lo, hi = 0, len(text)
+    while lo < hi:  # the longest prefix that fits with the ellipsis
+        mid = (lo + hi + 1) // 2
+        if text_width(text[:mid] + "…", size, mono=mono) <= room:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo] + "…"
 
 
 def heavy_count(heavy: Obj) -> str:
@@ -103,13 +171,22 @@ def bar_chart(
     color: str = _BLUE,
     value_text: list[str] | None = None,
     lows: list[float] | None = None,
+    mono: bool = False,
 ) -> str:
     """Horizontal bars, one per label (readable for long labels and many rows); with ``lows``
-    a bar is solid up to its low value and pale from there to its value (a range)."""
-    row, left, right = 22, 150, 110
+    a bar is solid up to its low value and pale from there to its value (a range). The label
+    column is as wide as the longest label needs, up to 40 % of the width (longer labels end
+    in an ellipsis; ``mono``: in a monospace font, for labels from the data), and the room
+    right of the bars as wide as the longest value's text."""
+    row, size = 22, 12
+    texts = value_text or [f"{v:,.0f}" for v in values]
+    need = max((text_width(x, size, mono=mono) for x in labels), default=0)
+    left = round(min(0.4 * width, max(60.0, need + 12)))
+    right = round(max((text_width(x, size) for x in texts), default=0) + 12)
     height = 30 + row * max(1, len(values))
     top = max(values, default=0) or 1
-    inner = width - left - right
+    inner = max(40, width - left - right)
+    font = f" {_MONO}" if mono else ""
     parts = [
         *_svg_head(width, height, title),
     ]
@@ -118,12 +195,12 @@ def bar_chart(
     for i, (label, v) in enumerate(zip(labels, values, strict=True)):
         y = 26 + i * row
         w = max(1.0, inner * v / top) if v else 0
-        text = value_text[i] if value_text else f"{v:,.0f}"
-        short = label if len(label) <= 22 else label[:21] + "…"
+        text = texts[i]
+        short = fit_text(label, left - 12, size, mono=mono)
         solid = w if lows is None else (inner * lows[i] / top if lows[i] else 0)
         parts.append(
-            f'<text x="{left - 6}" y="{y + 14}" font-size="12" text-anchor="end" '
-            f'fill="#1d2330">{escape(short)}</text>'
+            f'<text x="{left - 6}" y="{y + 14}" font-size="{size}" text-anchor="end" '
+            f'fill="#1d2330"{font}><title>{escape(label)}</title>{escape(short)}</text>'
             + (
                 f'<rect x="{left}" y="{y + 2}" width="{w:.1f}" height="{row - 6}" rx="2" '
                 f'fill="{color}" fill-opacity="0.3"/>'
@@ -132,27 +209,42 @@ def bar_chart(
             )
             + f'<rect x="{left}" y="{y + 2}" width="{solid:.1f}" height="{row - 6}" rx="2" '
             f'fill="{color}"><title>{escape(label)}: {escape(text)}</title></rect>'
-            f'<text x="{left + w + 5:.1f}" y="{y + 14}" font-size="12" fill="#3b4456">'
+            f'<text x="{left + w + 5:.1f}" y="{y + 14}" font-size="{size}" fill="#3b4456">'
             f"{escape(text)}</text>"
         )
     parts.append("</svg>")
     return "".join(parts)
 
 
-def histogram(hist: Obj, *, title: str, color: str = _BLUE) -> str:
+def _empty_chart(title: str, text: str, width: int = 540) -> str:
+    """A chart with nothing to draw: its title and ``text`` on one short line."""
+    return "".join(
+        [
+            *_svg_head(width, 48, title),
+            f'<text x="0" y="40" font-size="12" fill="#5a6478">{escape(text)}</text></svg>',
+        ]
+    )
+
+
+def _axis_room(top: int, size: float = 11) -> int:
+    """The room left of a chart for its y-axis labels (``top`` is the longest)."""
+    return round(max(40.0, text_width(f"{top:,}", size) + 14))
+
+
+def histogram(hist: Obj, *, title: str, color: str = _BLUE, empty: str = "no data") -> str:
     """Vertical bars over the log2 size buckets (every bucket from the smallest to the largest
-    used, empty ones too, so the shape reads right)."""
+    used, empty ones too, so the shape reads right); ``empty`` when there is no size."""
     buckets = hist.get("buckets") or []
     if not buckets:
-        return bar_chart([], [], title=title)
+        return _empty_chart(title, empty)
     by_from = {b["from"]: b["count"] for b in buckets}
     lo = buckets[0]["from"].bit_length()
     hi = buckets[-1]["from"].bit_length()
     cols = list(range(lo, hi + 1))
     counts = [by_from.get(0 if b == 0 else 1 << (b - 1), 0) for b in cols]
-    width, height, left, bottom = 540, 220, 56, 46
-    inner_w, inner_h = width - left - 10, height - 30 - bottom
     top = max(counts) or 1
+    width, height, left, bottom = 540, 220, _axis_room(top), 46
+    inner_w, inner_h = width - left - 10, height - 30 - bottom
     bw = inner_w / len(cols)
     parts = [
         *_svg_head(width, height, title),
@@ -193,27 +285,64 @@ def _size_label(n: int) -> str:
     return str(n)
 
 
-def area_chart(start: int, width_ms: int, counts: list[int], *, title: str) -> str:
-    """Records per time bucket: an area with a line, first and last times under the axis."""
-    width, height, left, bottom = 1100, 240, 64, 40
-    inner_w, inner_h = width - left - 16, height - 30 - bottom
+def covered(start: int, width_ms: int, n: int, first: int | None, last: int | None) -> list[float]:
+    """The share of each of ``n`` time buckets (from ``start``, ``width_ms`` wide) that lies
+    between the first and the last timestamp: 1.0 but for the first and the last bucket,
+    which the data usually covers in part."""
+    shares = [1.0] * n
+    if n < 2 or first is None or last is None:
+        return shares
+    end0 = start + width_ms
+    shares[0] = max(0.0, min(1.0, (end0 - max(first, start)) / width_ms))
+    start_n = start + (n - 1) * width_ms
+    shares[-1] = max(0.0, min(1.0, (min(last + 1, start_n + width_ms) - start_n) / width_ms))
+    return shares
+
+
+PARTIAL_SCALED = 0.25  # a partial bucket covering at least this share is drawn scaled up
+
+
+def area_chart(
+    start: int,
+    width_ms: int,
+    counts: list[int],
+    *,
+    title: str,
+    first: int | None = None,
+    last: int | None = None,
+) -> str:
+    """Records per time bucket: an area with a line, first and last times under the axis.
+
+    The first and the last bucket hold only the records from the first timestamp on and up
+    to the last: drawn as they are they would read as traffic starting and stopping. They are
+    drawn dashed, at their count scaled up to a whole bucket (``count / covered share``), or
+    left out when they cover less than :data:`PARTIAL_SCALED` of their width (their counts
+    are in the circles' tooltips and the note under the chart)."""
+    n = len(counts)
+    shares = covered(start, width_ms, n, first, last)
+    partial = sum(1 for x in shares if x < 1.0)
+    width, height, bottom = 1100, 256 + 14 * partial, 56 + 14 * partial
     parts = [
         *_svg_head(width, height, title),
     ]
     if not counts:
         parts.append('<text x="0" y="40" font-size="12" fill="#5a6478">no timestamps</text>')
         return "".join(parts) + "</svg>"
-    top = max(counts) or 1
-    n = len(counts)
+    drawn: list[float | None] = []
+    for c, share in zip(counts, shares, strict=True):
+        drawn.append(c if share >= 1.0 else c / share if share >= PARTIAL_SCALED else None)
+    top = round(max((d for d in drawn if d is not None), default=0)) or 1
+    left = _axis_room(top)
+    inner_w, inner_h = width - left - 16, height - 30 - bottom
     base_y = 30 + inner_h
 
-    def xy(i: int, c: int) -> tuple[float, float]:
-        x = left + (inner_w * (i + 0.5) / n if n > 1 else inner_w / 2)
-        return x, base_y - inner_h * c / top
+    def x_of(i: int) -> float:
+        return left + (inner_w * (i + 0.5) / n if n > 1 else inner_w / 2)
 
-    points = [xy(i, c) for i, c in enumerate(counts)]
-    line = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
-    area = f"{points[0][0]:.1f},{base_y} {line} {points[-1][0]:.1f},{base_y}"
+    def y_of(v: float) -> float:
+        return base_y - inner_h * v / top
+
+    whole = [i for i in range(n) if shares[i] >= 1.0]
     parts += [
         f'<line x1="{left}" y1="{base_y}" x2="{left + inner_w}" y2="{base_y}" stroke="#8a94a6"/>',
         f'<line x1="{left}" y1="30" x2="{left}" y2="{base_y}" stroke="#8a94a6"/>',
@@ -221,27 +350,66 @@ def area_chart(start: int, width_ms: int, counts: list[int], *, title: str) -> s
         f"{top:,}</text>",
         f'<text x="{left - 6}" y="{base_y}" font-size="11" text-anchor="end" '
         'fill="#5a6478">0</text>',
-        f'<polygon points="{area}" fill="{_BLUE}" fill-opacity="0.25"/>',
-        f'<polyline points="{line}" fill="none" stroke="{_BLUE}" stroke-width="2"/>',
     ]
-    for i, (x, y) in enumerate(points):
+    if whole:
+        points = [(x_of(i), y_of(counts[i])) for i in whole]
+        line = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+        area = f"{points[0][0]:.1f},{base_y} {line} {points[-1][0]:.1f},{base_y}"
+        parts += [
+            f'<polygon points="{area}" fill="{_BLUE}" fill-opacity="0.25"/>',
+            f'<polyline points="{line}" fill="none" stroke="{_BLUE}" stroke-width="2"/>',
+        ]
+    notes = []
+    for i, (c, share, d) in enumerate(zip(counts, shares, drawn, strict=True)):
+        x = x_of(i)
+        when = escape(iso(start + i * width_ms))
+        if share >= 1.0:
+            parts.append(
+                f'<circle cx="{x:.1f}" cy="{y_of(c):.1f}" r="2.5" fill="{_BLUE}"><title>'
+                f"{when}: {c:,} records</title></circle>"
+            )
+            continue
+        which = "first" if i == 0 else "last"
+        if d is None:
+            notes.append(
+                f"The {which} bucket is partial ({c:,} records in {100 * share:.1f} % of it): "
+                "left out."
+            )
+            continue
+        notes.append(
+            f"The {which} bucket is partial ({c:,} records in {100 * share:.0f} % of it): "
+            "dashed, scaled to a whole bucket."
+        )
+        near = whole[0] if i == 0 and whole else whole[-1] if whole else None
+        if near is not None:
+            parts.append(
+                f'<line x1="{x_of(near):.1f}" y1="{y_of(counts[near]):.1f}" x2="{x:.1f}" '
+                f'y2="{y_of(d):.1f}" stroke="{_BLUE}" stroke-width="2" stroke-dasharray="5 4"/>'
+            )
         parts.append(
-            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{_BLUE}"><title>'
-            f"{escape(iso(start + i * width_ms))}: {counts[i]:,} records</title></circle>"
+            f'<circle class="partial" cx="{x:.1f}" cy="{y_of(d):.1f}" r="3.5" fill="#fff" '
+            f'stroke="{_BLUE}" stroke-width="1.5"><title>{when}: {c:,} records in '
+            f"{100 * share:.1f} % of the bucket (partial), drawn as {d:,.0f}</title></circle>"
         )
     ticks = sorted({0, n // 2, n - 1})
     for i in ticks:
         anchor = "start" if i == 0 else "end" if i == n - 1 and n > 1 else "middle"
-        x = points[i][0] if n > 1 else left + inner_w / 2
+        x = x_of(i) if anchor == "middle" else left if i == 0 else left + inner_w
         parts.append(
             f'<text x="{x:.1f}" y="{base_y + 16}" font-size="11" text-anchor="{anchor}" '
             f'fill="#3b4456">{escape(iso(start + i * width_ms))}</text>'
         )
     parts.append(
-        f'<text x="{left + inner_w / 2:.1f}" y="{height - 4}" font-size="11" '
+        f'<text x="{left + inner_w / 2:.1f}" y="{base_y + 34}" font-size="11" '
         f'text-anchor="middle" fill="#5a6478">records per {escape(_duration(width_ms))} '
-        "(record timestamps, UTC)</text></svg>"
+        "(record timestamps, UTC)</text>"
     )
+    for j, note in enumerate(notes):
+        parts.append(
+            f'<text class="partial-note" x="{left}" y="{base_y + 50 + 14 * j}" '
+            f'font-size="11" fill="#9a3412">{escape(note)}</text>'
+        )
+    parts.append("</svg>")
     return "".join(parts)
 
 
@@ -253,16 +421,28 @@ def _duration(ms: int) -> str:
 
 
 # -- the page ---------------------------------------------------------------------------------
-def _table(head: list[str], rows: list[list[str]], left: frozenset[int] = frozenset()) -> str:
+def _table(
+    head: list[str],
+    rows: list[list[str]],
+    left: frozenset[int] = frozenset(),
+    raw: frozenset[int] = frozenset(),
+) -> str:
+    """A table; the cells of the columns in ``raw`` are HTML already (escaped by the caller)."""
     out = ["<table><tr>", *(f"<th>{escape(h)}</th>" for h in head), "</tr>"]
     for r in rows:
         out.append("<tr>")
         for i, c in enumerate(r):
             cls = ' class="l"' if i in left else ""
-            out.append(f"<td{cls}>{escape(c)}</td>")
+            out.append(f"<td{cls}>{c if i in raw else escape(c)}</td>")
         out.append("</tr>")
     out.append("</table>")
     return "".join(out)
+
+
+def _path_html(path: str) -> str:
+    """A path that wraps only after a ``/``: each part unbroken (a partition's name is one
+    part), a line break allowed after each slash."""
+    return "/<wbr>".join(f'<span class="seg">{escape(x)}</span>' for x in path.split("/"))
 
 
 def _kpis(items: list[tuple[str, str]]) -> str:
@@ -342,13 +522,24 @@ def render(
     )
     h.append('<div class="grid">')
     for name, color in (("key", _BLUE), ("value", _GREEN), ("headers", _ORANGE)):
-        h.append(
-            f'<div class="card">{histogram(s[name], title=f"{name} sizes", color=color)}</div>'
-        )
+        hist = s[name]
+        if name == "headers" and not (s.get("header_count") or {}).get("max"):
+            hist = {**hist, "buckets": []}  # sizes of 0: no record has a header
+        chart = histogram(hist, title=f"{name} sizes", color=color, empty=f"no {name}")
+        h.append(f'<div class="card">{chart}</div>')
     h.append("</div>")
     # time
     h.append("<h2>Time</h2>")
-    h.append(area_chart(t["bucket_start"], t["bucket_ms"], t["buckets"], title="records over time"))
+    h.append(
+        area_chart(
+            t["bucket_start"],
+            t["bucket_ms"],
+            t["buckets"],
+            title="records over time",
+            first=t["first_timestamp"],
+            last=t["last_timestamp"],
+        )
+    )
     h.append(
         _table(
             ["", "value"],
@@ -418,6 +609,8 @@ def render(
             [x["records"] for x in heavy],
             title="heaviest keys (records)",
             color=_GREEN,
+            width=720,
+            mono=True,
             value_text=[heavy_count(x) for x in heavy],
             lows=[x.get("records_min", x["records"]) for x in heavy],
         )
@@ -467,7 +660,7 @@ def render(
         h.append("<h2>Partitions</h2>")
         prow = [
             [
-                o["path"],
+                _path_html(o["path"]),
                 f"{o['volume']['records']:,}",
                 human_bytes(o["volume"]["bytes_on_disk"]),
                 f"{o['volume']['compression_ratio'] or 0:.2f}",
@@ -478,11 +671,14 @@ def render(
             for o in partitions
         ]
         h.append(
-            _table(
+            '<div class="wide">'
+            + _table(
                 ["partition", "records", "on disk", "ratio", "distinct keys", "compaction", "last"],
                 prow,
                 left=frozenset({0}),
+                raw=frozenset({0}),
             )
+            + "</div>"
         )
     h.append("</body></html>\n")
     return "".join(h)
