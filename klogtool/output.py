@@ -182,26 +182,26 @@ class Output:
         columns: list[str],
         rows: list[list[str]],
         left: frozenset[str] = frozenset(),
+        lesser: tuple[str, ...] = (),
     ) -> None:
         """A human table: on stdout in text mode (it is the data), else not at all. The first
-        column and those named in ``left`` are left-aligned, the others right-aligned."""
+        column and those named in ``left`` are left-aligned, the others right-aligned.
+
+        On a terminal the table fits its width (see :func:`fit_columns`): nothing is cut,
+        text wraps, and the columns named in ``lesser`` (least useful first) are left out,
+        and named under the table, where the others would not fit whole words otherwise."""
         if self.fmt != "text":
             return
         # Box drawing on a terminal; plain aligned columns for a file or a pipe.
-        boxed = self.data_is_terminal
-        if not boxed and _plain(title, columns, rows):
+        if self.data_is_terminal:
+            self._terminal_table(title, columns, rows, left, lesser)
+            return
+        if _plain(title, columns, rows):
             self._write(plain_table(title, columns, rows, left))
             return
-        from rich import box as rich_box  # loaded when a table is drawn (start-up time)
-        from rich.table import Table
+        from rich.table import Table  # loaded when a table is drawn (start-up time)
 
-        t = Table(
-            title=title,
-            title_justify="left",
-            box=rich_box.HEAVY_HEAD if boxed else None,
-            show_edge=boxed,
-            pad_edge=boxed,
-        )
+        t = Table(title=title, title_justify="left", box=None, show_edge=False, pad_edge=False)
         for i, c in enumerate(columns):
             right = not (i == 0 or c in left)
             # numbers are never cut or wrapped: the text columns give way instead
@@ -209,12 +209,43 @@ class Output:
             t.add_column(c, justify="right" if right else "left", no_wrap=right, min_width=width)
         for r in rows:
             t.add_row(*r)
-        if boxed:
-            self.data.print(t)
-            return
         with self.data.capture() as captured:
             self.data.print(t)
         self._write(strip_line_ends(captured.get()))
+
+    def _terminal_table(
+        self,
+        title: str,
+        columns: list[str],
+        rows: list[list[str]],
+        left: frozenset[str],
+        lesser: tuple[str, ...],
+    ) -> None:
+        from rich import box as rich_box  # loaded when a table is drawn (start-up time)
+        from rich.table import Table
+
+        n = len(columns)
+        cells = [[*r[:n], *[""] * (n - len(r))] for r in rows]
+        texts = [i == 0 or c in left for i, c in enumerate(columns)]
+        width = self.data.width
+        shown, widths = fit_columns(columns, cells, texts, width, lesser)
+        t = Table(title=title, title_justify="left", box=rich_box.HEAVY_HEAD)
+        for i, w in zip(shown, widths, strict=True):
+            # numbers are never cut or wrapped; text wraps, and a word too long for its
+            # column (a path) is folded onto the next line, never cut to an ellipsis
+            t.add_column(
+                columns[i],
+                justify="left" if texts[i] else "right",
+                no_wrap=not texts[i],
+                overflow="fold",
+                width=w,
+            )
+        for r in cells:
+            t.add_row(*(r[i] for i in shown))
+        self.data.print(t)
+        dropped = [c for i, c in enumerate(columns) if i not in shown]
+        if dropped:
+            self.data.print(f"(not shown at {width} columns: {', '.join(dropped)})", style="dim")
 
     # -- diagnostics ------------------------------------------------------------------------
     def warn(self, message: str) -> None:
@@ -378,6 +409,78 @@ def strip_line_ends(text: str) -> str:
     if lines[-1] == "":
         lines.pop()
     return "".join(line.rstrip(" ") + "\n" for line in lines)
+
+
+# A boxed table's columns: a border and a blank each side of each column, one border more.
+_BOX_OVERHEAD = 3
+# The narrowest a text column gets before columns are left out (the first column, the
+# partition or path that names the row, gets more).
+_FOLD_FLOOR, _FIRST_FOLD_FLOOR = 8, 12
+
+
+def fit_columns(
+    columns: list[str],
+    rows: list[list[str]],
+    texts: list[bool],
+    width: int,
+    lesser: tuple[str, ...] = (),
+) -> tuple[list[int], list[int]]:
+    """How a boxed table fits ``width`` terminal columns: the columns shown (indexes, in
+    order) and each one's width. Number columns (not ``texts``) keep their full width; text
+    columns give way, widest first (they wrap). In order, until the table fits: text columns
+    narrowed down to their longest word (the first, identifying, column to 20), then the
+    ``lesser`` columns left out one by one; then text columns narrowed further, folding
+    words (to 8, the first column to 12), with every column and then leaving out the
+    ``lesser`` ones; last, columns left out from the right. The first column is never left
+    out nor cut: a name longer than its column folds onto further lines."""
+    from rich.cells import cell_len
+
+    def measure(text: str) -> int:
+        return max((cell_len(line) for line in text.split("\n")), default=0)
+
+    def longest_word(text: str) -> int:
+        return max((cell_len(w) for w in text.split()), default=0)
+
+    n = len(columns)
+    natural = [max([measure(columns[i])] + [measure(r[i]) for r in rows]) for i in range(n)]
+    words = [max([longest_word(columns[i])] + [longest_word(r[i]) for r in rows]) for i in range(n)]
+    soft = [min(natural[i], 20 if i == 0 else words[i]) for i in range(n)]
+    hard = [min(natural[i], _FIRST_FOLD_FLOOR if i == 0 else _FOLD_FLOOR) for i in range(n)]
+    soft = [max(s, h) for s, h in zip(soft, hard, strict=True)]
+
+    def fill(shown: list[int], floors: list[int]) -> list[int] | None:
+        room = width - _BOX_OVERHEAD * len(shown) - 1
+        fixed = sum(natural[i] for i in shown if not texts[i])
+        flexible = [i for i in shown if texts[i]]
+        if fixed + sum(floors[i] for i in flexible) > room:
+            return None
+        # the widest level every text column may take: columns narrower keep their width
+        low, high = 0, max([natural[i] for i in flexible], default=0)
+        while low < high:
+            level = (low + high + 1) // 2
+            used = sum(max(floors[i], min(natural[i], level)) for i in flexible)
+            if fixed + used <= room:
+                low = level
+            else:
+                high = level - 1
+        return [max(floors[i], min(natural[i], low)) if texts[i] else natural[i] for i in shown]
+
+    droppable = [columns.index(c) for c in lesser if c in columns[1:]]
+    for floors in (soft, hard):
+        shown = list(range(n))
+        for drop in [None, *droppable]:
+            if drop is not None:
+                shown.remove(drop)
+            widths = fill(shown, floors)
+            if widths is not None:
+                return shown, widths
+    shown = [i for i in range(n) if i not in droppable]
+    while len(shown) > 1:
+        shown.pop()
+        widths = fill(shown, hard)
+        if widths is not None:
+            return shown, widths
+    return [0], [max(1, width - _BOX_OVERHEAD - 1)]
 
 
 def render_text(obj: dict[str, Any]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from support.cli import jsonl, run
+from support.cli import jsonl, run, run_on_terminal
 from support.paths import CORPUS, CORRUPT, LOGS, needs_corpus
 
 from klogtool.log.read.describe import describe
@@ -61,3 +61,23 @@ def test_every_real_log_dir_describes() -> None:
         code, out, err = run("describe", "--format", "jsonl", str(root))
         assert code == 0, (root, err)
         assert all(o["log_end_offset"] >= o["log_start_offset"] for o in jsonl(out))
+
+
+def test_long_partition_names_wrap_whole_at_80_columns(tmp_path: Path) -> None:
+    """On an 80-column terminal the partition column was cut to ``kafka-logs/anoth…``: the
+    name folds onto further lines instead, whole. Fails before the change."""
+    names = ["another-really-quite-long-topic-name-for-orders-12", "transactions-with-a-long-0"]
+    for name in names:
+        shutil.copytree(LOGS / "logdir" / "v2-none-0", tmp_path / "kafka-logs" / name)
+    code, out, _err, rows = run_on_terminal("describe", "kafka-logs", cwd=tmp_path)
+    assert code == 0
+    assert all(len(row) <= 80 for row in rows), rows
+    assert "…" not in out
+    for name in names:
+        assert f"kafka-logs/{name}" in column(rows, 1)
+    assert "1700000026000(2023-11-14T22:13:46.000Z)" in column(rows, 5)
+
+
+def column(rows: list[str], k: int) -> str:
+    """The text of a boxed table's column ``k`` (1 is the first), row by row, joined."""
+    return "".join(r.split("│")[k].strip() for r in rows if r.startswith("│"))

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 
 import pytest
-from support.cli import jsonl, run
+from support.cli import jsonl, run, run_on_terminal
 from support.paths import CORRUPT, LOGDIR
 from support.rewrite import T0, generate, materialise, tree
 
@@ -146,3 +147,33 @@ def test_cli_not_a_partition_dir(path: str) -> None:
     assert code == 3
     assert err.startswith("klogtool: error: ") and "Traceback" not in err
     assert out == ""
+
+
+def test_text_fits_80_columns_without_cutting(tmp_path: Path) -> None:
+    """On an 80-column terminal the table cut its headers and cells (``segm…``, ``dele…``):
+    nothing is cut now; the least useful columns are left out first, and named under the
+    table, and text wraps. Fails before the change."""
+    name = "orders-with-a-rather-long-topic-name-for-explain-0"
+    shutil.copytree(LOGDIR / "v2-none-0", tmp_path / name)
+    for cols in (80, 60):
+        code, out, _err, rows = run_on_terminal(
+            "explain", "--now", "2024-05-01T12:00:00Z", name, cwd=tmp_path, columns=cols
+        )
+        assert code == 0
+        assert "…" not in out
+        table = [r for r in rows if r and r[0] in "┏┃┡│└"]
+        assert table and all(len(r) <= cols for r in table), table
+        heads = [r.split("┃")[1:-1] for r in table if r.startswith("┃")]
+        # each header, its lines joined without blanks ("largesttimestamp")
+        headers = [
+            "".join(h[k].strip() for h in heads).replace(" ", "") for k in range(len(heads[0]))
+        ]
+        (note,) = [r for r in rows if r.startswith("(not shown at")]
+        assert headers[:2] == ["segment", "bytes"] and "compaction" in headers
+        every = ("segment", "last", "bytes", "largest timestamp", "age", "compaction")
+        for h in (*every, "retention", "indexes", "snapshot"):  # shown, or named as left out
+            assert h.replace(" ", "") in headers or h in note, (h, headers, note)
+        segments = "".join(r.split("│")[1].strip() for r in table if r.startswith("│"))
+        assert segments == "017 (active)"
+        retention = "".join(r.split("│")[-2].strip() for r in table if r.startswith("│"))
+        assert retention == "keephigh-watermarkkeepafter-kept-segment"

@@ -142,6 +142,8 @@ def _text(out: Output, ex: PartitionExplain) -> None:
         ],
         rows,
         left=frozenset({"largest timestamp", "compaction", "retention", "indexes"}),
+        # on a narrow terminal: the notes below name every index problem and the snapshots
+        lesser=("snapshot", "indexes", "last", "age"),
     )
     lines: list[str] = []
     c = ex.compaction

@@ -6,12 +6,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from klogtool.cli import run_captured
 from support.paths import FIXTURES, LOGS
@@ -36,6 +37,77 @@ def generator() -> ModuleType:
 def run(*args: str, cwd: Path = LOGS) -> tuple[int, str, str]:
     """``klogtool ARGS`` in-process (fast): ``(exit code, stdout, stderr)``."""
     return run_captured(args, cwd)
+
+
+class OnTerminal(NamedTuple):
+    """What :func:`run_on_terminal` gives: the exit status, stdout and stderr as written
+    (with their escape sequences), and ``screen``: both as an 80-column terminal shows them
+    (see :func:`screen`)."""
+
+    code: int
+    stdout: str
+    stderr: str
+    screen: list[str]
+
+
+def run_on_terminal(*args: str, cwd: Path = LOGS, columns: int = 80) -> OnTerminal:
+    """``klogtool ARGS`` in-process as on a terminal ``columns`` wide (TTY_COMPATIBLE=1: Rich
+    draws boxed tables and progress bars), stdout and stderr on the same screen."""
+    from click.testing import CliRunner
+
+    from klogtool.cli import main
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    env = {"NO_COLOR": "1", "COLUMNS": str(columns), "TTY_COMPATIBLE": "1", "FORCE_COLOR": None}
+    try:
+        with CliRunner().isolation(env=env) as (out, err, both):
+            try:
+                main(list(args))
+                code = 0
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            texts = [s.getvalue().decode("utf-8") for s in (out, err, both)]
+    finally:
+        os.chdir(old)
+    return OnTerminal(code, texts[0], texts[1], screen(texts[2]))
+
+
+_CONTROL = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])|[\r\n]")
+
+
+def screen(text: str) -> list[str]:
+    """The rows a terminal shows once ``text`` is written to it: a line feed starts a row, a
+    carriage return goes back to its start, ESC[nA moves up, ESC[2K erases the row; other
+    escape sequences (colours, the cursor shown or hidden) draw nothing. Rows do not wrap,
+    so a row longer than the terminal is one that would wrap there."""
+    rows = [""]
+    row = col = 0
+    pos = 0
+    for m in [*_CONTROL.finditer(text), None]:
+        chunk = text[pos : m.start() if m else len(text)]
+        if chunk:
+            line = rows[row].ljust(col)
+            rows[row] = line[:col] + chunk + line[col + len(chunk) :]
+            col += len(chunk)
+        if m is None:
+            break
+        pos = m.end()
+        if m.group(0) == "\n":
+            row, col = row + 1, 0
+            if row == len(rows):
+                rows.append("")
+        elif m.group(0) == "\r":
+            col = 0
+        elif m.group(2) == "A":
+            row = max(0, row - int(m.group(1) or 1))
+        elif m.group(2) == "K" and m.group(1) == "2":
+            rows[row] = ""
+    while rows and rows[-1] == "":
+        rows.pop()
+    return rows
 
 
 def run_subprocess(
