@@ -95,7 +95,9 @@ def internal_decoder_option(f: F) -> F:
         show_default=True,
         help="Decoder for internal topics; auto picks it from the partition directory "
         "name (__consumer_offsets-*, __transaction_state-*, __cluster_metadata-*) and uses "
-        "cluster-metadata for KRaft snapshots (*.checkpoint).",
+        "cluster-metadata for KRaft snapshots (*.checkpoint); none decodes nothing, not "
+        "even control records (transaction markers, ...): their raw key and value show like "
+        "any record's.",
     )(f)
 
 

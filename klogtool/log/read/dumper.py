@@ -522,7 +522,8 @@ def record_object(batch: Batch, rec: Record, decoder: str | None, opts: DumpOpti
     if batch.magic < 2:
         obj["crc"] = rec.crc
         obj["crc_valid"] = rec.crc_valid
-    if batch.is_control:
+    # --decoder none decodes nothing: a control record's raw key and value show like any other
+    if batch.is_control and opts.decoder != "none":
         try:
             ctl = decode_control_record(rec.key, rec.value)
             obj["control"] = {"type": ctl.type_name, "type_id": ctl.type_id, **ctl.fields}
