@@ -11,7 +11,7 @@ import codecs
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import cached_property
@@ -49,6 +49,37 @@ def _maybe_terminal(stream: TextIO, color: bool | None) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def plural(n: int, noun: str) -> str:
+    """``1 segment``, ``3 segments``, ``1,024 snapshots``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def offsets_text(offsets: Sequence[int], noun: str, *, head: int = 3, tail: int = 2) -> str:
+    """A list of offsets for people: how many, then all of them, or the first ``head`` and
+    the last ``tail`` of a long list: ``39 snapshots: 0, 100, 200 ... 3,800, 3,900``."""
+    shown = [f"{o:,}" for o in offsets]
+    if len(shown) > head + tail + 1:
+        shown = [*shown[:head], "...", *shown[-tail:]]
+    listed = ", ".join(shown).replace(", ...,", " ...")
+    return plural(len(offsets), noun) + (f": {listed}" if offsets else "")
+
+
+def groups_text(groups: Sequence[Sequence[int]], *, head: int = 3, tail: int = 1) -> str:
+    """Groups of segments (their base offsets) for people: ``3 groups: 0..644 (3 segments),
+    1,000 (1 segment), 2,000..2,400 (2 segments)``; of a long list, the first ``head`` and
+    the last ``tail`` groups. ASCII only (``...``, not an ellipsis): a pipe's encoding may
+    have no ellipsis."""
+    shown = [
+        (f"{g[0]:,}" if len(g) == 1 else f"{g[0]:,}..{g[-1]:,}") + f" ({plural(len(g), 'segment')})"
+        for g in groups
+        if g
+    ]
+    if len(shown) > head + tail + 1:
+        shown = [*shown[:head], "...", *shown[-tail:]]
+    listed = ", ".join(shown).replace(", ...,", " ...")
+    return plural(len(groups), "group") + (f": {listed}" if shown else "")
 
 
 def label(key: str) -> str:

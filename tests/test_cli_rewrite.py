@@ -312,3 +312,23 @@ def test_man_pages_cover_the_new_commands() -> None:
     man = Path(__file__).resolve().parent.parent / "man"
     for cmd in ("convert-format", "compact", "retention-sweep"):
         assert (man / f"klogtool-{cmd}.1").is_file()
+
+
+def test_compact_text_describes_its_groups_of_segments(tmp_path: Path) -> None:
+    """The text printed the groups as a Python list ('[[0, 16, 31, 47, 63]]'): now how many
+    groups, each one's first and last segment and its size. Fails before the change."""
+    g = generate(seed=21, codec=codecs.GZIP, segments=6, batches_per_segment=5)
+    part = materialise(g, tmp_path / "logdir")
+    argv = ["compact", "--dry-run", str(part), "--now", NOW, "--high-watermark", "log-end"]
+    code, out, err = run(*argv, cwd=tmp_path)
+    assert code == 0, err
+    (line,) = [x for x in out.splitlines() if "keys mapped" in x]
+    assert "[" not in line
+    assert line.endswith(
+        "each group of segments becomes one cleaned segment: 1 group: 0..63 (5 segments)"
+    )
+    code, out, err = run(*argv, "--segment-bytes", "600", cwd=tmp_path)  # one segment each
+    (line,) = [x for x in out.splitlines() if "keys mapped" in x]
+    assert line.endswith(
+        ": 5 groups: 0 (1 segment), 16 (1 segment), 31 (1 segment), 47 (1 segment), 63 (1 segment)"
+    )

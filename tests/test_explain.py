@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 from support.cli import jsonl, run, run_on_terminal
 from support.paths import CORRUPT, LOGDIR
-from support.rewrite import T0, generate, materialise, tree
+from support.rewrite import T0, generate, materialise, records, tree, write_partition
 
 from klogtool.formats import codecs
+from klogtool.formats.snapshot import encode_snapshot
+from klogtool.formats.v2 import encode_batch
 from klogtool.log.check.explain import PartitionExplain, explain_partition
 from klogtool.log.partition import load_partition
 from klogtool.log.rewrite.cleaner import plan_compaction
@@ -177,3 +179,23 @@ def test_text_fits_80_columns_without_cutting(tmp_path: Path) -> None:
         assert segments == "017 (active)"
         retention = "".join(r.split("│")[-2].strip() for r in table if r.startswith("│"))
         assert retention == "keephigh-watermarkkeepafter-kept-segment"
+
+
+def test_many_producer_snapshots_are_counted_not_listed(tmp_path: Path) -> None:
+    """39 snapshot offsets were printed one by one: now their count, the first and the last
+    few. Fails before the change (the line listed all 39)."""
+    part = tmp_path / "t-0"
+    bases = range(0, 3900, 100)
+    write_partition(part, [(b, [encode_batch(records(range(b, b + 100)))]) for b in bases])
+    for b in bases:
+        (part / f"{b:020d}.snapshot").write_bytes(encode_snapshot([]))
+    code, out, err = run("explain", str(part), "--now", str(NOW), cwd=tmp_path)
+    assert code == 0, err
+    (line,) = [x for x in out.splitlines() if "producer snapshot" in x]
+    assert line.startswith("  t-0: 39 producer snapshots: 0, 100, 200 ... 3,700, 3,800; ")
+    assert "[" not in line and "1,000" not in line
+    shutil.rmtree(part)
+    write_partition(part, [(0, [encode_batch(records(range(5)))])])
+    (part / f"{5:020d}.snapshot").write_bytes(encode_snapshot([]))
+    code, out, err = run("explain", str(part), "--now", str(NOW), cwd=tmp_path)
+    assert "  t-0: 1 producer snapshot: 5; loading" in out

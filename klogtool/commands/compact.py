@@ -18,7 +18,7 @@ from klogtool.commands._options import (
 from klogtool.commands._writing import WritingRun
 from klogtool.log import layout
 from klogtool.log.rewrite.cleaner import CompactionPass, CompactionPlan, compact_partition
-from klogtool.output import Output, format_ts
+from klogtool.output import Output, format_ts, groups_text
 
 if TYPE_CHECKING:
     from klogtool.log.partition import PlanInputs
@@ -245,8 +245,8 @@ def _show(out: Output, plan: CompactionPlan, *, dry_run: bool, ran: bool, n_pass
     else:
         lines.append(f"{name}: {plan.eligibility}")
         lines.append(
-            f"{name}: {plan.map_size:,} keys mapped; {len(plan.groups)} cleaned segment(s) "
-            f"{plan.groups}; new cleaner checkpoint {plan.end_offset}"
+            f"{name}: {plan.map_size:,} keys mapped; new cleaner checkpoint {plan.end_offset}; "
+            f"each group of segments becomes one cleaned segment: {groups_text(plan.groups)}"
         )
     lines += [f"{name}: {n}" for n in plan.notes]
     for line in lines:

@@ -17,7 +17,7 @@ from klogtool.errors import EXIT_OK
 from klogtool.log import layout
 from klogtool.log.check.explain import PartitionExplain, explain_partition
 from klogtool.log.rewrite.retention import human_ms
-from klogtool.output import Output, format_ts
+from klogtool.output import Output, format_ts, offsets_text
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings
@@ -168,8 +168,11 @@ def _text(out: Output, ex: PartitionExplain) -> None:
     lines += details
     latest = ex.latest_snapshot
     lines.append(
-        "producer snapshots: "
-        + (", ".join(str(o) for o in ex.snapshots) if ex.snapshots else "none")
+        (
+            offsets_text(ex.snapshots, "producer snapshot")
+            if ex.snapshots
+            else "producer snapshots: none"
+        )
         + "; loading rebuilds producer state from "
         + (f"offset {latest}" if latest is not None else "the log start")
         + f", scanning {ex.producer_state_scan_bytes:,} bytes"
