@@ -3,6 +3,8 @@ records, the text format of index and checkpoint entries."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from support.cli import jsonl, run
 
 TXN0 = "logdir/txn-0/00000000000000000000.log"  # offset 8: an ABORT marker, 10: a COMMIT
@@ -34,3 +36,149 @@ def test_decoder_none_shows_a_control_records_raw_key_and_value() -> None:
     )
     (marker,) = [o for o in jsonl(out) if o["type"] == "record"]
     assert marker["control"]["type"] == "ABORT" and "key" not in marker
+
+
+# -- kafka-dump-log.sh's options -----------------------------------------------------------------
+OFFSETS0 = "logdir/__consumer_offsets-0/00000000000000000000.log"
+TXNLOG0 = "logdir/__transaction_state-0/00000000000000000000.log"
+TXN0_INDEX = "logdir/txn-0/00000000000000000000.index"
+TXN0_TIMEINDEX = "logdir/txn-0/00000000000000000000.timeindex"
+
+
+def _same(alias: list[str], own: list[str], fmt: str = "jsonl") -> str:
+    """Runs both command lines: the same stdout and exit status, the alias's stderr holds the
+    other's; returns what the alias's stderr says beyond it (its notes)."""
+    code_a, out_a, err_a = run("dump-segments", "--format", fmt, *alias)
+    code_o, out_o, err_o = run("dump-segments", "--format", fmt, *own)
+    assert (code_a, out_a) == (code_o, out_o), (alias, own)
+    assert out_a
+    assert err_a.endswith(err_o)
+    return err_a.removesuffix(err_o)
+
+
+def test_kafka_dump_log_option_names_are_hidden_aliases() -> None:
+    from klogtool.commands.dump_segments import command
+
+    aliases = {
+        "--files", "--print-data-log", "--offsets-decoder", "--transaction-log-decoder",
+        "--cluster-metadata-decoder", "--remote-log-metadata-decoder",
+        "--share-group-state-decoder", "--key-decoder-class", "--value-decoder-class",
+        "--max-message-size", "--skip-record-metadata",
+    }  # fmt: skip
+    options = {o: p for p in command.params for o in p.opts}
+    assert aliases <= set(options)
+    assert all(getattr(options[a], "hidden", False) for a in aliases)
+    # kafka-dump-log.sh's others are klogtool's own, spelled alike
+    for own in ("--deep-iteration", "--max-bytes", "--index-sanity-check", "--verify-index-only"):
+        assert not getattr(options[own], "hidden", False)
+    code, out, _ = run("dump-segments", "--help")
+    assert code == 0 and "--files FILE" not in out and "--max-message-size INTEGER" not in out
+
+
+def test_files_is_a_comma_separated_list_of_paths() -> None:
+    err = _same(["--files", f"{TXN0},{TXN0_INDEX}", "--files", TXN0_TIMEINDEX],
+                [TXN0, TXN0_INDEX, TXN0_TIMEINDEX])  # fmt: skip
+    assert err == ""
+    assert _same([f"--files={TXN0}"], [TXN0], "kafka") == ""
+    code, _, err = run("dump-segments")  # neither PATH nor --files
+    assert code == 2 and "Missing argument 'PATH...'" in err
+
+
+def test_print_data_log_is_print_data() -> None:
+    assert _same(["--files", TXN0, "--print-data-log"], [TXN0, "--print-data"], "kafka") == ""
+    assert _same(["--print-data-log", TXN0], [TXN0, "--print-data"]) == ""
+
+
+def test_kafka_decoder_flags_are_klogtools_decoders(tmp_path: Path) -> None:
+    from support.paths import LOGS
+
+    for flag, decoder in (
+        ("--offsets-decoder", "consumer-offsets"),
+        ("--transaction-log-decoder", "transaction-state"),
+        ("--cluster-metadata-decoder", "cluster-metadata"),
+    ):
+        # as kafka-dump-log.sh's, each flag prints the payloads
+        assert _same([flag, TXN0], ["--print-data", "--decoder", decoder, TXN0]) == ""
+    # on a copy outside its partition directory (no auto decoder), the flag decodes
+    for flag, src in (("--offsets-decoder", OFFSETS0), ("--transaction-log-decoder", TXNLOG0)):
+        copy = tmp_path / "00000000000000000000.log"
+        copy.write_bytes((LOGS / src).read_bytes())
+        code, out, _ = run("dump-segments", "--format", "jsonl", "--files", str(copy), flag)
+        recs = [o for o in jsonl(out) if o["type"] == "record"]
+        assert recs and all(isinstance(r["key"], dict) and "type" in r["key"] for r in recs)
+    code, _, err = run("dump-segments", "--offsets-decoder", "--decoder", "none", TXN0)
+    assert code == 2 and "--offsets-decoder contradicts --decoder none" in err
+    code, _, err = run("dump-segments", "--offsets-decoder", "--transaction-log-decoder", TXN0)
+    assert code == 2 and "exclude each other" in err
+
+
+def test_kafka_decoders_klogtool_lacks_print_the_bytes_with_a_note() -> None:
+    for flag in ("--remote-log-metadata-decoder", "--share-group-state-decoder"):
+        err = _same([flag, TXN0], ["--print-data", TXN0])
+        assert len(err.splitlines()) == 1 and err.startswith(f"klogtool: warning: {flag}:")
+
+
+def test_decoder_classes() -> None:
+    # without a class name or with StringDecoder: kafka-dump-log.sh's default, UTF-8 text
+    for args in (
+        ["--key-decoder-class", "--value-decoder-class"],
+        ["--key-decoder-class=kafka.serializer.StringDecoder"],
+        [
+            "--value-decoder-class",
+            "org.apache.kafka.tools.api.StringDecoder",
+            "--key-decoder-class",
+        ],
+    ):
+        assert (
+            _same([*args, "--files", TXN0], ["--print-data", "--key-decoder", "utf8", TXN0]) == ""
+        )
+    err = _same(["--value-decoder-class", "StringDecoder", TXN0],
+                ["--print-data", "--value-decoder", "utf8", TXN0])  # fmt: skip
+    assert err == ""
+    # klogtool's own option wins
+    err = _same(["--key-decoder-class", "--key-decoder", "hex", TXN0],
+                ["--print-data", "--key-decoder", "hex", TXN0])  # fmt: skip
+    assert err == ""
+    # a class klogtool cannot load: UTF-8 text, and a note
+    err = _same(["--key-decoder-class", "kafka.serializer.LongDecoder", TXN0],
+                ["--print-data", "--key-decoder", "utf8", TXN0])  # fmt: skip
+    assert err.splitlines() == [
+        "klogtool: warning: --key-decoder-class kafka.serializer.LongDecoder: klogtool loads "
+        "no decoder classes; shown as UTF-8 text (--key-decoder utf8|base64|hex|json)"
+    ]
+
+
+def test_max_message_size_is_accepted_and_ignored_with_a_note() -> None:
+    err = _same(["--max-message-size", "100", "--deep-iteration", TXN0], ["--deep-iteration", TXN0])
+    assert len(err.splitlines()) == 1 and "--max-message-size: ignored" in err
+
+
+def test_skip_record_metadata_prints_only_the_payloads() -> None:
+    code, out, err = run(
+        "dump-segments", "--format", "kafka", "--files", TXN0, "--skip-record-metadata",
+        "--offsets", "8:9",
+    )  # fmt: skip
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[2].startswith("baseOffset: 8 ") and lines[4].startswith("baseOffset: 9 ")
+    # as kafka-dump-log.sh: a control record's line is empty, a record's has its payloads
+    assert (lines[3], lines[5]) == ("", "| key: 2000-9 payload: txn-value-9")
+    code, out, _ = run("dump-segments", "--skip-record-metadata", "--offsets", "8:9", TXN0)
+    lines = out.splitlines()
+    assert lines[3] == "  key: 2000-9  value: txn-value-9" and len(lines) == 4
+    assert "offset 8" not in out and "control" in lines[1]  # the batch line, not a record
+    code, out, err = run(
+        "dump-segments", "--format", "jsonl", "--skip-record-metadata", "--offsets", "9:9", TXN0
+    )
+    assert "keep all their fields" in err
+    assert [o["key"] for o in jsonl(out) if o["type"] == "record"] == ["MjAwMC05"]
+
+
+def test_kafka_dump_log_command_lines_that_were_already_klogtools() -> None:
+    """--deep-iteration, --max-bytes, --index-sanity-check, --verify-index-only."""
+    _same(["--files", TXN0, "--deep-iteration", "--max-bytes", "300"],
+          [TXN0, "--deep-iteration", "--max-bytes", "300"], "kafka")  # fmt: skip
+    _same(["--files", TXN0_INDEX, "--index-sanity-check"], [TXN0_INDEX, "--index-sanity-check"])
+    _same(["--files", TXN0_INDEX, "--verify-index-only"], [TXN0_INDEX, "--verify-index-only"])
+    code, out, _ = run("dump-segments", "--format", "kafka", "--files", TXN0, "--max-bytes", "300")
+    assert out.count("baseOffset: ") == 2  # 110 + 110 bytes; the third ends at 330

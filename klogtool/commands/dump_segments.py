@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import defaultdict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -15,7 +17,6 @@ from klogtool.commands._options import (
     jobs_for,
     max_batch_bytes_option,
     parse_offsets,
-    paths_argument,
     payload_decoder_options,
     sized_jobs_option,
 )
@@ -29,8 +30,128 @@ if TYPE_CHECKING:
     from klogtool.cli import Settings
 
 
+# kafka-dump-log.sh's decoder flags (Kafka's DumpLogSegments): klogtool's --decoder, or None
+# where klogtool has no such decoder
+_KAFKA_DECODER_FLAGS: dict[str, tuple[str, str | None]] = {
+    "offsets_decoder": ("--offsets-decoder", "consumer-offsets"),
+    "transaction_log_decoder": ("--transaction-log-decoder", "transaction-state"),
+    "cluster_metadata_decoder": ("--cluster-metadata-decoder", "cluster-metadata"),
+    "remote_log_metadata_decoder": ("--remote-log-metadata-decoder", None),
+    "share_group_state_decoder": ("--share-group-state-decoder", None),
+}
+# kafka-dump-log.sh's default --key-decoder-class / --value-decoder-class (old and new names)
+_STRING_DECODERS = frozenset(
+    {
+        "org.apache.kafka.tools.api.StringDecoder",
+        "kafka.serializer.StringDecoder",
+        "kafka.tools.StringDecoder",
+        "StringDecoder",
+    }
+)
+
+
+def kafka_dump_log_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The option names of kafka-dump-log.sh (Kafka's DumpLogSegments) that klogtool's own do
+    not already spell alike (--deep-iteration, --max-bytes, --index-sanity-check,
+    --verify-index-only), hidden, handed to the command as klogtool's options: a script
+    written for kafka-dump-log.sh keeps working. What has no equivalent is accepted and noted
+    on stderr (``notes``)."""
+
+    @functools.wraps(f)
+    def command(
+        *args: Any,
+        files: tuple[str, ...],
+        print_data_log: bool,
+        key_decoder_class: str | None,
+        value_decoder_class: str | None,
+        max_message_size: int | None,
+        skip_record_metadata: bool,
+        **kwargs: Any,
+    ) -> Any:
+        notes: list[str] = []
+        flags = {k: kwargs.pop(k) for k in _KAFKA_DECODER_FLAGS}
+        paths = kwargs["paths"] + tuple(p for v in files for p in v.split(",") if p)
+        if not paths:
+            raise click.UsageError("Missing argument 'PATH...'.")
+        kwargs["paths"] = paths
+        # kafka-dump-log.sh: any decoder option prints the payloads, and prints them alone
+        # with --skip-record-metadata
+        kwargs["print_data"] = (
+            kwargs["print_data"]
+            or print_data_log
+            or skip_record_metadata
+            or any(flags.values())
+            or key_decoder_class is not None
+            or value_decoder_class is not None
+        )
+        given = [name for name, on in flags.items() if on]
+        if len(given) > 1:
+            names = " and ".join(_KAFKA_DECODER_FLAGS[n][0] for n in given)
+            raise click.UsageError(f"{names} exclude each other")
+        if given:
+            flag, decoder = _KAFKA_DECODER_FLAGS[given[0]]
+            if decoder is None:
+                notes.append(
+                    f"{flag}: klogtool has no decoder for these records; their payloads are "
+                    "shown as bytes (--key-decoder, --value-decoder)"
+                )
+            elif kwargs["decoder"] not in ("auto", decoder):
+                raise click.UsageError(f"{flag} contradicts --decoder {kwargs['decoder']}")
+            else:
+                kwargs["decoder"] = decoder
+        for flag, cls, name in (
+            ("--key-decoder-class", key_decoder_class, "key_decoder"),
+            ("--value-decoder-class", value_decoder_class, "value_decoder"),
+        ):
+            if cls is None or kwargs[name] is not None:
+                continue  # klogtool's own --key-decoder / --value-decoder wins
+            if cls in _STRING_DECODERS:
+                kwargs[name] = "utf8"
+            else:
+                notes.append(
+                    f"{flag} {cls}: klogtool loads no decoder classes; shown as UTF-8 text "
+                    f"(--{name.replace('_', '-')} utf8|base64|hex|json)"
+                )
+                kwargs[name] = "utf8"
+        if max_message_size is not None:
+            notes.append(
+                "--max-message-size: ignored, klogtool reads batches of any size "
+                "(--max-batch-bytes bounds their decompression)"
+            )
+        return f(*args, payloads_only=skip_record_metadata, notes=notes, **kwargs)
+
+    hidden: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
+        click.option("--files", multiple=True, metavar="FILE,...", hidden=True),
+        click.option("--print-data-log", is_flag=True, hidden=True),
+        *(
+            click.option(flag, name, is_flag=True, hidden=True)
+            for name, (flag, _) in _KAFKA_DECODER_FLAGS.items()
+        ),
+        # an optional class name: without one, kafka-dump-log.sh's StringDecoder
+        click.option(
+            "--key-decoder-class",
+            is_flag=False,
+            flag_value="org.apache.kafka.tools.api.StringDecoder",
+            default=None,
+            hidden=True,
+        ),
+        click.option(
+            "--value-decoder-class",
+            is_flag=False,
+            flag_value="org.apache.kafka.tools.api.StringDecoder",
+            default=None,
+            hidden=True,
+        ),
+        click.option("--max-message-size", type=int, default=None, hidden=True),
+        click.option("--skip-record-metadata", is_flag=True, hidden=True),
+    ]
+    for option in reversed(hidden):
+        command = option(command)
+    return command
+
+
 @click.command("dump-segments")
-@paths_argument
+@click.argument("paths", nargs=-1, metavar="PATH...")  # or kafka-dump-log.sh's --files
 @click.option(
     "--deep-iteration", "deep", is_flag=True, help="Decode every record, not only batch headers."
 )
@@ -75,6 +196,7 @@ if TYPE_CHECKING:
 @format_option("kafka")
 @max_batch_bytes_option
 @sized_jobs_option("Threads rendering the records of --deep-iteration (native engine)")
+@kafka_dump_log_options
 @click.pass_obj
 def command(
     settings: Settings,
@@ -92,6 +214,8 @@ def command(
     fmt: str,
     max_batch_bytes: int,
     jobs: int | None,
+    payloads_only: bool,
+    notes: list[str],
 ) -> None:
     """Print the contents of Kafka log files: batches by default, records with
     --deep-iteration, payloads with --print-data.
@@ -103,15 +227,27 @@ def command(
     Exit status: 0 when everything was dumped; 1 when the dump met errors in the data
     (records that do not decode, a CRC mismatch, a torn or corrupt tail: everything readable
     was printed, and the errors are in the output); 3 when an input is not a Kafka file.
+
+    kafka-dump-log.sh's options are accepted too, for scripts written for it: --files F1,F2
+    (the PATHs), --print-data-log (--print-data), --offsets-decoder,
+    --transaction-log-decoder and --cluster-metadata-decoder (--decoder), --key-decoder-class
+    and --value-decoder-class (their StringDecoder: utf8), --skip-record-metadata (payloads
+    only), --max-message-size and the decoders klogtool lacks (ignored, with a note).
     """
     log_bytes = total_log_bytes(list(paths))
     default = "base64" if fmt in ("json", "jsonl") else "utf8"
     kd = key_decoder or default
     out = settings.output("text" if fmt == "kafka" else fmt)
+    for note in notes:
+        out.warn(note)
+    if payloads_only and fmt in ("json", "jsonl"):
+        out.warn("--skip-record-metadata: record objects keep all their fields in " + fmt)
     # kafka-dump-log.sh prints payloads raw; on a terminal their control characters would drive
     # it and CR/LF forge record lines, so KafkaRenderer escapes them there (a pipe keeps the
     # exact bytes) and the native renderer, which cannot, is not used
     native_render = fmt in ("jsonl", "text") or (fmt == "kafka" and not out.data_is_terminal)
+    # --skip-record-metadata: the payloads alone, from the record objects
+    native_render = native_render and not payloads_only
     opts = DumpOptions(
         deep=deep or print_data,
         print_data=print_data,
@@ -129,13 +265,13 @@ def command(
         threads=jobs_for(jobs, log_bytes),
     )
     first_bad: Obj | None = None
-    renderer = KafkaRenderer(out) if fmt == "kafka" else None
+    renderer = KafkaRenderer(out, payloads_only) if fmt == "kafka" else None
     # a bar only when the dump goes to a file or a pipe: on a terminal the lines are the progress
     total = 0 if out.data_is_terminal else log_bytes
     with out.progress(total, "dumping") as advance:
         dumper = Dumper(list(paths), opts, progress=advance)
         for obj in dumper.objects():
-            first_bad = _show(obj, out, fmt, renderer, first_bad)
+            first_bad = _show(obj, out, fmt, renderer, first_bad, payloads_only)
     if renderer is not None:
         renderer.finish()
     out.close()
@@ -154,7 +290,12 @@ def command(
 
 
 def _show(
-    obj: Obj, out: Output, fmt: str, renderer: KafkaRenderer | None, first_bad: Obj | None
+    obj: Obj,
+    out: Output,
+    fmt: str,
+    renderer: KafkaRenderer | None,
+    first_bad: Obj | None,
+    payloads_only: bool = False,
 ) -> Obj | None:
     """Render one dump object; returns the first not-a-log finding seen so far."""
     if obj["type"] == "finding" and obj["code"] == Code.NOT_A_LOG:
@@ -163,6 +304,10 @@ def _show(
             return first_bad  # said once, as the one-line error at the end
     if renderer is not None:
         renderer.render(obj)
+    elif payloads_only and fmt == "text" and obj["type"] == "record":
+        if "control" not in obj:  # as kafka-dump-log.sh, control records are left out
+            line = f"  key: {_payload(obj.get('key'))}  value: {_payload(obj.get('value'))}"
+            out.line(line.translate(TERMINAL_ESCAPES))
     elif obj["type"] == "lines":
         out.write_lines(obj["text"])
     elif not (obj["type"] == "summary" and fmt == "text"):  # text: counts go to stderr (-v)
@@ -181,8 +326,9 @@ def _bool(v: bool | None) -> str:
 class KafkaRenderer:
     """kafka-dump-log.sh's exact stdout lines and end-of-run stderr blocks (kafka-spec §9.2)."""
 
-    def __init__(self, out: Output):
+    def __init__(self, out: Output, payloads_only: bool = False):
         self.out = out
+        self.payloads_only = payloads_only  # --skip-record-metadata
         self.path = ""
         self.abs_path = ""
         self.kind = ""
@@ -262,6 +408,9 @@ class KafkaRenderer:
         if self.last_record_offset != -1 and offset != self.last_record_offset + 1:
             self.non_consecutive[self.abs_path].append((self.last_record_offset, offset))
         self.last_record_offset = offset
+        if self.payloads_only:
+            self._payloads(r)
+            return
         line = (
             f"| offset: {offset} {self.ts_type}: {r['timestamp']} keySize: {r['key_size']} "
             f"valueSize: {r['value_size']}"
@@ -279,6 +428,18 @@ class KafkaRenderer:
                 line += f" key: {_text(r['key'])}"
             if r.get("value") is not None:
                 line += f" payload: {_text(r['value'])}"
+        self.out.line(line.translate(self.escapes))
+
+    def _payloads(self, r: Obj) -> None:
+        """kafka-dump-log.sh --skip-record-metadata: ``| key: K payload: V``, or an empty
+        line (a control record, a record without key and value)."""
+        parts = []
+        if r.get("control") is None:
+            if r.get("key") is not None:
+                parts.append(f"key: {_text(r['key'])}")
+            if r.get("value") is not None:
+                parts.append(f"payload: {_text(r['value'])}")
+        line = "| " + " ".join(parts) if parts else ""
         self.out.line(line.translate(self.escapes))
 
     def _index_entry(self, e: Obj) -> None:
@@ -357,6 +518,10 @@ class KafkaRenderer:
 
 def _text(v: Any) -> str:
     return v if isinstance(v, str) else to_json(v)
+
+
+def _payload(v: Any) -> str:
+    return "null" if v is None else _text(v)
 
 
 _CONTROL_JSON_NAMES = {
