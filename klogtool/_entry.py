@@ -8,7 +8,7 @@ INTERRUPTED = "klogtool: interrupted\n"
 
 
 def main() -> None:
-    code: object = 130
+    code: str | int | None = 130
     try:
         try:
             from klogtool.cli import main as run

@@ -18,7 +18,6 @@ from klogtool.log.findings import Finding
 from klogtool.log.txnreplay import TxnReplay
 
 
-
 def _key(f: Finding) -> tuple[object, ...]:
     return (f.severity, f.code, f.path, f.position, f.offset, f.message)
 

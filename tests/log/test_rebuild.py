@@ -284,7 +284,9 @@ def test_a_crc_mismatch_is_one_finding_wherever_the_batch_is(tmp_path: Path, dam
     part = tmp_path / "t-0"
     part.mkdir()
     batches = [
-        bytearray(encode_batch([Record(o, 1_700_000_000_000 + o, b"k", b"v") for o in range(b, b + 200)]))
+        bytearray(
+            encode_batch([Record(o, 1_700_000_000_000 + o, b"k", b"v") for o in range(b, b + 200)])
+        )
         for b in (0, 200, 400)
     ]
     batches[damaged][-1] ^= 1
