@@ -464,6 +464,8 @@ def compare_lines(
 class _Captured:
     """Stands in for klogtool.output.Output: keeps what a renderer writes."""
 
+    data_is_terminal = False  # a pipe: kafka-dump-log.sh's bytes
+
     def __init__(self) -> None:
         self.parts: list[str] = []
 

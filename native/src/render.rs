@@ -272,16 +272,26 @@ pub struct TextLines {
     refused: bool,
 }
 
-/// Append `s` with C0 controls but tab, and DEL, shown as `\xNN` (`render_text`'s escapes).
+/// Append `s` with C0 controls but tab, and DEL, shown as `\xNN`, and C1 controls (U+0080 to
+/// U+009F, a CSI among them) as `\u00NN` (`render_text`'s escapes).
 fn escaped(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        if (b < 0x20 && b != b'\t') || b == 0x7f {
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let c1 = b == 0xc2 && matches!(bytes.get(i + 1), Some(0x80..=0x9f));
+        if (b < 0x20 && b != b'\t') || b == 0x7f || c1 {
             out.extend_from_slice(&bytes[start..i]);
-            out.extend_from_slice(format!("\\x{b:02x}").as_bytes());
+            if c1 {
+                out.extend_from_slice(format!("\\u{:04x}", bytes[i + 1]).as_bytes());
+                i += 1;
+            } else {
+                out.extend_from_slice(format!("\\x{b:02x}").as_bytes());
+            }
             start = i + 1;
         }
+        i += 1;
     }
     out.extend_from_slice(&bytes[start..]);
 }
