@@ -295,6 +295,9 @@ def render_records(
     return result
 
 
+WHOLE = (0, 1 << 62)  # a window of RecordColumns.add: every record of the batch
+
+
 class RecordColumns:
     """Record columns of many v2 batches and v0/v1 wrappers, built by the native engine in
     Arrow's layout."""
@@ -303,20 +306,28 @@ class RecordColumns:
         self._columns = native.Columns(max_batch_bytes)
         self._max_batch_bytes = max_batch_bytes
 
-    def add(self, data: memoryview, index: int, where: str) -> int | None:
-        """Append a whole v2 batch's records as batch number ``index`` (of the caller's own
-        list): their number, or None (nothing added) to read this batch with the python
-        engine."""
-        n: int | None = _call(where, self._columns.add, data, index)
+    def add(
+        self, data: memoryview, index: int, where: str, window: tuple[int, int] = WHOLE
+    ) -> tuple[int, int] | None:
+        """Append records ``skip .. skip + limit`` (``window``) of a v2 batch as batch number
+        ``index`` (of the caller's own list), the whole batch checked: (rows appended, records
+        in the batch), or None (nothing added) to read this batch with the python engine."""
+        n: tuple[int, int] | None = _call(where, self._columns.add, data, index, *window)
         return n
 
     def add_legacy(
-        self, raw: bytes | memoryview, wrapper: NativeWrapper, index: int, where: str
-    ) -> int | None:
-        """Append the records of a v0/v1 wrapper's decompressed inner set as batch number
-        ``index``: their number, or None (nothing added; also when a record's CRC fails) to
-        read it with the python engine."""
-        n: int | None = _call(where, self._columns.add_legacy, raw, *wrapper, index)
+        self,
+        raw: bytes | memoryview,
+        wrapper: NativeWrapper,
+        index: int,
+        where: str,
+        window: tuple[int, int] = WHOLE,
+    ) -> tuple[int, int] | None:
+        """As :meth:`add`, for the decompressed inner set of a v0/v1 wrapper (None also when a
+        record's CRC fails)."""
+        n: tuple[int, int] | None = _call(
+            where, self._columns.add_legacy, raw, *wrapper, index, *window
+        )
         return n
 
     @property

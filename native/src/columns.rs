@@ -153,6 +153,11 @@ pub struct Columns {
     max_batch_bytes: usize,
     /// A v0/v1 record of the batch being added failed its CRC (the reference reports it).
     bad_crc: bool,
+    /// The window of the batch's records appended (`skip..stop`), so that a batch of millions
+    /// of tiny records becomes rows a window at a time; `seen` counts the batch's records.
+    skip: usize,
+    stop: usize,
+    seen: usize,
 }
 
 impl Columns {
@@ -200,6 +205,9 @@ impl Columns {
             batch: 0,
             max_batch_bytes,
             bad_crc: false,
+            skip: 0,
+            stop: usize::MAX,
+            seen: 0,
         }
     }
 
@@ -219,38 +227,47 @@ impl Columns {
             + self.header_values.data.len()
     }
 
-    /// Append the records of one whole batch as batch number `index`; `None` (and nothing
-    /// appended) when the reference must read it.
-    pub fn add(&mut self, batch_bytes: &[u8], index: i32) -> Option<usize> {
+    /// Append the records `window.0 .. window.0 + window.1` of one batch as batch number
+    /// `index` (the whole batch is decoded and checked each time): (rows appended, records in
+    /// the batch); `None` (and nothing appended) when the reference must read it.
+    pub fn add(
+        &mut self,
+        batch_bytes: &[u8],
+        index: i32,
+        window: (usize, usize),
+    ) -> Option<(usize, usize)> {
         let most = batch_bytes.len().max(self.max_batch_bytes);
         let max_batch_bytes = self.max_batch_bytes;
-        self.add_from(index, most, |c| {
+        self.add_from(index, most, window, |c| {
             batch::decode(batch_bytes, max_batch_bytes, c).map(|_| ())
         })
     }
 
-    /// Append the records of a v0/v1 wrapper's decompressed inner set as batch number `index`;
-    /// `None` (and nothing appended) when the reference must read it, or a record's CRC fails.
+    /// As [`Columns::add`], for a v0/v1 wrapper's decompressed inner set; also `None` when a
+    /// record's CRC fails.
     pub fn add_legacy(
         &mut self,
         raw: &[u8],
         wrapper: &legacy::Wrapper,
         index: i32,
-    ) -> Option<usize> {
-        self.add_from(index, raw.len(), |c| {
+        window: (usize, usize),
+    ) -> Option<(usize, usize)> {
+        self.add_from(index, raw.len(), window, |c| {
             c.bad_crc = false;
             legacy::decode(raw, wrapper, c)?;
             (!c.bad_crc).then_some(())
         })
     }
 
-    /// Append what `decode` adds, at most `most` payload bytes, or roll it all back.
+    /// Append what `decode` adds in `window`, at most `most` payload bytes, or roll it all
+    /// back.
     fn add_from(
         &mut self,
         index: i32,
         most: usize,
+        (skip, limit): (usize, usize),
         decode: impl FnOnce(&mut Self) -> Option<()>,
-    ) -> Option<usize> {
+    ) -> Option<(usize, usize)> {
         // Offsets are 32-bit: a batch could at most add its decompressed size.
         let room = (i32::MAX as usize).checked_sub(self.payload_bytes())?;
         if most > room {
@@ -265,8 +282,11 @@ impl Columns {
             self.header_validity.nulls,
         );
         self.batch = index;
+        self.skip = skip;
+        self.stop = skip.saturating_add(limit);
+        self.seen = 0;
         if decode(self).is_some() {
-            return Some(self.len() - before);
+            return Some((self.len() - before, self.seen));
         }
         self.offsets.truncate(before);
         self.timestamps.truncate(before);
@@ -285,6 +305,11 @@ impl Columns {
 impl Sink for Columns {
     fn record(&mut self, r: &Record<'_>) {
         self.bad_crc |= matches!(r.crc, Some((_, false)));
+        let i = self.seen;
+        self.seen += 1;
+        if i < self.skip || i >= self.stop {
+            return;
+        }
         self.offsets.push(r.offset);
         self.timestamps.push(r.timestamp);
         self.sequences.push(r.sequence);

@@ -363,22 +363,26 @@ impl Columns {
         }
     }
 
-    /// Append a whole v2 batch's records as batch number `index`: the number of records, or
-    /// None (nothing appended) when the Python engine must read this batch.
+    /// Append records `skip .. skip + limit` of a v2 batch as batch number `index`: (rows
+    /// appended, records in the batch), or None (nothing appended) when the Python engine
+    /// must read this batch.
     fn add(
         &mut self,
         py: Python<'_>,
         batch: &Bound<'_, PyAny>,
         index: i32,
-    ) -> PyResult<Option<usize>> {
+        skip: usize,
+        limit: usize,
+    ) -> PyResult<Option<(usize, usize)>> {
         let bytes = Bytes::get(batch)?;
         let data = bytes.as_slice();
         let inner = &mut self.inner;
-        Ok(py.detach(|| inner.add(data, index)))
+        Ok(py.detach(|| inner.add(data, index, (skip, limit))))
     }
 
-    /// Append a v0/v1 wrapper's decompressed inner set as batch number `index`: the number
-    /// of records, or None (nothing appended; a record's CRC failing is one reason).
+    /// As `add`, for a v0/v1 wrapper's decompressed inner set (None also when a record's CRC
+    /// fails).
+    #[allow(clippy::too_many_arguments)]
     fn add_legacy(
         &mut self,
         py: Python<'_>,
@@ -387,12 +391,14 @@ impl Columns {
         shift: i64,
         fixed_timestamp: Option<i64>,
         index: i32,
-    ) -> PyResult<Option<usize>> {
+        skip: usize,
+        limit: usize,
+    ) -> PyResult<Option<(usize, usize)>> {
         let bytes = Bytes::get(raw)?;
         let data = bytes.as_slice();
         let w = wrapper(magic, shift, fixed_timestamp);
         let inner = &mut self.inner;
-        Ok(py.detach(|| inner.add_legacy(data, &w, index)))
+        Ok(py.detach(|| inner.add_legacy(data, &w, index, (skip, limit))))
     }
 
     fn __len__(&self) -> usize {

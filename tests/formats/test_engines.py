@@ -276,7 +276,7 @@ def test_columns_move_to_arrow_without_a_copy() -> None:
     batch = v2.encode_batch(records, base_offset=0, compression=codecs.NONE)
     builder = engine.record_columns(1 << 20)
     assert builder is not None
-    assert builder.add(memoryview(batch), 0, "test") == 50
+    assert builder.add(memoryview(batch), 0, "test") == (50, 50)
     cols = builder.take()
     data = cols["value_data"]
     assert not isinstance(data, bytes)  # the engine's own memory, not copied into a bytes
@@ -289,7 +289,7 @@ def test_columns_move_to_arrow_without_a_copy() -> None:
     del cols, data, view
     assert wrapped.to_pybytes() == b"v" * 5000  # kept alive by Arrow's reference
     assert len(builder.take()["value_data"]) == 0  # emptied
-    assert builder.add(memoryview(batch), 1, "test") == 50  # and refilled from offset 0
+    assert builder.add(memoryview(batch), 1, "test") == (50, 50)  # and refilled from offset 0
     again = builder.take()
     assert bytes(again["value_offsets"])[:8] == bytes(4) + (100).to_bytes(4, "little")
 
@@ -346,7 +346,7 @@ def test_a_dropped_column_buffer_is_reused_for_the_next_rows() -> None:
     assert builder is not None
 
     def chunk() -> tuple[dict, int]:
-        assert builder.add(batch, 0, "test") == 100
+        assert builder.add(batch, 0, "test") == (100, 100)
         cols = builder.take()
         return cols, pa.py_buffer(cols["value_data"]).address
 

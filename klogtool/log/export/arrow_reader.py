@@ -36,7 +36,7 @@ import base64
 import json
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, chain, islice
 from typing import TYPE_CHECKING, Any
 
 from klogtool.codes import Code
@@ -377,9 +377,7 @@ class _RangeReader:
             if opts.level == "batches":
                 self.pending.batch_rows.append(self._batch_row(batch, opts.verify or None))
             elif not (self.native is not None and (yield from self._native(batch))):
-                recs = yield from self._python_records(batch)
-                if recs:
-                    self._add(batch, recs)
+                yield from self._python(batch)
             if self.pending.full:
                 yield from self._flush()
         res = scanner.result
@@ -412,22 +410,59 @@ class _RangeReader:
         return lo, hi, None if min_ts_us is None else min_ts_us // 1000
 
     def _native(self, batch: Batch) -> Generator[pa.RecordBatch, None, bool]:
-        """Add a batch's records through the native engine; False: read it in Python."""
+        """Add a batch's records through the native engine, BATCH_ROWS at a time (a batch of
+        millions of tiny records never becomes millions of rows at once); False: read it in
+        Python."""
         source = batch.native_input(self.opts.max_batch_bytes)
         if source is None:
             return False
         if self.pending.records:  # keep an Arrow batch to rows of one engine
             yield from self._flush()
-        return self._add_native(batch, *source)
+        skip = 0
+        while True:
+            total = self._add_native(batch, *source, (skip, BATCH_ROWS))
+            if total is None:
+                return skip == 0  # the same bytes decode the same way: only on the first
+            skip += BATCH_ROWS
+            if skip >= total:
+                return True
+            yield from self._flush()
 
-    def _python_records(self, batch: Batch) -> Generator[pa.RecordBatch, None, list[Record]]:
-        """The records of ``batch`` that ``where`` keeps, decoded in Python and checked (a
-        problem, reported as ``on_corrupt`` says, gives no records)."""
+    def _python(self, batch: Batch) -> Iterator[pa.RecordBatch]:
+        """Add the records of ``batch`` that ``where`` keeps, decoded in Python and checked (a
+        problem, reported as ``on_corrupt`` says, gives no records). A batch of more than
+        BATCH_ROWS records is checked whole, then read again BATCH_ROWS at a time: a batch of
+        millions of tiny records never becomes millions of objects at once."""
         opts = self.opts
         if self.pending.native_rows:
             yield from self._flush()
+        recs = yield from self._python_records(batch)
+        if recs is None:
+            return
+        rest: Iterator[Record] = iter(())
+        if len(recs) == BATCH_ROWS:
+            rest = islice(batch.records(opts.max_batch_bytes), BATCH_ROWS, None)
+        where = self.where if self.where is not None and self.where.record_level else None
+        while recs:
+            kept = recs if where is None else [r for r in recs if where.matches(r)]
+            if kept:
+                self._add(batch, kept)
+            recs = list(islice(rest, BATCH_ROWS))
+            if recs and self.pending.full:
+                yield from self._flush()
+
+    def _python_records(self, batch: Batch) -> Generator[pa.RecordBatch, None, list[Record] | None]:
+        """The first BATCH_ROWS records of ``batch``, every record checked (the rest are
+        decoded and dropped); None after a problem."""
+        opts = self.opts
+        inner_crcs = opts.verify and batch.magic < 2 and batch.compression != codecs.NONE
+        bad: Record | None = None
         try:
-            recs = list(batch.records(opts.max_batch_bytes))
+            it = batch.records(opts.max_batch_bytes)
+            recs = list(islice(it, BATCH_ROWS))
+            for r in chain(recs, it):  # the rest are decoded (to find a problem), not kept
+                if inner_crcs and bad is None and r.crc_valid is False:
+                    bad = r
         except FormatError as e:
             yield from self._problem(
                 e.position if e.position is not None else batch.position,
@@ -436,20 +471,16 @@ class _RangeReader:
                 f"records cannot be decoded: {e}",
                 batch,
             )
-            return []
-        if opts.verify and batch.magic < 2 and batch.compression != codecs.NONE:
-            bad = next((r for r in recs if r.crc_valid is False), None)
-            if bad is not None:
-                yield from self._problem(
-                    batch.position,
-                    bad.offset,
-                    Code.INNER_CRC_MISMATCH,
-                    f"message at offset {bad.offset} inside the wrapper has a bad CRC",
-                    batch,
-                )
-                return []
-        if self.where is not None and self.where.record_level:
-            recs = [r for r in recs if self.where.matches(r)]
+            return None
+        if bad is not None:
+            yield from self._problem(
+                batch.position,
+                bad.offset,
+                Code.INNER_CRC_MISMATCH,
+                f"message at offset {bad.offset} inside the wrapper has a bad CRC",
+                batch,
+            )
+            return None
         return recs
 
     def _scan_end(self, res: Any) -> Iterator[pa.RecordBatch]:
@@ -505,24 +536,29 @@ class _RangeReader:
         return row
 
     def _add_native(
-        self, batch: Batch, data: memoryview | bytes, wrapper: NativeWrapper | None
-    ) -> bool:
-        """Add what the native engine reads of ``batch`` (see ``Batch.native_input``);
-        False: read it in Python."""
+        self,
+        batch: Batch,
+        data: memoryview | bytes,
+        wrapper: NativeWrapper | None,
+        window: tuple[int, int],
+    ) -> int | None:
+        """Add the ``window`` of records that the native engine reads of ``batch`` (see
+        ``Batch.native_input``): the batch's record count, or None: read it in Python."""
         p = self.pending
         assert self.native is not None
         where = f"{self.rng.path}:{batch.position}"
         if wrapper is None:
-            n = self.native.add(memoryview(data), len(p.batches), where)
+            got = self.native.add(memoryview(data), len(p.batches), where, window)
         else:
-            n = self.native.add_legacy(data, wrapper, len(p.batches), where)
-        if n is None:
-            return False
+            got = self.native.add_legacy(data, wrapper, len(p.batches), where, window)
+        if got is None:
+            return None
+        n, total = got
         if n:
             p.batches.append(self._batch_fields(batch))
             p.native_rows += n
             p.payload_bytes = self.native.payload_bytes
-        return True
+        return total
 
     def _add(self, batch: Batch, recs: list[Record]) -> None:
         if not recs:

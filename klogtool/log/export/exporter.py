@@ -217,9 +217,14 @@ def _json_default(obj: object) -> object:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
+JSONL_ROWS = 4096  # rows made Python objects at a time (about 1 KB each)
+
+
 def jsonl_lines(batch: pa.RecordBatch) -> Iterator[str]:
-    for row in jsonl_table(batch).to_pylist():
-        yield json.dumps(row, ensure_ascii=False, separators=(",", ":"), default=_json_default)
+    table = jsonl_table(batch)
+    for start in range(0, table.num_rows, JSONL_ROWS):
+        for row in table.slice(start, JSONL_ROWS).to_pylist():
+            yield json.dumps(row, ensure_ascii=False, separators=(",", ":"), default=_json_default)
 
 
 @dataclass(frozen=True)
