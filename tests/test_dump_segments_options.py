@@ -182,3 +182,68 @@ def test_kafka_dump_log_command_lines_that_were_already_klogtools() -> None:
     _same(["--files", TXN0_INDEX, "--verify-index-only"], [TXN0_INDEX, "--verify-index-only"])
     code, out, _ = run("dump-segments", "--format", "kafka", "--files", TXN0, "--max-bytes", "300")
     assert out.count("baseOffset: ") == 2  # 110 + 110 bytes; the third ends at 330
+
+
+# -- the text format of index, snapshot and checkpoint entries ------------------------------------
+def test_index_and_checkpoint_entries_are_text_not_field_labels(tmp_path: Path) -> None:
+    code, out, _ = run("dump-segments", "logdir/txn-0", "logdir/meta.properties",
+                       "logdir/recovery-point-offset-checkpoint")  # fmt: skip
+    assert code == 0
+    lines = out.splitlines()
+    for want in (
+        "  offset 5 → position 220",
+        "  timestamp 1700000000500 (2023-11-14T22:13:20.500Z) → offset 5",
+        "  aborted transaction of producer 2001: offsets 4..8, last stable offset 2 (version 0)",
+        "  producer 2001 epoch 1  last batch offsets 6..7 seq 2..3  last write "
+        "1700000000800 (2023-11-14T22:13:20.800Z)  coordinator epoch 7",
+        "  producer 3000 epoch 1  last batch offsets 13..14 seq 4..5  last write "
+        "1700000001400 (2023-11-14T22:13:21.400Z)",
+        "  leader epoch 4 from offset 0",
+        "  topic id _ERnhxmqthSe0EaexTNtVg  (version 0)",
+        "  version 1  cluster id oOHjVq120XpMEh85uDP4-g  node id 1  directory id "
+        "j_artrCY6eXAd0BUgGVADQ",
+        "  txn-0  offset 15",
+    ):
+        assert want in lines, want
+    # no line is a type name with field labels (index_entry offset: 5 position: 220)
+    for label in ("_entry", "_metadata", "meta_properties", "offset: ", "position: ", "_id: "):
+        assert not [ln for ln in lines if ln.startswith("  ") and label in ln]
+    (tmp_path / "quorum-state").write_text(
+        '{"clusterId":"","leaderId":1,"leaderEpoch":5,"votedId":-1,"appliedOffset":0,'
+        '"currentVoters":[{"voterId":1}],"data_version":0}'
+    )
+    (tmp_path / ".kafka_cleanshutdown").write_text('{"version":0,"brokerEpoch":123}')
+    code, out, _ = run("dump-segments", "quorum-state", ".kafka_cleanshutdown", cwd=tmp_path)
+    assert out.splitlines()[1::2] == [
+        "  leader id 1  leader epoch 5  voted id -1  applied offset 0  current voters "
+        '[{"voterId":1}]  data version 0',
+        "  version 0  broker epoch 123",
+    ]
+
+
+def test_sanity_check_says_passed_also_for_an_empty_index(tmp_path: Path) -> None:
+    part = tmp_path / "t-0"
+    part.mkdir()
+    for name in ("00000000000000000000.index", "00000000000000000000.timeindex"):
+        (part / name).write_bytes(b"")
+    index, timeindex = "t-0/00000000000000000000.index", "t-0/00000000000000000000.timeindex"
+    code, out, _ = run("dump-segments", "--index-sanity-check", index, timeindex, cwd=tmp_path)
+    assert code == 0
+    assert out.splitlines()[1::2] == ["  sanity check: passed"] * 2
+    code, out, _ = run("dump-segments", "--index-sanity-check", "--format", "jsonl", index,
+                       cwd=tmp_path)  # fmt: skip
+    assert [o for o in jsonl(out) if o["type"] == "sanity_check"] == [
+        {"type": "sanity_check", "path": index, "passed": True}
+    ]
+    # kafka-dump-log.sh checks no empty offset index: it says so, and only that
+    code, out, _ = run("dump-segments", "--index-sanity-check", "--format", "kafka", index,
+                       timeindex, cwd=tmp_path)  # fmt: skip
+    assert out.splitlines() == [
+        f"Dumping {index}",
+        f"{index} is empty.",
+        f"Dumping {timeindex}",
+        f"{timeindex} passed sanity check.",
+    ]
+    # a full index too
+    code, out, _ = run("dump-segments", "--index-sanity-check", TXN0_INDEX)
+    assert out.splitlines()[1:] == ["  sanity check: passed"]

@@ -24,7 +24,7 @@ from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.log import layout
 from klogtool.log.files import STDIN_KINDS, total_log_bytes
 from klogtool.log.read.dumper import Dumper, DumpOptions, Obj
-from klogtool.output import TERMINAL_ESCAPES, Output, to_json
+from klogtool.output import TERMINAL_ESCAPES, Output, to_json, with_iso
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings
@@ -304,6 +304,8 @@ def _show(
             return first_bad  # said once, as the one-line error at the end
     if renderer is not None:
         renderer.render(obj)
+    elif fmt == "text" and obj["type"] in ENTRY_TEXT:
+        out.line(ENTRY_TEXT[obj["type"]](obj).translate(TERMINAL_ESCAPES))
     elif payloads_only and fmt == "text" and obj["type"] == "record":
         if "control" not in obj:  # as kafka-dump-log.sh, control records are left out
             line = f"  key: {_payload(obj.get('key'))}  value: {_payload(obj.get('value'))}"
@@ -321,6 +323,9 @@ def _opt_long(v: int | None) -> str:
 
 def _bool(v: bool | None) -> str:
     return "true" if v else "false"
+
+
+EMPTY_INDEX = "empty-index"  # KafkaRenderer.kind of an offset index under 8 bytes
 
 
 class KafkaRenderer:
@@ -367,7 +372,9 @@ class KafkaRenderer:
                 offset, _, epoch = name.split(".", 1)[0].partition("-")
                 out.line(f"Snapshot end offset: {int(offset)}, epoch: {int(epoch)}")
         elif self.kind == layout.INDEX and obj["size"] < 8:
+            # and nothing more: kafka-dump-log.sh checks no sanity of an empty index
             out.line(f"{self.path} is empty.")
+            self.kind = EMPTY_INDEX
         elif self.kind not in (layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX, layout.SNAPSHOT):
             self.out.stderr_line(f"Ignoring unknown file {self.path}")
             self.kind = layout.UNKNOWN
@@ -470,7 +477,8 @@ class KafkaRenderer:
         self.out.line(line)
 
     def _sanity_check(self, e: Obj) -> None:
-        self.out.line(f"{self.path} passed sanity check.")
+        if self.kind != EMPTY_INDEX:
+            self.out.line(f"{self.path} passed sanity check.")
 
     def _finding(self, f: Obj) -> None:
         code = f["code"]
@@ -522,6 +530,84 @@ def _text(v: Any) -> str:
 
 def _payload(v: Any) -> str:
     return "null" if v is None else _text(v)
+
+
+# -- the text format of index, snapshot and checkpoint entries ----------------------------------
+def _index_entry_text(e: Obj) -> str:
+    return f"  offset {e['offset']} → position {e['position']}"
+
+
+def _timeindex_entry_text(e: Obj) -> str:
+    return f"  timestamp {with_iso(e['timestamp'])} → offset {e['offset']}"
+
+
+def _txn_entry_text(e: Obj) -> str:
+    return (
+        f"  aborted transaction of producer {e['producer_id']}: offsets "
+        f"{e['first_offset']}..{e['last_offset']}, last stable offset "
+        f"{e['last_stable_offset']} (version {e['version']})"
+    )
+
+
+def _producer_entry_text(e: Obj) -> str:
+    parts = [f"  producer {e['producer_id']} epoch {e['producer_epoch']}"]
+    if e["last_offset"] >= 0:
+        first = e["last_offset"] - e["offset_delta"]
+        parts.append(
+            f"last batch offsets {first}..{e['last_offset']} "
+            f"seq {e['first_sequence']}..{e['last_sequence']}"
+        )
+    else:
+        parts.append("no batch")
+    parts.append(f"last write {with_iso(e['timestamp'])}")
+    if e["coordinator_epoch"] >= 0:
+        parts.append(f"coordinator epoch {e['coordinator_epoch']}")
+    if e["current_txn_first_offset"] >= 0:
+        parts.append(f"open transaction from offset {e['current_txn_first_offset']}")
+    return "  ".join(parts)
+
+
+def _checkpoint_entry_text(e: Obj) -> str:
+    return f"  {e['topic']}-{e['partition']}  offset {e['offset']}"
+
+
+def _epoch_entry_text(e: Obj) -> str:
+    return f"  leader epoch {e['epoch']} from offset {e['start_offset']}"
+
+
+def _partition_metadata_text(e: Obj) -> str:
+    return f"  topic id {e['topic_id']}  (version {e['version']})"
+
+
+def _fields_text(e: Obj) -> str:
+    """Every field but the type, ``name value`` (names in words), nulls and blanks left out."""
+    parts = []
+    for k, v in e.items():
+        if k == "type" or v is None or v == "":
+            continue
+        name = "".join(f" {c.lower()}" if c.isupper() else c for c in k).replace("_", " ")
+        parts.append(f"{name} {_text(v) if isinstance(v, str) else to_json(v)}")
+    return "  " + ("  ".join(parts) if parts else "(empty)")
+
+
+def _sanity_check_text(e: Obj) -> str:
+    return f"  sanity check: {'passed' if e['passed'] else 'FAILED'}"
+
+
+# dump-segments' own objects, in words (klogtool.output renders batches, records, findings)
+ENTRY_TEXT: dict[str, Callable[[Obj], str]] = {
+    "index_entry": _index_entry_text,
+    "timeindex_entry": _timeindex_entry_text,
+    "txn_entry": _txn_entry_text,
+    "producer_entry": _producer_entry_text,
+    "checkpoint_entry": _checkpoint_entry_text,
+    "epoch_entry": _epoch_entry_text,
+    "partition_metadata": _partition_metadata_text,
+    "meta_properties": _fields_text,
+    "quorum_state": _fields_text,
+    "clean_shutdown": _fields_text,
+    "sanity_check": _sanity_check_text,
+}
 
 
 _CONTROL_JSON_NAMES = {
