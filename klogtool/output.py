@@ -51,6 +51,17 @@ def _maybe_terminal(stream: TextIO, color: bool | None) -> bool:
         return False
 
 
+_BAR_MIN = 10  # the narrowest a progress bar is drawn
+
+
+def shorten_middle(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters: its start and its end, joined by ``…``."""
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 1, 2)
+    return text[: (keep + 1) // 2] + "…" + text[len(text) - keep // 2 :]
+
+
 def plural(n: int, noun: str) -> str:
     """``1 segment``, ``3 segments``, ``1,024 snapshots``."""
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
@@ -126,6 +137,8 @@ class Output:
         self._color = color
         self._progress = progress
         self._json_count = 0
+        self._live: Any = None  # the progress display being drawn on stderr, if any
+        self._pending = ""  # stdout text after the last line feed, while it is routed
 
     # Rich consoles are made when first needed: a run that draws nothing does not load Rich.
     def _console(self, **kw: Any) -> Console:
@@ -165,10 +178,46 @@ class Output:
 
     # -- data ---------------------------------------------------------------------------------
     def _write(self, text: str) -> None:
+        if self._live is not None and self._on_the_bars_screen:
+            self._through_the_bar(text)
+            return
         try:
             self.out.write(text)
         except BrokenPipeError:
             raise StdoutClosed() from None
+
+    @cached_property
+    def _on_the_bars_screen(self) -> bool:
+        """Whether stdout shows on the terminal the progress bar is drawn on (stderr's): then
+        a line written to it beside Rich's would be glued to the bar, or overwritten."""
+        if not self.data_is_terminal:
+            return False
+        try:
+            a, b = os.fstat(self.out.fileno()), os.fstat(sys.stderr.fileno())
+        except (AttributeError, OSError, ValueError):
+            return True  # a terminal forced (TTY_COMPATIBLE, --color): one screen
+        return (a.st_dev, a.st_ino, a.st_rdev) == (b.st_dev, b.st_ino, b.st_rdev)
+
+    def _through_the_bar(self, text: str) -> None:
+        """Whole lines of stdout text printed by the bar's console, which clears the bar,
+        prints them, and draws the bar again below them (the rest waits for its line feed)."""
+        from rich.text import Text
+
+        head, newline, self._pending = (self._pending + text).rpartition("\n")
+        if newline:
+            self.err.print(Text(head), soft_wrap=True)
+
+    def _flush(self) -> None:
+        try:
+            self.out.flush()
+        except BrokenPipeError:
+            raise StdoutClosed() from None
+
+    def _end_live(self) -> None:
+        self._live = None
+        if self._pending:
+            pending, self._pending = self._pending, ""
+            self._write(pending)
 
     def emit(self, obj: dict[str, Any]) -> None:
         if STRICT:  # the test suite: every object against its registered type
@@ -187,7 +236,11 @@ class Output:
         else decoded."""
         assert self.fmt in ("jsonl", "text")
         binary = getattr(self.out, "buffer", None)
-        if binary is None or not _is_utf8(getattr(self.out, "encoding", None)):
+        if (
+            binary is None
+            or not _is_utf8(getattr(self.out, "encoding", None))
+            or (self._live is not None and self._on_the_bars_screen)
+        ):
             self._write(str(data, "utf-8"))
             return
         try:
@@ -273,10 +326,12 @@ class Output:
             )
         for r in cells:
             t.add_row(*(r[i] for i in shown))
-        self.data.print(t)
+        # while a bar is drawn on the same screen, through its console (see _through_the_bar)
+        console = self.err if self._live is not None and self._on_the_bars_screen else self.data
+        console.print(t)
         dropped = [c for i, c in enumerate(columns) if i not in shown]
         if dropped:
-            self.data.print(f"(not shown at {width} columns: {', '.join(dropped)})", style="dim")
+            console.print(f"(not shown at {width} columns: {', '.join(dropped)})", style="dim")
 
     # -- diagnostics ------------------------------------------------------------------------
     def warn(self, message: str) -> None:
@@ -288,8 +343,14 @@ class Output:
             self.err.print(f"klogtool: {message}", style="dim")
 
     def stderr_line(self, message: str) -> None:
-        """Plain stderr text that is part of a format's contract (kafka-dump-log's blocks)."""
-        self.out.flush()
+        """Plain stderr text that is part of a format's contract (kafka-dump-log's blocks);
+        while a bar is drawn, through its console (which draws the bar again below it)."""
+        self._flush()
+        if self._live is not None:
+            from rich.text import Text
+
+            self.err.print(Text(message), soft_wrap=True)
+            return
         sys.stderr.write(message + "\n")
 
     @contextmanager
@@ -298,19 +359,21 @@ class Output:
         if not self.show_progress:
             yield
             return
-        with self.err.status(message):
+        with self._drawing(message), self.err.status(message):
             yield
 
     def _bar(self, *, records: bool = False) -> Any:
-        """A transient Rich progress display on stderr (byte counts, time left)."""
+        """A transient Rich progress display on stderr (byte counts, time left), one line per
+        task that fits the terminal: the bar takes the room the other columns leave, and a
+        description too long is shortened in its middle."""
         from rich.progress import (  # loaded when a bar is shown (start-up time)
             BarColumn,
             DownloadColumn,
             Progress,
             ProgressColumn,
-            TextColumn,
             TimeRemainingColumn,
         )
+        from rich.table import Column
         from rich.text import Text
 
         class RecordsColumn(ProgressColumn):
@@ -318,17 +381,37 @@ class Output:
                 n = task.fields.get("records", 0)
                 elapsed = task.elapsed or 0.0
                 rate = n / elapsed if elapsed > 0 else 0.0
-                return Text(f"{n:,} records, {rate:,.0f} records/s")
+                return Text(f"{n:,} records, {rate:,.0f}/s")
+
+        # the room the other columns take at most (sizes like "999.9/999.9 MB", a time left
+        # like "10:00:00", records like "1,234,567,890 records, 12,345,678/s"), one blank
+        # between columns, and at least 10 cells of bar
+        others = _BAR_MIN + 14 + 8 + 3 + (36 + 1 if records else 0)
+        limit = max(12, self.err.width - others)
+
+        class DescriptionColumn(ProgressColumn):
+            def render(self, task: Any) -> Text:
+                return Text(shorten_middle(task.description, limit))
 
         columns: list[Any] = [
-            TextColumn("{task.description}"),
-            BarColumn(),
-            DownloadColumn(),
-            TimeRemainingColumn(),
+            DescriptionColumn(table_column=Column(no_wrap=True)),
+            BarColumn(bar_width=None, table_column=Column(ratio=1, min_width=_BAR_MIN)),
+            DownloadColumn(table_column=Column(no_wrap=True, justify="right")),
+            TimeRemainingColumn(table_column=Column(no_wrap=True)),
         ]
         if records:
-            columns.append(RecordsColumn())
-        return Progress(*columns, console=self.err, transient=True)
+            columns.append(RecordsColumn(table_column=Column(no_wrap=True)))
+        return Progress(*columns, console=self.err, transient=True, expand=True)
+
+    @contextmanager
+    def _drawing(self, live: Any) -> Iterator[None]:
+        """While ``live`` (a bar or a spinner) is drawn: stdout's lines go above it."""
+        self._flush()  # what stdout holds is shown before the bar
+        self._live = live
+        try:
+            yield
+        finally:
+            self._end_live()
 
     @contextmanager
     def progress(self, total: int, description: str, *, records: bool = False) -> Iterator[Any]:
@@ -340,7 +423,7 @@ class Output:
             yield (lambda n, r=0: None) if records else (lambda n: None)
             return
         bar = self._bar(records=records)
-        with bar:
+        with self._drawing(bar), bar:
             task = bar.add_task(description, total=total, records=0)
             if not records:
                 yield lambda n: bar.advance(task, n)
@@ -362,7 +445,7 @@ class Output:
             yield lambda phase, n, total: None
             return
         bar = self._bar()
-        with bar:
+        with self._drawing(bar), bar:
             tasks: dict[str, Any] = {}
 
             def report(phase: str, n: int, total: int) -> None:

@@ -62,6 +62,10 @@ def run_on_terminal(*args: str, cwd: Path = LOGS, columns: int = 80) -> OnTermin
     env = {"NO_COLOR": "1", "COLUMNS": str(columns), "TTY_COMPATIBLE": "1", "FORCE_COLOR": None}
     try:
         with CliRunner().isolation(env=env) as (out, err, both):
+            # as on a terminal, each line is written when it ends (else stdout's buffer would
+            # keep its lines apart from stderr's until the end)
+            for stream in (sys.stdout, sys.stderr):
+                stream.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
             try:
                 main(list(args))
                 code = 0
