@@ -404,6 +404,12 @@ class Code(StrEnum):
     BAD_CONFIG = "bad-config", (F,), "a topic configuration value Kafka would reject"
     TOO_LARGE = "too-large", (F,), "a small file (a manifest) that is too large to be one"
     LOST_RESULT = "lost-result", (F,), "no result came back for a path (it changed meanwhile?)"
+    FILE_SHRANK = (
+        "file-shrank",
+        (F,),
+        "a file became shorter while it was read (another process truncated it): native/src/"
+        "guard.rs reports it",
+    )
 
     # -- writing commands ----------------------------------------------------------------------
     BROKER_LOCK_HELD = (

@@ -104,6 +104,21 @@ def native_available() -> bool:
     return _native is not None
 
 
+@contextmanager
+def watched(view: memoryview, path: str) -> Iterator[None]:
+    """While ``view``, a read-only mapping of the file ``path``, is read: if the file shrinks
+    under the read (another process truncates it), the SIGBUS of the next page past its end
+    ends the process with one line naming ``path`` and the byte position, exit status 3
+    (the native module's guard, whichever engine decodes; without the native module the
+    signal kills the process, as it does any program reading a mapped file)."""
+    slot = None if _native is None or not len(view) else _native.watch_mapping(view, path)
+    try:
+        yield
+    finally:
+        if slot is not None:
+            _native.unwatch_mapping(slot)  # type: ignore[union-attr]
+
+
 def crc32c(data: bytes | bytearray | memoryview) -> int:
     """CRC-32C (Castagnoli) of ``data``: the native engine's (the CPU's CRC instructions), or
     the crc32c package's, imported when first used (the package reads its own metadata on

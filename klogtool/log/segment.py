@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
+from klogtool.formats import engine
+
 STDIN = "-"
 
 
@@ -26,15 +28,15 @@ def mapped(path: Path | str) -> Iterator[memoryview]:
         with tempfile.TemporaryFile() as spool:
             shutil.copyfileobj(sys.stdin.buffer, spool, 1 << 20)
             spool.flush()
-            with _map_fd(spool) as view:
+            with _map_fd(spool, "-") as view:
                 yield view
         return
-    with open(path, "rb") as f, _map_fd(f) as view:
+    with open(path, "rb") as f, _map_fd(f, str(path)) as view:
         yield view
 
 
 @contextmanager
-def _map_fd(f: BinaryIO) -> Iterator[memoryview]:
+def _map_fd(f: BinaryIO, name: str) -> Iterator[memoryview]:
     size = os.fstat(f.fileno()).st_size
     if size == 0:
         yield memoryview(b"")
@@ -44,7 +46,8 @@ def _map_fd(f: BinaryIO) -> Iterator[memoryview]:
         mm.madvise(mmap.MADV_SEQUENTIAL)
     view = memoryview(mm)
     try:
-        yield view
+        with engine.watched(view, name):  # the file shrinking under the read: one line
+            yield view
     finally:
         try:
             view.release()

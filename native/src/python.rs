@@ -12,6 +12,7 @@ use crate::batch::{self, Sink};
 use crate::columns;
 use crate::compact;
 use crate::encode;
+use crate::guard;
 use crate::legacy;
 use crate::render;
 use crate::scan;
@@ -642,9 +643,34 @@ impl OffsetMap {
     }
 }
 
+/// Remember that `view` (a read-only mapping) holds the file `path`, so that a SIGBUS
+/// there (the file shrank under the read) is one line naming it and exit status 3
+/// (`guard`): a slot for `unwatch_mapping`, or None (not watched).
+#[pyfunction]
+fn watch_mapping(view: &Bound<'_, PyAny>, path: &str) -> PyResult<Option<usize>> {
+    let bytes = Bytes::get(view)?;
+    let data = bytes.as_slice();
+    if !guard::install() {
+        return Ok(None);
+    }
+    Ok(guard::watch(
+        data.as_ptr() as usize,
+        data.len(),
+        path.as_bytes(),
+    ))
+}
+
+/// Forget a mapping `watch_mapping` remembered.
+#[pyfunction]
+fn unwatch_mapping(slot: usize) {
+    guard::unwatch(slot);
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_v2, m)?)?;
+    m.add_function(wrap_pyfunction!(watch_mapping, m)?)?;
+    m.add_function(wrap_pyfunction!(unwatch_mapping, m)?)?;
     m.add_function(wrap_pyfunction!(crc32c_of, m)?)?;
     m.add_function(wrap_pyfunction!(crc_ahead, m)?)?;
     m.add_function(wrap_pyfunction!(legacy_scan, m)?)?;
