@@ -323,3 +323,17 @@ def test_jobs_on_the_real_corpus() -> None:
     one, two = (run(*args, "--jobs", j) for j in ("1", "2"))
     assert one == two and one[0] == 0
     assert json.loads(one[1].splitlines()[-1])["partitions"] >= 40
+
+
+def test_one_partition_missing_from_a_checkpoint_is_singular(tmp_path: Path) -> None:
+    logdir = tmp_path / "logdir"
+    shutil.copytree(LOGS / "logdir", logdir)
+    cp = logdir / "recovery-point-offset-checkpoint"
+    lines = cp.read_text().splitlines()
+    lines[1] = str(int(lines[1]) + 1)
+    cp.write_text("\n".join([*lines, "ghost 0 5"]) + "\n")
+    code, out, _ = run("verify", "--format", "jsonl", str(logdir), cwd=tmp_path)
+    (f,) = [o for o in jsonl(out) if o.get("code") == "checkpoint-partition-missing"]
+    assert f["message"].startswith(
+        "1 partition named in recovery-point-offset-checkpoint has no directory here (ghost-0)"
+    ), f["message"]

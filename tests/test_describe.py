@@ -45,7 +45,19 @@ def test_text_is_a_table_and_a_directory_of_log_dirs_works(tmp_path: Path) -> No
     code, out, err = run("describe", str(tmp_path / "kafka"), cwd=tmp_path)
     assert code == 0, err
     assert out.startswith("klogtool describe: 24 partitions")
-    assert "data2/v2-none-0" in out and "0..27" in out
+    # offsets 0 to 26 (inclusive, as every a..b klogtool prints), the next one to write 27
+    assert "data2/v2-none-0" in out and "0..26 (log end 27)" in out and "0..27" not in out
+
+
+def test_offset_ranges_are_inclusive_with_the_log_end_said() -> None:
+    from klogtool.commands._text import log_offsets
+
+    assert log_offsets(0, 200) == "0..199 (log end 200)"
+    assert log_offsets(5, 6) == "5..5 (log end 6)"
+    assert log_offsets(200, 200) == "empty (log end 200)"
+    assert log_offsets(0, 12345, commas=True) == "0..12,344 (log end 12,345)"
+    code, out, _ = run("describe", "logdir/txn-0")
+    assert code == 0 and "0..14 (log end 15)" in out
 
 
 def test_nothing_to_describe_is_an_error(tmp_path: Path) -> None:
@@ -81,3 +93,13 @@ def test_long_partition_names_wrap_whole_at_80_columns(tmp_path: Path) -> None:
 def column(rows: list[str], k: int) -> str:
     """The text of a boxed table's column ``k`` (1 is the first), row by row, joined."""
     return "".join(r.split("│")[k].strip() for r in rows if r.startswith("│"))
+
+
+def test_compact_and_diff_say_the_log_range_alike(tmp_path: Path) -> None:
+    part = tmp_path / "logdir" / "__transaction_state-0"
+    shutil.copytree(LOGS / "logdir" / "__transaction_state-0", part)
+    code, out, err = run("compact", "--dry-run", str(part), cwd=tmp_path)
+    assert code == 0, err
+    assert "; log 0..4 (log end 5), now " in out  # was 0..5
+    code, out, _ = run("diff", str(part), str(part), cwd=tmp_path)
+    assert "  offsets 0..4 (log end 5)  " in out

@@ -718,8 +718,8 @@ def test_a_batch_failing_its_crc_is_named_a_corrupt_copy(tmp_path: Path) -> None
         "divergence"
     ) in out
     assert "a: CRC mismatch" not in out
-    assert "note: b: 1 batch(es) fail their CRC" in out
+    assert "note: b: 1 batch fails its CRC" in out
     code, out, err = run("diff", "--format", "jsonl", "a/t-0", "b/t-0", cwd=tmp_path)
     objs = jsonl(out)
     assert objs[0]["b"]["crc_valid"] is False and objs[0]["a"]["crc_valid"] is True
-    assert any("fail their CRC" in n for n in objs[-2]["notes"])
+    assert any("1 batch fails its CRC" in n for n in objs[-2]["notes"])

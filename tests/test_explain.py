@@ -199,3 +199,14 @@ def test_many_producer_snapshots_are_counted_not_listed(tmp_path: Path) -> None:
     (part / f"{5:020d}.snapshot").write_bytes(encode_snapshot([]))
     code, out, err = run("explain", str(part), "--now", str(NOW), cwd=tmp_path)
     assert "  t-0: 1 producer snapshot: 5; loading" in out
+
+
+def test_log_range_is_inclusive_and_a_deleted_segment_is_singular() -> None:
+    """The title's a..b is inclusive like dump-segments' (was 0..15 for offsets 0 to 14), with
+    the log end said; one segment to delete is '1 segment' (was '1 segment(s)')."""
+    code, out, err = run(
+        "explain", "logdir/txn-0", "--now", "1800000000000", "--config", "txn=retention.ms=1000"
+    )
+    assert code == 0, err
+    assert out.startswith("txn-0: log 0..14 (log end 15), high watermark 15")
+    assert "txn-0: retention: would delete 1 segment, 856 bytes" in out

@@ -15,6 +15,7 @@ from klogtool.commands._options import (
     size_option,
     writing_options,
 )
+from klogtool.commands._text import log_offsets
 from klogtool.commands._writing import WritingRun
 from klogtool.log import layout
 from klogtool.log.rewrite.cleaner import CompactionPass, CompactionPlan, compact_partition
@@ -238,7 +239,7 @@ def _show(out: Output, plan: CompactionPlan, *, dry_run: bool, ran: bool, n_pass
     lines = [
         f"{name}: dirty range {plan.first_dirty_offset} ({plan.first_dirty_source}) to "
         f"{plan.first_uncleanable_offset} ({plan.uncleanable_reason}); log "
-        f"{plan.log_start_offset}..{plan.log_end_offset}, now {format_ts(plan.now)}",
+        f"{log_offsets(plan.log_start_offset, plan.log_end_offset)}, now {format_ts(plan.now)}",
     ]
     if plan.why_not:  # one line says why (the eligibility and the title would repeat it)
         lines.append(f"{name}: nothing to clean: {plan.why_not}")

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from klogtool.commands._options import format_option, paths_argument
+from klogtool.commands._text import log_offsets
 from klogtool.log.read.describe import describe
 from klogtool.output import with_iso
 
@@ -41,7 +42,7 @@ def command(settings: Any, paths: tuple[str, ...], fmt: str) -> None:
                 s.path,
                 f"{s.size:,}",
                 f"{s.segments:,}",
-                f"{s.log_start_offset:,}..{s.log_end_offset:,}",
+                log_offsets(s.log_start_offset, s.log_end_offset, commas=True),
                 newest,
                 s.indexes + ("" if s.log_end_clean else "; log tail damaged (verify)"),
             ]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from klogtool.commands._options import format_option, jobs_option, max_batch_bytes_option
+from klogtool.commands._text import log_offsets
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
 from klogtool.log.read.diff import (
     CHANGED,
@@ -25,7 +26,7 @@ from klogtool.log.read.diff import (
     accepted,
     diff,
 )
-from klogtool.output import to_json
+from klogtool.output import plural, to_json
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings
@@ -276,7 +277,8 @@ def partition_text(p: PartitionDiff) -> list[str]:
             at = p.epochs_at_divergence[side]
             where = f"; leader epoch at {p.diverged_at}: batch {at['batch']}, cache {at['cache']}"
         lines.append(
-            f"  {side}: {path}  offsets {start}..{end}  epochs from {epochs.get('source')}{where}"
+            f"  {side}: {path}  offsets {log_offsets(start, end)}  epochs from "
+            f"{epochs.get('source')}{where}"
         )
     if p.lagging is not None:
         lines.append(
@@ -317,6 +319,8 @@ def partition_text(p: PartitionDiff) -> list[str]:
             lines.append(step)
     if p.differences:
         shown = "" if p.differences_shown == p.differences else f", {p.differences_shown} shown"
-        lines.append(f"  {p.differences:,} difference(s){shown}; {p.common_batches:,} identical")
+        lines.append(
+            f"  {plural(p.differences, 'difference')}{shown}; {p.common_batches:,} identical"
+        )
     lines += [f"  note: {n}" for n in p.notes]
     return lines

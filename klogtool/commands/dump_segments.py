@@ -24,7 +24,7 @@ from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.log import layout
 from klogtool.log.files import STDIN_KINDS, total_log_bytes
 from klogtool.log.read.dumper import Dumper, DumpOptions, Obj
-from klogtool.output import TERMINAL_ESCAPES, Output, to_json, with_iso
+from klogtool.output import TERMINAL_ESCAPES, Output, plural, to_json, with_iso
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings
@@ -275,9 +275,10 @@ def command(
     if renderer is not None:
         renderer.finish()
     out.close()
+    n = dumper.counts
     out.info(
-        f"{dumper.counts['files']} files, {dumper.counts['batches']} batches, "
-        f"{dumper.counts['records']} records"
+        f"{plural(n['files'], 'file')}, {n['batches']:,} batch{'' if n['batches'] == 1 else 'es'}, "
+        f"{plural(n['records'], 'record')}"
     )
     if first_bad is not None:
         raise InputError(

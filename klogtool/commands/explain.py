@@ -13,11 +13,12 @@ from klogtool.commands._options import (
     max_batch_bytes_option,
     partition_plan_options,
 )
+from klogtool.commands._text import log_offsets
 from klogtool.errors import EXIT_OK
 from klogtool.log import layout
 from klogtool.log.check.explain import PartitionExplain, explain_partition
 from klogtool.log.rewrite.retention import human_ms
-from klogtool.output import Output, format_ts, offsets_text
+from klogtool.output import Output, format_ts, offsets_text, plural
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings
@@ -127,7 +128,7 @@ def _text(out: Output, ex: PartitionExplain) -> None:
             ]
         )
     out.table(
-        f"{name}: log {ex.log_start_offset}..{ex.log_end_offset}, high watermark "
+        f"{name}: log {log_offsets(ex.log_start_offset, ex.log_end_offset)}, high watermark "
         f"{ex.high_watermark} ({ex.high_watermark_source}), now {format_ts(ex.now)}",
         [
             "segment",
@@ -158,7 +159,7 @@ def _text(out: Output, ex: PartitionExplain) -> None:
     if r is not None:
         if r.deleted:
             lines.append(
-                f"retention: would delete {len(r.deleted)} segment(s), {r.deleted_bytes:,} "
+                f"retention: would delete {plural(len(r.deleted), 'segment')}, {r.deleted_bytes:,} "
                 f"bytes; log start {r.log_start_offset} -> {r.new_log_start_offset}"
             )
         else:

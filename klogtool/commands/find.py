@@ -20,7 +20,7 @@ from klogtool.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK
 from klogtool.log.read.dumper import DumpOptions
 from klogtool.log.read.finder import Finder, FindOptions, Obj, resolve_targets
 from klogtool.log.read.record_filter import RecordFilter
-from klogtool.output import Output, render_text
+from klogtool.output import Output, plural, render_text
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings
@@ -121,9 +121,10 @@ def command(
     out.close()
     c = finder.counts
     out.info(
-        f"{c.matches} records found; {c.partitions} partitions, {c.segments} segments "
-        f"({c.segments_skipped} skipped by index or offsets, {c.segments_scanned} scanned "
-        f"without an index), {c.batches} batch headers read, {c.records} records decoded"
+        f"{plural(c.matches, 'record')} found; {plural(c.partitions, 'partition')}, "
+        f"{plural(c.segments, 'segment')} ({c.segments_skipped:,} skipped by index or offsets, "
+        f"{c.segments_scanned:,} scanned without an index), "
+        f"{plural(c.batches, 'batch header')} read, {plural(c.records, 'record')} decoded"
     )
     if c.errors:
         code = EXIT_BAD_INPUT

@@ -10,7 +10,7 @@ import click
 from klogtool.commands._options import partition_plan_options, paths_argument, writing_options
 from klogtool.commands._writing import WritingRun
 from klogtool.log.rewrite.retention import RetentionPlan, RetentionResult, sweep_partition
-from klogtool.output import Output, format_ts
+from klogtool.output import Output, format_ts, plural
 
 if TYPE_CHECKING:
     from klogtool.log.partition import PlanInputs
@@ -167,7 +167,7 @@ def _show(out: Output, plan: RetentionPlan, dry_run: bool) -> None:
         out.line(f"  {name}: {n}")
     if plan.deleted:
         out.line(
-            f"  {name}: {verb} {len(plan.deleted)} segments, {plan.deleted_bytes:,} bytes"
+            f"  {name}: {verb} {plural(len(plan.deleted), 'segment')}, {plan.deleted_bytes:,} bytes"
             + (f", snapshots {', '.join(p.name for p in plan.snapshots)}" if plan.snapshots else "")
         )
 

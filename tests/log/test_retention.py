@@ -349,3 +349,13 @@ def test_a_missing_index_is_judged_by_the_batches_like_the_broker(
     assert code == 0, err
     segs = [o for o in map(json.loads, out.splitlines()) if o.get("base_offset") == 0]
     assert segs and segs[0]["action"] == DELETE and segs[0]["timestamp_source"] == "records"
+
+
+def test_one_segment_to_delete_is_singular(tmp_path: Path) -> None:
+    part = build(tmp_path)
+    code, out, err = run(
+        "retention-sweep", str(part), "--now", "2023-11-15T01:13:30Z", "--retention-ms",
+        str(5 * HOUR // 2), "--dry-run", cwd=tmp_path,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "would delete 1 segment, " in out and "1 segments" not in out

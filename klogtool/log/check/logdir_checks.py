@@ -126,7 +126,8 @@ class LogDirChecks(PartitionChecks):
                 str(path),
                 None,
                 None,
-                f"{len(missing)} partitions named in {name} have no directory here "
+                f"{len(missing)} partition{'s' if len(missing) != 1 else ''} named in {name} "
+                f"{'have' if len(missing) != 1 else 'has'} no directory here "
                 f"({shown}{', ...' if len(missing) > 5 else ''})",
             )
         bound = _CHECKPOINT_BEYOND_END.get(name)

@@ -1046,12 +1046,14 @@ def diff_partition(pair: Pair, options: DiffOptions) -> Iterator[Difference | Pa
         pd.notes += notes
         if s.tails:
             pd.notes.append(
-                f"{name}: the walk of {len(s.tails)} segment(s) stopped early (torn tail or "
+                f"{name}: the walk of {len(s.tails)} segment{'' if len(s.tails) == 1 else 's'} "
+                "stopped early (torn tail or "
                 "corruption): only whole batches before it are compared"
             )
     for name, (count, first) in sorted(walk.crc_failures.items()):
         pd.notes.append(
-            f"{name}: {count:,} batch(es) fail their CRC, the first at {first}: a corrupt copy, "
+            f"{name}: {count:,} {'batch fails its' if count == 1 else 'batches fail their'} "
+            f"CRC, the first at {first}: a corrupt copy, "
             "not a divergence of histories (repair or re-replicate it)"
         )
     for name in (A, B):
