@@ -144,3 +144,14 @@ def test_help_pages_list_the_options() -> None:
         assert opt in out
     code, out, _ = run("rebuild-index", "--help")
     assert code == 0 and "--check" in out and "--jobs" in out
+
+
+def test_byte_ranges_are_inclusive_with_their_size(tmp_path: Path) -> None:
+    """Bytes 116 up to the file's end 418: '116..417 (302 bytes)' (was '116..418')."""
+    part = middle_crc_logdir(tmp_path)
+    code, out, _ = run("truncate-recovery", "--index-interval-bytes", INTERVAL, str(part.parent))
+    assert code == 0
+    assert ": copy bytes 116..417 (302 bytes) of 00000000000000000008.log, offsets" in out
+    assert ": copy bytes 0..7 (8 bytes) of 00000000000000000008.index" in out
+    code, out, _ = run("truncate-recovery", "--restore", "--dry-run", str(part.parent))
+    assert "put bytes 116..417 (302 bytes) back into 00000000000000000008.log" in out

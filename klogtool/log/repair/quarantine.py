@@ -41,6 +41,15 @@ from klogtool.log.repair.recovery_plan import (
 # -- the quarantine ---------------------------------------------------------------------------
 
 
+def byte_range(start: int, end: int) -> str:
+    """Bytes ``start`` up to ``end`` (exclusive) for people: ``116..417 (302 bytes)``, an
+    inclusive a..b as every range klogtool prints."""
+    n = end - start
+    if n <= 0:
+        return f"none at {start}"
+    return f"{start}..{end - 1} ({n:,} byte{'' if n == 1 else 's'})"
+
+
 def quarantine_root(part_dir: Path, custom: Path | None) -> Path:
     return part_dir / QUARANTINE_DIR if custom is None else custom / part_dir.name
 

@@ -21,6 +21,7 @@ from klogtool.log.repair.quarantine import (
     _new_run_dir,
     _resumable,
     _valid_copy,
+    byte_range,
     edit_checkpoint,
     load_manifest,
     quarantine_root,
@@ -261,7 +262,8 @@ def _copy_pieces(
             step(
                 "copy",
                 part_dir / p.source,
-                f"copy bytes {p.start}..{p.end} of {p.source}{_offsets(p)} to {qdir / p.stored}",
+                f"copy bytes {byte_range(p.start, p.end)} of {p.source}{_offsets(p)} to "
+                f"{qdir / p.stored}",
                 start=p.start,
                 end=p.end,
                 to=str(qdir / p.stored),
@@ -274,7 +276,7 @@ def _copy_pieces(
             step(
                 "record",
                 part_dir / p.source,
-                f"record (not copy) the {p.end - p.start} zero bytes {p.start}..{p.end} of "
+                f"record (not copy) the zero bytes {byte_range(p.start, p.end)} of "
                 f"{p.source} in the manifest",
                 start=p.start,
                 end=p.end,

@@ -20,6 +20,7 @@ from klogtool.log.repair.quarantine import (
     _dump_manifest,
     _move,
     _valid_copy,
+    byte_range,
     edit_checkpoint,
     load_manifest,
     quarantine_root,
@@ -180,7 +181,7 @@ def restore(qdir: Path, ops: FileOps, emit: Emit, part_dir: Path | None = None) 
         step(
             "restore",
             src,
-            f"put bytes {p.start}..{p.end} back into {p.source}",
+            f"put bytes {byte_range(p.start, p.end)} back into {p.source}",
             start=p.start,
             end=p.end,
         )
