@@ -782,10 +782,11 @@ class VerifySummary(TypedDict):
     partitions: int
     segments: int
     batches: int
-    records: int
+    records: NotRequired[int]  # with --deep only: without it no record is decoded
     bytes: int
     errors: int
     warnings: int
+    ignored: NotRequired[int]  # with --ignore: the findings left out
 
 
 class DumpSegmentsTimeindexEntry(TypedDict):

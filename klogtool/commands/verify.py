@@ -42,6 +42,20 @@ if TYPE_CHECKING:
     "local: this process; spark: the same verifier on Spark, one task per group of "
     "partitions (local[*] unless --master/--remote), findings printed the same way.",
 )
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Warnings fail the run too (exit 1), for CI jobs that keep fixture logs spotless.",
+)
+@click.option(
+    "--ignore",
+    "ignored_codes",
+    multiple=True,
+    metavar="CODE",
+    callback=lambda _ctx, _param, value: _known_codes(value),
+    help="Neither print nor count findings with this code (an expected one, such as "
+    "index-missing on fixture logs); repeatable. The summary counts them as ignored.",
+)
 @format_option()
 @max_batch_bytes_option
 @sized_jobs_option("Worker processes for the partitions of a log dir")
@@ -54,6 +68,8 @@ def command(
     master: str | None,
     remote: str | None,
     spark_conf: dict[str, str],
+    strict: bool,
+    ignored_codes: tuple[str, ...],
     fmt: str,
     max_batch_bytes: int,
     jobs: int | None,
@@ -69,11 +85,12 @@ def command(
     Indexes written by live appends differ from rebuilt ones and are accepted when every
     lookup through them is correct; a missing index is a warning (the broker rebuilds it).
 
-    With the global -q only errors are printed (and the summary); warnings are still
-    counted. The partitions of a log dir are verified by --jobs processes; the output is in
-    partition order either way.
+    With the global -q only errors are printed (no summary); warnings are still counted.
+    The partitions of a log dir are verified by --jobs processes; the output is in partition
+    order either way.
 
-    Exit status: 0 nothing wrong (warnings allowed), 1 errors found, 3 an input cannot be read.
+    Exit status: 0 nothing wrong (warnings allowed, unless --strict), 1 errors found (or
+    warnings, with --strict), 3 an input cannot be read.
     """
     check_target(master, remote)
     engine = chosen_engine(engine, master, remote, spark_conf)
@@ -81,6 +98,7 @@ def command(
     verifier: Verifier | FleetVerifier
     not_kafka: Finding | None = None  # a file that is not a Kafka file at all: exit 3
     input_bytes = total_log_bytes(list(paths))
+    ignored: dict[str, int] = {}  # severity -> findings left out by --ignore
     with ExitStack() as stack, out.progress(input_bytes, "verifying") as advance:
         if engine == "spark":
             # the fleet verifier and the Spark reader load only when Spark runs (start-up time)
@@ -104,6 +122,9 @@ def command(
                 jobs=jobs_for(jobs, input_bytes),
             )
         for f in verifier.verify(list(paths)):
+            if f.code in ignored_codes:
+                ignored[f.severity] = ignored.get(f.severity, 0) + 1
+                continue
             if f.code == Code.NOT_A_LOG:
                 not_kafka = not_kafka or f
                 if fmt == "text":
@@ -126,21 +147,42 @@ def command(
             path=" ".join(paths),
             code=Code.NO_KAFKA_FILES,
         )
-    if fmt == "text":
-        verdict = "errors found" if st.errors else "OK"
+    summary = dict(vars(st))
+    if not deep:
+        del summary["records"]  # only --deep decodes (and so counts) records
+    summary["errors"] -= ignored.get("error", 0)
+    summary["warnings"] -= ignored.get("warning", 0)
+    if ignored_codes:
+        summary["ignored"] = sum(ignored.values())
+    failed = summary["errors"] > 0 or (strict and summary["warnings"] > 0)
+    if fmt != "text":
+        out.emit({"type": "summary", **summary})
+    elif settings.verbosity >= 0:  # -q: the errors, and nothing else
+        verdict = "OK"
+        if failed:
+            verdict = "errors found" if summary["errors"] else "warnings found (--strict)"
         out.table(
             f"klogtool verify: {verdict}",
             ["checked", "count"],
-            [[k, f"{v:,}"] for k, v in vars(st).items() if deep or k != "records"],
+            [[k, f"{v:,}"] for k, v in summary.items()],
         )
-    else:
-        out.emit({"type": "summary", **vars(st)})
     out.close()
     if not_kafka is not None:
         raise InputError(
             not_kafka.message, path=not_kafka.path, position=not_kafka.position, code=Code.NOT_A_LOG
         )
-    click.get_current_context().exit(EXIT_FINDINGS if st.errors else EXIT_OK)
+    click.get_current_context().exit(EXIT_FINDINGS if failed else EXIT_OK)
+
+
+def _known_codes(value: tuple[str, ...]) -> tuple[str, ...]:
+    """--ignore's codes, each one the registry knows (a typo would silently ignore nothing)."""
+    known = {c.value for c in Code}
+    for code in value:
+        if code not in known:
+            raise click.BadParameter(
+                f"{code!r} is not a finding code (docs/codes.md lists them)", param_hint="--ignore"
+            )
+    return value
 
 
 # Shown in the man page's EXAMPLES section: (what it does, the command lines).
