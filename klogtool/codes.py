@@ -436,6 +436,11 @@ class Code(StrEnum):
         (F,),
         "the destination exists and is not a directory",
     )
+    DESTINATION_PARENT_MISSING = (
+        "destination-parent-missing",
+        (F,),
+        "the directory that would hold the destination does not exist",
+    )
     DESTINATION_INSIDE_INPUT = (
         "destination-inside-input",
         (F,),

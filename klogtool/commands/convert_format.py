@@ -237,8 +237,13 @@ def _check_dest(src: Path, dest: Path) -> None:
             )
     if src.exists() and (is_within(src, dest) or is_within(dest, src)):
         raise click.UsageError("DEST must not be inside SRC (or SRC inside DEST)")
-    if not dest.parent.is_dir():
-        raise click.UsageError(f"the parent of DEST does not exist: {dest.parent}")
+    if not dest.parent.is_dir():  # not a mistake in the command line: the directory is missing
+        raise RefusedError(
+            "the directory that would hold DEST does not exist",
+            path=str(dest.parent),
+            code=Code.DESTINATION_PARENT_MISSING,
+            hint="create it first (klogtool never creates a log directory itself)",
+        )
     refuse_foreign_partial(dest)  # a link or a directory klogtool did not write: exit 4
 
 
