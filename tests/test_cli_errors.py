@@ -207,4 +207,4 @@ def test_stdin_kind_reads_an_index(tmp_path: Path) -> None:
         "dump-segments", "--kind", "index", "-", cwd=tmp_path, stdin_bytes=idx.read_bytes()
     )
     assert p.returncode == 0, p.stderr
-    assert "(index, 24 bytes" in p.stdout and "offset: 3 position: 147" in p.stdout
+    assert "(index, 24 bytes" in p.stdout and "offset 3 → position 147" in p.stdout

@@ -197,14 +197,50 @@ def holds_segments(path: Path) -> bool:
         return False
 
 
+# What a directory's files say it is (never its name: JBOD log dirs are named like
+# partitions, ``kafka-logs-1``, ``data-0``): a log dir holds the broker's files, a partition
+# dir segments and the files beside them.
+LOG_DIR_KINDS = frozenset({META_PROPERTIES, OFFSET_CHECKPOINT, LOCK, CLEAN_SHUTDOWN})
+PARTITION_KINDS = frozenset(
+    {
+        LOG,
+        INDEX,
+        TIMEINDEX,
+        TXNINDEX,
+        SNAPSHOT,
+        KRAFT_SNAPSHOT,
+        LEADER_EPOCH_CHECKPOINT,
+        PARTITION_METADATA,
+        QUORUM_STATE,
+    }
+)
+
+
 def looks_like_partition_dir(path: Path) -> bool:
-    """Named ``<topic>-<partition>``, or holding segments but no partition dirs of its own."""
-    if parse_partition_dir_name(path.name) is not None:
-        return True
+    """Decided by contents: a log dir holds partition dirs, or else ``meta.properties``, the
+    log-dir checkpoints or the broker's ``.lock``; a partition dir holds segments, snapshots,
+    ``partition.metadata`` or ``leader-epoch-checkpoint`` (a stray ``.lock`` beside them does
+    not make it a log dir). Only a directory holding none of these is taken by its name
+    (``<topic>-<partition>``)."""
     children = list(path.iterdir())
-    if any(c.is_dir() and parse_partition_dir_name(c.name) for c in children):
+    if any(_is_partition_child(c) for c in children):
         return False
-    return any(file_kind(c) == LOG for c in children if c.is_file())
+    kinds = {file_kind(c) for c in children if c.is_file()}
+    if kinds & PARTITION_KINDS:
+        return True
+    if kinds & LOG_DIR_KINDS:
+        return False
+    return parse_partition_dir_name(path.name) is not None
+
+
+def _is_partition_child(path: Path) -> bool:
+    """A subdirectory named like a partition that holds a partition's files."""
+    if not path.is_dir() or parse_partition_dir_name(path.name) is None:
+        return False
+    try:
+        return any(file_kind(c) in PARTITION_KINDS for c in path.iterdir())
+    except OSError:
+        return False
 
 
 @dataclass

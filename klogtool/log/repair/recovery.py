@@ -160,7 +160,7 @@ def _recover_groups(
 def _restore_targets(path: Path, custom: Path | None) -> list[tuple[Path, Path | None]]:
     """(run dir, partition PATH given or None) for one --restore PATH: a run dir, a
     partition dir, or a log dir (the newest run of each partition that has one)."""
-    if (path / MANIFEST).is_file() or layout.parse_partition_dir_name(path.name) is not None:
+    if (path / MANIFEST).is_file() or layout.looks_like_partition_dir(path):
         given = None if (path / MANIFEST).is_file() else path
         return [(find_quarantine(path, custom), given)]
     out: list[tuple[Path, Path | None]] = []
@@ -203,7 +203,7 @@ def run_restore(
         root = quarantine_root(path, custom)
         if (
             not (path / MANIFEST).is_file()
-            and layout.parse_partition_dir_name(path.name) is not None
+            and layout.looks_like_partition_dir(path)
             and not _runs(root)
             and _sweep_finished(ops, root)
         ):
