@@ -73,11 +73,13 @@ def command(
 
     Nothing is deleted: the cut tail, removed segments and snapshots, and the previous
     contents of rewritten files go to a quarantine directory with a manifest.json (sources,
-    byte ranges, offsets, record counts, SHA-256); --restore puts them back byte for byte and
-    removes the quarantine. Where nothing is cut, moved or overwritten (only missing indexes
-    are created) no quarantine is made. A manifest naming anything klogtool does not write
-    (a path, a link, another partition) is refused, not followed. A crash at any point leaves
-    a directory that a re-run (which resumes the same quarantine) or the broker completes.
+    byte ranges, offsets, record counts, SHA-256, and the index files it created);
+    --restore puts them back byte for byte, deletes the files the recovery created (unless
+    they changed since), and removes the quarantine. Where only missing indexes are created,
+    the quarantine holds just the manifest naming them. A manifest naming anything klogtool
+    does not write (a path, a link, another partition) is refused, not followed. A crash at
+    any point leaves a directory that a re-run (which resumes the same quarantine) or the
+    broker completes.
 
     Exit status: 0 done, 1 some partitions skipped (e.g. overlapping segments), 3 an input
     cannot be read, 4 a broker holds the log directory's lock (--force overrides).

@@ -27,6 +27,7 @@ from support.repair import (
 from klogtool.formats.checkpoint import (
     EpochEntry,
     encode_leader_epoch_checkpoint,
+    encode_offset_checkpoint,
     parse_offset_checkpoint,
 )
 
@@ -130,12 +131,11 @@ def test_recovery_scenario(
     assert p["records_kept"] == len(partition_records(part))
     expected_files, expected_quarantine = _expected(scenario, original)
     assert files(part) == expected_files
-    if scenario in ("missing-index", "leftover-swap"):
-        # nothing was cut, moved or overwritten (indexes only created): no quarantine
-        assert quarantine_runs(part) == [] and not (part / ".klogtool-quarantine").exists()
-        _verify_clean(part)
-        return
     (qrun,) = quarantine_runs(part)
+    if scenario in ("missing-index", "leftover-swap"):
+        # nothing was cut, moved or overwritten (indexes only created): the quarantine holds
+        # only the manifest naming them, for --restore to delete
+        assert {p["action"] for p in manifest(qrun)["pieces"]} == {"created"}
     assert files(qrun).keys() - {"manifest.json"} == expected_quarantine.keys()
     for name, data in expected_quarantine.items():
         assert (qrun / name).read_bytes() == data, name
@@ -160,6 +160,66 @@ def test_recovery_scenario(
         restored[f"{S0}.log"] = original[f"{S0}.log.swap"]
     assert files(part) == restored
     assert not qrun.exists() and not (part / ".klogtool-quarantine").exists()  # removed
+
+
+def _tree(root: Path) -> dict[str, tuple[int, bytes | None]]:
+    """Every entry under ``root`` (relative path: (mode, contents of a file)), links not
+    followed: the file set, the contents and the modes."""
+    out: dict[str, tuple[int, bytes | None]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            st = path.lstat()
+            data = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+            out[str(path.relative_to(root))] = (st.st_mode, data)
+    return out
+
+
+def test_restore_of_a_log_dir_gives_back_every_partition_byte_for_byte(tmp_path: Path) -> None:
+    """A log dir of torn, corrupt and healthy partitions, some lacking index files, with
+    checkpoints, a clean-shutdown marker and odd modes: truncate-recovery, then --restore of
+    the log dir, gives back the whole tree: no index the repair created is left behind (in a
+    partition where it only created indexes there used to be no quarantine to say so)."""
+    logdir = tmp_path / "logdir"
+    logdir.mkdir()
+    torn = copy_scenario("torn-tail", logdir)
+    crc = copy_scenario("crc-flip", logdir)
+    copy_scenario("missing-index", logdir)
+    gzip = copy_scenario("v2-gzip-0", logdir)
+    txn = copy_scenario("txn-0", logdir)
+    for index in gzip.glob("*.timeindex"):
+        index.unlink()
+    (txn / f"{S0}.index").unlink()
+    (torn / f"{S17}.log").chmod(0o600)
+    (crc / f"{S0}.index").chmod(0o640)
+    (gzip / f"{S0}.log").chmod(0o444)
+    tp = {("torn-tail", 0): 27, ("crc-flip", 0): 27, ("v2-gzip", 0): 27, ("txn", 0): 15}
+    for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint"):
+        (logdir / name).write_bytes(encode_offset_checkpoint(tp))
+    (logdir / "recovery-point-offset-checkpoint").chmod(0o600)
+    (logdir / ".kafka_cleanshutdown").write_bytes(b'{"version":0,"brokerEpoch":12}')
+    before = _tree(logdir)
+
+    code, objs, err = _recover("logdir", cwd=tmp_path)
+    assert code == 0, err
+    statuses = {o["path"]: o["status"] for o in objs if o["type"] == "partition"}
+    assert set(statuses.values()) == {"recovered"} and len(statuses) == 5
+    # the repair created them
+    assert (gzip / f"{S0}.timeindex").exists() and (txn / f"{S0}.index").exists()
+
+    code, out, err = run("truncate-recovery", "--restore", "logdir", cwd=tmp_path)
+    assert code == 0, err
+    assert _tree(logdir) == before
+
+
+def test_restore_leaves_a_created_index_that_changed_since(tmp_path: Path) -> None:
+    part = copy_scenario("missing-index", tmp_path)
+    _recover(str(part), cwd=tmp_path)
+    index = part / f"{S0}.index"
+    index.write_bytes(index.read_bytes() + bytes(8))  # the broker appended since
+    code, _, err = run("truncate-recovery", "--restore", str(part))
+    assert code == 4 and "restore-conflict" in err and "changed since" in err
+    assert index.exists() and len(quarantine_runs(part)) == 1
 
 
 def test_zero_fill_is_recorded_not_copied(tmp_path: Path) -> None:
@@ -355,8 +415,9 @@ def test_interrupted_quarantine_is_resumed(tmp_path: Path) -> None:
     next run into the same quarantine; a stored copy found damaged is taken again."""
     part = copy_scenario("crc-flip", tmp_path)
     args = ["truncate-recovery", "--index-interval-bytes", INTERVAL, str(part)]
-    # ops: mkdir, manifest (write, rename, fsync dir), copy of the tail
-    assert run_crashing(args, tmp_path, 5) == KILLED
+    # ops: mkdir (the quarantine root, then the run's dir), manifest (write, rename, fsync
+    # dir), copy of the tail
+    assert run_crashing(args, tmp_path, 6) == KILLED
     (qrun,) = quarantine_runs(part)
     assert manifest(qrun)["state"] == "in-progress"
     stored = qrun / f"{S0}.log.242-816"

@@ -255,8 +255,9 @@ def test_restore_gives_back_checkpoints_byte_for_byte(tmp_path: Path) -> None:
 
 
 def test_no_quarantine_where_nothing_was_cut(tmp_path: Path) -> None:
-    """An empty partition whose epoch entry starts at its end (as a broker writes it), and a
-    partition missing its indexes: nothing is cut, so there is no quarantine directory."""
+    """An empty partition whose epoch entry starts at its end (as a broker writes it): nothing
+    changes, so there is no quarantine directory; a partition missing its indexes: nothing
+    is cut, so its quarantine holds only the manifest naming the indexes created."""
     logdir = tmp_path / "logdir"
     empty = logdir / "t-0"
     empty.mkdir(parents=True)
@@ -270,7 +271,8 @@ def test_no_quarantine_where_nothing_was_cut(tmp_path: Path) -> None:
     assert code == 0, err
     assert (empty / "leader-epoch-checkpoint").read_bytes() == b"0\n1\n0 0\n"
     assert not (empty / ".klogtool-quarantine").exists()
-    assert not (part / ".klogtool-quarantine").exists()
+    (run_dir,) = (part / ".klogtool-quarantine").iterdir()
+    assert [p.name for p in run_dir.iterdir()] == ["manifest.json"]
     assert (part / f"{S0}.index").exists()
     assert not (logdir / ".lock").exists()
 

@@ -94,19 +94,8 @@ def apply_plan(plan: PartitionPlan, opts: RecoveryOptions, ops: FileOps, emit: E
     if not plan.changes:
         plan.status = "recovered"
         plan.message = "finished the recovery an interrupted run had started"
-    if old is None and not (plan.cuts or plan.moves or plan.copies or plan.checkpoints):
-        # nothing is cut, moved or overwritten (only missing indexes are created): there is
-        # nothing to keep, so no quarantine directory either
-        for r in plan.rewrites:
-            ops.replace_file(r.path, [r.data])
-            step(
-                "create",
-                r.path,
-                f"create {r.path.name} (rebuilt: {_n(r.entries, 'entry', 'entries')})",
-                entries=r.entries,
-            )
-        plan.operations = ops.count
-        return
+    # even where nothing is cut, moved or overwritten (only missing indexes are created),
+    # the quarantine holds a manifest naming the files created: --restore deletes them
     qdir = resumed or _new_run_dir(root)
     plan.quarantine = qdir
     pieces: list[Piece] = []

@@ -536,7 +536,16 @@ def _plan_indexes(
             if existing is not None:
                 plan.copies.append(Piece.whole(COPY, existing, kind))
             else:
-                plan.created.append(Piece(CREATED, path.name, kind=kind))
+                # its size and SHA-256: --restore deletes it only while it is still this
+                plan.created.append(
+                    Piece(
+                        CREATED,
+                        path.name,
+                        end=len(data),
+                        sha256=hashlib.sha256(data).hexdigest(),
+                        kind=kind,
+                    )
+                )
 
 
 def _plan_epochs(plan: PartitionPlan, part: layout.PartitionDir, new_leo: int) -> None:

@@ -306,6 +306,16 @@ def _check_restore(
             raise refuse(f"{p.source} exists again: not overwriting it", where(p))
         if p.sha256 and _sha256(qdir / p.stored) != p.sha256:
             raise refuse(f"{p.stored} does not match its SHA-256 in the manifest", qdir / p.stored)
+    for p in pieces:
+        # a file the recovery created goes only while it is what the recovery wrote (older
+        # manifests recorded no SHA-256 for it)
+        if p.action != CREATED or p.sha256 is None or not os.path.lexists(where(p)):
+            continue
+        path = where(p)
+        if path.is_symlink() or not path.is_file():
+            raise refuse(f"{p.source} is no longer the file the recovery created", path)
+        if path.lstat().st_size != p.end or _sha256(path) != p.sha256:
+            raise refuse(f"{p.source} changed since the recovery created it: not deleting it", path)
     truncated = manifest.get("truncated_segment")
     if truncated is not None and part_dir.is_dir():
         pending = {
