@@ -111,6 +111,54 @@ def open_nofollow(
     return fd
 
 
+def _template(path: Path, like: Path | None) -> os.stat_result | None:
+    """What ``path`` takes its owner, group and mode from: ``like``; else the file it replaces
+    (its name without ``.cleaned``/``.swap``); else a file of the same kind beside it (a new
+    segment's: another segment's); else its directory (the mode less its execute bits)."""
+    name = path.name
+    for suffix in (CLEANED, SWAP):
+        name = name.removesuffix(suffix)
+    kind = os.path.splitext(name)[1] or name
+    candidates = [like] if like is not None else []
+    if name != path.name:
+        candidates.append(path.with_name(name))
+    try:
+        candidates += sorted(
+            p for p in path.parent.iterdir() if p.name.endswith(kind) and p.name != path.name
+        )[:1]
+    except OSError:
+        pass
+    for c in candidates:
+        try:
+            st = os.lstat(c)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) or (c == like and stat.S_ISDIR(st.st_mode)):
+            return st
+    try:
+        return os.lstat(path.parent)
+    except OSError:
+        return None
+
+
+def adopt(fd: int, path: Path, like: Path | None = None) -> None:
+    """Give the new file (or directory) open as ``fd`` at ``path`` the owner, group and mode
+    of the file it replaces or stands beside (:func:`_template`), before it is renamed into
+    place: run as root on the broker's files, klogtool leaves them the broker user's (a
+    ``root:root 0644`` segment cannot be appended to by the broker, and exposes the data).
+    Where ownership cannot be given (not root), the file stays the running user's."""
+    st = _template(path, like)
+    if st is None:
+        return
+    is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
+    mode = stat.S_IMODE(st.st_mode)
+    if stat.S_ISDIR(st.st_mode) and not is_dir:
+        mode &= 0o666  # a file beside nothing like it: the directory's permissions, no execute
+    os.fchmod(fd, mode)
+    with suppress(PermissionError):
+        os.fchown(fd, st.st_uid, st.st_gid)
+
+
 class FileOps:
     """Every mutating file-system call klogtool makes, counted for crash testing.
 
@@ -142,16 +190,20 @@ class FileOps:
         if self.crash_after is not None and self.count >= self.crash_after:
             os.kill(os.getpid(), signal.SIGKILL)  # the crash harness: die like a power cut
 
-    def write(self, path: Path, chunks: Iterable[bytes | memoryview]) -> int:
-        """Create ``path`` (must not exist) with ``chunks``, fsynced. Returns bytes written.
+    def write(
+        self, path: Path, chunks: Iterable[bytes | memoryview], like: Path | None = None
+    ) -> int:
+        """Create ``path`` (must not exist) with ``chunks``, fsynced, with the owner, group and
+        mode of ``like`` or of the file it replaces (:func:`adopt`). Returns bytes written.
         On an error (a full disk) the half-written file is removed and the error names it."""
         if not self._step(f"write {path}"):
             return sum(len(c) for c in chunks)
         n = 0
-        fd = open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        fd = open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode=0o600)
         if path.name.endswith(CLEANED):
             self.partial.append(path)
         try:
+            adopt(fd, path, like)
             for c in chunks:
                 view = memoryview(c)
                 while view:
@@ -197,7 +249,7 @@ class FileOps:
         # above it may be (an operator may name a log dir through a link)
         fd = open_nofollow(src, os.O_RDONLY, expect, in_dir=False)
         try:
-            return self.write(dst, _read_fd(fd, start, end))
+            return self.write(dst, _read_fd(fd, start, end), like=src)
         finally:
             os.close(fd)
 
@@ -269,10 +321,15 @@ class FileOps:
         if not self._step(f"mkdir {path}"):
             return
         if not os.path.lexists(path.parent):
-            path.parent.mkdir(parents=True, exist_ok=True)
+            self.mkdir(path.parent)  # each one the broker user's too
         with _in_dir(path) as (dfd, name):
             try:
-                os.mkdir(name, 0o755, dir_fd=dfd)
+                os.mkdir(name, 0o700, dir_fd=dfd)
+                fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW, dir_fd=dfd)
+                try:  # the broker's user owns it, as it does the directory above
+                    adopt(fd, path, path.parent)
+                finally:
+                    os.close(fd)
             except FileExistsError:
                 if not stat.S_ISDIR(os.lstat(name, dir_fd=dfd).st_mode):
                     raise RefusedError(
@@ -626,7 +683,11 @@ def _open_lock(lock: Path, *, create: bool, shared: bool) -> tuple[int | None, b
     # O_NOFOLLOW: a .lock symlinked elsewhere is refused, never followed (or created).
     flags = (os.O_RDWR | os.O_CREAT if create else os.O_RDONLY) | os.O_NOFOLLOW
     try:
-        return os.open(lock, flags, 0o644), not existed
+        fd = os.open(lock, flags, 0o644)
+        if not existed:  # the broker opens it at its next start: it must stay the broker's
+            with suppress(OSError):
+                adopt(fd, lock, lock.parent)
+        return fd, not existed
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise RefusedError(
