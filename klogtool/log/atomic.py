@@ -289,16 +289,24 @@ class FileOps:
         self._done()
 
     def truncate(self, path: Path, size: int, expect: Identity | None = None) -> None:
+        """Cut ``path`` to ``size`` bytes. A file with other hard links (a backup made with
+        ``cp -l``, a snapshot tool's) is not cut in place, which would cut every name of it:
+        its first ``size`` bytes are copied to a new file renamed over this name."""
         if not self._step(f"truncate {path} to {size} bytes"):
             return
         fd = open_nofollow(path, os.O_WRONLY, expect)
         try:
-            os.ftruncate(fd, size)
-            os.fsync(fd)
+            linked = os.fstat(fd).st_nlink > 1
+            if not linked:
+                os.ftruncate(fd, size)
+                os.fsync(fd)
         except OSError as e:
             raise _named(e, path) from None
         finally:
             os.close(fd)
+        if linked:
+            self.replace_file(path, read_range(path, 0, size, expect))
+            return
         self._done()
 
     def set_mtime(self, path: Path, mtime_ns: int) -> None:
