@@ -418,6 +418,11 @@ class Code(StrEnum):
         "a running broker (or another klogtool) holds the log directory's .lock",
     )
     LOCK_UNAVAILABLE = "lock-unavailable", (F,), "the log directory's .lock cannot be taken"
+    BROKER_RUNNING = (
+        "broker-running",
+        (W,),
+        "a running broker holds the log directory's .lock: what is read may change under it",
+    )
     FILE_REPLACED = "file-replaced", (F,), "a file changed since it was planned: not touched"
     BEYOND_HIGH_WATERMARK = (
         "beyond-high-watermark",

@@ -646,32 +646,34 @@ def log_dir_of(path: Path) -> Path:
 @contextmanager
 def log_dir_lock(
     log_dir: Path, *, force: bool = False, dry_run: bool = False, shared: bool = False
-) -> Iterator[None]:
+) -> Iterator[bool]:
     """Hold the log dir's ``.lock`` like a broker does (an fcntl lock), or refuse (exit 4).
 
     A running broker holds this lock exclusively for as long as it runs; klogtool's writers
     take it exclusively too, so two runs cannot interleave. ``shared`` is for a log dir that
     is only read but must stay stable (convert-format's SRC): readers exclude writers, not
     each other. ``force`` skips the refusal (the lock is still taken when free). In
-    ``dry_run`` mode the lock is only tested, and no ``.lock`` file is created. A ``.lock``
-    that klogtool created (the broker had none) is removed again when done.
+    ``dry_run`` mode the lock is only tested and never refused (a dry run changes nothing:
+    planning during an incident, beside the running broker, is allowed), and no ``.lock``
+    file is created. A ``.lock`` that klogtool created (the broker had none) is removed again
+    when done. Yields whether another process holds the lock (a dry run's warning).
     """
     lock = log_dir / LOCK_FILE
     if dry_run and not os.path.lexists(lock):
-        yield
+        yield False
         return
     for _attempt in range(3):
         fd, created = _open_lock(lock, create=not dry_run, shared=shared)
         if fd is None:  # a read-only input on a file system where no .lock can be created
-            yield
+            yield False
             return
         try:
             mode = fcntl.LOCK_SH if dry_run or shared else fcntl.LOCK_EX
-            held = _try_lock(fd, mode, lock, force=force)
+            held = _try_lock(fd, mode, lock, force=force or dry_run)
             if held and not _same_file(fd, lock):
                 continue  # another run removed the .lock we opened: lock the one there now
             try:
-                yield
+                yield not held
             finally:
                 if held:
                     _release_lock(fd, lock, created=created)

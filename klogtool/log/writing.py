@@ -72,7 +72,7 @@ def select_partitions(
 def completed_notices(session: Session, dry_run: bool) -> list[Notice]:
     """What the session finished (or would) before anything else: one warning each."""
     verb = "would complete" if dry_run else "completed"
-    return [
+    return [Notice(f"{d}: {BUSY}") for d in session.busy] + [
         Notice(f"{p}: {verb} an interrupted operation first: {what}")
         for p, done in session.completed.items()
         for what in done
@@ -111,6 +111,13 @@ def run_partitions(
 class Session:
     ops: FileOps
     completed: dict[Path, list[str]] = field(default_factory=dict)  # partition -> actions
+    busy: list[Path] = field(default_factory=list)  # log dirs a broker holds (dry runs only)
+
+
+BUSY = (
+    "a running broker (or another klogtool) holds its .lock: this dry run reads files that "
+    "may change under it, and the real run will be refused until the broker is stopped"
+)
 
 
 @contextmanager
@@ -127,6 +134,7 @@ def writing_session(
     must not change meanwhile) are locked shared: no broker or klogtool writer can hold them
     while this runs. On an exception, half-written files are removed."""
     ops = ops or FileOps(dry_run=dry_run)
+    busy: list[Path] = []
     with ExitStack() as stack:
         seen: set[Path] = set()
         for p, only_read in [(p, False) for p in partitions] + [(p, True) for p in read_only or []]:
@@ -134,10 +142,11 @@ def writing_session(
             if log_dir in seen:
                 continue
             seen.add(log_dir)
-            stack.enter_context(
+            if stack.enter_context(
                 log_dir_lock(log_dir, force=force, dry_run=dry_run, shared=only_read)
-            )
-        session = Session(ops)
+            ):
+                busy.append(log_dir)
+        session = Session(ops, busy=busy)
         for log_dir in sorted(seen):
             # a checkpoint rewrite cut short leaves <checkpoint>.cleaned beside it (ours)
             stale = [

@@ -57,7 +57,7 @@ from klogtool.log.repair.index_diff import (
 )
 from klogtool.log.repair.parallel import run_parallel
 from klogtool.log.targets import PartitionTarget, Targets
-from klogtool.log.writing import interrupted_obj, writing_session
+from klogtool.log.writing import BUSY, interrupted_obj, writing_session
 
 
 @dataclass
@@ -120,6 +120,8 @@ def run_rebuild(
             )
         )
         with session as started:
+            for d in started.busy if started is not None else []:
+                finding(Finding("warning", Code.BROKER_RUNNING, str(d), None, None, BUSY))
             completed = started.completed if started is not None else {}
             for message in completed.get(log_dir, []):
                 emit(interrupted_obj(str(log_dir), message, ops.dry_run))

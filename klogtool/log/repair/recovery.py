@@ -65,7 +65,7 @@ from klogtool.log.repair.restore import (
     restore,
 )
 from klogtool.log.targets import Targets
-from klogtool.log.writing import interrupted_obj, writing_session
+from klogtool.log.writing import BUSY, interrupted_obj, writing_session
 
 # -- the command's driver ---------------------------------------------------------------------
 
@@ -123,6 +123,8 @@ def _recover_groups(
     for log_dir, group in targets.by_log_dir():
         paths = [t.path for t in group]
         with writing_session(paths, force=force, dry_run=opts.dry_run, ops=ops) as session:
+            for d in session.busy:
+                finding(Finding("warning", Code.BROKER_RUNNING, str(d), None, None, BUSY))
             for message in session.completed.get(log_dir, []):
                 emit(interrupted_obj(str(log_dir), message, ops.dry_run))
             for t in group:

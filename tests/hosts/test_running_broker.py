@@ -1,0 +1,33 @@
+"""A broker that is running (issue 23): a dry run changes nothing, so it is allowed beside
+the broker's lock (it was refused, exit 4, which blocked planning during an incident), with a
+warning that the files may change under it; the real run is still refused."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from support.cli import jsonl, run
+from support.paths import LOGDIR
+from support.processes import lock_held_by_another_process
+from support.repair import copy_scenario, files
+
+
+@pytest.mark.parametrize("command", ["truncate-recovery", "rebuild-index"])
+def test_a_dry_run_beside_a_running_broker_is_allowed_with_a_warning(
+    tmp_path: Path, command: str
+) -> None:
+    logdir = tmp_path / "kafka-logs-1"
+    logdir.mkdir()
+    shutil.copy(LOGDIR / "meta.properties", logdir)
+    part = copy_scenario("torn-tail", logdir)
+    before = files(part)
+    with lock_held_by_another_process(logdir):
+        code, out, err = run(command, "--dry-run", "--format", "jsonl", str(logdir))
+        assert code in (0, 1), err
+        warned = [o for o in jsonl(out) if o.get("code") == "broker-running"]
+        assert [o["path"] for o in warned] == [str(logdir)]
+        assert files(part) == before and not (part / ".klogtool-quarantine").exists()
+        code, _out, err = run(command, str(logdir))
+        assert code == 4 and "(broker-lock-held)" in err
