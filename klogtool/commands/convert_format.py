@@ -30,11 +30,12 @@ from klogtool.log.rewrite.converter import (
 )
 from klogtool.log.writing import Notice, completed_notices, writing_session
 from klogtool.output import Output, label
+from klogtool.shown import click_callback as shown_paths
 
 
 @click.command("convert-format")
-@click.argument("src", metavar="SRC")
-@click.argument("dest", metavar="DEST", required=False)
+@click.argument("src", metavar="SRC", callback=shown_paths)
+@click.argument("dest", metavar="DEST", required=False, callback=shown_paths)
 @click.option(
     "--to-magic",
     type=click.IntRange(0, 2),
@@ -163,6 +164,8 @@ def command(
         force=run.force,
         dry_run=dry_run,
         read_only=[] if in_place else [src_path],
+        # the log dir DEST is written into: a running broker there must not see it half-made
+        log_dirs=[] if dest_path is None else [dest_path.parent],
     ) as session:
         run.notices(completed_notices(session, dry_run))
         if not in_place:
@@ -235,8 +238,11 @@ def _check_dest(src: Path, dest: Path) -> None:
             raise RefusedError(
                 "the destination is not empty", path=str(dest), code=Code.DESTINATION_NOT_EMPTY
             )
-    if src.exists() and (is_within(src, dest) or is_within(dest, src)):
-        raise click.UsageError("DEST must not be inside SRC (or SRC inside DEST)")
+    # a segment file's partition counts as SRC: DEST inside it would be a directory among
+    # the partition's own files
+    source = src.parent if src.is_file() else src
+    if src.exists() and (is_within(source, dest) or is_within(dest, source)):
+        raise click.UsageError("DEST must not be inside SRC's partition (or SRC inside DEST)")
     if not dest.parent.is_dir():  # not a mistake in the command line: the directory is missing
         raise RefusedError(
             "the directory that would hold DEST does not exist",

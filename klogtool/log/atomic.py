@@ -631,15 +631,18 @@ def log_dir_of(path: Path) -> Path:
 
     The path is made absolute but never resolved: the broker locks the log dir it was
     configured with, so a partition dir named through a symlink belongs to the log dir the
-    user's path names, not to wherever the link leads. A directory named ``<topic>-<n>`` or
-    holding segments is always a partition dir (its parent is the log dir), whatever stray
-    ``.lock`` or ``meta.properties`` it holds.
+    user's path names, not to wherever the link leads. What a directory is comes from its
+    contents (:func:`~klogtool.log.layout.looks_like_partition_dir`): one holding segments is
+    a partition dir (its parent is the log dir), whatever stray ``.lock`` or
+    ``meta.properties`` it holds; a JBOD log dir named like a partition is a log dir.
     """
     path = Path(os.path.abspath(path))
     if path.is_file():
         path = path.parent
-    if layout.parse_partition_dir_name(path.name) is not None or layout.holds_segments(path):
+    if path.is_dir() and layout.looks_like_partition_dir(path):
         return path.parent
+    if not path.exists() and layout.parse_partition_dir_name(path.name) is not None:
+        return path.parent  # a partition dir about to be written
     return path
 
 

@@ -128,17 +128,21 @@ def writing_session(
     dry_run: bool,
     read_only: list[Path] | None = None,
     ops: FileOps | None = None,
+    log_dirs: list[Path] | None = None,
 ) -> Iterator[Session]:
     """Lock the log dirs of ``partitions`` and complete their interrupted swaps (through
     ``ops``, else new ones). The log dirs of ``read_only`` paths (inputs that are only read but
     must not change meanwhile) are locked shared: no broker or klogtool writer can hold them
-    while this runs. On an exception, half-written files are removed."""
+    while this runs. ``log_dirs`` are locked as given (the log dir a new partition is written
+    into). On an exception, half-written files are removed."""
     ops = ops or FileOps(dry_run=dry_run)
     busy: list[Path] = []
     with ExitStack() as stack:
         seen: set[Path] = set()
-        for p, only_read in [(p, False) for p in partitions] + [(p, True) for p in read_only or []]:
-            log_dir = log_dir_of(p)
+        dirs = [(log_dir_of(p), False) for p in partitions]
+        dirs += [(d, False) for d in log_dirs or []]
+        dirs += [(log_dir_of(p), True) for p in read_only or []]
+        for log_dir, only_read in dirs:
             if log_dir in seen:
                 continue
             seen.add(log_dir)

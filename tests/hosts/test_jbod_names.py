@@ -14,6 +14,7 @@ from support.processes import lock_held_by_another_process
 from support.repair import copy_scenario, files
 
 from klogtool.log import layout
+from klogtool.log.atomic import log_dir_of
 
 
 def _jbod(root: Path, name: str) -> Path:
@@ -80,3 +81,29 @@ def test_contents_decide_even_against_the_name(tmp_path: Path) -> None:
     empty = tmp_path / "orders-3"
     empty.mkdir()
     assert layout.looks_like_partition_dir(empty)
+
+
+def test_convert_format_locks_the_log_dir_dest_is_written_into(tmp_path: Path) -> None:
+    """It wrote a new partition into a log dir a running broker holds."""
+    src = _jbod(tmp_path, "kafka-logs-1") / "v2-none-0"
+    dest_dir = tmp_path / "kafka-logs-2"
+    dest_dir.mkdir()
+    shutil.copy(LOGDIR / "meta.properties", dest_dir)
+    with lock_held_by_another_process(dest_dir):
+        code, _out, err = run("convert-format", str(src), str(dest_dir / "v2-none-0"))
+    assert code == 4 and "(broker-lock-held)" in err, err
+    assert not (dest_dir / "v2-none-0").exists()
+
+
+def test_convert_format_of_a_segment_refuses_dest_inside_its_partition(tmp_path: Path) -> None:
+    part = _jbod(tmp_path, "kafka-logs-1") / "v2-none-0"
+    seg = sorted(part.glob("*.log"))[0]
+    code, _out, err = run("convert-format", str(seg), str(part / "converted"))
+    assert code == 2 and "inside SRC's partition" in err, err
+    assert not (part / "converted").exists()
+
+
+def test_log_dir_of_a_jbod_log_dir_is_itself(tmp_path: Path) -> None:
+    logdir = _jbod(tmp_path, "kafka-logs-1")
+    assert log_dir_of(logdir) == logdir
+    assert log_dir_of(logdir / "v2-none-0") == logdir

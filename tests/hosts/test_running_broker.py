@@ -31,3 +31,12 @@ def test_a_dry_run_beside_a_running_broker_is_allowed_with_a_warning(
         assert files(part) == before and not (part / ".klogtool-quarantine").exists()
         code, _out, err = run(command, str(logdir))
         assert code == 4 and "(broker-lock-held)" in err
+
+
+def test_a_compact_dry_run_beside_a_running_broker_warns(tmp_path: Path) -> None:
+    logdir = tmp_path / "data"
+    shutil.copytree(LOGDIR / "v2-none-0", logdir / "v2-none-0")
+    with lock_held_by_another_process(logdir):
+        code, _out, err = run("compact", "--dry-run", str(logdir / "v2-none-0"))
+    assert code == 0, err
+    assert "holds its .lock: this dry run reads files that may change under it" in err
