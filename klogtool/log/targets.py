@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from klogtool.codes import Code
-from klogtool.errors import InputError
+from klogtool.errors import InputError, RefusedError
 from klogtool.log import atomic, layout
 from klogtool.log.files import classify_dir, detect_kind
 from klogtool.log.findings import Finding
@@ -65,6 +65,14 @@ def resolve(paths: Iterable[str], *, files: tuple[str, ...] = SEGMENT_KINDS) -> 
         if path.is_file():
             found.append(_file_target(path, arg, files))
         elif (logdir := classify_dir(path, arg)) is None:
+            if path.is_symlink():  # refused before anything changes (it failed half-way)
+                raise RefusedError(
+                    f"is a symlink to {path.resolve()}: klogtool does not write through links",
+                    path=arg,
+                    code=Code.SYMLINK,
+                    hint=f"stop the broker that holds {atomic.log_dir_of(path)}, then name "
+                    f"{path.resolve()} itself",
+                )
             found.append(PartitionTarget(Path(os.path.abspath(path)), arg, named=True))
         else:
             root = path.resolve()

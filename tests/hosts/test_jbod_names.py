@@ -107,3 +107,22 @@ def test_log_dir_of_a_jbod_log_dir_is_itself(tmp_path: Path) -> None:
     logdir = _jbod(tmp_path, "kafka-logs-1")
     assert log_dir_of(logdir) == logdir
     assert log_dir_of(logdir / "v2-none-0") == logdir
+
+
+@pytest.mark.parametrize("command", ["truncate-recovery", "rebuild-index", "compact"])
+def test_a_symlinked_partition_named_directly_is_refused_before_anything_changes(
+    tmp_path: Path, command: str
+) -> None:
+    """``logdir/p-0 -> /disk2/p-0``: truncate-recovery created its quarantine, then failed
+    with "Not a directory (io-error)", half done."""
+    logdir = _jbod(tmp_path, "kafka-logs-1")
+    (logdir / ".kafka_cleanshutdown").write_bytes(b"")
+    disk2 = tmp_path / "disk2"
+    disk2.mkdir()
+    (logdir / "torn-tail-0").rename(disk2 / "torn-tail-0")
+    (logdir / "torn-tail-0").symlink_to(disk2 / "torn-tail-0")
+    before = {**files(logdir), **files(disk2 / "torn-tail-0")}
+    code, _out, err = run(command, str(logdir / "torn-tail-0"), cwd=tmp_path)
+    assert code == 4 and "(symlink)" in err and err.startswith("klogtool: error: "), err
+    assert {**files(logdir), **files(disk2 / "torn-tail-0")} == before
+    assert sorted(p.name for p in (disk2 / "torn-tail-0").iterdir() if p.is_dir()) == []

@@ -47,17 +47,21 @@ def _linked_partition(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @pytest.mark.parametrize("command", WRITERS, ids=lambda c: c[0])
-def test_a_symlinked_partition_dir_is_locked_at_the_log_dir_the_user_names(
+def test_a_symlinked_partition_dir_named_directly_is_refused(
     tmp_path: Path, command: list[str]
 ) -> None:
+    """Refused before anything changes, lock held or not (every writer failed half-way with
+    "Not a directory", exit 3: file operations never go through a link)."""
     logdir, disk2 = _linked_partition(tmp_path)
     before = tree(disk2)
     with lock_held_by_another_process(logdir):
         code, _out, err = run(*command, str(logdir / "v2-none-0"), cwd=tmp_path)
     assert code == 4, err
-    assert "broker-lock-held" in err
+    assert "(symlink)" in err and f"stop the broker that holds {logdir}" in err
     assert tree(disk2) == before  # nothing changed, and no stray .lock beside the target
     assert not (disk2 / ".lock").exists()
+    code, _out, err = run(*command, str(logdir / "v2-none-0"), cwd=tmp_path)
+    assert code == 4 and "(symlink)" in err, err
 
 
 def test_log_dir_of_a_linked_partition_is_the_named_parent(tmp_path: Path) -> None:
