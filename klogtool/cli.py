@@ -22,6 +22,8 @@ from klogtool.errors import (
     StdoutClosed,
 )
 from klogtool.formats import FormatError
+from klogtool.shown import reset as reset_shown_paths
+from klogtool.shown import shown
 
 if TYPE_CHECKING:
     from klogtool.output import Output
@@ -208,6 +210,7 @@ def _check_engine() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: maps every outcome to a documented exit code."""
     args = list(argv if argv is not None else sys.argv[1:])
+    reset_shown_paths()  # a new command line: its PATHs are registered as Click parses them
     debug = "--debug" in args
     try:
         _check_engine()
@@ -224,19 +227,21 @@ def main(argv: list[str] | None = None) -> None:
         code = EXIT_INTERRUPTED
     except KlogtoolError as e:
         _flush_quietly()
-        click.echo(e.one_line(), err=True)
+        click.echo(shown(e.one_line()), err=True)
         if e.hint:
-            click.echo(f"hint: {e.hint}", err=True)
+            click.echo(shown(f"hint: {e.hint}"), err=True)
         code = e.exit_code
     except FormatError as e:  # a format error no command anticipated: still one line
         _flush_quietly()
-        where = f"{e.position}: " if e.position is not None else ""
-        click.echo(f"klogtool: error: {where}{e} ({e.code})", err=True)
+        # no file is known: docs/output.md's line without its <path>
+        at = f" at byte {e.position}" if e.position is not None else ""
+        click.echo(shown(f"klogtool: error: {e}{at} ({e.code})"), err=True)
         code = EXIT_BAD_INPUT
     except (BrokenPipeError, StdoutClosed):
         code = EXIT_BROKEN_PIPE
     except OSError as e:
-        click.echo(f"klogtool: error: {e.filename or ''}: {e.strerror or e} (io-error)", err=True)
+        where = f"{os.fsdecode(e.filename)}: " if e.filename else ""
+        click.echo(shown(f"klogtool: error: {where}{e.strerror or e} (io-error)"), err=True)
         code = EXIT_BAD_INPUT
     except Exception as e:  # a bug: say so in one line, traceback only with --debug
         if debug:

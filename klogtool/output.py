@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from klogtool.codes import STRICT
 from klogtool.errors import StdoutClosed
+from klogtool.shown import shown
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -178,6 +179,7 @@ class Output:
 
     # -- data ---------------------------------------------------------------------------------
     def _write(self, text: str) -> None:
+        text = shown(text)  # paths as the user gave them
         if self._live is not None and self._on_the_bars_screen:
             self._through_the_bar(text)
             return
@@ -336,15 +338,16 @@ class Output:
     # -- diagnostics ------------------------------------------------------------------------
     def warn(self, message: str) -> None:
         if self.verbosity >= 0:
-            self.err.print(f"klogtool: warning: {message}", style="yellow")
+            self.err.print(shown(f"klogtool: warning: {message}"), style="yellow")
 
     def info(self, message: str) -> None:
         if self.verbosity >= 1:
-            self.err.print(f"klogtool: {message}", style="dim")
+            self.err.print(shown(f"klogtool: {message}"), style="dim")
 
     def stderr_line(self, message: str) -> None:
-        """Plain stderr text that is part of a format's contract (kafka-dump-log's blocks);
-        while a bar is drawn, through its console (which draws the bar again below it)."""
+        """Plain stderr text that is part of a format's contract (kafka-dump-log's blocks,
+        which name files absolute as it does: written as it is); while a bar is drawn, through
+        its console (which draws the bar again below it)."""
         self._flush()
         if self._live is not None:
             from rich.text import Text
@@ -695,6 +698,13 @@ def _finding_text(f: dict[str, Any]) -> str:
     where = f["path"] + (f":{f['position']}" if f.get("position") is not None else "")
     offset = f" (offset {f['offset']})" if f.get("offset") is not None else ""
     return f"{f['severity']}: {f['code']}: {where}{offset}: {f['message']}"
+
+
+def diagnostic_line(f: dict[str, Any]) -> str:
+    """A finding reported on stderr beside the data (``find``): the one-line shape of
+    docs/output.md's errors, ``klogtool: <severity>: <path>[:<position>]: <what> (<code>)``."""
+    where = f["path"] + (f":{f['position']}" if f.get("position") is not None else "")
+    return shown(f"klogtool: {f['severity']}: {where}: {f['message']} ({f['code']})")
 
 
 _TEXT_RENDERERS = {

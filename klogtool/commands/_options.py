@@ -14,6 +14,7 @@ import click
 
 from klogtool.log.read.record_filter import TXN_STATES, RecordFilter
 from klogtool.output import FORMATS
+from klogtool.shown import click_callback as shown_paths
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings
@@ -22,7 +23,9 @@ F = Callable[..., Any]
 
 
 def paths_argument(f: F) -> F:
-    return click.argument("paths", nargs=-1, required=True, metavar="PATH...")(f)
+    return click.argument(
+        "paths", nargs=-1, required=True, metavar="PATH...", callback=shown_paths
+    )(f)
 
 
 def format_option(*extra: str) -> Callable[[F], F]:

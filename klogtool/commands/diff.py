@@ -27,6 +27,7 @@ from klogtool.log.read.diff import (
     diff,
 )
 from klogtool.output import plural, to_json
+from klogtool.shown import click_callback as shown_paths
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings
@@ -61,8 +62,8 @@ def _epilog(examples: list[tuple[str, list[str]]]) -> str:
 
 
 @click.command("diff", epilog=_epilog(EXAMPLES))
-@click.argument("a", metavar="A")
-@click.argument("b", metavar="B")
+@click.argument("a", metavar="A", callback=shown_paths)
+@click.argument("b", metavar="B", callback=shown_paths)
 @click.option(
     "--leader",
     type=click.Choice(("a", "b")),

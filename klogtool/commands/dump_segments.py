@@ -25,6 +25,7 @@ from klogtool.log import layout
 from klogtool.log.files import STDIN_KINDS, total_log_bytes
 from klogtool.log.read.dumper import Dumper, DumpOptions, Obj
 from klogtool.output import TERMINAL_ESCAPES, Output, plural, to_json, with_iso
+from klogtool.shown import click_callback as shown_paths
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings
@@ -151,7 +152,7 @@ def kafka_dump_log_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @click.command("dump-segments")
-@click.argument("paths", nargs=-1, metavar="PATH...")  # or kafka-dump-log.sh's --files
+@click.argument("paths", nargs=-1, metavar="PATH...", callback=shown_paths)  # or --files
 @click.option(
     "--deep-iteration", "deep", is_flag=True, help="Decode every record, not only batch headers."
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ from klogtool.log import layout
 from klogtool.log.check.explain import PartitionExplain, explain_partition
 from klogtool.log.rewrite.retention import human_ms
 from klogtool.output import Output, format_ts, offsets_text, plural
+from klogtool.shown import click_callback as shown_paths
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings
@@ -29,7 +31,7 @@ _REMOVED = ("superseded", "tombstones_expired", "aborted", "keyless", "markers_r
 
 
 @click.command("explain")
-@click.argument("path", metavar="PARTITION_DIR")
+@click.argument("path", metavar="PARTITION_DIR", callback=shown_paths)
 @partition_plan_options()
 @format_option()
 @max_batch_bytes_option
@@ -62,8 +64,9 @@ def command(
     """
     out = settings.output(fmt)
     p = Path(path)
-    parsed = layout.parse_partition_dir_name(p.name)
-    with out.phases(f"explaining {p.name}") as report:
+    name = Path(os.path.abspath(p)).name  # "." from inside the partition dir: its own name
+    parsed = layout.parse_partition_dir_name(name)
+    with out.phases(f"explaining {name}") as report:
         ex = explain_partition(
             p,
             inputs.config_of(parsed[0] if parsed else None),
@@ -92,7 +95,7 @@ def _iso(ms: int) -> str:
 
 
 def _text(out: Output, ex: PartitionExplain) -> None:
-    name = ex.path.name
+    name = Path(os.path.abspath(ex.path)).name
     rows = []
     details: list[str] = []
     for s in ex.segments:

@@ -20,7 +20,7 @@ from klogtool.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK
 from klogtool.log.read.dumper import DumpOptions
 from klogtool.log.read.finder import Finder, FindOptions, Obj, resolve_targets
 from klogtool.log.read.record_filter import RecordFilter
-from klogtool.output import Output, plural, render_text
+from klogtool.output import Output, diagnostic_line, plural, render_text
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings
@@ -137,7 +137,7 @@ def _show(obj: Obj, out: Output, fmt: str, renderer: KafkaRenderer | None) -> No
     kind = obj["type"]
     if kind == "finding":
         if obj["severity"] == "error" or out.verbosity >= 0:
-            out.stderr_line(f"klogtool: {render_text(obj)}")
+            out.stderr_line(diagnostic_line(obj))
     elif kind == "summary":
         return
     elif renderer is not None:
