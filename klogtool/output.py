@@ -278,6 +278,8 @@ class Output:
         and named under the table, where the others would not fit whole words otherwise."""
         if self.fmt != "text":
             return
+        # paths as the user gave them (a table on a terminal is not written through _write)
+        rows = [[shown(c) if isinstance(c, str) else c for c in r] for r in rows]
         # Box drawing on a terminal; plain aligned columns for a file or a pipe.
         if self.data_is_terminal:
             self._terminal_table(title, columns, rows, left, lesser)

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support.cli import ERROR_LINE, run
+from support.cli import ERROR_LINE, run, run_on_terminal
 from support.paths import CORRUPT
 
 S0 = "00000000000000000000"
@@ -123,3 +123,13 @@ def test_restore_names_the_quarantine_as_given(cwd: Path) -> None:
     code, out, err = run("truncate-recovery", "--restore", "--format", "jsonl", "ld", cwd=cwd)
     assert code == 0, err
     _check_lines(err, out, cwd)
+
+
+def test_a_table_on_a_terminal_names_the_quarantine_as_given(cwd: Path) -> None:
+    code, _, err = run("truncate-recovery", "ld", cwd=cwd)
+    assert code == 0, err
+    shown = run_on_terminal("truncate-recovery", "--restore", "--dry-run", "ld", cwd=cwd)
+    assert shown.code == 0, shown.stderr
+    # the table's quarantine cell (folded at 80 columns) starts with the path as given
+    assert any("│ ld/crc-flip-0/" in row for row in shown.screen), shown.screen
+    assert not any("│ /" in row for row in shown.screen), shown.screen
