@@ -253,7 +253,7 @@ def test_an_empty_partition_named_dir_is_not_ok(tmp_path: Path) -> None:
     (tmp_path / "x-0").mkdir()
     code, out, err = run("verify", str(tmp_path / "x-0"), cwd=tmp_path)
     assert code == 3, out
-    assert err.strip().endswith("no Kafka files in it: nothing was checked (no-kafka-files)")
+    assert err.strip().endswith("no Kafka files in it: nothing to read (no-kafka-files)")
     assert "OK" not in out
 
 

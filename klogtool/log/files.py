@@ -97,7 +97,13 @@ def kafka_dirs(path: Path, display: str) -> Iterator[KafkaDir]:
         for d in below:
             yield from kafka_dirs(d, str(Path(display) / d.relative_to(path)))
         return
-    yield KafkaDir(path, display, classify_dir(path, display))
+    logdir = classify_dir(path, display)
+    if logdir is None and not layout.scan_partition_dir(path).files():
+        # one rule for every command: a directory with nothing of Kafka's in it is an error
+        raise InputError(
+            "no Kafka files in it: nothing to read", path=display, code=Code.NO_KAFKA_FILES
+        )
+    yield KafkaDir(path, display, logdir)
 
 
 def partition_dirs_of(path: Path, display: str) -> Iterator[tuple[Path, str]]:

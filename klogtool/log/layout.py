@@ -7,6 +7,7 @@ the callers that open the files (a name alone is never trusted to mean a valid f
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,7 +162,8 @@ class PartitionDir:
 
 
 def scan_partition_dir(path: Path) -> PartitionDir:
-    parsed = parse_partition_dir_name(path.name)
+    # the name of the directory itself: "." or "sub/.." named from inside keep theirs
+    parsed = parse_partition_dir_name(Path(os.path.abspath(path)).name)
     part = PartitionDir(path, *(parsed or (None, None)))
     segments: dict[int, SegmentFiles] = {}
     for child in sorted(path.iterdir()):
@@ -256,7 +258,7 @@ def scan_log_dir(path: Path) -> LogDir | None:
     files: list[Path] = []
     for child in sorted(path.iterdir()):
         if child.is_dir():
-            if parse_partition_dir_name(child.name) is not None:
+            if _is_partition_child(child):  # named like one, and holding a partition's files
                 partitions.append(child)
         elif file_kind(child) not in (UNKNOWN, LOG):
             files.append(child)

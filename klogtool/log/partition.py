@@ -16,7 +16,7 @@ from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import checkpoint, index
 from klogtool.formats.errors import FormatError
-from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
+from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner, not_a_log
 from klogtool.log import layout
 from klogtool.log.atomic import FileOps, log_dir_of
 from klogtool.log.segment import mapped, read_small
@@ -247,6 +247,20 @@ def scan_next_offset(path: Path, base: int) -> tuple[int, bool]:
     return max(end, base), result.end in (CLEAN, ZERO_FILL)
 
 
+def _refuse_non_kafka(log: Path) -> None:
+    """A ``.log`` from which no entry can be read (a PNG under a segment's name) is no Kafka
+    file: every command ends with exit 3 there (records.not_a_log's rule)."""
+    with mapped(log) as buf:
+        scanner = SegmentScanner(buf, check_crc=False, stop_on_crc=False)
+        if next(iter(scanner), None) is not None:
+            return
+        bad = not_a_log(scanner.result) if scanner.result is not None else None
+    if bad is not None:
+        raise InputError(
+            f"not a Kafka log segment: {bad}", path=str(log), position=0, code=Code.NOT_A_LOG
+        )
+
+
 def load_partition(path: Path, *, scan_all: bool = False) -> PartitionView:
     """Load ``path`` (a partition dir) and its log dir's checkpoints."""
     part = layout.scan_partition_dir(path)
@@ -260,6 +274,7 @@ def load_partition(path: Path, *, scan_all: bool = False) -> PartitionView:
             st = os.stat(seg.log)
         except OSError as e:
             raise InputError(f"cannot read: {e.strerror}", path=str(seg.log)) from e
+        _refuse_non_kafka(seg.log)
         ts, source, ti_bytes = _largest_timestamp(seg, st.st_mtime_ns)
         segments.append(
             SegmentInfo(

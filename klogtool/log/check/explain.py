@@ -182,6 +182,10 @@ def explain_partition(
             path=str(path),
             code=Code.NOT_A_PARTITION_DIR,
         )
+    if not layout.scan_partition_dir(path).files():
+        raise InputError(
+            "no Kafka files in it: nothing to read", path=str(path), code=Code.NO_KAFKA_FILES
+        )
     view = load_partition(path)
     notes: list[str] = []
     compaction: CompactionPlan | None = None

@@ -44,7 +44,7 @@ from klogtool.errors import InputError
 from klogtool.formats import codecs, engine, payloads
 from klogtool.formats.batch import Batch, NativeWrapper, Record, record_fields
 from klogtool.formats.errors import FormatError
-from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner
+from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner, not_a_log
 from klogtool.log.export.planning import SegmentRange, Split, plan_splits
 from klogtool.log.export.spec import ReadOptions, arrow_schema
 from klogtool.log.read.dumper import batch_object
@@ -492,6 +492,8 @@ class _RangeReader:
                 Code.TORN_TAIL,
                 f"the last {invalid} bytes are an incomplete batch (an interrupted write)",
             )
+        elif (bad := not_a_log(res)) is not None:  # as every command says of such a file
+            yield from self._problem(0, None, Code.NOT_A_LOG, f"not a Kafka log segment: {bad}")
         elif res.end == CORRUPT:
             err = res.error
             yield from self._problem(

@@ -56,7 +56,7 @@ from klogtool.formats.payloads.transaction_state import (
     decode_transaction_state,
     transaction_state_name,
 )
-from klogtool.formats.records import CLEAN, CORRUPT, ZERO_FILL, SegmentScanner
+from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner, not_a_log
 from klogtool.formats.snapshot import ProducerEntry, parse_snapshot
 from klogtool.log import layout
 from klogtool.log.files import partition_dirs_of
@@ -345,12 +345,15 @@ class TransactionScanner:
                             producer_id=pid,
                         )
                 result = scanner.result
-            if result is not None and result.batches == 0 and result.end == CORRUPT:
-                why = f"not a Kafka log segment: {result.error or 'no valid batch'}"
-                if part.path.is_file():
-                    raise InputError(why, path=part.display, position=0, code=Code.NOT_A_LOG)
-                yield finding("error", Code.NOT_A_LOG, log_path, 0, None, why)
-            elif result is not None and result.end not in (CLEAN, ZERO_FILL):
+            if result is not None and (bad := not_a_log(result)) is not None:
+                # a .log that is no Kafka file at all ends the run, as in every command
+                raise InputError(
+                    f"not a Kafka log segment: {bad}",
+                    path=log_path,
+                    position=0,
+                    code=Code.NOT_A_LOG,
+                )
+            if result is not None and result.end not in (CLEAN, ZERO_FILL):
                 yield finding(
                     "warning",
                     Code.LOG_UNREADABLE,
