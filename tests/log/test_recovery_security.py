@@ -308,3 +308,20 @@ def test_a_full_disk_names_the_file_in_one_line_and_leaves_no_cleaned(
     assert err == f"klogtool: error: {stored}: No space left on device (io-error)\n"
     assert not stored.exists() and files(part) == before
     assert not [p for p in qrun.iterdir() if p.name.endswith(".cleaned")]
+
+
+def test_a_manifest_may_only_change_its_own_partitions_checkpoint_entries(
+    tmp_path: Path,
+) -> None:
+    """A checkpoint entry of another partition planted in a manifest: the restore is refused
+    and the other partition's entry stays (it raised another partition's log start offset
+    from 0 to 299)."""
+    part, qrun = _recovered(tmp_path)
+    logdir = part.parent
+    cp = logdir / "log-start-offset-checkpoint"
+    cp.write_bytes(b"0\n2\ncrc-flip 0 0\nother 0 0\n")
+    planted = {"file": cp.name, "topic": "other", "partition": 0, "old": 299, "new": 0}
+    _edit(qrun, lambda m: m["checkpoints"].append(planted))
+    code, _, err = run("truncate-recovery", "--restore", str(part))
+    assert code == 4 and "bad-manifest" in err and "another partition's" in err, err
+    assert dict(parse_offset_checkpoint(cp.read_bytes()).entries)[("other", 0)] == 0

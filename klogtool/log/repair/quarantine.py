@@ -154,6 +154,12 @@ def check_manifest(manifest: dict[str, Any], path: Path) -> None:
             raise bad(f"has a bad checkpoint change {c.file!r}")
     if not isinstance(manifest.get("partition"), str):
         raise bad("names no partition")
+    # a recovery lowers only its own partition's checkpoint entries: a manifest naming another
+    # partition's (planted, or copied from elsewhere) would edit that partition on --restore
+    own = layout.parse_partition_dir_name(Path(manifest["partition"]).name)
+    for c in manifest["checkpoints"]:
+        if (c.topic, c.partition) != own:
+            raise bad(f"changes another partition's checkpoint entry ({c.topic}-{c.partition})")
     if manifest.get("truncated_segment") is not None and not _is_int(manifest["truncated_segment"]):
         raise bad("has a bad truncated segment")
     if manifest.get("state") not in (IN_PROGRESS, COMPLETE, RESTORED):
