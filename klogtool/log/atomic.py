@@ -662,8 +662,17 @@ def log_dir_lock(
     when done. Yields whether another process holds the lock (a dry run's warning).
     """
     lock = log_dir / LOCK_FILE
+    holder = former_lock_holder(log_dir)
+    if holder is not None and not force and not dry_run:
+        raise RefusedError(
+            f"process {holder} holds a lock on this directory's former .lock (deleted or "
+            "replaced while it ran: a running broker keeps its lock on the old file)",
+            path=str(lock),
+            code=Code.BROKER_LOCK_HELD,
+            hint="stop that process first; --force overrides this check at your own risk",
+        )
     if dry_run and not os.path.lexists(lock):
-        yield False
+        yield holder is not None
         return
     for _attempt in range(3):
         fd, created = _open_lock(lock, create=not dry_run, shared=shared)
@@ -688,6 +697,47 @@ def log_dir_lock(
         path=str(lock),
         code=Code.BROKER_LOCK_HELD,
     )
+
+
+def former_lock_holder(log_dir: Path) -> int | None:
+    """Another process that holds a POSIX lock on a ``.lock`` of ``log_dir`` that is no longer
+    the one there (deleted or replaced while a broker ran: it keeps its lock on the old file,
+    and locking the new one would succeed). Found through ``/proc/locks`` and the holder's
+    open files (``/proc/PID/fd``: readable as root or as the broker's user); None where
+    nothing shows one, or where ``/proc`` cannot tell (not Linux, another user's process
+    without root)."""
+    try:
+        locks = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return None
+    name = str(Path(os.path.abspath(log_dir)) / LOCK_FILE)
+    try:
+        current: Identity | None = identity(Path(name))
+    except OSError:
+        current = None
+    for line in locks:
+        fields = line.split()
+        if len(fields) < 6 or fields[1] != "POSIX" or "->" in fields:
+            continue
+        pid = int(fields[4]) if fields[4].isdigit() else -1
+        if pid in (-1, os.getpid()):
+            continue
+        inode = int(fields[5].rsplit(":", 1)[-1])
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            link = f"/proc/{pid}/fd/{fd}"
+            try:
+                target = os.readlink(link)
+                st = os.stat(link)
+            except OSError:
+                continue
+            former = target in (name, name + " (deleted)") and (st.st_dev, st.st_ino) != current
+            if former and st.st_ino == inode:
+                return pid
+    return None
 
 
 def _open_lock(lock: Path, *, create: bool, shared: bool) -> tuple[int | None, bool]:

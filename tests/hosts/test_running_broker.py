@@ -40,3 +40,23 @@ def test_a_compact_dry_run_beside_a_running_broker_warns(tmp_path: Path) -> None
         code, _out, err = run("compact", "--dry-run", str(logdir / "v2-none-0"))
     assert code == 0, err
     assert "holds its .lock: this dry run reads files that may change under it" in err
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_a_broker_whose_lock_file_was_deleted_or_replaced_is_still_seen(
+    tmp_path: Path, how: str
+) -> None:
+    """The broker keeps its lock on the old .lock; klogtool locked the new file and wrote.
+    /proc/locks and the holder's open files show it: refused, exit 4."""
+    logdir = tmp_path / "kafka-logs-1"
+    logdir.mkdir()
+    shutil.copy(LOGDIR / "meta.properties", logdir)
+    part = copy_scenario("torn-tail", logdir)
+    before = files(part)
+    with lock_held_by_another_process(logdir):
+        (logdir / ".lock").unlink()
+        if how == "replaced":
+            (logdir / ".lock").write_bytes(b"")
+        code, _out, err = run("truncate-recovery", str(logdir))
+    assert code == 4 and "former .lock" in err and "(broker-lock-held)" in err, err
+    assert files(part) == before
