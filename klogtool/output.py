@@ -333,7 +333,8 @@ class Output:
         # while a bar is drawn on the same screen, through its console (see _through_the_bar)
         console = self.err if self._live is not None and self._on_the_bars_screen else self.data
         console.print(t)
-        dropped = [c for i, c in enumerate(columns) if i not in shown]
+        # a column without a header (stats' bar charts) is named for what it shows
+        dropped = [c or "chart" for i, c in enumerate(columns) if i not in shown]
         if dropped:
             console.print(f"(not shown at {width} columns: {', '.join(dropped)})", style="dim")
 

@@ -8,7 +8,7 @@ from collections import Counter
 from itertools import pairwise
 from pathlib import Path
 
-from support.cli import jsonl, run
+from support.cli import jsonl, run, run_on_terminal
 from support.rewrite import write_partition
 
 from klogtool.formats import encode_batch
@@ -320,3 +320,49 @@ def test_records_of_aborted_transactions_count_as_removable() -> None:
     compaction = jsonl(out)[0]["keys"]["compaction"]
     assert compaction["aborted"] == aborted
     assert compaction["removable"] >= aborted
+
+
+def test_tables_fit_80_columns_the_partition_wraps_and_lesser_columns_go_first(
+    tmp_path: Path,
+) -> None:
+    """On an 80-column terminal stats cut nothing, but where a table did not fit its columns
+    were left out from the right: large value sizes lost the sizes table's max (and mean), and
+    a narrower terminal folded the bar charts. The lesser columns go first now (mean, p90; the
+    charts, named under their table), the max stays, and a long partition name wraps whole.
+    Fails before the change (max left out)."""
+    names = ["orders-with-a-rather-long-topic-name-for-a-stats-table-3", "payments-0"]
+    for n, name in enumerate(names):
+        recs = [
+            Record(i, 1_700_000_000_000 + i, b"key-%d-" % i + b"x" * 70, bytes(size))
+            for i, size in enumerate((1_100_000 + n, 1_500_000, 1_900_000))
+        ]
+        batch = encode_batch(recs, compression=GZIP)
+        write_partition(tmp_path / "kafka-logs" / name, [(0, [batch])])
+    for cols in (80, 60):
+        code, out, _err, rows = run_on_terminal(
+            "stats", "--sample", "0", "kafka-logs", cwd=tmp_path, columns=cols
+        )
+        assert code == 0
+        assert "…" not in out
+        assert all(len(r) <= cols for r in rows), [r for r in rows if len(r) > cols]
+        notes = [r for r in rows if r.startswith("(not shown at")]
+        sizes = _table(rows, "sizes (bytes")
+        heads = [c.strip() for c in sizes[2].split("┃")[1:-1]]
+        # the max and the upper percentiles stay; the mean and p90 go first, and are named
+        assert {"count", "p50", "p99", "max"} <= set(heads), heads
+        assert "mean" not in heads and sizes[-1] and "mean" in notes[0], (heads, notes)
+        # a chart is left out rather than folded: each bar is on its key's first line
+        for r in _table(rows, "heaviest keys"):
+            if "█" in r:
+                assert r.split("│")[2].strip() == "2", r
+        # the partition column: each name whole, wrapped onto further lines
+        parts = _table(rows, "partitions")
+        column = "".join(r.split("│")[1].strip() for r in parts if r.startswith("│"))
+        assert column == "".join(f"kafka-logs/{name}" for name in names)
+
+
+def _table(rows: list[str], title: str) -> list[str]:
+    """A boxed table's rows on the screen: its title, its header, its body, its bottom."""
+    start = next(i for i, r in enumerate(rows) if r.startswith(title))
+    end = next(i for i in range(start, len(rows)) if rows[i].startswith("└"))
+    return rows[start : end + 1]

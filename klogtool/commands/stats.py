@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 
 
 _BLOCKS = " ▏▎▍▌▋▊▉█"
+# A table's bar chart: its column has no header; on a narrow terminal it is left out first
+# (the numbers beside it say the same) rather than folded.
+_CHART = ("",)
 _SPARK = "▁▂▃▄▅▆▇█"
 
 
@@ -221,12 +224,15 @@ def _text(out: Output, t: dict[str, Any], parts: list[dict[str, Any]], what_if: 
         "sizes (bytes; percentiles from log2 buckets)",
         ["", "count", "null", "min", "p50", "p90", "p99", "max", "mean"],
         rows,
+        # on a narrow terminal (large sizes): these go before the max and the p99
+        lesser=("mean", "p90", "null", "min"),
     )
     out.table(
         "value sizes (records per log2 bucket)",
         ["bytes", "records", ""],
         _histogram_rows(s["value"]),
         left=frozenset({""}),
+        lesser=_CHART,
     )
     spark = sparkline(tm["buckets"])
     out.table(
@@ -251,6 +257,7 @@ def _text(out: Output, t: dict[str, Any], parts: list[dict[str, Any]], what_if: 
         ["producer", "records", ""],
         [[str(x["producer_id"]), f"{x['records']:,}", bar(x["records"], top)] for x in largest],
         left=frozenset({""}),
+        lesser=_CHART,
     )
     err = k["distinct_standard_error"]
     out.table(
@@ -281,6 +288,7 @@ def _text(out: Output, t: dict[str, Any], parts: list[dict[str, Any]], what_if: 
         ["key", "records", ""],
         [[display_key(x), heavy_count(x), bar(x["records"], top)] for x in heavy],
         left=frozenset({""}),
+        lesser=_CHART,
     )
     if what_if is not None:
         rows_w = what_if["codecs"]
@@ -301,6 +309,7 @@ def _text(out: Output, t: dict[str, Any], parts: list[dict[str, Any]], what_if: 
                 for r in rows_w
             ],
             left=frozenset({""}),
+            lesser=(*_CHART, "seconds"),
         )
     if len(parts) > 1:
         out.table(
@@ -316,6 +325,8 @@ def _text(out: Output, t: dict[str, Any], parts: list[dict[str, Any]], what_if: 
                 ]
                 for o in parts
             ],
+            # the partition (the row's name) is never left out: it wraps
+            lesser=("compaction", "distinct keys"),
         )
 
 
