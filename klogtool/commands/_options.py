@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import functools
+import os
 import re
 import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -18,6 +20,7 @@ from klogtool.shown import click_callback as shown_paths
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings
+    from klogtool.output import Output
 
 F = Callable[..., Any]
 
@@ -26,6 +29,27 @@ def paths_argument(f: F) -> F:
     return click.argument(
         "paths", nargs=-1, required=True, metavar="PATH...", callback=shown_paths
     )(f)
+
+
+def warn_if_a_broker_runs(out: Output, paths: Iterable[str]) -> None:
+    """A read-only command on a log dir whose ``.lock`` a running broker holds: say so once
+    per log dir (its active segments may change while they are read)."""
+    from klogtool.log.atomic import lock_holder, log_dir_of
+
+    seen: set[Path] = set()
+    for p in paths:
+        if p == "-" or "://" in p or not os.path.exists(p):
+            continue
+        log_dir = log_dir_of(Path(p))
+        if log_dir in seen:
+            continue
+        seen.add(log_dir)
+        pid = lock_holder(log_dir)
+        if pid is not None:
+            out.warn(
+                f"{log_dir}: a running broker (process {pid}) holds this log dir's .lock: its "
+                "active segments may change while they are read"
+            )
 
 
 def format_option(*extra: str) -> Callable[[F], F]:

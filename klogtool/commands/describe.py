@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from klogtool.commands._options import format_option, paths_argument
+from klogtool.commands._options import format_option, paths_argument, warn_if_a_broker_runs
 from klogtool.commands._text import log_offsets
 from klogtool.log.read.describe import describe
 from klogtool.output import with_iso
@@ -29,6 +29,7 @@ def command(settings: Any, paths: tuple[str, ...], fmt: str) -> None:
     Exit status: 0 described, 3 a PATH holds no partition or cannot be read.
     """
     out = settings.output(fmt, progress=False)
+    warn_if_a_broker_runs(out, paths)
     rows = []
     for s in describe(list(paths)):
         if fmt != "text":

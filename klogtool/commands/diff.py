@@ -6,7 +6,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from klogtool.commands._options import format_option, jobs_option, max_batch_bytes_option
+from klogtool.commands._options import (
+    format_option,
+    jobs_option,
+    max_batch_bytes_option,
+    warn_if_a_broker_runs,
+)
 from klogtool.commands._text import log_offsets
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
 from klogtool.log.read.diff import (
@@ -144,6 +149,7 @@ def command(
     lags) or otherwise different, 3 an input cannot be read.
     """
     out = settings.output(fmt, progress=False)
+    warn_if_a_broker_runs(out, [a, b])
     options = DiffOptions(
         leader=leader, deep=deep, max_differences=max_differences, max_batch_bytes=max_batch_bytes
     )

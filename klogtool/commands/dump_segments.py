@@ -19,6 +19,7 @@ from klogtool.commands._options import (
     parse_offsets,
     payload_decoder_options,
     sized_jobs_option,
+    warn_if_a_broker_runs,
 )
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.log import layout
@@ -239,6 +240,7 @@ def command(
     default = "base64" if fmt in ("json", "jsonl") else "utf8"
     kd = key_decoder or default
     out = settings.output("text" if fmt == "kafka" else fmt)
+    warn_if_a_broker_runs(out, paths)
     for note in notes:
         out.warn(note)
     if payloads_only and fmt in ("json", "jsonl"):

@@ -13,6 +13,7 @@ from klogtool.commands._options import (
     format_option,
     max_batch_bytes_option,
     partition_plan_options,
+    warn_if_a_broker_runs,
 )
 from klogtool.commands._text import log_offsets
 from klogtool.errors import EXIT_OK
@@ -63,6 +64,7 @@ def command(
     Exit status: 0 explained, 3 PARTITION_DIR is not a partition directory or cannot be read.
     """
     out = settings.output(fmt)
+    warn_if_a_broker_runs(out, [path])
     p = Path(path)
     name = Path(os.path.abspath(p)).name  # "." from inside the partition dir: its own name
     parsed = layout.parse_partition_dir_name(name)

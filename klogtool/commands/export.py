@@ -17,6 +17,7 @@ from klogtool.commands._options import (
     paths_argument,
     size_option,
     spark_options,
+    warn_if_a_broker_runs,
     where_option,
 )
 from klogtool.commands._spark import check_target, require_pyarrow, spark_session
@@ -186,6 +187,7 @@ def command(
         value_decoder=vd,
     )
     out = settings.output(fmt)
+    warn_if_a_broker_runs(out, paths)
     segments = list_segments(list(paths))
     input_bytes = sum(s.size for s in segments)
     destination = Destination(

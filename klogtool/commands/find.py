@@ -14,6 +14,7 @@ from klogtool.commands._options import (
     paths_argument,
     payload_decoder_options,
     record_filter_options,
+    warn_if_a_broker_runs,
 )
 from klogtool.commands.dump_segments import KafkaRenderer
 from klogtool.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK
@@ -110,6 +111,7 @@ def command(
         ),
     )
     out = settings.output("text" if fmt == "kafka" else fmt)
+    warn_if_a_broker_runs(out, paths)
     renderer = KafkaRenderer(out) if fmt == "kafka" else None
     targets = resolve_targets(list(paths))
     # a bar only when the records go to a file or a pipe: on a terminal they are the progress

@@ -7,7 +7,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from klogtool.commands._options import format_option, parse_now, paths_argument
+from klogtool.commands._options import (
+    format_option,
+    parse_now,
+    paths_argument,
+    warn_if_a_broker_runs,
+)
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
 from klogtool.log.read.transactions import (
     BOOTSTRAP_PLACEHOLDER,
@@ -109,6 +114,7 @@ def command(
     aborted transaction missing from the .txnindex) found, 3 an input cannot be read.
     """
     out = settings.output(fmt)
+    warn_if_a_broker_runs(out, paths)
     scanner = TransactionScanner(
         now_ms=now, older_than_ms=older_than, bootstrap_server=bootstrap_server
     )

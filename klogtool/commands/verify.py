@@ -16,6 +16,7 @@ from klogtool.commands._options import (
     paths_argument,
     sized_jobs_option,
     spark_options,
+    warn_if_a_broker_runs,
 )
 from klogtool.commands._spark import check_target, spark_session
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
@@ -95,6 +96,7 @@ def command(
     check_target(master, remote)
     engine = chosen_engine(engine, master, remote, spark_conf)
     out = settings.output(fmt)
+    warn_if_a_broker_runs(out, paths)
     verifier: Verifier | FleetVerifier
     not_kafka: Finding | None = None  # a file that is not a Kafka file at all: exit 3
     input_bytes = total_log_bytes(list(paths))

@@ -699,6 +699,23 @@ def log_dir_lock(
     )
 
 
+def lock_holder(log_dir: Path) -> int | None:
+    """Another process that holds a POSIX lock on ``log_dir``'s ``.lock`` (a running broker),
+    or on its former one (:func:`former_lock_holder`); None where ``/proc/locks`` shows none."""
+    try:
+        st = os.stat(log_dir / LOCK_FILE)
+        locks = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return former_lock_holder(log_dir)
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for line in locks:
+        fields = line.split()
+        if len(fields) >= 6 and fields[1] == "POSIX" and "->" not in fields:
+            if fields[5] == dev and fields[4].isdigit() and int(fields[4]) != os.getpid():
+                return int(fields[4])
+    return former_lock_holder(log_dir)
+
+
 def former_lock_holder(log_dir: Path) -> int | None:
     """Another process that holds a POSIX lock on a ``.lock`` of ``log_dir`` that is no longer
     the one there (deleted or replaced while a broker ran: it keeps its lock on the old file,

@@ -60,3 +60,20 @@ def test_a_broker_whose_lock_file_was_deleted_or_replaced_is_still_seen(
         code, _out, err = run("truncate-recovery", str(logdir))
     assert code == 4 and "former .lock" in err and "(broker-lock-held)" in err, err
     assert files(part) == before
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["describe"], ["verify"], ["dump-segments"], ["find", "--key", "k"], ["transactions"]],
+    ids=lambda c: c[0],
+)
+def test_reading_beside_a_running_broker_warns_once(tmp_path: Path, command: list[str]) -> None:
+    """The active segments may change under the read: said once per log dir (it said
+    nothing)."""
+    logdir = tmp_path / "kafka-logs-1"
+    shutil.copytree(LOGDIR, logdir)
+    with lock_held_by_another_process(logdir):
+        _code, _out, err = run(*command, str(logdir), str(logdir / "v2-none-0"))
+    assert err.count("holds this log dir's .lock: its active segments may change") == 1, err
+    _code, _out, err = run(*command, str(logdir))
+    assert ".lock" not in err
