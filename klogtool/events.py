@@ -298,6 +298,7 @@ class DescribePartition(TypedDict):
     timestamp_source: str | None
     indexes: str
     log_end_clean: bool
+    state: str | None  # delete, future or stray: a partition dir the broker marked so
 
 
 class RetentionSweepPartition(TypedDict):

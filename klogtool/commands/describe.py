@@ -8,6 +8,7 @@ import click
 
 from klogtool.commands._options import format_option, paths_argument, warn_if_a_broker_runs
 from klogtool.commands._text import log_offsets
+from klogtool.log import layout
 from klogtool.log.read.describe import describe
 from klogtool.output import with_iso
 
@@ -40,7 +41,7 @@ def command(settings: Any, paths: tuple[str, ...], fmt: str) -> None:
             newest += " mtime"
         rows.append(
             [
-                s.path,
+                s.path if s.state is None else f"{s.path} ({layout.DIR_STATES[s.state]})",
                 f"{s.size:,}",
                 f"{s.segments:,}",
                 log_offsets(s.log_start_offset, s.log_end_offset, commas=True),

@@ -42,8 +42,15 @@ OFFSET_CHECKPOINTS = (
 _KRAFT_SNAPSHOT_RE = re.compile(r"^\d{20}-\d{10}\.checkpoint$")
 _OFFSET_NAME_RE = re.compile(r"^\d+$")
 _PARTITION_DIR_RE = re.compile(
-    r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-f]{32}-(?:delete|future|stray))?$"
+    r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-f]{32}-(?P<state>delete|future|stray)"
+    r"|-(?P<stray>stray))?$"
 )
+# What the broker's suffixes on a partition dir say (docs/broker-host.md)
+DIR_STATES = {
+    "delete": "deleted, awaiting the broker's removal",
+    "future": "future: a replica being moved here by alter-replica-log-dirs",
+    "stray": "stray: no longer assigned to this broker, KIP-858",
+}
 
 
 def file_kind(path: Path) -> str:
@@ -100,6 +107,16 @@ def check_partition_name(path: Path) -> None:
             path=str(path),
             code=Code.BAD_PARTITION_NAME,
         )
+
+
+def partition_dir_state(name: str) -> str | None:
+    """``delete``, ``future`` or ``stray`` for a partition dir the broker marked so (a
+    ``-delete`` dir awaiting removal, a ``-future`` replica being moved in, a KIP-858
+    ``-stray``); None for a live partition or another name."""
+    m = _PARTITION_DIR_RE.match(name)
+    if m is None:
+        return None
+    return m.group("state") or m.group("stray")
 
 
 def parse_partition_dir_name(name: str) -> tuple[str, int] | None:

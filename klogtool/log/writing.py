@@ -56,9 +56,10 @@ def select_partitions(
     notices = [Notice(f"{f.path}: skipped: {f.message}", skipped=True) for f in resolved.findings]
     parts: list[Path] = []
     for t in resolved.partitions:
-        if is_special_partition_dir(t.path):
+        state = layout.partition_dir_state(t.path.name)
+        if state is not None and not t.named:  # never rewritten by accident: named, it is
             notices.append(
-                Notice(f"{t.path}: skipped (a partition directory being deleted or moved)", "info")
+                Notice(f"{t.path}: skipped ({layout.DIR_STATES[state]}); name it to include it")
             )
             continue
         why = include(t.path, t.named) if include is not None else None
@@ -184,15 +185,6 @@ def interrupted_obj(display: str, message: str, dry_run: bool) -> dict[str, Any]
 
 
 INT32_MAX = (1 << 31) - 1
-
-SPECIAL_DIR_SUFFIXES = ("-delete", "-future", "-stray")
-
-
-def is_special_partition_dir(path: Path) -> bool:
-    """``<topic>-<partition>.<uuid>-delete|-future|-stray``: not a live partition."""
-    return layout.parse_partition_dir_name(path.name) is not None and path.name.endswith(
-        SPECIAL_DIR_SUFFIXES
-    )
 
 
 def unreadable(e: FormatError, path: Path) -> InputError:

@@ -38,6 +38,7 @@ class PartitionSummary:
     timestamp_source: str | None  # timeindex | records | mtime
     indexes: str  # "ok", or what is missing or fails the broker's sanity check
     log_end_clean: bool  # the last segment ends on a whole batch
+    state: str | None  # delete / future / stray (layout.partition_dir_state), None when live
 
     def as_obj(self) -> dict[str, object]:
         return {"type": "partition", **asdict(self)}
@@ -79,6 +80,7 @@ def summarise(path: Path, display: str) -> PartitionSummary:
         timestamp_source=last.timestamp_source if last is not None else None,
         indexes=_index_health(view.segments),
         log_end_clean=view.log_end_clean,
+        state=layout.partition_dir_state(path.name),
     )
 
 
