@@ -32,6 +32,20 @@ def b64(x: Any) -> str | None:
     return None if x is None else base64.b64encode(bytes(x)).decode("ascii")
 
 
+def _key_value(record: dict[str, Any], control: bool) -> tuple[Any, Any]:
+    """A record's key and value as the rows hold them: a control record's as ("control",
+    type), None (``--decoder none`` shows its raw bytes: their type is decoded here)."""
+    if not control:
+        return record.get("key"), record.get("value")
+    from klogtool.formats.payloads.control import decode_control_record
+
+    key, value = record.get("key"), record.get("value")
+    if key is None or value is None:
+        return ("control", None), None
+    ctl = decode_control_record(base64.b64decode(key), base64.b64decode(value))
+    return ("control", ctl.type_name), None
+
+
 def dump_rows(paths: Sequence[str], *, allow_findings: bool = False) -> list[Row]:
     """The records of every segment of PATHs as ``dump-segments --deep-iteration
     --print-data --format jsonl --decoder none`` sees them."""
@@ -57,8 +71,7 @@ def dump_rows(paths: Sequence[str], *, allow_findings: bool = False) -> list[Row
                     obj["offset"],
                     obj["timestamp"],
                     TS_TYPES[batch["timestamp_type"]],
-                    ("control", obj["control"]["type"]) if "control" in obj else obj.get("key"),
-                    None if "control" in obj else obj.get("value"),
+                    *_key_value(obj, batch["is_control"]),
                     headers or None,
                     obj["sequence"],
                     obj["position"],

@@ -422,7 +422,9 @@ class _RangeReader:
         while True:
             total = self._add_native(batch, *source, (skip, BATCH_ROWS))
             if total is None:
-                return skip == 0  # the same bytes decode the same way: only on the first
+                # read it in Python; a later window decodes the same bytes the same way
+                assert skip == 0, "the native engine refused a batch it had read"
+                return False
             skip += BATCH_ROWS
             if skip >= total:
                 return True
