@@ -28,15 +28,18 @@ the middle of a segment (where the walk of that segment stops) are reported as d
 kind ``torn-tail`` and ``corrupt``; the verdict is made on whole batches.
 
 Memory stays flat: segments are mapped and walked batch by batch; at most one batch of each
-side is decoded at a time. Compaction checking keeps, per key that the compacted side dropped
-and no later record has superseded yet, a 16-byte digest (like the cleaner's own offset map).
+side is decoded at a time, and its records are compared as they are decoded, by offset (a
+batch of millions of tiny records is never held as a Python object per record; only a batch
+whose offsets do not increase is compared as lists). Compaction checking keeps, per key that
+the compacted side dropped and no later record has superseded yet, a 16-byte digest (like the
+cleaner's own offset map).
 """
 
 from __future__ import annotations
 
 import hashlib
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -626,8 +629,113 @@ class _Rec:
         return (self.timestamp, self.key, self.value, self.headers, self.sequence)
 
 
-def _records(batch: Batch, max_batch_bytes: int) -> list[_Rec]:
-    return [_Rec.of(r) for r in batch.records(max_batch_bytes)]
+def _records(batch: Batch, max_batch_bytes: int) -> Iterator[_Rec]:
+    """A batch's records, decoded one at a time (bounded memory whatever it holds)."""
+    return map(_Rec.of, batch.records(max_batch_bytes))
+
+
+class _Unordered(Exception):
+    """A batch's record offsets do not increase: it is compared as lists instead."""
+
+
+# a pair of records with the same offset (or one side's alone)
+_Pair = tuple[_Rec | None, _Rec | None]
+
+
+def _by_offset(ra: Iterator[_Rec], rb: Iterator[_Rec]) -> Iterator[_Pair]:
+    """Two batches' records paired by offset, in increasing offset order, as they are
+    decoded; raises :class:`_Unordered` where a side's offsets do not increase."""
+
+    def increasing(records: Iterator[_Rec]) -> Iterator[_Rec]:
+        last = None
+        for r in records:
+            if last is not None and r.offset <= last:
+                raise _Unordered
+            last = r.offset
+            yield r
+
+    ia, ib = increasing(ra), increasing(rb)
+    x, y = next(ia, None), next(ib, None)
+    while x is not None or y is not None:
+        if y is None or (x is not None and x.offset < y.offset):
+            yield x, None
+            x = next(ia, None)
+        elif x is None or y.offset < x.offset:
+            yield None, y
+            y = next(ib, None)
+        else:
+            yield x, y
+            x, y = next(ia, None), next(ib, None)
+
+
+def _listed_pairs(ra: Iterable[_Rec], rb: Iterable[_Rec]) -> Iterator[_Pair]:
+    """:func:`_by_offset` for records in any order (held as lists; the last record of an
+    offset that appears twice counts)."""
+    by_a = {r.offset: r for r in ra}
+    by_b = {r.offset: r for r in rb}
+    for offset in sorted(by_a.keys() | by_b.keys()):
+        yield by_a.get(offset), by_b.get(offset)
+
+
+def _record_difference(
+    x: _Rec | None, y: _Rec | None, ba: Batch, bb: Batch
+) -> dict[str, Any] | None:
+    """The record only on one side, or the fields of the two records that differ (None:
+    none)."""
+    if x is None or y is None:
+        r = x if x is not None else y
+        assert r is not None
+        return {"offset": r.offset, "only_in": A if y is None else B}
+    diffs = []
+    for name in RECORD_FIELDS:
+        va, vb = _show_field(name, x, ba), _show_field(name, y, bb)
+        if name in ("key", "value", "headers"):
+            same = getattr(x, name) == getattr(y, name)
+        else:
+            same = va == vb
+        if not same:
+            diffs.append({"field": name, "a": va, "b": vb})
+    return {"offset": x.offset, "fields": diffs} if diffs else None
+
+
+@dataclass
+class _Compared:
+    """Two batches' records compared by offset (see :func:`_compare`)."""
+
+    first: int | None = None  # the first differing offset
+    b_in_a: bool = True  # every record of B is in A, the same
+    a_in_b: bool = True
+    common: int = 0  # offsets both sides have the same record at
+    records: list[dict[str, Any]] | None = None  # with deep: the records that differ
+
+
+def _compare(pairs: Iterable[_Pair], ba: Batch, bb: Batch, deep: bool) -> _Compared:
+    producer_differs = (ba.producer_id, ba.producer_epoch) != (bb.producer_id, bb.producer_epoch)
+    c = _Compared(records=[] if deep else None)
+    first_a = first_b = None  # A's first record that differs; B's first record A has not
+    for x, y in pairs:
+        if x is None:
+            c.b_in_a = False
+            if first_b is None:
+                first_b = y.offset if y is not None else None
+        elif y is None:
+            c.a_in_b = False
+            if first_a is None:
+                first_a = x.offset
+        elif x.content() != y.content():
+            c.b_in_a = c.a_in_b = False
+            if first_a is None:
+                first_a = x.offset
+        else:
+            c.common += 1
+            if producer_differs and first_a is None:
+                first_a = x.offset
+        if c.records is not None:
+            d = _record_difference(x, y, ba, bb)
+            if d is not None:
+                c.records.append(d)
+    c.first = first_a if first_a is not None else first_b
+    return c
 
 
 def show(v: bytes | None, limit: int = 64) -> str | None:
@@ -657,41 +765,12 @@ def _show_field(name: str, rec: _Rec, batch: Batch) -> Any:
 
 
 def record_differences(
-    ba: Batch, ra: list[_Rec], bb: Batch, rb: list[_Rec]
+    ba: Batch, ra: Iterable[_Rec], bb: Batch, rb: Iterable[_Rec]
 ) -> list[dict[str, Any]]:
     """Per offset of either side: the record only on one side, or the fields that differ."""
-    by_a = {r.offset: r for r in ra}
-    by_b = {r.offset: r for r in rb}
-    out: list[dict[str, Any]] = []
-    for offset in sorted(by_a.keys() | by_b.keys()):
-        x, y = by_a.get(offset), by_b.get(offset)
-        if x is None or y is None:
-            out.append({"offset": offset, "only_in": A if y is None else B})
-            continue
-        diffs = []
-        for name in RECORD_FIELDS:
-            va, vb = _show_field(name, x, ba), _show_field(name, y, bb)
-            if name in ("key", "value", "headers"):
-                same = getattr(x, name) == getattr(y, name)
-            else:
-                same = va == vb
-            if not same:
-                diffs.append({"field": name, "a": va, "b": vb})
-        if diffs:
-            out.append({"offset": offset, "fields": diffs})
-    return out
-
-
-def _first_differing_offset(ra: list[_Rec], rb: list[_Rec], ba: Batch, bb: Batch) -> int | None:
-    by_b = {r.offset: r for r in rb}
-    producer_differs = (ba.producer_id, ba.producer_epoch) != (bb.producer_id, bb.producer_epoch)
-    offsets_a = {r.offset for r in ra}
-    for r in ra:
-        other = by_b.get(r.offset)
-        if other is None or other.content() != r.content() or producer_differs:
-            return r.offset
-    extra = [r.offset for r in rb if r.offset not in offsets_a]
-    return min(extra) if extra else None
+    return [
+        d for x, y in _listed_pairs(ra, rb) if (d := _record_difference(x, y, ba, bb)) is not None
+    ]
 
 
 def _header(b: Batch, name: str) -> Any:
@@ -756,7 +835,7 @@ class _Compaction:
             self.side = compacted
         return self.side == compacted
 
-    def see(self, batch: Batch, records: list[_Rec] | None = None) -> None:
+    def see(self, batch: Batch, records: Iterable[_Rec] | None = None) -> None:
         """A batch of the full side's history, in offset order: its records supersede pending
         keys, its ABORT marker clears the keys of its producer's dropped batches."""
         if batch.is_control:
@@ -787,19 +866,20 @@ class _Compaction:
                 return None
         return None
 
-    def drop(self, batch: Batch, records: list[_Rec], kept: set[int]) -> None:
-        """The full side's ``records`` of ``batch`` minus the offsets in ``kept`` were removed:
-        each removed record with a key and a value must be superseded by a later record with
-        the same key (checked as the walk goes on), unless its transaction was aborted."""
+    def drop(self, batch: Batch, records: Iterable[tuple[_Rec, bool]], any_kept: bool) -> None:
+        """The full side's ``records`` of ``batch``, each with whether the compacted side kept
+        it (``any_kept``: some were), the others removed: each removed record with a key and a
+        value must be superseded by a later record with the same key (checked as the walk goes
+        on), unless its transaction was aborted."""
         if batch.is_control:
             self.see(batch)  # a marker the cleaner removed still ends its transaction
             return
         txn: list[bytes] | None = None
-        if batch.is_transactional and batch.producer_id >= 0 and not kept:
+        if batch.is_transactional and batch.producer_id >= 0 and not any_kept:
             _first, txn = self.pending_txns.setdefault(batch.producer_id, (batch.base_offset, []))
-        for r in records:
+        for r, kept in records:
             self._supersede(r)
-            if r.offset in kept or r.key is None or r.value is None:
+            if kept or r.key is None or r.value is None:
                 continue  # kept, keyless (the cleaner drops those) or a tombstone
             d = _digest(r.key)
             self.pending_keys.setdefault(d, r.offset)
@@ -918,19 +998,18 @@ class _Walk:
             yield from self._emit(d)
             return
         try:
-            ra = _records(ba, self.options.max_batch_bytes)
-            rb = _records(bb, self.options.max_batch_bytes)
+            c, pairs = self._compare(ba, bb)
         except FormatError as e:
             d.records = [{"decode_error": f"{e} ({e.code})"}]
             self._diverge(a.base, a, b)
             yield from self._emit(d)
             return
-        first = _first_differing_offset(ra, rb, ba, bb)
+        first = c.first
         d.first_differing_offset = first
         if self.options.deep:
-            d.records = record_differences(ba, ra, bb, rb)
+            d.records = c.records
         if self.diverged_at is None:
-            if self._compaction_explains(ba, ra, bb, rb):
+            if self._compaction_explains(ba, bb, c, pairs):
                 d.explained_by = "compaction"
             else:
                 epoch_differs = ba.partition_leader_epoch != bb.partition_leader_epoch
@@ -938,13 +1017,31 @@ class _Walk:
                 self._diverge(at, a, b)
         yield from self._emit(d)
 
-    def _compaction_explains(self, ba: Batch, ra: list[_Rec], bb: Batch, rb: list[_Rec]) -> bool:
+    def _compare(self, ba: Batch, bb: Batch) -> tuple[_Compared, Callable[[], Iterator[_Pair]]]:
+        """The two batches' records compared as they are decoded, and how to pair them again
+        (decoded again): as lists where a side's offsets do not increase."""
+        limit = self.options.max_batch_bytes
+        deep = self.options.deep
+
+        def streamed() -> Iterator[_Pair]:
+            return _by_offset(_records(ba, limit), _records(bb, limit))
+
+        try:
+            return _compare(streamed(), ba, bb, deep), streamed
+        except _Unordered:
+            ra, rb = list(_records(ba, limit)), list(_records(bb, limit))
+
+            def listed() -> Iterator[_Pair]:
+                return _listed_pairs(ra, rb)
+
+            return _compare(listed(), ba, bb, deep), listed
+
+    def _compaction_explains(
+        self, ba: Batch, bb: Batch, c: _Compared, pairs: Callable[[], Iterator[_Pair]]
+    ) -> bool:
         if any(_header(ba, f) != _header(bb, f) for f in _KEPT_BY_CLEANER):
             return False
-        ca = {r.offset: r.content() for r in ra}
-        cb = {r.offset: r.content() for r in rb}
-        b_in_a = all(ca.get(o) == c for o, c in cb.items())
-        a_in_b = all(cb.get(o) == c for o, c in ca.items())
+        b_in_a, a_in_b = c.b_in_a, c.a_in_b
         if b_in_a and a_in_b:
             # the same records, another header: the cleaner only rewrites an unchanged batch
             # to give it a delete horizon
@@ -959,8 +1056,14 @@ class _Walk:
             return False
         if not self.compaction.choose(compacted):
             return False
-        full_batch, full, kept = (bb, rb, set(ca)) if compacted == A else (ba, ra, set(cb))
-        self.compaction.drop(full_batch, full, kept)
+        # the full side's records, each with whether the compacted side has it (the same)
+        if compacted == A:
+            full_batch = bb
+            full = ((y, x is not None) for x, y in pairs() if y is not None)
+        else:
+            full_batch = ba
+            full = ((x, y is not None) for x, y in pairs() if x is not None)
+        self.compaction.drop(full_batch, full, c.common > 0)
         return True
 
     def _only_in(self, name: str, ref: _Ref) -> Difference:
@@ -984,11 +1087,11 @@ class _Walk:
             if self.compaction.choose(compacted):
                 try:
                     records = (
-                        []
+                        iter(())
                         if ref.batch.is_control
                         else _records(ref.batch, self.options.max_batch_bytes)
                     )
-                    self.compaction.drop(ref.batch, records, set())
+                    self.compaction.drop(ref.batch, ((r, False) for r in records), False)
                     explained = True
                 except FormatError:
                     explained = False

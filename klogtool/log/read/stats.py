@@ -37,8 +37,9 @@ One pass over every record, with memory that does not grow with the data:
   records minus the estimated distinct keys, and expired tombstones seen after the switch are
   all counted (``compaction_estimated`` is then true).
 * What if: a sample of batches' uncompressed records areas (up to ``sample_bytes``, spread over
-  the data by size) is compressed batch by batch with every codec (zstd at levels 1, 3, 9, 19)
-  through :func:`klogtool.formats.codecs.compress`, with the time it took.
+  the data by size; an area past the budget is cut at it) is compressed batch by batch with
+  every codec (zstd at levels 1, 3, 9, 19) through :func:`klogtool.formats.codecs.compress`,
+  with the time it took; an area larger than :data:`WHAT_IF_PIECE` in pieces of that size.
 
 :func:`collect` gives one :class:`PartitionStats` per partition (with ``jobs > 1`` from a
 process pool), :func:`total` merges them, :func:`what_if` measures the sample.
@@ -85,6 +86,10 @@ MAX_PRODUCERS = 100_000
 TOP = 10  # heaviest keys and largest producers reported
 HEAVY_COUNTERS = 1024  # space-saving counters for the heaviest keys, per partition
 SAMPLE_BYTES = 8 << 20
+# The what-if compresses a sampled records area in pieces of at most this (Kafka's default
+# largest batch, message.max.bytes): a compressor's memory grows with its input (zstd at level
+# 19 takes ~90 MB for a 9 MB area, the records of a million-record batch; ~17 MB for 1 MiB).
+WHAT_IF_PIECE = 1 << 20
 HLL_P = 14
 HLL_STANDARD_ERROR = 1.04 / (1 << HLL_P) ** 0.5
 # (label, codec id, level): what each "what if" row compresses with
@@ -632,6 +637,11 @@ class _Sampler:
         self.credit += self.fraction * size
         return self.credit > 0
 
+    @property
+    def room(self) -> int:
+        """Uncompressed bytes the sample may still take."""
+        return max(0, self.budget - self.taken)
+
     def took(self, size: int, n: int) -> None:
         """A batch of ``size`` bytes on disk, ``n`` uncompressed, was taken."""
         self.credit -= size
@@ -808,9 +818,13 @@ def _v2_volume(
         st.bytes_uncompressed += RECORD_BATCH_OVERHEAD + len(records_area)
     if sampler.wants(size):
         area = records_area if records_area is not None else batch.data[RECORD_BATCH_OVERHEAD:]
-        st.sample.append(bytes(area))
+        # the sample holds at most its budget: a batch of a million records (one area of many
+        # MB) is cut at it
+        room = sampler.room
+        piece = area if len(area) <= room else area[:room]
+        st.sample.append(bytes(piece))
         st.sample_records += batch.count
-        sampler.took(size, len(area))
+        sampler.took(size, len(piece))
 
 
 def _to_hll(st: PartitionStats) -> None:
@@ -936,7 +950,11 @@ def what_if(stats: PartitionStats, sample_bytes: int = SAMPLE_BYTES) -> tuple[Ob
     for label, codec, level in WHAT_IF_CODECS if taken else ():
         started = time.perf_counter()
         try:
-            size = sum(len(codecs.compress(codec, a, magic=2, level=level)) for a in sample)
+            size = sum(
+                len(codecs.compress(codec, piece, magic=2, level=level))
+                for a in sample
+                for piece in _pieces(a)
+            )
         except FormatError as e:
             rows.append(WhatIf(label, 0, 0.0, 0.0, 0, taken, error=str(e)))
             continue
@@ -954,3 +972,10 @@ def what_if(stats: PartitionStats, sample_bytes: int = SAMPLE_BYTES) -> tuple[Ob
         )
     described = {"batches": len(sample), "bytes": taken, "records": stats.sample_records}
     return described, rows
+
+
+def _pieces(area: bytes) -> Iterator[memoryview]:
+    """A records area in pieces of at most :data:`WHAT_IF_PIECE` bytes (views, no copies)."""
+    view = memoryview(area)
+    for i in range(0, len(view), WHAT_IF_PIECE):
+        yield view[i : i + WHAT_IF_PIECE]
