@@ -15,6 +15,7 @@ from klogtool.commands._options import (
     now_option,
     paths_argument,
     size_option,
+    warn_if_a_broker_runs,
 )
 from klogtool.errors import InputError
 from klogtool.log.read import stats as lib
@@ -137,6 +138,7 @@ def command(
     partition or cannot be read.
     """
     out = settings.output(fmt)
+    warn_if_a_broker_runs(out, paths)
     clock = now if now is not None else int(time.time() * 1000)
     found = lib.targets(list(paths), topics)
     if not found:

@@ -64,7 +64,14 @@ def test_a_broker_whose_lock_file_was_deleted_or_replaced_is_still_seen(
 
 @pytest.mark.parametrize(
     "command",
-    [["describe"], ["verify"], ["dump-segments"], ["find", "--key", "k"], ["transactions"]],
+    [
+        ["describe"],
+        ["verify"],
+        ["dump-segments"],
+        ["find", "--key", "k"],
+        ["transactions"],
+        ["stats"],
+    ],
     ids=lambda c: c[0],
 )
 def test_reading_beside_a_running_broker_warns_once(tmp_path: Path, command: list[str]) -> None:
