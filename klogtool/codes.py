@@ -418,6 +418,11 @@ class Code(StrEnum):
         "a running broker (or another klogtool) holds the log directory's .lock",
     )
     LOCK_UNAVAILABLE = "lock-unavailable", (F,), "the log directory's .lock cannot be taken"
+    NOT_LIVE_PARTITION = (
+        "not-live-partition",
+        (W,),
+        "a partition dir the broker marked -delete, -future or -stray (docs/broker-host.md)",
+    )
     BROKER_RUNNING = (
         "broker-running",
         (W,),

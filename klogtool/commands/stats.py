@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -18,6 +19,7 @@ from klogtool.commands._options import (
     warn_if_a_broker_runs,
 )
 from klogtool.errors import InputError
+from klogtool.log import layout
 from klogtool.log.read import stats as lib
 from klogtool.log.read.stats_html import (
     display_key,
@@ -319,7 +321,7 @@ def _text(out: Output, t: dict[str, Any], parts: list[dict[str, Any]], what_if: 
             ["partition", "records", "bytes", "distinct keys", "compaction"],
             [
                 [
-                    o["path"],
+                    _with_state(o["path"]),
                     f"{o['volume']['records']:,}",
                     f"{o['volume']['bytes_on_disk']:,}",
                     ("" if o["keys"]["distinct_exact"] else "≈") + f"{o['keys']['distinct']:,}",
@@ -362,3 +364,9 @@ EXAMPLES: list[tuple[str, list[str]]] = [
         ["klogtool stats --format jsonl /var/lib/kafka/data > stats.jsonl"],
     ),
 ]
+
+
+def _with_state(path: str) -> str:
+    """A partition's path, with what the broker's suffix says of a -delete/-future/-stray dir."""
+    state = layout.partition_dir_state(Path(path).name)
+    return path if state is None else f"{path} ({layout.DIR_STATES[state]})"

@@ -55,3 +55,14 @@ def test_a_writing_command_skips_them_by_name_unless_named(tmp_path: Path) -> No
     code, _out, err = run(*args, str(named), cwd=tmp_path)
     assert code == 0 and "skipped" not in err, err
     assert sorted(p.name for p in named.iterdir()) != before["orders-4-stray"]
+
+
+def test_verify_and_stats_say_what_each_directory_is(tmp_path: Path) -> None:
+    logdir = _host(tmp_path)
+    code, out, err = run("verify", "--format", "jsonl", str(logdir), cwd=tmp_path)
+    assert code == 0, err
+    marked = {Path(o["path"]).name for o in jsonl(out) if o.get("code") == "not-live-partition"}
+    assert marked == set(SPECIAL)
+    code, out, err = run("stats", str(logdir), cwd=tmp_path)
+    assert code == 0, err
+    assert f"orders-1.{UUID}-delete (deleted, awaiting the broker's removal)" in out

@@ -33,6 +33,16 @@ class PartitionChecks(SegmentChecks):
         """Findings of a partition dir; its generator returns (first base offset, log end)."""
         part = layout.scan_partition_dir(path)
         self.stats.partitions += 1
+        state = layout.partition_dir_state(path.name)
+        if state is not None:  # checked like any partition, and said what it is
+            yield Finding(
+                "warning",
+                Code.NOT_LIVE_PARTITION,
+                str(path),
+                None,
+                None,
+                f"not a live partition: {layout.DIR_STATES[state]}",
+            )
         summaries = yield from self._partition_segments(part)
         leo = _log_end(part, summaries)
         for p in part.leftovers:
