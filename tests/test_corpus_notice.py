@@ -31,3 +31,6 @@ def test_a_missing_corpus_is_announced_with_the_count(tmp_path: Path) -> None:
     assert "REAL-BROKER CORPUS MISSING" in r.stdout
     line = next(x for x in r.stdout.splitlines() if "tests were skipped because" in x)
     assert int(line.split()[0]) > 0 and "KLOGTOOL_CORPUS" in line
+    # the per-corpus-file placeholders are counted too (issue 22: the banner hid them)
+    placeholders = int(line.split("; ")[1].split()[0])
+    assert 0 < placeholders <= int(line.split()[0])
