@@ -14,14 +14,18 @@ from support.processes import lock_held_by_another_process
 from support.repair import copy_scenario, files
 
 
+def _log_dir_with_a_torn_partition(tmp_path: Path) -> tuple[Path, Path]:
+    logdir = tmp_path / "kafka-logs-1"
+    logdir.mkdir()
+    shutil.copy(LOGDIR / "meta.properties", logdir)
+    return logdir, copy_scenario("torn-tail", logdir)
+
+
 @pytest.mark.parametrize("command", ["truncate-recovery", "rebuild-index"])
 def test_a_dry_run_beside_a_running_broker_is_allowed_with_a_warning(
     tmp_path: Path, command: str
 ) -> None:
-    logdir = tmp_path / "kafka-logs-1"
-    logdir.mkdir()
-    shutil.copy(LOGDIR / "meta.properties", logdir)
-    part = copy_scenario("torn-tail", logdir)
+    logdir, part = _log_dir_with_a_torn_partition(tmp_path)
     before = files(part)
     with lock_held_by_another_process(logdir):
         code, out, err = run(command, "--dry-run", "--format", "jsonl", str(logdir))
@@ -48,10 +52,7 @@ def test_a_broker_whose_lock_file_was_deleted_or_replaced_is_still_seen(
 ) -> None:
     """The broker keeps its lock on the old .lock; klogtool locked the new file and wrote.
     /proc/locks and the holder's open files show it: refused, exit 4."""
-    logdir = tmp_path / "kafka-logs-1"
-    logdir.mkdir()
-    shutil.copy(LOGDIR / "meta.properties", logdir)
-    part = copy_scenario("torn-tail", logdir)
+    logdir, part = _log_dir_with_a_torn_partition(tmp_path)
     before = files(part)
     with lock_held_by_another_process(logdir):
         (logdir / ".lock").unlink()
