@@ -122,12 +122,19 @@ def _template(path: Path, like: Path | None) -> os.stat_result | None:
     candidates = [like] if like is not None else []
     if name != path.name:
         candidates.append(path.with_name(name))
-    try:
-        candidates += sorted(
-            p for p in path.parent.iterdir() if p.name.endswith(kind) and p.name != path.name
-        )[:1]
-    except OSError:
-        pass
+    if like is None and not os.path.lexists(path.with_name(name)):
+        # the first file of its kind the directory lists (not a sorted listing: a partition
+        # may hold tens of thousands of files, and a conversion writes each of them)
+        try:
+            with os.scandir(path.parent) as entries:
+                sibling = next(
+                    (e.path for e in entries if e.name.endswith(kind) and e.name != path.name),
+                    None,
+                )
+        except OSError:
+            sibling = None
+        if sibling is not None:
+            candidates.append(Path(sibling))
     for c in candidates:
         try:
             st = os.lstat(c)
