@@ -431,6 +431,7 @@ class ExplainPartitionExplain(TypedDict):
     on_load: list[Any]
     orphan_indexes: list[Any]
     notes: list[Any]
+    config_sources: NotRequired[list[Any]]
 
 
 class DumpSegmentsPartitionMetadata(TypedDict):

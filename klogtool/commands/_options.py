@@ -226,7 +226,19 @@ def topic_config_option(f: F) -> F:
         help="A topic config (e.g. orders=retention.ms=86400000), or a properties file of "
         "broker defaults (log.retention.hours=168, ...) and TOPIC=KEY=VALUE lines. "
         "Repeatable; a topic's own setting beats the command's options, which beat the "
-        "file's defaults.",
+        "KRaft metadata log (--metadata-dir), which beats the file's defaults.",
+    )(f)
+
+
+def metadata_dir_option(f: F) -> F:
+    return click.option(
+        "--metadata-dir",
+        metavar="DIR",
+        type=click.Path(exists=True, file_okay=False),
+        help="The KRaft __cluster_metadata-0 directory whose topic configs (ConfigRecords, "
+        "replayed from the latest snapshot) hold [default: the __cluster_metadata-0 of the "
+        "partition's log dir, if any]. --config and the command's options beat it; it beats "
+        "the defaults of a properties file.",
     )(f)
 
 
@@ -267,10 +279,17 @@ def partition_plan_options(*overrides: str) -> Callable[[F], F]:
             from klogtool.log.topicconfig import parse_config_args
 
             given = {k: kwargs.pop(k) for k in overrides}
-            inputs = PlanInputs(parse_config_args(configs), now_ms(now), high_watermark, given)
+            meta = kwargs.pop("metadata_dir")
+            inputs = PlanInputs(
+                parse_config_args(configs),
+                now_ms(now),
+                high_watermark,
+                given,
+                Path(meta) if meta else None,
+            )
             return f(*args, inputs=inputs, **kwargs)
 
-        return now_option(topic_config_option(high_watermark_option(command)))
+        return now_option(topic_config_option(metadata_dir_option(high_watermark_option(command))))
 
     return decorate
 

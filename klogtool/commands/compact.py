@@ -115,7 +115,8 @@ def command(
 
     PATH is a partition directory (compacted whatever its topic's cleanup.policy) or a log
     directory (its partitions whose cleanup.policy contains compact: the internal topics,
-    and topics configured so with --config).
+    topics configured so in the KRaft metadata log (the log dir's __cluster_metadata-0, or
+    --metadata-dir) and with --config, which beats it).
 
     The cleaner's rules: the active segment is never cleaned; the dirty range runs from the
     cleaner-offset-checkpoint (else the log start offset) to the first uncleanable offset:
@@ -141,7 +142,7 @@ def command(
     def include(p: Path, named: bool) -> str | None:
         parsed = layout.parse_partition_dir_name(p.name)
         topic = parsed[0] if parsed else None
-        if named or inputs.config_of(topic).compact:
+        if named or inputs.config_of(topic, p).compact:
             return None
         return f"cleanup.policy of {topic} does not contain compact"
 

@@ -20,6 +20,7 @@ from klogtool.errors import EXIT_OK
 from klogtool.log import layout
 from klogtool.log.check.explain import PartitionExplain, explain_partition
 from klogtool.log.rewrite.retention import human_ms
+from klogtool.log.topicconfig import config_sources
 from klogtool.output import Output, format_ts, offsets_text, plural
 from klogtool.shown import click_callback as shown_paths
 
@@ -56,7 +57,12 @@ def command(
     snapshots and how many bytes the broker scans to rebuild producer state, and leftover
     temporary files with what the broker's loader would do about them (only reported).
 
-    Topic configs: Kafka's defaults, then --config (as for compact and retention-sweep).
+    Topic configs (as for compact and retention-sweep): Kafka's defaults, the defaults of a
+    --config properties file, the KRaft metadata log of the host (the log dir's
+    __cluster_metadata-0, or --metadata-dir: dynamic cluster and broker defaults, then the
+    topic's own configs), the command's options, --config TOPIC=KEY=VALUE. Each value is
+    reported with its source (metadata log at offset N, a snapshot, a flag, a properties
+    file, Kafka's default); without a metadata log Kafka's defaults are marked assumed.
 
     Output: text (tables and notes), or jsonl/json: one "segment_explain" object per segment
     then a "partition_explain" summary.
@@ -68,21 +74,27 @@ def command(
     p = Path(path)
     name = Path(os.path.abspath(p)).name  # "." from inside the partition dir: its own name
     parsed = layout.parse_partition_dir_name(name)
+    topic = parsed[0] if parsed else None
     with out.phases(f"explaining {name}") as report:
         ex = explain_partition(
             p,
-            inputs.config_of(parsed[0] if parsed else None),
+            inputs.config_of(topic, p),
             now=inputs.now,
             high_watermark=inputs.high_watermark,
             max_batch_bytes=max_batch_bytes,
             progress=report,
         )
+    sources = config_sources(
+        topic, ex.config, inputs.sources_of(topic, p), inputs.host_of(p) is not None
+    )
     if fmt == "text":
         _text(out, ex)
+        for c in sources:
+            out.line(f"  {name}: config {c['key']}={c['value']} ({c['source']})")
     else:
         for s in ex.segments:
             out.emit(s.as_obj(str(ex.path)))
-        out.emit(ex.summary_obj())
+        out.emit({**ex.summary_obj(), "config_sources": sources})
     out.close()
     click.get_current_context().exit(EXIT_OK)
 

@@ -69,7 +69,9 @@ def command(
     (--dry-run: only that).
 
     Topic configs: Kafka's defaults (retention.ms 7 days, retention.bytes off), then
-    --config files, then --retention-ms/--retention-bytes, then --config TOPIC=KEY=VALUE.
+    --config files, then the KRaft metadata log (the log dir's __cluster_metadata-0, or
+    --metadata-dir: a compacted topic such as _schemas keeps its segments), then
+    --retention-ms/--retention-bytes, then --config TOPIC=KEY=VALUE.
 
     Exit status: 0 done, 1 some partitions were skipped, 3 an input cannot be read, 4 a
     broker holds the log directory.

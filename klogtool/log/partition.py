@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from klogtool.codes import Code
 from klogtool.errors import InputError
@@ -21,6 +21,9 @@ from klogtool.log import layout
 from klogtool.log.atomic import FileOps, log_dir_of
 from klogtool.log.segment import mapped, read_small
 from klogtool.log.topicconfig import ConfigSource, TopicConfig
+
+if TYPE_CHECKING:
+    from klogtool.log.metadata import ClusterConfigs
 
 HIGH_WATERMARK = "replication-offset-checkpoint"
 LOG_START = "log-start-offset-checkpoint"
@@ -120,9 +123,28 @@ class PlanInputs:
     now: int
     high_watermark: int | str | None = None
     overrides: Mapping[str, object] = field(default_factory=dict)
+    # --metadata-dir; else the __cluster_metadata-0 of each partition's log dir
+    metadata_dir: Path | None = None
+    _hosts: dict[Path, ClusterConfigs | None] = field(default_factory=dict, compare=False)
 
-    def config_of(self, topic: str | None) -> TopicConfig:
-        return self.configs.for_topic(topic, self.overrides)
+    def host_of(self, partition_dir: Path | None) -> ClusterConfigs | None:
+        """The replayed KRaft metadata that holds for a partition dir (cached per log dir);
+        None on a ZooKeeper host (no ``__cluster_metadata-0``) or without a partition dir."""
+        from klogtool.log.metadata import load_for
+
+        if partition_dir is None and self.metadata_dir is None:
+            return None
+        log_dir = Path(os.path.abspath(partition_dir)).parent if partition_dir else Path(".")
+        if log_dir not in self._hosts:
+            self._hosts[log_dir] = load_for(log_dir, self.metadata_dir)
+        return self._hosts[log_dir]
+
+    def config_of(self, topic: str | None, partition_dir: Path | None = None) -> TopicConfig:
+        return self.configs.for_topic(topic, self.overrides, self.host_of(partition_dir))
+
+    def sources_of(self, topic: str | None, partition_dir: Path | None = None) -> dict[str, str]:
+        """Topic config name -> where its value came from (missing: Kafka's default)."""
+        return self.configs.resolve(topic, self.overrides, self.host_of(partition_dir))[1]
 
 
 @dataclass

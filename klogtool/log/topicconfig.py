@@ -2,8 +2,12 @@
 
 A value comes from (most specific first): a per-topic setting (``--config topic=key=value``,
 or a ``topic=key=value`` line of a properties file), the command's own option (e.g.
-``--retention-ms``), a plain ``key=value`` line of a properties file (a broker default, under
-its topic name ``retention.ms`` or its broker name ``log.retention.ms``), Kafka's default.
+``--retention-ms``), the KRaft metadata log of the host (:mod:`klogtool.log.metadata`: the
+topic's own config, then this broker's dynamic default, then the cluster's dynamic default),
+a plain ``key=value`` line of a properties file (a broker default, under its topic name
+``retention.ms`` or its broker name ``log.retention.ms``: the static server.properties, which
+Kafka's dynamic configs override too), Kafka's default. Explicit flags beat what the host
+holds: the operator asked for them.
 """
 
 from __future__ import annotations
@@ -11,11 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import checkpoint
 from klogtool.formats.errors import FormatError
+
+if TYPE_CHECKING:
+    from klogtool.log.metadata import ClusterConfigs
 
 LONG_MAX = (1 << 63) - 1
 INTERNAL_COMPACTED = ("__consumer_offsets", "__transaction_state")
@@ -140,10 +148,24 @@ class ConfigSource:
         return True
 
     def for_topic(
-        self, topic: str | None, overrides: Mapping[str, object] | None = None
+        self,
+        topic: str | None,
+        overrides: Mapping[str, object] | None = None,
+        host: ClusterConfigs | None = None,
     ) -> TopicConfig:
         """The resolved config of ``topic``: per-topic > ``overrides`` (field name -> value,
-        None = not given) > defaults > Kafka's defaults."""
+        None = not given) > the host's metadata (``host``) > defaults > Kafka's defaults."""
+        return self.resolve(topic, overrides, host)[0]
+
+    def resolve(
+        self,
+        topic: str | None,
+        overrides: Mapping[str, object] | None = None,
+        host: ClusterConfigs | None = None,
+    ) -> tuple[TopicConfig, dict[str, str]]:
+        """:meth:`for_topic` and, per topic config name, where its value came from (a key
+        missing: Kafka's default, or klogtool's rule for the internal compacted topics)."""
+        sources: dict[str, str] = {}
         cfg = TopicConfig()
         if topic in INTERNAL_COMPACTED:
             cfg = replace(cfg, cleanup_policy=("compact",))
@@ -158,16 +180,32 @@ class ConfigSource:
                             f"bad value {value!r} for {unit}", path=where, code=Code.BAD_CONFIG
                         ) from None
                     cfg = replace(cfg, retention_ms=ms)
+                    sources["retention.ms"] = where
                     break
         for key, value in self.defaults.items():
             cfg = _apply(cfg, key, value, self.where.get((None, key), "config"))
+            sources[key] = self.where.get((None, key), "config")
+        if host is not None:
+            layers = [host.defaults()]
+            if topic is not None:
+                layers.append(host.topics.get(topic, {}))
+            for layer in layers:
+                for raw_key, v in layer.items():
+                    key = _BROKER_KEYS.get(raw_key, raw_key)
+                    if key in _TOPIC_KEYS:
+                        cfg = _apply(cfg, key, v.value, v.where)
+                        sources[key] = v.where
         given = {k: v for k, v in (overrides or {}).items() if v is not None}
         if given:
             cfg = replace(cfg, **given)  # type: ignore[arg-type]
+            by_field = {f: k for k, (f, _p) in _TOPIC_KEYS.items()}
+            for f in given:
+                sources[by_field.get(f, f)] = "--" + f.replace("_", "-")
         if topic is not None:
             for key, value in self.topics.get(topic, {}).items():
                 cfg = _apply(cfg, key, value, self.where.get((topic, key), "config"))
-        return cfg
+                sources[key] = self.where.get((topic, key), "config")
+        return cfg, sources
 
 
 def parse_config_args(values: Iterable[str]) -> ConfigSource:
@@ -212,3 +250,44 @@ def _read_properties(src: ConfigSource, path: Path) -> None:
             src.add_topic(key, k.strip(), v, where)
         else:
             src.add_default(key, value, where)  # unknown broker settings are ignored
+
+
+# the topic configs explain reports, with where each value came from
+EXPLAINED_KEYS = (
+    "cleanup.policy",
+    "retention.ms",
+    "retention.bytes",
+    "delete.retention.ms",
+    "min.compaction.lag.ms",
+    "max.compaction.lag.ms",
+    "min.cleanable.dirty.ratio",
+    "segment.bytes",
+)
+
+
+def config_sources(
+    topic: str | None, cfg: TopicConfig, sources: Mapping[str, str], host_found: bool
+) -> list[dict[str, object]]:
+    """Per key of :data:`EXPLAINED_KEYS`: ``{"key", "value", "source", "assumed"}``. A value
+    no flag, file or metadata log set is Kafka's default; without a KRaft metadata log (a
+    ZooKeeper host, or none found) it is *assumed*: the topic may be configured otherwise in
+    ZooKeeper, and the source names the flag that sets it."""
+    out: list[dict[str, object]] = []
+    for key in EXPLAINED_KEYS:
+        raw = getattr(cfg, _TOPIC_KEYS[key][0])
+        value = ",".join(raw) if isinstance(raw, tuple) else str(raw)
+        source = sources.get(key)
+        assumed = False
+        if source is None:
+            if key == "cleanup.policy" and topic in INTERNAL_COMPACTED:
+                source = "Kafka's rule for an internal topic"
+            elif host_found:
+                source = "Kafka's default (not set in the metadata log)"
+            else:
+                assumed = True
+                source = (
+                    "Kafka's default, assumed: no __cluster_metadata-0 found; set it with "
+                    f"--config {topic or 'TOPIC'}={key}=VALUE or --metadata-dir"
+                )
+        out.append({"key": key, "value": value, "source": source, "assumed": assumed})
+    return out

@@ -1025,7 +1025,7 @@ def compact_partition(
                 parsed = layout.parse_partition_dir_name(path.name)
                 plan = plan_compaction(
                     view,
-                    inputs.config_of(parsed[0] if parsed else None),
+                    inputs.config_of(parsed[0] if parsed else None, path),
                     now=inputs.now,
                     high_watermark=inputs.high_watermark,
                     simulate=dry_run,

@@ -472,7 +472,7 @@ def sweep_partition(
     try:
         plan = plan_retention(
             view,
-            inputs.config_of(view.topic),
+            inputs.config_of(view.topic, view.path),
             now=inputs.now,
             log_start_offset=log_start_offset,
             high_watermark=inputs.high_watermark,

@@ -1,0 +1,145 @@
+"""Topic configs from a KRaft host's ``__cluster_metadata-0``, replayed the way a broker does.
+
+The latest snapshot (``<offset>-<epoch>.checkpoint``: the full state up to, not including,
+``offset``) replaces everything before it; then the log records at offsets >= that offset are
+applied in order. ConfigRecord (resourceType TOPIC = 2 by topic name, BROKER = 4 with an empty
+name for cluster defaults or a broker id for per-broker defaults), TopicRecord and
+RemoveTopicRecord (a removed topic's configs go) are replayed; a later record wins and a
+ConfigRecord with a null value deletes the key. Every value remembers where it came from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from klogtool.formats import checkpoint
+from klogtool.formats.errors import FormatError
+from klogtool.formats.payloads.cluster_metadata import decode_metadata_record
+from klogtool.formats.records import SegmentScanner
+
+METADATA_DIR_NAME = "__cluster_metadata-0"
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+CONFIG_RECORD, TOPIC_RECORD, REMOVE_TOPIC_RECORD = 4, 2, 9
+_SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+_SEGMENT = re.compile(r"^(\d{20})\.log$")
+
+
+@dataclass(frozen=True)
+class Value:
+    value: str
+    where: str  # "metadata log at offset N" / "metadata snapshot <file>"
+
+
+@dataclass
+class ClusterConfigs:
+    """The replayed state: topic configs by topic name, cluster and per-broker defaults."""
+
+    path: Path
+    topics: dict[str, dict[str, Value]] = field(default_factory=dict)
+    topic_ids: dict[str, str] = field(default_factory=dict)  # topic id -> name
+    cluster_defaults: dict[str, Value] = field(default_factory=dict)
+    broker_defaults: dict[str, dict[str, Value]] = field(default_factory=dict)  # id -> configs
+    node_id: str | None = None  # of the log dir's meta.properties, when known
+    snapshot: Path | None = None
+    last_offset: int | None = None  # the last record applied from the log
+
+    def defaults(self) -> dict[str, Value]:
+        """The dynamic broker defaults that hold on this broker: its own over the cluster's."""
+        out = dict(self.cluster_defaults)
+        if self.node_id is not None:
+            out.update(self.broker_defaults.get(self.node_id, {}))
+        return out
+
+    def _apply(self, data: dict[str, Any], api_key: int, where: str) -> None:
+        if api_key == TOPIC_RECORD:
+            name, tid = data["name"], data["topicId"]
+            self.topic_ids[tid] = name
+            self.topics.setdefault(name, {})
+        elif api_key == REMOVE_TOPIC_RECORD:
+            name = self.topic_ids.pop(data["topicId"], None)
+            if name is not None:
+                self.topics.pop(name, None)
+        elif api_key == CONFIG_RECORD:
+            rtype, rname = data["resourceType"], data["resourceName"]
+            if rtype == TOPIC_RESOURCE:
+                target = self.topics.setdefault(rname, {})
+            elif rtype == BROKER_RESOURCE:
+                target = (
+                    self.cluster_defaults
+                    if rname == ""
+                    else self.broker_defaults.setdefault(rname, {})
+                )
+            else:
+                return
+            if data["value"] is None:
+                target.pop(data["name"], None)
+            else:
+                target[data["name"]] = Value(data["value"], where)
+
+
+def _records(path: Path, start: int = 0) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """(offset, api key, data) of every decodable metadata record of a file from ``start``."""
+    for batch in SegmentScanner(memoryview(path.read_bytes()), strict=False):
+        if batch.is_control or batch.last_offset < start:
+            continue
+        for rec in batch.records():
+            if rec.offset < start:
+                continue
+            try:
+                meta = decode_metadata_record(rec.value)
+            except FormatError:
+                continue
+            if meta.data is not None:
+                yield rec.offset, meta.api_key, meta.data
+
+
+def node_id_of(log_dir: Path) -> str | None:
+    """``node.id`` (or ``broker.id``) of ``log_dir/meta.properties``, when readable."""
+    try:
+        props = checkpoint.parse_properties((log_dir / "meta.properties").read_bytes())
+    except (OSError, FormatError):
+        return None
+    for key in ("node.id", "broker.id"):
+        if key in props:
+            return props[key][1].strip()
+    return None
+
+
+def replay(path: Path, node_id: str | None = None) -> ClusterConfigs:
+    """Replay the ``__cluster_metadata-0`` directory ``path`` (see the module docstring)."""
+    state = ClusterConfigs(path=path, node_id=node_id)
+    snapshots = sorted((int(m[1]), p) for p in path.iterdir() if (m := _SNAPSHOT.match(p.name)))
+    start = 0
+    if snapshots:
+        start, snap = snapshots[-1]
+        state.snapshot = snap
+        for _off, key, data in _records(snap):
+            state._apply(data, key, f"metadata snapshot {snap.name}")
+    for p in sorted(p for p in path.iterdir() if _SEGMENT.match(p.name)):
+        for off, key, data in _records(p, start):
+            state._apply(data, key, f"metadata log at offset {off}")
+            state.last_offset = off
+    return state
+
+
+def find_metadata_dir(log_dir: Path) -> Path | None:
+    """``log_dir/__cluster_metadata-0`` when it is a directory."""
+    d = log_dir / METADATA_DIR_NAME
+    return d if d.is_dir() else None
+
+
+def load_for(log_dir: Path, metadata_dir: Path | None = None) -> ClusterConfigs | None:
+    """The replayed metadata for partitions of ``log_dir``: ``metadata_dir`` when given, else
+    the log dir's own ``__cluster_metadata-0``; None when there is none (ZooKeeper)."""
+    d = metadata_dir if metadata_dir is not None else find_metadata_dir(log_dir)
+    if d is None:
+        return None
+    node = node_id_of(log_dir)
+    if node is None and metadata_dir is not None:
+        node = node_id_of(metadata_dir.parent)
+    return replay(d, node)
