@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from klogtool.codes import Code
+from klogtool.errors import InputError
 from klogtool.formats import checkpoint
 from klogtool.formats.errors import FormatError
 from klogtool.formats.payloads.cluster_metadata import decode_metadata_record
@@ -142,4 +144,12 @@ def load_for(log_dir: Path, metadata_dir: Path | None = None) -> ClusterConfigs 
     node = node_id_of(log_dir)
     if node is None and metadata_dir is not None:
         node = node_id_of(metadata_dir.parent)
-    return replay(d, node)
+    try:
+        return replay(d, node)
+    except OSError as e:
+        raise InputError(
+            f"cannot read the metadata log: {e.strerror} (its topic configs are needed; "
+            "--metadata-dir names another copy)",
+            path=str(e.filename or d),
+            code=Code.UNREADABLE,
+        ) from e

@@ -251,3 +251,14 @@ def test_corpus_schemas_topic_is_compacted_by_its_metadata_log(tmp_path: Path) -
     )
     assert code == 0, err
     assert {a for _p, _b, a in kept_and_deleted(out)} == {"keep"}
+
+
+def test_an_unreadable_metadata_log_is_an_input_error(tmp_path: Path) -> None:
+    logdir = tmp_path / "data"
+    part = build(logdir, "orders-0")
+    d = metadata_dir(logdir)
+    (d / "00000000000000000000.log").unlink()
+    (d / "00000000000000000000.log").mkdir()  # reading it fails with EISDIR
+    code, _out, err = run("explain", str(part), "--now", str(T0), cwd=logdir)
+    assert code == 3, err
+    assert "cannot read the metadata log" in err
