@@ -87,6 +87,14 @@ def command(
     sources = config_sources(
         topic, ex.config, inputs.sources_of(topic, p), inputs.host_of(p) is not None
     )
+    policy = sources[0]
+    if policy["assumed"]:  # the note states the policy: say it is assumed
+        ex.notes[:] = [
+            n + " (assumed: Kafka's default; no __cluster_metadata-0 found)"
+            if n.startswith("cleanup.policy=")
+            else n
+            for n in ex.notes
+        ]
     if fmt == "text":
         _text(out, ex)
         for c in sources:

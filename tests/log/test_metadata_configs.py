@@ -226,6 +226,7 @@ def test_explain_without_metadata_marks_defaults_assumed(tmp_path: Path) -> None
     assert "config retention.ms=5 (--config orders=retention.ms=5)" in out
     assert "config cleanup.policy=delete (Kafka's default, assumed" in out
     assert "--config orders=cleanup.policy=VALUE" in out
+    assert "never compacts this topic" in out and "(assumed: Kafka's default" in out
 
 
 @needs_corpus
@@ -262,3 +263,26 @@ def test_an_unreadable_metadata_log_is_an_input_error(tmp_path: Path) -> None:
     code, _out, err = run("explain", str(part), "--now", str(T0), cwd=logdir)
     assert code == 3, err
     assert "cannot read the metadata log" in err
+
+
+def test_precedence_flags_over_metadata_over_properties_file(tmp_path: Path) -> None:
+    from klogtool.log.partition import PlanInputs
+    from klogtool.log.topicconfig import parse_config_args
+
+    logdir = tmp_path / "data"
+    part = build(logdir, "orders-0")
+    metadata_dir(logdir)
+    props = tmp_path / "server.properties"
+    props.write_text("log.retention.ms=1\nlog.cleaner.min.cleanable.ratio=0.2\n")
+    inputs = PlanInputs(parse_config_args([str(props)]), T0)
+    cfg = inputs.config_of("orders", part)
+    assert cfg.retention_ms == 3 * HOUR  # the topic's own config in the metadata log
+    assert cfg.min_cleanable_dirty_ratio == 0.2  # not in the metadata log: the file's
+    assert inputs.sources_of("orders", part)["retention.ms"] == "metadata log at offset 6"
+    cfg = inputs.config_of("other", part)
+    assert cfg.retention_ms == 5 * HOUR  # the cluster's dynamic default beats the file
+    inputs = PlanInputs(parse_config_args([str(props), "orders=retention.ms=7"]), T0)
+    assert inputs.config_of("orders", part).retention_ms == 7
+    inputs = PlanInputs(parse_config_args([]), T0, overrides={"retention_ms": 9})
+    assert inputs.config_of("orders", part).retention_ms == 9
+    assert inputs.sources_of("orders", part)["retention.ms"] == "--retention-ms"
