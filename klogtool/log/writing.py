@@ -45,6 +45,9 @@ class SkipPartition(Exception):
         self.cause = cause
 
 
+METADATA_TOPIC = "__cluster_metadata"
+
+
 def select_partitions(
     paths: Iterable[str], include: Callable[[Path, bool], str | None] | None = None
 ) -> tuple[list[Path], list[Notice]]:
@@ -60,6 +63,17 @@ def select_partitions(
         if state is not None and not t.named:  # never rewritten by accident: named, it is
             notices.append(
                 Notice(f"{t.path}: skipped ({layout.DIR_STATES[state]}); name it to include it")
+            )
+            continue
+        parsed = layout.parse_partition_dir_name(t.path.name)
+        if parsed is not None and parsed[0] == METADATA_TOPIC and not t.named:
+            # the broker never applies a topic's retention or compaction to the KRaft
+            # metadata log (its controller trims it below its snapshots)
+            notices.append(
+                Notice(
+                    f"{t.path}: skipped (the KRaft metadata log: no topic's retention or "
+                    "compaction applies to it); name it to include it"
+                )
             )
             continue
         why = include(t.path, t.named) if include is not None else None

@@ -3,7 +3,9 @@ partitions (``kafka-logs-1``, ``kafka-logs-2``), every file and directory owned 
 user (a uid the machine need not know) with modes 0640/0750, live partitions (one torn, one
 without indexes, one legacy-format), the broker's checkpoints and ``.kafka_cleanshutdown``,
 and the directories a host has besides live partitions: ``-delete``, ``-future`` and ``-stray``
-partition dirs and ``remote-log-index-cache/``.
+partition dirs and ``remote-log-index-cache/``, and a KRaft ``__cluster_metadata-0`` in
+``kafka-logs-1`` (a snapshot and the log after it) that makes ``v2-gzip`` a compacted topic,
+overrides ``v2-none``'s retention and sets a cluster default.
 
 ``python tests/hosts/build.py DIR`` builds one in DIR to look at by hand."""
 
@@ -20,6 +22,11 @@ sys.path.insert(0, str(HERE.parent))
 
 from support.paths import LOGDIR  # noqa: E402
 from support.repair import copy_scenario  # noqa: E402
+
+from klogtool.formats.batch import Record  # noqa: E402
+from klogtool.formats.payloads.cluster_metadata import encode_metadata_record  # noqa: E402
+from klogtool.formats.payloads.schema import uuid_to_text  # noqa: E402
+from klogtool.formats.v2 import encode_batch  # noqa: E402
 
 KAFKA_UID = KAFKA_GID = 4242
 FILE_MODE, DIR_MODE = 0o640, 0o750
@@ -55,6 +62,7 @@ def build_host(root: Path, *, owned: bool = True) -> Host:
     ]
     for p in (two / "v2-none-0").glob("*index"):
         p.unlink()  # an index the broker would rebuild
+    _metadata(one / "__cluster_metadata-0")
     special = [
         _copy(LOGDIR / "v2-zstd-0", one / f"v2-zstd-0.{UUID}-delete"),
         _copy(LOGDIR / "v2-lz4-0", two / f"v2-lz4-0.{UUID}-future"),
@@ -65,6 +73,32 @@ def build_host(root: Path, *, owned: bool = True) -> Host:
             os.chown(p, KAFKA_UID, KAFKA_GID, follow_symlinks=False)
             os.chmod(p, DIR_MODE if p.is_dir() else FILE_MODE)
     return Host(root, (one, two), tuple(live), tuple(special))
+
+
+def _metadata(d: Path) -> None:
+    """The topics' configs as a KRaft host holds them (ConfigRecord: type 4, resource TOPIC 2
+    or BROKER 4; TopicRecord: type 2), in a snapshot at offset 3 and the log after it."""
+    ids = {t: uuid_to_text(bytes([i + 1]) * 16) for i, t in enumerate(("v2-gzip", "v2-none"))}
+
+    def config(rtype: int, name: str, key: str, value: str) -> bytes:
+        fields = {"resourceType": rtype, "resourceName": name, "name": key, "value": value}
+        return encode_metadata_record(4, fields)
+
+    snapshot = [encode_metadata_record(2, {"name": t, "topicId": i}) for t, i in ids.items()]
+    snapshot.append(config(4, "", "log.retention.ms", str(30 * 24 * 3_600_000)))
+    log = [
+        config(2, "v2-gzip", "cleanup.policy", "compact"),
+        config(2, "v2-none", "retention.ms", str(3_600_000)),
+    ]
+
+    def batch(base: int, values: list[bytes]) -> bytes:
+        return encode_batch(
+            [Record(base + i, 1_700_000_000_000, None, v) for i, v in enumerate(values)]
+        )
+
+    d.mkdir()
+    (d / "00000000000000000000.log").write_bytes(batch(0, snapshot) + batch(3, log))
+    (d / "00000000000000000003-0000000001.checkpoint").write_bytes(batch(0, snapshot))
 
 
 def _copy(src: Path, dst: Path) -> Path:

@@ -3,11 +3,12 @@ its documented answer, and no file or directory changes owner or mode."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
-from support.cli import run
+from support.cli import jsonl, run
 
 from hosts.build import Host, build_host, foreign
 
@@ -55,3 +56,22 @@ def test_a_command_on_a_broker_host(
     assert foreign(host) == []
     # the -delete, -future and -stray dirs are never rewritten by accident
     assert {p: sorted(c.name for c in p.iterdir()) for p in host.special} == special_before
+
+
+def test_the_hosts_own_topic_configs_decide(host: Host, tmp_path: Path) -> None:
+    """The metadata log in kafka-logs-1 makes v2-gzip a compacted topic: retention-sweep of the
+    log dir keeps every one of its segments (Kafka's default, delete, would remove them), and
+    explain says where its policy came from."""
+    one = host.log_dirs[0]
+    gzip = one / "v2-gzip-0"
+    before = sorted(p.name for p in gzip.iterdir())
+    args = ["retention-sweep", "--high-watermark", "log-end", "--now", "2030-01-01T00:00:00Z"]
+    code, _out, err = run(*args, str(one), cwd=tmp_path)
+    assert code == 0, err
+    assert sorted(p.name for p in gzip.iterdir()) == before
+    code, out, err = run("explain", "--format", "jsonl", str(gzip), cwd=tmp_path)
+    assert code == 0, err
+    summary = [o for o in jsonl(out) if o["type"] == "partition_explain"][-1]
+    assert summary["cleanup_policy"] == "compact"
+    assert "metadata" in json.dumps(summary["config_sources"])
+    assert foreign(host) == []
