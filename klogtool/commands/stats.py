@@ -13,6 +13,7 @@ from klogtool.commands._options import (
     format_option,
     jobs_option,
     max_batch_bytes_option,
+    metadata_dir_option,
     now_option,
     paths_argument,
     size_option,
@@ -20,6 +21,7 @@ from klogtool.commands._options import (
 )
 from klogtool.errors import InputError
 from klogtool.log import layout
+from klogtool.log.partition import PlanInputs
 from klogtool.log.read import stats as lib
 from klogtool.log.read.stats_html import (
     display_key,
@@ -30,6 +32,7 @@ from klogtool.log.read.stats_html import (
     pct,
     render,
 )
+from klogtool.log.topicconfig import ConfigSource, config_sources
 from klogtool.output import Output
 
 if TYPE_CHECKING:
@@ -94,6 +97,7 @@ def sparkline(counts: list[int]) -> str:
     help="Uncompressed records compressed with each codec for the what-if sizes (0: none).",
 )
 @now_option
+@metadata_dir_option
 @jobs_option
 @max_batch_bytes_option
 @click.pass_obj
@@ -107,6 +111,7 @@ def command(
     exact_keys: int,
     sample: int,
     now: int | None,
+    metadata_dir: str | None,
     jobs: int,
     max_batch_bytes: int,
 ) -> None:
@@ -151,8 +156,11 @@ def command(
         now=clock, exact_keys=exact_keys, sample_bytes=sample, max_batch_bytes=max_batch_bytes
     )
     parts: list[lib.PartitionStats] = []
+    meta = Path(metadata_dir) if metadata_dir is not None else None
+    inputs = PlanInputs(ConfigSource(), now=clock, metadata_dir=meta)
     with out.progress(sum(t.size for t in found), "stats", records=True) as advance:
         for st in lib.collect(found, options, jobs=jobs, progress=advance):
+            _cleanup_policy(st, inputs)
             parts.append(st)
             if fmt != "text":
                 st.sample = st.sample if sample else []
@@ -160,6 +168,8 @@ def command(
     tot = lib.total(parts, " ".join(paths))
     if len(parts) == 1:
         tot.topic, tot.partition = parts[0].topic, parts[0].partition
+        tot.cleanup_policy = parts[0].cleanup_policy
+        tot.cleanup_policy_source = parts[0].cleanup_policy_source
     total_obj = tot.as_obj("total")
     what_if: dict[str, Any] | None = None
     if sample:
@@ -280,7 +290,8 @@ def _text(out: Output, t: dict[str, Any], parts: list[dict[str, Any]], what_if: 
                 f"{pct(comp['share'])} ({comp['removable']:,} records: {comp['superseded']:,} "
                 f"superseded, {comp['keyless']:,} keyless, {comp['tombstones_expired']:,} "
                 f"expired tombstones, {comp['aborted']:,} aborted)"
-                + (" estimated" if comp["estimated"] else ""),
+                + (" estimated" if comp["estimated"] else "")
+                + _policy_note(comp),
             ],
         ],
         left=frozenset({"value"}),
@@ -370,3 +381,33 @@ def _with_state(path: str) -> str:
     """A partition's path, with what the broker's suffix says of a -delete/-future/-stray dir."""
     state = layout.partition_dir_state(Path(path).name)
     return path if state is None else f"{path} ({layout.DIR_STATES[state]})"
+
+
+def _cleanup_policy(st: lib.PartitionStats, inputs: PlanInputs) -> None:
+    """The topic's cleanup.policy from the host's KRaft metadata log (or Kafka's default, said
+    to be assumed where there is none): the compaction potential means little for a topic the
+    broker never compacts."""
+    part = Path(st.path) if st.topic is not None else None
+    host = inputs.host_of(part)
+    cfg, sources = inputs.configs.resolve(st.topic, None, host)
+    (policy,) = [
+        c
+        for c in config_sources(st.topic, cfg, sources, host is not None)
+        if c["key"] == "cleanup.policy"
+    ]
+    st.cleanup_policy = str(policy["value"])
+    st.cleanup_policy_source = (
+        "Kafka's default, assumed: no __cluster_metadata-0 found (--metadata-dir names one)"
+        if policy["assumed"]
+        else str(policy["source"])
+    )
+
+
+def _policy_note(comp: dict[str, Any]) -> str:
+    """``; cleanup.policy=delete (assumed): never compacted`` after the compaction potential."""
+    policy = comp.get("cleanup_policy")
+    if policy is None:
+        return ""
+    assumed = " (assumed)" if "assumed" in (comp.get("cleanup_policy_source") or "") else ""
+    never = "" if "compact" in policy else ": the broker never compacts this topic"
+    return f"; cleanup.policy={policy}{assumed}{never}"

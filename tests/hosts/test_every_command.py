@@ -74,4 +74,19 @@ def test_the_hosts_own_topic_configs_decide(host: Host, tmp_path: Path) -> None:
     summary = [o for o in jsonl(out) if o["type"] == "partition_explain"][-1]
     assert summary["cleanup_policy"] == "compact"
     assert "metadata" in json.dumps(summary["config_sources"])
+    code, out, err = run("stats", "--format", "jsonl", str(gzip), str(one / "torn-tail-0"))
+    assert code == 0, err
+    policies = {
+        o["path"]: (
+            o["keys"]["compaction"]["cleanup_policy"],
+            o["keys"]["compaction"]["cleanup_policy_source"],
+        )
+        for o in jsonl(out)
+        if o["scope"] == "partition"
+    }
+    assert policies[str(gzip)] == ("compact", "metadata log at offset 3")
+    assert policies[str(one / "torn-tail-0")] == (
+        "delete",
+        "Kafka's default (not set in the metadata log)",
+    )
     assert foreign(host) == []

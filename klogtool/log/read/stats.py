@@ -386,6 +386,10 @@ class PartitionStats:
     path: str
     topic: str | None = None
     partition: int | None = None
+    # the topic's cleanup.policy and where it came from (the host's metadata log, or Kafka's
+    # default: config_sources' words), set by the caller that knows the host's configs
+    cleanup_policy: str | None = None
+    cleanup_policy_source: str | None = None
     partitions: int = 1
     segments: int = 0
     batches: int = 0
@@ -599,6 +603,8 @@ class PartitionStats:
                     "aborted": self.aborted,
                     "tombstones_expired": self.tombstones_expired,
                     "estimated": self.compaction_estimated,
+                    "cleanup_policy": self.cleanup_policy,
+                    "cleanup_policy_source": self.cleanup_policy_source,
                 },
             },
             "problems": self.problems,
