@@ -182,6 +182,10 @@ def command(
             )
             for p in plan.skipped
         )
+        run.notices(
+            Notice(f"{p}: skipped ({why}); name it to convert it")
+            for p, why in plan.left_alone.items()
+        )
         losses = plan.losses
         lossy = losses.lossy()
         _show_plan(out, plan, dry_run)

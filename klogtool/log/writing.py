@@ -48,6 +48,19 @@ class SkipPartition(Exception):
 METADATA_TOPIC = "__cluster_metadata"
 
 
+def left_alone(path: Path) -> str | None:
+    """Why a writing command leaves this partition dir alone unless it is named: a dir the
+    broker marked -delete, -future or -stray, or the KRaft metadata log (the broker applies no
+    topic's retention, compaction or format to it: its controller trims it below snapshots)."""
+    state = layout.partition_dir_state(path.name)
+    if state is not None:
+        return layout.DIR_STATES[state]
+    parsed = layout.parse_partition_dir_name(path.name)
+    if parsed is not None and parsed[0] == METADATA_TOPIC:
+        return "the KRaft metadata log: no topic's retention, compaction or conversion applies"
+    return None
+
+
 def select_partitions(
     paths: Iterable[str], include: Callable[[Path, bool], str | None] | None = None
 ) -> tuple[list[Path], list[Notice]]:
@@ -59,22 +72,9 @@ def select_partitions(
     notices = [Notice(f"{f.path}: skipped: {f.message}", skipped=True) for f in resolved.findings]
     parts: list[Path] = []
     for t in resolved.partitions:
-        state = layout.partition_dir_state(t.path.name)
-        if state is not None and not t.named:  # never rewritten by accident: named, it is
-            notices.append(
-                Notice(f"{t.path}: skipped ({layout.DIR_STATES[state]}); name it to include it")
-            )
-            continue
-        parsed = layout.parse_partition_dir_name(t.path.name)
-        if parsed is not None and parsed[0] == METADATA_TOPIC and not t.named:
-            # the broker never applies a topic's retention or compaction to the KRaft
-            # metadata log (its controller trims it below its snapshots)
-            notices.append(
-                Notice(
-                    f"{t.path}: skipped (the KRaft metadata log: no topic's retention or "
-                    "compaction applies to it); name it to include it"
-                )
-            )
+        alone = left_alone(t.path)
+        if alone is not None and not t.named:  # never rewritten by accident: named, it is
+            notices.append(Notice(f"{t.path}: skipped ({alone}); name it to include it"))
             continue
         why = include(t.path, t.named) if include is not None else None
         if why is not None:

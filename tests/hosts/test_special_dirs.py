@@ -66,3 +66,21 @@ def test_verify_and_stats_say_what_each_directory_is(tmp_path: Path) -> None:
     code, out, err = run("stats", str(logdir), cwd=tmp_path)
     assert code == 0, err
     assert f"orders-1.{UUID}-delete (deleted, awaiting the broker's removal)" in out
+
+
+def test_convert_format_of_a_log_dir_leaves_them_and_the_metadata_log_alone(
+    tmp_path: Path,
+) -> None:
+    """convert-format --in-place over a log dir converted the -delete/-future/-stray dirs and
+    the KRaft metadata log with the rest."""
+    from hosts.build import _metadata
+
+    logdir = _host(tmp_path)
+    _metadata(logdir / "__cluster_metadata-0")
+    alone = [*SPECIAL, "__cluster_metadata-0"]
+    before = {n: {p.name: p.read_bytes() for p in (logdir / n).iterdir()} for n in alone}
+    code, _out, err = run("convert-format", "--in-place", "--compression", "gzip", str(logdir))
+    assert code == 0, err
+    for name in alone:
+        assert f"{name}: skipped (" in err
+        assert {p.name: p.read_bytes() for p in (logdir / name).iterdir()} == before[name]

@@ -52,7 +52,7 @@ from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES, build_indexes
 from klogtool.log.partition import is_within
 from klogtool.log.segment import mapped
 from klogtool.log.txnreplay import replay_aborted_txns
-from klogtool.log.writing import check_batch_offsets, require_readable_end, unreadable
+from klogtool.log.writing import check_batch_offsets, left_alone, require_readable_end, unreadable
 
 INT32_MAX = (1 << 31) - 1
 SEGMENT, PARTITION, LOG_DIR = "segment", "partition", "log-dir"
@@ -179,6 +179,8 @@ class ConversionPlan:
     partitions: list[PartitionPlan]
     root_files: list[Path] = field(default_factory=list)  # log dir files carried to DEST
     skipped: list[Path] = field(default_factory=list)  # symlinks out of SRC (in place)
+    # partition dirs of a log dir SRC left alone, and why (writing.left_alone)
+    left_alone: dict[Path, str] = field(default_factory=dict)
 
     @property
     def losses(self) -> Losses:
@@ -225,8 +227,9 @@ def plan_conversion(src: Path, opts: ConvertOptions, *, confine: bool = False) -
         if layout.file_kind(f) in (layout.OFFSET_CHECKPOINT, layout.META_PROPERTIES)
     ]
     skipped = [p for p in logdir.partitions if confine and not is_within(src, p)]
-    parts = [plan_partition(p, opts) for p in logdir.partitions if p not in skipped]
-    return ConversionPlan(src, LOG_DIR, opts, parts, root, skipped)
+    alone = {p: why for p in logdir.partitions if (why := left_alone(p)) is not None}
+    parts = [plan_partition(p, opts) for p in logdir.partitions if p not in skipped + [*alone]]
+    return ConversionPlan(src, LOG_DIR, opts, parts, root, skipped, alone)
 
 
 def plan_partition(path: Path, opts: ConvertOptions) -> PartitionPlan:
