@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -300,13 +300,30 @@ class Captured(NamedTuple):
 def run_captured(args: Sequence[str], cwd: str | os.PathLike[str] | None = None) -> Captured:
     """``klogtool ARGS`` in this process, from ``cwd``, with its output captured: for scripts,
     tests and benchmarks. No colour, 100 columns, no terminal (so no progress bars)."""
+    code, out, err, _both = run_in_process(args, cwd, {"NO_COLOR": "1", "COLUMNS": "100"})
+    return Captured(code, out, err)
+
+
+def run_in_process(
+    args: Sequence[str],
+    cwd: str | os.PathLike[str] | None,
+    env: Mapping[str, str | None],
+    *,
+    line_buffered: bool = False,
+) -> tuple[int, str, str, str]:
+    """``klogtool ARGS`` in this process with ``env``: (exit status, stdout, stderr, both as
+    they were interleaved). ``line_buffered``: each line written when it ends, as on a
+    terminal."""
     from click.testing import CliRunner
 
     old = os.getcwd()
     if cwd is not None:
         os.chdir(cwd)
     try:
-        with CliRunner().isolation(env={"NO_COLOR": "1", "COLUMNS": "100"}) as streams:
+        with CliRunner().isolation(env=env) as streams:
+            if line_buffered:
+                for stream in (sys.stdout, sys.stderr):
+                    stream.reconfigure(line_buffering=True)  # type: ignore[union-attr]
             try:
                 main(list(args))
                 code = 0
@@ -314,7 +331,7 @@ def run_captured(args: Sequence[str], cwd: str | os.PathLike[str] | None = None)
                 code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
             sys.stdout.flush()
             sys.stderr.flush()
-            out, err = streams[0].getvalue(), streams[1].getvalue()
+            out, err, both = (x.getvalue().decode("utf-8") for x in streams)
     finally:
         os.chdir(old)
-    return Captured(code, out.decode("utf-8"), err.decode("utf-8"))
+    return code, out, err, both

@@ -53,30 +53,13 @@ class OnTerminal(NamedTuple):
 def run_on_terminal(*args: str, cwd: Path = LOGS, columns: int = 80) -> OnTerminal:
     """``klogtool ARGS`` in-process as on a terminal ``columns`` wide (TTY_COMPATIBLE=1: Rich
     draws boxed tables and progress bars), stdout and stderr on the same screen."""
-    from click.testing import CliRunner
+    from klogtool.cli import run_in_process
 
-    from klogtool.cli import main
-
-    old = os.getcwd()
-    os.chdir(cwd)
     env = {"NO_COLOR": "1", "COLUMNS": str(columns), "TTY_COMPATIBLE": "1", "FORCE_COLOR": None}
-    try:
-        with CliRunner().isolation(env=env) as (out, err, both):
-            # as on a terminal, each line is written when it ends (else stdout's buffer would
-            # keep its lines apart from stderr's until the end)
-            for stream in (sys.stdout, sys.stderr):
-                stream.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
-            try:
-                main(list(args))
-                code = 0
-            except SystemExit as e:
-                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-            sys.stdout.flush()
-            sys.stderr.flush()
-            texts = [s.getvalue().decode("utf-8") for s in (out, err, both)]
-    finally:
-        os.chdir(old)
-    return OnTerminal(code, texts[0], texts[1], screen(texts[2]))
+    # line-buffered as on a terminal (else stdout's buffer would keep its lines apart from
+    # stderr's until the end)
+    code, out, err, both = run_in_process(args, cwd, env, line_buffered=True)
+    return OnTerminal(code, out, err, screen(both))
 
 
 _CONTROL = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])|[\r\n]")
