@@ -20,13 +20,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from support.metadata import BROKER, TOPIC, config_record, metadata_batch, topic_record  # noqa: E402
 from support.paths import LOGDIR  # noqa: E402
 from support.repair import copy_scenario  # noqa: E402
 
-from klogtool.formats.batch import Record  # noqa: E402
-from klogtool.formats.payloads.cluster_metadata import encode_metadata_record  # noqa: E402
 from klogtool.formats.payloads.schema import uuid_to_text  # noqa: E402
-from klogtool.formats.v2 import encode_batch  # noqa: E402
 
 KAFKA_UID = KAFKA_GID = 4242
 FILE_MODE, DIR_MODE = 0o640, 0o750
@@ -76,29 +74,20 @@ def build_host(root: Path, *, owned: bool = True) -> Host:
 
 
 def _metadata(d: Path) -> None:
-    """The topics' configs as a KRaft host holds them (ConfigRecord: type 4, resource TOPIC 2
-    or BROKER 4; TopicRecord: type 2), in a snapshot at offset 3 and the log after it."""
+    """The topics' configs as a KRaft host holds them, in a snapshot at offset 3 and the log
+    after it."""
     ids = {t: uuid_to_text(bytes([i + 1]) * 16) for i, t in enumerate(("v2-gzip", "v2-none"))}
-
-    def config(rtype: int, name: str, key: str, value: str) -> bytes:
-        fields = {"resourceType": rtype, "resourceName": name, "name": key, "value": value}
-        return encode_metadata_record(4, fields)
-
-    snapshot = [encode_metadata_record(2, {"name": t, "topicId": i}) for t, i in ids.items()]
-    snapshot.append(config(4, "", "log.retention.ms", str(30 * 24 * 3_600_000)))
+    snapshot = [topic_record(t, i) for t, i in ids.items()]
+    snapshot.append(config_record(BROKER, "", "log.retention.ms", str(30 * 24 * 3_600_000)))
     log = [
-        config(2, "v2-gzip", "cleanup.policy", "compact"),
-        config(2, "v2-none", "retention.ms", str(3_600_000)),
+        config_record(TOPIC, "v2-gzip", "cleanup.policy", "compact"),
+        config_record(TOPIC, "v2-none", "retention.ms", str(3_600_000)),
     ]
-
-    def batch(base: int, values: list[bytes]) -> bytes:
-        return encode_batch(
-            [Record(base + i, 1_700_000_000_000, None, v) for i, v in enumerate(values)]
-        )
-
     d.mkdir()
-    (d / "00000000000000000000.log").write_bytes(batch(0, snapshot) + batch(3, log))
-    (d / "00000000000000000003-0000000001.checkpoint").write_bytes(batch(0, snapshot))
+    (d / "00000000000000000000.log").write_bytes(
+        metadata_batch(0, snapshot) + metadata_batch(3, log)
+    )
+    (d / "00000000000000000003-0000000001.checkpoint").write_bytes(metadata_batch(0, snapshot))
 
 
 def _copy(src: Path, dst: Path) -> Path:

@@ -9,11 +9,18 @@ from pathlib import Path
 
 import pytest
 from support.cli import run
+from support.metadata import (
+    BROKER,
+    TOPIC,
+    config_record,
+    metadata_batch,
+    remove_topic_record,
+    topic_record,
+)
 from support.paths import CORPUS, needs_corpus
 from support.rewrite import T0, write_checkpoints, write_partition
 
 from klogtool.formats.batch import Record
-from klogtool.formats.payloads.cluster_metadata import encode_metadata_record
 from klogtool.formats.payloads.schema import uuid_to_text
 from klogtool.formats.v2 import encode_batch
 from klogtool.log.metadata import replay
@@ -21,28 +28,21 @@ from klogtool.log.metadata import replay
 pytestmark = pytest.mark.usefixtures("no_fsync")
 
 HOUR = 3_600_000
-TOPIC, BROKER = 2, 4
 IDS = {
     name: uuid_to_text(bytes([i + 1]) * 16) for i, name in enumerate(("schemas", "orders", "gone"))
 }
 
 
 def topic(name: str) -> bytes:
-    return encode_metadata_record(2, {"name": name, "topicId": IDS[name]})
+    return topic_record(name, IDS[name])
 
 
 def remove(name: str) -> bytes:
-    return encode_metadata_record(9, {"topicId": IDS[name]})
+    return remove_topic_record(IDS[name])
 
 
-def config(rtype: int, rname: str, key: str, value: str | None) -> bytes:
-    return encode_metadata_record(
-        4, {"resourceType": rtype, "resourceName": rname, "name": key, "value": value}
-    )
-
-
-def batch(base: int, values: list[bytes]) -> bytes:
-    return encode_batch([Record(base + i, T0, None, v) for i, v in enumerate(values)])
+config = config_record
+batch = metadata_batch
 
 
 def metadata_dir(logdir: Path) -> Path:
