@@ -16,8 +16,8 @@ from klogtool.commands._options import (
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.log import targets
 from klogtool.log.atomic import FileOps
-from klogtool.log.check.indexcheck import about_index
 from klogtool.log.files import total_log_bytes
+from klogtool.log.indexcheck import about_index
 from klogtool.log.repair import rebuild
 from klogtool.output import Output
 

@@ -12,9 +12,9 @@ import pytest
 from support.paths import CORPUS, LOGDIR, needs_corpus
 
 from klogtool.log import layout
-from klogtool.log.check.indexcheck import about_index, check_segment_indexes
 from klogtool.log.check.verifier import SegmentSummary, Verifier
 from klogtool.log.findings import Finding
+from klogtool.log.indexcheck import about_index, check_segment_indexes
 from klogtool.log.txnreplay import TxnReplay
 
 

@@ -1,3 +1,3 @@
-"""Checking a log: verify (verifier, fleet_verify for Spark), the checks of index files that
-verify and rebuild-index share (indexcheck), and explain.
+"""Checking a log: verify (verifier, fleet_verify for Spark) and explain. The checks of index
+files that verify and rebuild-index share are one level down, in ``klogtool.log.indexcheck``.
 """

@@ -23,9 +23,9 @@ from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES
 from klogtool.formats.errors import FormatError
 from klogtool.log import layout
 from klogtool.log.atomic import FileOps, complete_interrupted
-from klogtool.log.check.indexcheck import about_index
 from klogtool.log.check.verifier import SegmentSummary, Verifier
 from klogtool.log.findings import Finding
+from klogtool.log.indexcheck import about_index
 from klogtool.log.partition import PartitionView, load_partition
 from klogtool.log.rewrite.cleaner import CompactionPlan, SegmentStats, plan_compaction
 from klogtool.log.rewrite.retention import RetentionPlan, SegmentDecision, plan_retention

@@ -1,5 +1,5 @@
 """verify, segment level: every batch (sizes, CRCs, offsets, timestamps, and with ``deep`` every
-record), where the segment ends and why, and its index files (:mod:`klogtool.log.check.indexcheck`)
+record), where the segment ends and why, and its index files (:mod:`klogtool.log.indexcheck`)
 in the same walk."""
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from klogtool.formats.records import (
 )
 from klogtool.formats.v2 import DefaultBatch
 from klogtool.log import layout
-from klogtool.log.check.indexcheck import SegmentIndexCheck, index_alone
 from klogtool.log.findings import Finding, FindingCounts
+from klogtool.log.indexcheck import SegmentIndexCheck, index_alone
 from klogtool.log.read.record_filter import first_offset
 from klogtool.log.segment import mapped
 from klogtool.log.txnreplay import TxnReplay
@@ -101,7 +101,7 @@ class SegmentChecks:
         missing_index_ok: bool = False,
         check_base: bool = True,
     ) -> Iterator[Finding]:
-        """Walk one segment: batches, with its index checks (log/check/indexcheck.py) merged into
+        """Walk one segment: batches, with its index checks (log/indexcheck.py) merged into
         the same pass."""
         assert seg.log is not None  # callers pass segments that have a .log
         path = str(seg.log)

@@ -12,8 +12,8 @@ from klogtool.formats import index
 from klogtool.formats.errors import FormatError
 from klogtool.formats.records import CLEAN, ZERO_FILL
 from klogtool.log import layout
-from klogtool.log.check.indexcheck import check_segment_indexes
 from klogtool.log.findings import Finding
+from klogtool.log.indexcheck import check_segment_indexes
 from klogtool.log.repair.headers import SegmentScan
 from klogtool.log.segment import Walked
 

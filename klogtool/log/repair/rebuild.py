@@ -20,7 +20,7 @@ snapshot at or below the first segment walked (as the broker's recovery does), a
 segment its aborted transactions with their last stable offsets.
 
 Checking existing index files (``rebuild-index --check``, and truncate-recovery deciding which
-indexes to rewrite) runs the index checks verify runs (:mod:`klogtool.log.check.indexcheck`)
+indexes to rewrite) runs the index checks verify runs (:mod:`klogtool.log.indexcheck`)
 and compares with a rebuild (:mod:`klogtool.log.repair.index_diff`):
 an index is *bad* when a lookup through it could skip records or the broker's sanity check
 fails; one that is valid but not what a rebuild gives (live appends write such indexes) is
@@ -41,8 +41,8 @@ from klogtool.formats import index
 from klogtool.formats.records import ZERO_FILL
 from klogtool.log import layout, txnreplay
 from klogtool.log.atomic import FileOps
-from klogtool.log.check.indexcheck import txn_entry_problems
 from klogtool.log.findings import Finding, FindingCounts
+from klogtool.log.indexcheck import txn_entry_problems
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES
 from klogtool.log.repair.headers import OFFSET_OVERFLOW, ScanTask, SegmentScan, run_scan_task
 from klogtool.log.repair.index_diff import (

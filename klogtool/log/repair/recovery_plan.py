@@ -17,13 +17,12 @@ from klogtool.formats import checkpoint, index
 from klogtool.formats.errors import FormatError
 from klogtool.formats.records import ZERO_FILL, SegmentScanner
 from klogtool.formats.snapshot import parse_snapshot
-from klogtool.log import layout, txnreplay
+from klogtool.log import indexcheck, layout, txnreplay
 from klogtool.log.atomic import (
     Identity,
     identity,
     read_range,
 )
-from klogtool.log.check import indexcheck
 from klogtool.log.findings import Finding
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES
 from klogtool.log.repair import headers, index_diff, parallel
