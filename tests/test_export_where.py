@@ -21,7 +21,7 @@ from klogtool.commands._options import parse_where  # noqa: E402
 from klogtool.log.export import arrow_reader as ar  # noqa: E402
 from klogtool.log.export import planning, spec  # noqa: E402
 from klogtool.log.read.finder import Finder, FindOptions  # noqa: E402
-from klogtool.log.read.record_filter import RecordFilter  # noqa: E402
+from klogtool.log.record_filter import RecordFilter  # noqa: E402
 
 T0 = 1_700_000_000_000
 WHERES = [

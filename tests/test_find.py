@@ -21,7 +21,7 @@ from klogtool.formats.index import encode_offset_index
 from klogtool.formats.payloads.control import ABORT, COMMIT
 from klogtool.formats.v2 import encode_batch
 from klogtool.log.read.finder import Finder, FindOptions
-from klogtool.log.read.record_filter import RecordFilter
+from klogtool.log.record_filter import RecordFilter
 
 T0 = 1_700_000_000_000
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from klogtool.log.read.record_filter import TXN_STATES, RecordFilter
+from klogtool.log.record_filter import TXN_STATES, RecordFilter
 from klogtool.output import FORMATS
 from klogtool.shown import click_callback as shown_paths
 

@@ -20,7 +20,7 @@ from klogtool.commands.dump_segments import KafkaRenderer
 from klogtool.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK
 from klogtool.log.read.dumper import DumpOptions
 from klogtool.log.read.finder import Finder, FindOptions, Obj, resolve_targets
-from klogtool.log.read.record_filter import RecordFilter
+from klogtool.log.record_filter import RecordFilter
 from klogtool.output import Output, diagnostic_line, plural, render_text
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from klogtool.formats.v2 import DefaultBatch
 from klogtool.log import layout
 from klogtool.log.findings import Finding, FindingCounts
 from klogtool.log.indexcheck import SegmentIndexCheck, index_alone
-from klogtool.log.read.record_filter import first_offset
+from klogtool.log.record_filter import first_offset
 from klogtool.log.segment import mapped
 from klogtool.log.txnreplay import TxnReplay
 

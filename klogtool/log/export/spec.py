@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES
-from klogtool.log.read.record_filter import RecordFilter
+from klogtool.log.record_filter import RecordFilter
 
 if TYPE_CHECKING:
     import pyarrow as pa

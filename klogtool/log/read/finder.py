@@ -67,7 +67,8 @@ from klogtool.log.files import InputFile, detect_kind, partition_dirs_of
 from klogtool.log.findings import Finding
 from klogtool.log.pool import fork_context
 from klogtool.log.read.dumper import DumpOptions, batch_object, internal_decoder, record_object
-from klogtool.log.read.record_filter import (
+from klogtool.log.read.transactions import PartitionInput, TransactionScanner
+from klogtool.log.record_filter import (
     ABORTED,
     COMMITTED,
     MAX_OFFSET,
@@ -76,7 +77,6 @@ from klogtool.log.read.record_filter import (
     RecordFilter,
     past,
 )
-from klogtool.log.read.transactions import PartitionInput, TransactionScanner
 from klogtool.log.segment import mapped, read_small
 
 Obj = dict[str, Any]

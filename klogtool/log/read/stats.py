@@ -73,7 +73,7 @@ from klogtool.log.read.finder import (
     resolve_targets,
     transaction_states,
 )
-from klogtool.log.read.record_filter import ABORTED
+from klogtool.log.record_filter import ABORTED
 from klogtool.log.segment import mapped
 
 Obj = dict[str, Any]
