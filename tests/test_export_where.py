@@ -18,8 +18,9 @@ from support.paths import LOGDIR
 pa = pytest.importorskip("pyarrow", reason="export needs the `spark` extra (pyarrow)")
 
 from klogtool.commands._options import parse_where  # noqa: E402
+from klogtool.log import splits  # noqa: E402
 from klogtool.log.export import arrow_reader as ar  # noqa: E402
-from klogtool.log.export import planning, spec  # noqa: E402
+from klogtool.log.export import spec  # noqa: E402
 from klogtool.log.read.finder import Finder, FindOptions  # noqa: E402
 from klogtool.log.record_filter import RecordFilter  # noqa: E402
 
@@ -49,7 +50,7 @@ def reader_rows(paths: list[str], where: RecordFilter | None, **plan: Any) -> li
     table = pa.Table.from_batches(
         [
             b
-            for s in planning.plan_splits(paths, prune=planning.where_prune(opts), **plan)
+            for s in splits.plan_splits(paths, prune=splits.where_prune(opts.where), **plan)
             for b in ar.read_split(s, opts)
         ],
         schema=spec.arrow_schema(opts),
@@ -105,8 +106,8 @@ def test_a_brute_force_scan_agrees() -> None:
 
 def test_offsets_prune_segments_at_planning() -> None:
     opts = spec.ReadOptions(where=parse_where("--offsets 100:"))
-    segs = planning.list_segments([str(LOGDIR / "v2-none-0")])
-    prune = planning.where_prune(opts)
+    segs = splits.list_segments([str(LOGDIR / "v2-none-0")])
+    prune = splits.where_prune(opts.where)
     assert len(segs) > 1
     assert not any(prune.keeps(s) for s in segs[:-1])
 

@@ -33,8 +33,8 @@ from klogtool.log.export.exporter import (
     export_local,
     local_min_splits,
 )
-from klogtool.log.export.planning import list_segments, pack, where_prune
 from klogtool.log.export.spec import LEVELS, ON_CORRUPT, PAYLOAD_DECODERS, ReadOptions
+from klogtool.log.splits import list_segments, pack, where_prune
 from klogtool.output import Output, label
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ def command(
     )
     ncpu = os.cpu_count() or 1
     if dry_run:
-        prune = where_prune(read)
+        prune = where_prune(read.where)
         splits = pack(
             [s for s in segments if s.size > 0 and prune.keeps(s)],
             target_split_bytes=target_split_bytes,

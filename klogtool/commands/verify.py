@@ -104,7 +104,7 @@ def command(
     with ExitStack() as stack, out.progress(input_bytes, "verifying") as advance:
         if engine == "spark":
             # the fleet verifier and the Spark reader load only when Spark runs (start-up time)
-            from klogtool.log.export.planning import DEFAULT_TARGET_SPLIT_BYTES
+            from klogtool.log.splits import DEFAULT_TARGET_SPLIT_BYTES
 
             spark, spark_jobs = stack.enter_context(
                 spark_session(master, remote, spark_conf, settings.verbosity)

@@ -26,7 +26,7 @@ from klogtool.log.check.fleet_verify import (
     splits_to_json,
 )
 from klogtool.log.export.arrow_reader import CorruptSegmentError
-from klogtool.log.export.planning import DEFAULT_TARGET_SPLIT_BYTES, plan_splits
+from klogtool.log.splits import DEFAULT_TARGET_SPLIT_BYTES, plan_splits
 from klogtool.spark.source import NAME
 
 Progress = Callable[[int], None]

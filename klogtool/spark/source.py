@@ -69,11 +69,12 @@ from pyspark.sql.types import (
 
 from klogtool.commands._options import parse_where
 from klogtool.formats import DEFAULT_MAX_BATCH_BYTES
+from klogtool.log import splits
 from klogtool.log.check import fleet_verify
 from klogtool.log.export import arrow_reader as core
-from klogtool.log.export import planning, spec
+from klogtool.log.export import spec
 
-_DEFAULT_SPLIT = str(planning.DEFAULT_TARGET_SPLIT_BYTES)
+_DEFAULT_SPLIT = str(splits.DEFAULT_TARGET_SPLIT_BYTES)
 NAME = "kafka-segments"
 FINDINGS = "findings"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -199,11 +200,9 @@ class KafkaSegmentsReader(DataSourceReader):
         self.opts = read_options(options)
         _check_schema(schema, spec.columns(self.opts))
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
-        self.target = _size(
-            options.get("targetsplitbytes", str(planning.DEFAULT_TARGET_SPLIT_BYTES))
-        )
+        self.target = _size(options.get("targetsplitbytes", str(splits.DEFAULT_TARGET_SPLIT_BYTES)))
         self.min_splits = int(options.get("minsplits", "1"))
-        self.prune = planning.where_prune(self.opts)
+        self.prune = splits.where_prune(self.opts.where)
 
     # -- pushdown ------------------------------------------------------------------------
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:  # noqa: N802 (pyspark API)
@@ -267,13 +266,13 @@ class KafkaSegmentsReader(DataSourceReader):
 
     # -- planning and reading --------------------------------------------------------------
     def partitions(self) -> list[InputPartition]:
-        splits = planning.plan_splits(
+        planned = splits.plan_splits(
             self.paths,
             target_split_bytes=self.target,
             min_splits=self.min_splits,
             prune=self.prune,
         )
-        return [SplitPartition(s) for s in splits]
+        return [SplitPartition(s) for s in planned]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         if partition.value is None:  # no splits: Spark still runs one task, without a value
@@ -304,9 +303,7 @@ class FindingsReader(DataSourceReader):
         self.paths = paths_of(options) if "splits" not in options else []
         self.deep = _bool(options.get("deep", "false"), "deep")
         self.max_batch_bytes = _size(options.get("maxbatchbytes", str(DEFAULT_MAX_BATCH_BYTES)))
-        self.target = _size(
-            options.get("targetsplitbytes", str(planning.DEFAULT_TARGET_SPLIT_BYTES))
-        )
+        self.target = _size(options.get("targetsplitbytes", str(splits.DEFAULT_TARGET_SPLIT_BYTES)))
         self.min_splits = int(options.get("minsplits", "1"))
         _check_schema(schema, fleet_verify.FINDINGS_COLUMNS)
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")

@@ -12,8 +12,8 @@ from typing import Any
 from support.paths import CORPUS
 
 from klogtool.log import layout
-from klogtool.log.export.planning import list_segments
 from klogtool.log.read.dumper import Dumper, DumpOptions
+from klogtool.log.splits import list_segments
 
 TS_TYPES = {"NoTimestampType": -1, "CreateTime": 0, "LogAppendTime": 1}
 

@@ -14,8 +14,9 @@ from support.paths import CORRUPT, LOGDIR
 
 from klogtool.formats import codecs, payloads, v2
 from klogtool.formats.batch import Record
+from klogtool.log import splits
 from klogtool.log.export import arrow_reader as ar
-from klogtool.log.export import planning, spec
+from klogtool.log.export import spec
 
 pa = require_pyarrow()
 
@@ -27,7 +28,7 @@ def read(paths, opts=None, **plan):
     schema = spec.arrow_schema(opts)
     batches = [
         b
-        for s in planning.plan_splits([str(p) for p in paths], **plan)
+        for s in splits.plan_splits([str(p) for p in paths], **plan)
         for b in ar.read_split(s, opts)
     ]
     for b in batches:
@@ -91,7 +92,7 @@ def test_batch_level_equals_the_dump_batches() -> None:
 
     opts = spec.ReadOptions(level="batches")
     table = read([LOGDIR], opts)
-    files = [s.path for s in planning.list_segments([str(LOGDIR)])]
+    files = [s.path for s in splits.list_segments([str(LOGDIR)])]
     expected = [o for o in Dumper(files).objects() if o["type"] == "batch"]
     rows = table.to_pylist()
     assert len(rows) == len(expected)
@@ -190,31 +191,31 @@ def _segment(tmp: Path, batches: int = 40, per_batch: int = 25) -> Path:
 def test_large_segments_are_cut_and_read_once(tmp_path: Path) -> None:
     part = _segment(tmp_path)
     size = (part / "00000000000000000000.log").stat().st_size
-    splits = planning.plan_splits([str(part)], target_split_bytes=size // 7)
-    assert len(splits) >= 7
-    assert all(len(s.ranges) == 1 for s in splits)
-    assert splits[0].ranges[0].start == 0 and splits[-1].ranges[-1].end == size
+    planned = splits.plan_splits([str(part)], target_split_bytes=size // 7)
+    assert len(planned) >= 7
+    assert all(len(s.ranges) == 1 for s in planned)
+    assert planned[0].ranges[0].start == 0 and planned[-1].ranges[-1].end == size
     whole = read([part])
     assert whole.column("offset").to_pylist() == list(range(1000))
     assert read([part], target_split_bytes=size // 7).equals(whole)
-    assert all(b.num_rows <= ar.BATCH_ROWS for b in ar.read_split(splits[0], spec.ReadOptions()))
+    assert all(b.num_rows <= ar.BATCH_ROWS for b in ar.read_split(planned[0], spec.ReadOptions()))
 
 
 def test_small_segments_are_packed() -> None:
-    splits = planning.plan_splits([str(LOGDIR)])
-    assert len(splits) == 1 and len(splits[0].ranges) == 17
-    assert len(planning.plan_splits([str(LOGDIR)], min_splits=2)) >= 2
-    assert pickle.loads(pickle.dumps(splits[0])) == splits[0]
+    planned = splits.plan_splits([str(LOGDIR)])
+    assert len(planned) == 1 and len(planned[0].ranges) == 17
+    assert len(splits.plan_splits([str(LOGDIR)], min_splits=2)) >= 2
+    assert pickle.loads(pickle.dumps(planned[0])) == planned[0]
 
 
 def test_pushdown_prunes_segments_and_skips_batches(tmp_path: Path) -> None:
-    segs = planning.list_segments([str(LOGDIR)])
-    prune = planning.Prune(topics={"v2-none", "v2-gzip"}, partitions={0}, min_offset=20)
+    segs = splits.list_segments([str(LOGDIR)])
+    prune = splits.Prune(topics={"v2-none", "v2-gzip"}, partitions={0}, min_offset=20)
     kept = [s for s in segs if prune.keeps(s)]
     # segment 0 of each (offsets 0-16) is left out by its name and the next segment's base
     assert [(s.topic, s.base) for s in kept] == [("v2-gzip", 17), ("v2-none", 17)]
-    assert planning.Prune(partition_min=1).keeps(segs[0]) is False
-    assert planning.Prune(max_offset=16).keeps(kept[0]) is False
+    assert splits.Prune(partition_min=1).keeps(segs[0]) is False
+    assert splits.Prune(max_offset=16).keeps(kept[0]) is False
 
     part = _segment(tmp_path)
     opts = spec.ReadOptions(min_offset=510, max_offset=560)
@@ -229,12 +230,12 @@ def test_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
     from klogtool.errors import InputError
 
     with pytest.raises(InputError, match="no such file"):
-        planning.list_segments([str(tmp_path / "nope")])
+        splits.list_segments([str(tmp_path / "nope")])
     with pytest.raises(InputError) as info:
-        planning.list_segments([str(LOGDIR / "v2-none-0" / "00000000000000000000.index")])
+        splits.list_segments([str(LOGDIR / "v2-none-0" / "00000000000000000000.index")])
     assert info.value.code == "not-a-segment"
     with pytest.raises(InputError):
-        planning.list_segments(["-"])
+        splits.list_segments(["-"])
     with pytest.raises(ValueError, match="onCorrupt"):
         spec.ReadOptions(on_corrupt="ignore")
     with pytest.raises(ValueError, match="unknown column"):

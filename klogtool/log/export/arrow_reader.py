@@ -2,8 +2,8 @@
 ``kafka-segments`` Spark data source (the README's Export section).
 
 This module (with :mod:`~klogtool.log.export.spec`, the options and columns, and
-:mod:`~klogtool.log.export.planning`, the splits) is the one core both engines run: the Spark
-source (``klogtool/spark``) calls ``planning.plan_splits`` on the driver and :func:`read_split`
+:mod:`~klogtool.log.splits`, the splits) is the one core both engines run: the Spark
+source (``klogtool/spark``) calls ``splits.plan_splits`` on the driver and :func:`read_split`
 in its tasks; ``export --engine local`` calls the same two functions from a process pool. It
 reads through the format layer's :class:`~klogtool.formats.records.SegmentScanner` and
 ``Batch.records()``; nothing here parses bytes itself. pyarrow is imported lazily, so the core
@@ -45,11 +45,11 @@ from klogtool.formats import codecs, engine, payloads
 from klogtool.formats.batch import Batch, NativeWrapper, Record, record_fields
 from klogtool.formats.errors import FormatError
 from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner, not_a_log
-from klogtool.log.export.planning import SegmentRange, Split, plan_splits
 from klogtool.log.export.spec import ReadOptions, arrow_schema
 from klogtool.log.read.dumper import batch_object
 from klogtool.log.read.finder import TransactionStates, segment_transaction_states
 from klogtool.log.segment import mapped
+from klogtool.log.splits import SegmentRange, Split, plan_splits
 
 if TYPE_CHECKING:
     import pyarrow as pa

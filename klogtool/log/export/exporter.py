@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 from klogtool.codes import Code
 from klogtool.errors import InputError, RefusedError
 from klogtool.log.export.arrow_reader import read_split
-from klogtool.log.export.planning import DEFAULT_TARGET_SPLIT_BYTES, Split, plan_splits, where_prune
 from klogtool.log.export.spec import ReadOptions, arrow_schema
+from klogtool.log.splits import DEFAULT_TARGET_SPLIT_BYTES, Split, plan_splits, where_prune
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -309,7 +309,7 @@ def export_local(
         paths,
         target_split_bytes=target_split_bytes,
         min_splits=local_min_splits(jobs),
-        prune=where_prune(job.read),
+        prune=where_prune(job.read.where),
     )
     os.makedirs(job.work, exist_ok=True)
     if jobs <= 1 or len(splits) <= 1:

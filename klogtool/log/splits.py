@@ -13,8 +13,8 @@ from pathlib import Path
 from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.log import layout
-from klogtool.log.export.spec import ReadOptions
 from klogtool.log.files import expand
+from klogtool.log.record_filter import RecordFilter
 from klogtool.log.segment import STDIN
 
 DEFAULT_TARGET_SPLIT_BYTES = 128 << 20
@@ -90,11 +90,11 @@ class Prune:
         return True
 
 
-def where_prune(opts: ReadOptions) -> Prune:
-    """The segments the options' ``where`` offsets leave out (by file name)."""
-    if opts.where is None or opts.where.offsets is None:
+def where_prune(where: RecordFilter | None) -> Prune:
+    """The segments a record filter's offsets leave out (by file name)."""
+    if where is None or where.offsets is None:
         return Prune()
-    return Prune(min_offset=opts.where.offsets[0], max_offset=opts.where.offsets[1])
+    return Prune(min_offset=where.offsets[0], max_offset=where.offsets[1])
 
 
 def list_segments(paths: Sequence[str]) -> list[SegmentFile]:
