@@ -69,7 +69,7 @@ from pyspark.sql.types import (
 
 from klogtool.commands._options import parse_where
 from klogtool.formats import DEFAULT_MAX_BATCH_BYTES
-from klogtool.log import splits
+from klogtool.log import column_kinds, splits
 from klogtool.log.check import fleet_verify
 from klogtool.log.export import arrow_reader as core
 from klogtool.log.export import spec
@@ -85,16 +85,16 @@ _TIMESTAMP_SLACK_US = 2 * 86_400 * 1_000_000
 
 def spark_type(kind: str) -> DataType:
     simple: dict[str, DataType] = {
-        spec.BINARY: BinaryType(),
-        spec.STRING: StringType(),
-        spec.INT: IntegerType(),
-        spec.LONG: LongType(),
-        spec.TIMESTAMP: TimestampType(),
-        spec.BOOLEAN: BooleanType(),
+        column_kinds.BINARY: BinaryType(),
+        column_kinds.STRING: StringType(),
+        column_kinds.INT: IntegerType(),
+        column_kinds.LONG: LongType(),
+        column_kinds.TIMESTAMP: TimestampType(),
+        column_kinds.BOOLEAN: BooleanType(),
     }
     if kind in simple:
         return simple[kind]
-    value = BinaryType() if kind == spec.HEADERS_BINARY else StringType()
+    value = BinaryType() if kind == column_kinds.HEADERS_BINARY else StringType()
     return ArrayType(StructType([StructField("key", StringType()), StructField("value", value)]))
 
 

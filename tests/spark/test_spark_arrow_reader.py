@@ -14,7 +14,7 @@ from support.paths import CORRUPT, LOGDIR
 
 from klogtool.formats import codecs, payloads, v2
 from klogtool.formats.batch import Record
-from klogtool.log import splits
+from klogtool.log import column_kinds, splits
 from klogtool.log.export import arrow_reader as ar
 from klogtool.log.export import spec
 
@@ -62,14 +62,14 @@ def test_the_real_corpus_equals_the_dump(corpus) -> None:
 def test_columns_start_with_the_spark_kafka_source() -> None:
     cols = spec.columns(spec.ReadOptions())
     assert cols[:8] == [
-        ("key", spec.BINARY),
-        ("value", spec.BINARY),
-        ("topic", spec.STRING),
-        ("partition", spec.INT),
-        ("offset", spec.LONG),
-        ("timestamp", spec.TIMESTAMP),
-        ("timestampType", spec.INT),
-        ("headers", spec.HEADERS_BINARY),
+        ("key", column_kinds.BINARY),
+        ("value", column_kinds.BINARY),
+        ("topic", column_kinds.STRING),
+        ("partition", column_kinds.INT),
+        ("offset", column_kinds.LONG),
+        ("timestamp", column_kinds.TIMESTAMP),
+        ("timestampType", column_kinds.INT),
+        ("headers", column_kinds.HEADERS_BINARY),
     ]
     assert [n for n, _ in cols[8:]] == [
         "segment",

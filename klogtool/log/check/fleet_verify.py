@@ -28,7 +28,7 @@ from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES
 from klogtool.formats.errors import FormatError
 from klogtool.log import layout
 from klogtool.log.check.verifier import Stats, Verifier
-from klogtool.log.export.spec import INT, LONG, STRING
+from klogtool.log.column_kinds import INT, LONG, STRING
 from klogtool.log.files import detect_kind, kafka_dirs
 from klogtool.log.findings import Finding
 from klogtool.log.splits import DEFAULT_TARGET_SPLIT_BYTES

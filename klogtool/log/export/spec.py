@@ -9,6 +9,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES
+from klogtool.log.column_kinds import (
+    BINARY,
+    BOOLEAN,
+    HEADERS_BINARY,
+    HEADERS_STRING,
+    INT,
+    LONG,
+    STRING,
+    TIMESTAMP,
+    arrow_type,
+)
 from klogtool.log.record_filter import RecordFilter
 
 if TYPE_CHECKING:
@@ -23,13 +34,6 @@ ON_CORRUPT = ("fail", "skip", "report")
 # How keys and values leave the reader: raw bytes, or text rendered by a payload decoder;
 # ``none`` drops the column.
 PAYLOAD_DECODERS = ("binary", "utf8", "base64", "hex", "none")
-
-
-# Column kinds; the Arrow and Spark types are derived from them.
-BINARY, STRING, INT, LONG, TIMESTAMP, BOOLEAN = "binary", "string", "int", "long", "ts", "bool"
-
-
-HEADERS_BINARY, HEADERS_STRING = "headers-binary", "headers-string"
 
 
 _EXTRAS = [
@@ -133,24 +137,6 @@ def columns(opts: ReadOptions) -> list[tuple[str, str]]:
     if opts.on_corrupt == "report":
         cols += ERROR_COLUMNS
     return cols
-
-
-def arrow_type(kind: str) -> pa.DataType:
-    import pyarrow as pa
-
-    simple = {
-        BINARY: pa.binary(),
-        STRING: pa.string(),
-        INT: pa.int32(),
-        LONG: pa.int64(),
-        TIMESTAMP: pa.timestamp("us", tz="UTC"),
-        BOOLEAN: pa.bool_(),
-    }
-    if kind in simple:
-        return simple[kind]
-    value = pa.binary() if kind == HEADERS_BINARY else pa.string()
-    # Exactly what pyspark's to_arrow_schema gives for array<struct<key:string,value:...>>.
-    return pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", value)])))
 
 
 def arrow_schema(opts: ReadOptions, names: Sequence[str] | None = None) -> pa.Schema:
