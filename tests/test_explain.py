@@ -16,9 +16,9 @@ from support.rewrite import T0, generate, materialise, records, tree, write_part
 from klogtool.formats import codecs
 from klogtool.formats.snapshot import encode_snapshot
 from klogtool.formats.v2 import encode_batch
-from klogtool.log.check.explain import PartitionExplain, explain_partition
 from klogtool.log.partition import load_partition
 from klogtool.log.rewrite.cleaner import plan_compaction
+from klogtool.log.rewrite.explain import PartitionExplain, explain_partition
 from klogtool.log.rewrite.retention import DELETE, plan_retention
 from klogtool.log.topicconfig import TopicConfig
 

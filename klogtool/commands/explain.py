@@ -18,7 +18,7 @@ from klogtool.commands._options import (
 from klogtool.commands._text import log_offsets
 from klogtool.errors import EXIT_OK
 from klogtool.log import layout
-from klogtool.log.check.explain import PartitionExplain, explain_partition
+from klogtool.log.rewrite.explain import PartitionExplain, explain_partition
 from klogtool.log.rewrite.retention import human_ms
 from klogtool.log.topicconfig import config_sources
 from klogtool.output import Output, format_ts, offsets_text, plural
