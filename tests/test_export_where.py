@@ -8,21 +8,23 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from support.cli import run
 from support.paths import LOGDIR
 
 pa = pytest.importorskip("pyarrow", reason="export needs the `spark` extra (pyarrow)")
 
-from klogtool.commands._options import parse_where  # noqa: E402
+from klogtool.commands._options import record_filter_options  # noqa: E402
 from klogtool.log import splits  # noqa: E402
 from klogtool.log.export import arrow_reader as ar  # noqa: E402
 from klogtool.log.export import spec  # noqa: E402
 from klogtool.log.read.finder import Finder, FindOptions  # noqa: E402
-from klogtool.log.record_filter import RecordFilter  # noqa: E402
+from klogtool.log.record_filter import RecordFilter, parse_where  # noqa: E402
 
 T0 = 1_700_000_000_000
 WHERES = [
@@ -185,3 +187,43 @@ def test_a_batch_of_more_records_than_a_window_is_read_whole_and_once(
     assert rows["value"] == [b"v%d" % i for i in range(n)]
     assert [len(h or []) for h in rows["headers"]] == [1 if i % 3 == 0 else 0 for i in range(n)]
     assert max(b.num_rows for b in batches) <= 16_384
+
+
+@click.command()
+@record_filter_options
+def _find_filters(where: RecordFilter) -> RecordFilter:
+    return where
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "--key k --from-time 2024-05-01 --to-time 1714521600000",
+        "--offsets=100: --key-regex '^a' --value-regex 'b c'",
+        "--header trace --header 'tenant=acme' --producer-id 7 --producer-id 9",
+        "--transaction committed --transaction none --no-control",
+        "--control --key first --key last",
+    ],
+)
+def test_where_reads_finds_options_as_find_does(text: str) -> None:
+    """One table (log/record_filter.FILTER_OPTIONS) makes both find's click options and the
+    --where parser: the same words give the same filter."""
+    args = shlex.split(text)
+    assert parse_where(text) == _find_filters.main(args, standalone_mode=False)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("--key", "Option '--key' requires an argument"),
+        ("stray", "unexpected extra argument (stray)"),
+        ("--control=yes", "does not take a value"),
+        ("--producer-id x", "Invalid value for '--producer-id': 'x' is not a valid integer"),
+        ("--header =v", "expected NAME or NAME=VALUE"),
+    ],
+)
+def test_more_bad_where_strings(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)) as e:
+        parse_where(text)
+    assert str(e.value).startswith("--where: ")

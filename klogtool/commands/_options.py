@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import functools
 import os
-import re
-import shlex
 import time
 from collections.abc import Callable, Iterable
-from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from klogtool.log.record_filter import TXN_STATES, RecordFilter
+from klogtool.log import record_filter
 from klogtool.output import FORMATS
 from klogtool.shown import click_callback as shown_paths
 
@@ -142,15 +139,10 @@ def parse_offsets(
     """``--offsets FROM:TO`` (either end may be left out) as an inclusive range."""
     if value is None:
         return None
-    lo, sep, hi = value.partition(":")
     try:
-        start = int(lo) if lo else 0
-        end = int(hi) if hi else (1 << 63) - 1
-    except ValueError:
-        raise click.BadParameter("expected FROM:TO offsets, e.g. 100:200, 100: or :200") from None
-    if not sep or start > end:
-        raise click.BadParameter("expected FROM:TO with FROM <= TO, e.g. 100:200")
-    return start, end
+        return record_filter.parse_offset_range(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
 
 
 # -- writing commands (convert-format, compact, retention-sweep, ...) ---------------------------
@@ -191,20 +183,10 @@ def parse_now(text: str | None) -> int | None:
     """``--now``: milliseconds since the epoch, or an ISO-8601 date-time (UTC if no zone)."""
     if text is None:
         return None
-    t = text.strip()
-    if t.lstrip("-").isdigit():
-        return int(t)
-    from datetime import datetime
-
     try:
-        dt = datetime.fromisoformat(t.replace("Z", "+00:00"))
-    except ValueError:
-        raise click.BadParameter(
-            f"not a time: {text!r} (milliseconds since the epoch, or e.g. 2024-05-01T12:00:00Z)"
-        ) from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return int(dt.timestamp() * 1000)
+        return record_filter.parse_time(text)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
 
 
 def now_option(f: F) -> F:
@@ -397,95 +379,29 @@ def chosen_engine(engine: str | None, master: str | None, remote: str | None, co
 
 
 # -- record filters (find, and the --where of export and the Spark source) ---------------------
-def _time_option(_c: click.Context, _p: click.Parameter, v: str | None) -> int | None:
-    return parse_now(v)
+def _filter_option(opt: record_filter.FilterOption) -> Callable[[F], F]:
+    """find's click option for one record filter option (klogtool/log/record_filter.py)."""
+    if opt.switch:
+        return click.option(f"{opt.flag}/{opt.negation}", opt.field, default=None, help=opt.help)
 
-
-def _headers_option(
-    _c: click.Context, _p: click.Parameter, values: tuple[str, ...]
-) -> tuple[tuple[str, bytes | None], ...]:
-    out: list[tuple[str, bytes | None]] = []
-    for v in values:
-        name, sep, value = v.partition("=")
-        if not name:
-            raise click.BadParameter(f"expected NAME or NAME=VALUE, not {v!r}")
-        out.append((name, value.encode() if sep else None))
-    return tuple(out)
-
-
-def _regex_option(_c: click.Context, _p: click.Parameter, v: str | None) -> str | None:
-    if v is not None:
+    def parse(_c: click.Context, _p: click.Parameter, v: Any) -> Any:
         try:
-            re.compile(v.encode())
-        except re.error as e:
-            raise click.BadParameter(f"not a regular expression: {e}") from None
-    return v
+            if opt.multiple:
+                return tuple(opt.value(text) for text in v)
+            return None if v is None else opt.value(v)
+        except ValueError as e:
+            raise click.BadParameter(str(e)) from None
 
-
-_RECORD_FILTER_OPTIONS = [
-    click.option(
-        "--from-time",
-        metavar="TIME",
-        callback=_time_option,
-        help="Records with a timestamp at or after TIME (milliseconds since the epoch or "
-        "ISO-8601; UTC without a zone).",
-    ),
-    click.option(
-        "--to-time",
-        metavar="TIME",
-        callback=_time_option,
-        help="Records with a timestamp at or before TIME.",
-    ),
-    click.option(
-        "--offsets",
-        callback=parse_offsets,
-        metavar="FROM:TO",
-        help="Records with offsets in FROM..TO (inclusive; 100: or :200 leave an end open).",
-    ),
-    click.option("--key", metavar="TEXT", help="Records whose key is exactly TEXT (UTF-8 bytes)."),
-    click.option(
-        "--key-regex",
-        metavar="REGEX",
-        callback=_regex_option,
-        help="Records whose key matches REGEX (searched in the key's bytes).",
-    ),
-    click.option(
-        "--value-regex",
-        metavar="REGEX",
-        callback=_regex_option,
-        help="Records whose value matches REGEX (searched in the value's bytes).",
-    ),
-    click.option(
-        "--header",
-        "headers",
-        multiple=True,
-        metavar="NAME[=VALUE]",
-        callback=_headers_option,
-        help="Records with a header NAME (with exactly VALUE if given). Repeatable: all must "
-        "match.",
-    ),
-    click.option(
-        "--producer-id",
-        "producer_ids",
-        type=int,
-        multiple=True,
-        metavar="ID",
-        help="Records written by producer ID. Repeatable: any may match.",
-    ),
-    click.option(
-        "--transaction",
-        "transactions",
-        type=click.Choice(TXN_STATES),
-        multiple=True,
-        help="Records of committed, aborted or still open transactions (the markers included), "
-        "or none for records outside any transaction. Repeatable: any may match.",
-    ),
-    click.option(
-        "--control/--no-control",
-        default=None,
-        help="Only control records (transaction markers, ...), or none of them [default: both].",
-    ),
-]
+    choice = click.Choice(opt.choices) if opt.choices else None
+    return click.option(
+        opt.flag,
+        opt.field,
+        type=choice,
+        multiple=opt.multiple,
+        metavar=opt.metavar,
+        callback=parse,
+        help=opt.help,
+    )
 
 
 def record_filter_options(f: F) -> F:
@@ -493,44 +409,13 @@ def record_filter_options(f: F) -> F:
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        key = kwargs.pop("key")
-        kwargs["where"] = RecordFilter(
-            from_time=kwargs.pop("from_time"),
-            to_time=kwargs.pop("to_time"),
-            offsets=kwargs.pop("offsets"),
-            key=key.encode() if key is not None else None,
-            key_regex=kwargs.pop("key_regex"),
-            value_regex=kwargs.pop("value_regex"),
-            headers=kwargs.pop("headers"),
-            producer_ids=frozenset(kwargs.pop("producer_ids")),
-            transactions=frozenset(kwargs.pop("transactions")),
-            control=kwargs.pop("control"),
-        )
-        return f(*args, **kwargs)
+        values = {o.field: kwargs.pop(o.field) for o in record_filter.FILTER_OPTIONS}
+        return f(*args, where=record_filter.filter_of(values), **kwargs)
 
-    for option in reversed(_RECORD_FILTER_OPTIONS):
-        wrapper = option(wrapper)
-    return wrapper
-
-
-@click.command("--where", add_help_option=False)
-@record_filter_options
-def _where_command(where: RecordFilter) -> RecordFilter:
-    return where
-
-
-def parse_where(text: str) -> RecordFilter:
-    """A ``--where`` string (find's filter options, quoted as a shell would) as a RecordFilter.
-    Raises ValueError with click's message for what find would refuse."""
-    try:
-        args = shlex.split(text)
-        result = _where_command.main(args, prog_name="--where", standalone_mode=False)
-    except ValueError as e:  # shlex: an unclosed quote
-        raise ValueError(f"--where: {e}") from None
-    except click.ClickException as e:
-        raise ValueError(f"--where: {e.format_message()}") from None
-    assert isinstance(result, RecordFilter)
-    return result
+    decorated: Any = wrapper
+    for opt in reversed(record_filter.FILTER_OPTIONS):
+        decorated = _filter_option(opt)(decorated)
+    return decorated  # type: ignore[no-any-return]
 
 
 def where_option(f: F) -> F:
@@ -539,7 +424,7 @@ def where_option(f: F) -> F:
     def check(_c: click.Context, _p: click.Parameter, v: str | None) -> str | None:
         if v is not None:
             try:
-                parse_where(v)
+                record_filter.parse_where(v)
             except ValueError as e:
                 raise click.BadParameter(str(e).removeprefix("--where: ")) from None
         return v

@@ -13,7 +13,6 @@ from klogtool.commands._options import (
     dry_run_option,
     format_option,
     max_batch_bytes_option,
-    parse_where,
     paths_argument,
     size_option,
     spark_options,
@@ -34,6 +33,7 @@ from klogtool.log.export.exporter import (
     local_min_splits,
 )
 from klogtool.log.export.spec import LEVELS, ON_CORRUPT, PAYLOAD_DECODERS, ReadOptions
+from klogtool.log.record_filter import parse_where
 from klogtool.log.splits import list_segments, pack, where_prune
 from klogtool.output import Output, label
 

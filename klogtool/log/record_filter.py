@@ -7,13 +7,22 @@ batch without decompressing it; :meth:`RecordFilter.matches` looks at one record
 transactional state needs the whole partition (a header pass, see
 :func:`klogtool.log.read.finder.transaction_states`): the walkers hold that, and the filter only
 says which states it keeps (:attr:`RecordFilter.transactions`).
+
+The filters' options are a table here, :data:`FILTER_OPTIONS`, without click: find's command
+line options are generated from it (``klogtool/commands/_options.py``), and
+:func:`parse_where` reads the same options from one string (``export --where``, the Spark
+source's ``where``), so the two cannot drift apart.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import cached_property
+from typing import Any
 
 from klogtool.formats.batch import LOG_APPEND_TIME, Batch, Record
 from klogtool.formats.errors import FormatError
@@ -128,3 +137,214 @@ def first_offset(batch: Batch) -> int:
         return batch.base_offset
     except FormatError:
         return batch.last_offset
+
+
+# -- the filters as options ----------------------------------------------------------------------
+def parse_time(text: str) -> int:
+    """A time option: milliseconds since the epoch, or an ISO-8601 date-time (UTC if no zone).
+    Raises ValueError with the message a user sees."""
+    t = text.strip()
+    if t.lstrip("-").isdigit():
+        return int(t)
+    try:
+        dt = datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"not a time: {text!r} (milliseconds since the epoch, or e.g. 2024-05-01T12:00:00Z)"
+        ) from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return int(dt.timestamp() * 1000)
+
+
+def parse_offset_range(text: str) -> tuple[int, int]:
+    """``FROM:TO`` (either end may be left out) as an inclusive range."""
+    lo, sep, hi = text.partition(":")
+    try:
+        start = int(lo) if lo else 0
+        end = int(hi) if hi else MAX_OFFSET
+    except ValueError:
+        raise ValueError("expected FROM:TO offsets, e.g. 100:200, 100: or :200") from None
+    if not sep or start > end:
+        raise ValueError("expected FROM:TO with FROM <= TO, e.g. 100:200")
+    return start, end
+
+
+def _header(text: str) -> tuple[str, bytes | None]:
+    name, sep, value = text.partition("=")
+    if not name:
+        raise ValueError(f"expected NAME or NAME=VALUE, not {text!r}")
+    return name, value.encode() if sep else None
+
+
+def _regex(text: str) -> str:
+    try:
+        re.compile(text.encode())
+    except re.error as e:
+        raise ValueError(f"not a regular expression: {e}") from None
+    return text
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a valid integer.") from None
+
+
+@dataclass(frozen=True)
+class FilterOption:
+    """One filter option: its flag, the :class:`RecordFilter` field it sets, and how its text is
+    read (``parse`` raises ValueError with the user's message). A ``switch`` is a flag pair
+    (``--control/--no-control``) that takes no value."""
+
+    flag: str
+    field: str
+    help: str
+    metavar: str | None = None
+    parse: Callable[[str], Any] | None = None
+    multiple: bool = False
+    choices: tuple[str, ...] | None = None
+    switch: bool = False
+
+    @property
+    def negation(self) -> str:
+        return "--no-" + self.flag.removeprefix("--")
+
+    def value(self, text: str) -> Any:
+        if self.choices is not None and text not in self.choices:
+            shown = ", ".join(repr(c) for c in self.choices)
+            raise ValueError(f"{text!r} is not one of {shown}.")
+        return self.parse(text) if self.parse is not None else text
+
+
+FILTER_OPTIONS = (
+    FilterOption(
+        "--from-time",
+        "from_time",
+        "Records with a timestamp at or after TIME (milliseconds since the epoch or ISO-8601; "
+        "UTC without a zone).",
+        metavar="TIME",
+        parse=parse_time,
+    ),
+    FilterOption(
+        "--to-time",
+        "to_time",
+        "Records with a timestamp at or before TIME.",
+        metavar="TIME",
+        parse=parse_time,
+    ),
+    FilterOption(
+        "--offsets",
+        "offsets",
+        "Records with offsets in FROM..TO (inclusive; 100: or :200 leave an end open).",
+        metavar="FROM:TO",
+        parse=parse_offset_range,
+    ),
+    FilterOption(
+        "--key",
+        "key",
+        "Records whose key is exactly TEXT (UTF-8 bytes).",
+        metavar="TEXT",
+        parse=str.encode,
+    ),
+    FilterOption(
+        "--key-regex",
+        "key_regex",
+        "Records whose key matches REGEX (searched in the key's bytes).",
+        metavar="REGEX",
+        parse=_regex,
+    ),
+    FilterOption(
+        "--value-regex",
+        "value_regex",
+        "Records whose value matches REGEX (searched in the value's bytes).",
+        metavar="REGEX",
+        parse=_regex,
+    ),
+    FilterOption(
+        "--header",
+        "headers",
+        "Records with a header NAME (with exactly VALUE if given). Repeatable: all must match.",
+        metavar="NAME[=VALUE]",
+        parse=_header,
+        multiple=True,
+    ),
+    FilterOption(
+        "--producer-id",
+        "producer_ids",
+        "Records written by producer ID. Repeatable: any may match.",
+        metavar="ID",
+        parse=_integer,
+        multiple=True,
+    ),
+    FilterOption(
+        "--transaction",
+        "transactions",
+        "Records of committed, aborted or still open transactions (the markers included), or "
+        "none for records outside any transaction. Repeatable: any may match.",
+        choices=TXN_STATES,
+        multiple=True,
+    ),
+    FilterOption(
+        "--control",
+        "control",
+        "Only control records (transaction markers, ...), or none of them [default: both].",
+        switch=True,
+    ),
+)
+
+
+def filter_of(values: Mapping[str, Any]) -> RecordFilter:
+    """The :class:`RecordFilter` of parsed option values, keyed by field (a repeatable option's
+    values in a sequence; a missing or None value filters nothing)."""
+    fields: dict[str, Any] = {}
+    for opt in FILTER_OPTIONS:
+        v = values.get(opt.field)
+        if opt.multiple:
+            fields[opt.field] = (tuple if opt.field == "headers" else frozenset)(v or ())
+        elif v is not None:
+            fields[opt.field] = v
+    return RecordFilter(**fields)
+
+
+def parse_where(text: str) -> RecordFilter:
+    """A ``--where`` string (find's filter options, quoted as a shell would) as a RecordFilter.
+    Raises ValueError, ``--where: ...``, for what find would refuse."""
+    try:
+        return filter_of(_where_values(shlex.split(text)))
+    except ValueError as e:  # shlex's (an unclosed quote) and the options' own
+        raise ValueError(f"--where: {e}") from None
+
+
+def _where_values(args: list[str]) -> dict[str, Any]:
+    by_flag = {o.flag: o for o in FILTER_OPTIONS}
+    by_flag |= {o.negation: o for o in FILTER_OPTIONS if o.switch}
+    values: dict[str, Any] = {}
+    words = iter(args)
+    for word in words:
+        flag, eq, text = word.partition("=") if word.startswith("--") else (word, "", "")
+        opt = by_flag.get(flag)
+        if opt is None:
+            if not word.startswith("-"):
+                raise ValueError(f"Got unexpected extra argument ({word})")
+            raise ValueError(f"No such option: {flag}")
+        if opt.switch:
+            if eq:
+                raise ValueError(f"Option '{flag}' does not take a value.")
+            values[opt.field] = flag == opt.flag
+            continue
+        if not eq:
+            following = next(words, None)
+            if following is None:
+                raise ValueError(f"Option '{flag}' requires an argument.")
+            text = following
+        try:
+            value = opt.value(text)
+        except ValueError as e:
+            raise ValueError(f"Invalid value for '{flag}': {e}") from None
+        if opt.multiple:
+            values.setdefault(opt.field, []).append(value)
+        else:
+            values[opt.field] = value
+    return values

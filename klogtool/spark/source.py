@@ -67,12 +67,12 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from klogtool.commands._options import parse_where
 from klogtool.formats import DEFAULT_MAX_BATCH_BYTES
 from klogtool.log import column_kinds, splits
 from klogtool.log.check import fleet_verify
 from klogtool.log.export import arrow_reader as core
 from klogtool.log.export import spec
+from klogtool.log.record_filter import parse_where
 
 _DEFAULT_SPLIT = str(splits.DEFAULT_TARGET_SPLIT_BYTES)
 NAME = "kafka-segments"

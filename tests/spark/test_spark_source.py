@@ -143,8 +143,8 @@ def test_on_corrupt_modes(spark) -> None:
 
 
 def test_where_option_selects_what_find_finds(spark) -> None:
-    from klogtool.commands._options import parse_where
     from klogtool.log.read.finder import Finder, FindOptions
+    from klogtool.log.record_filter import parse_where
 
     text = "--transaction committed --transaction none --value-regex '-[0-3]$' --offsets 1:"
     df = jobs.read(spark, [str(LOGDIR)], {"where": text})
