@@ -15,7 +15,7 @@ the operations' runs interleaved (median of ``--runs``):
 
 ``native decode``
     ``SegmentScanner(view, stop_on_crc=False)`` (a CRC-32C per batch) and every batch through
-    ``engine.record_columns(...).add(batch.data, i)``, ``take()`` every ~16k rows.
+    ``native_columns.record_columns(...).add(batch.data, i)``, ``take()`` every ~16k rows.
 ``python decode``
     The same walk, ``list(batch.records())`` per batch.
 ``kafka-python decode`` / ``aiokafka decode``
@@ -62,6 +62,7 @@ from bench_formats import cached_segment_ok  # noqa: E402  (bench/ is on sys.pat
 from klogtool.formats import codecs, engine, v2  # noqa: E402
 from klogtool.formats.batch import Record  # noqa: E402
 from klogtool.formats.records import SegmentScanner  # noqa: E402
+from klogtool.log.export import native_columns  # noqa: E402
 
 try:
     from kafka.record import MemoryRecords as KafkaMemoryRecords
@@ -263,7 +264,7 @@ def _sum_columns(cols: dict, acc: list[int]) -> None:
 def native_decode(ctx: Ctx, check: bool = False) -> tuple:
     """CRC walk + the native record-columns builder (what ``export`` does per batch)."""
     engine.use("native")
-    cols = engine.record_columns(MAX_BATCH_BYTES)
+    cols = native_columns.record_columns(MAX_BATCH_BYTES)
     add = cols.add
     take = cols.take
     path = ctx.path

@@ -54,6 +54,8 @@ from klogtool.formats.batch import (  # noqa: E402
 )
 from klogtool.formats.errors import FormatError  # noqa: E402
 from klogtool.formats.records import SegmentScanner, read_batch  # noqa: E402
+from klogtool.log.export import native_columns  # noqa: E402
+from klogtool.log.read import native_render  # noqa: E402
 from klogtool.log.read.dumper import Dumper, DumpOptions  # noqa: E402
 from klogtool.output import render_text, to_json  # noqa: E402
 
@@ -381,7 +383,7 @@ def native_records(
     """The records of a whole v2 batch (or with ``wrapper``, of the v0/v1 message set ``data``)
     as the native engine's columns hold them, as ``(offset, timestamp, key, value,
     headers, sequence)`` tuples; None where it hands the batch back to the python engine."""
-    builder = engine.record_columns(max_batch_bytes)
+    builder = native_columns.record_columns(max_batch_bytes)
     assert builder is not None, "the native engine is not active"
     if wrapper is not None:
         added = builder.add_legacy(data, wrapper, 0, "fuzz")
@@ -433,11 +435,11 @@ def python_lines(batch, dumper: Dumper = _DUMPER, rendering: str = "jsonl") -> s
         )
 
 
-def _render(batch, o: DumpOptions, rendering: str) -> engine.Rendered | None:
+def _render(batch, o: DumpOptions, rendering: str) -> native_render.Rendered | None:
     source = batch.native_input(o.max_batch_bytes)
     if source is None:
         return None
-    return engine.render_records(
+    return native_render.render_records(
         source[0], o.max_batch_bytes, batch.position, o.print_data, o.key_decoder,
         o.value_decoder, rendering, "fuzz", source[1],
     )  # fmt: skip

@@ -9,6 +9,13 @@ well-formed, or is one of the rare kinds it leaves alone (control batches, odd f
 answers ``None`` and the caller reads that batch with the python engine, so every error,
 message and byte position comes from one place and the engines cannot disagree.
 
+This module holds the format kernels' adapters (CRC, checks, records, re-encoding). The
+kernels that carry other layers' rules have their adapters beside their python twins: the
+cleaner's offset map and retain decision (``klogtool.log.rewrite.native_clean``),
+dump-segments' renderings (``klogtool.log.read.native_render``) and export's Arrow columns
+(``klogtool.log.export.native_columns``). They reach the native module only through
+:func:`native_module` and :func:`call`.
+
 ``KLOGTOOL_ENGINE=python|native`` chooses at start-up (default: native when it is built);
 :func:`use` switches at run time (the test suite runs every test under both).
 """
@@ -19,7 +26,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Any, Protocol
+from typing import Any
 
 from klogtool.formats.batch import NativeWrapper
 
@@ -53,9 +60,9 @@ class NativeEngineError(RuntimeError):
         super().__init__(f"the native engine failed at {where}: {panic}")
 
 
-def _call(where: str, fn: Any, *args: Any) -> Any:
-    """``fn(*args)``, a native function; a Rust panic (PyO3's ``PanicException``, a
-    BaseException) becomes :class:`NativeEngineError` naming ``where``. An argument that does
+def call(where: str, fn: Any, *args: Any) -> Any:
+    """``fn(*args)``, a native function or method; a Rust panic (PyO3's ``PanicException``,
+    a BaseException) becomes :class:`NativeEngineError` naming ``where``. An argument that does
     not fit the native engine's integer types (hostile data: a negative magic byte, a v1
     offset shift or a base timestamp past 64 bits) is None, as for anything else the native
     engine leaves to the python engine: every caller's None means that."""
@@ -104,6 +111,14 @@ def native_available() -> bool:
     return _native is not None
 
 
+def native_module() -> ModuleType | None:
+    """The native module when the native engine is in use, else None: how the adapters that
+    sit beside their python twins outside the format layer (``log/rewrite/native_clean``,
+    ``log/read/native_render``, ``log/export/native_columns``) reach it, so that this stays
+    the one module that imports it. They call it through :func:`call`."""
+    return _active
+
+
 @contextmanager
 def watched(view: memoryview, path: str) -> Iterator[None]:
     """While ``view``, a read-only mapping of the file ``path``, is read: if the file shrinks
@@ -139,7 +154,7 @@ def crc_ahead(buf: memoryview, start: int, limit: int) -> tuple[list[tuple[int, 
     if _active is None:
         return None
     where = f"byte {start}"
-    result: tuple[list[tuple[int, int]], int] = _call(where, _active.crc_ahead, buf, start, limit)
+    result: tuple[list[tuple[int, int]], int] = call(where, _active.crc_ahead, buf, start, limit)
     return result
 
 
@@ -149,7 +164,7 @@ def check_v2(data: memoryview, max_batch_bytes: int, where: str) -> tuple[int, b
     position) names the batch if the engine fails."""
     if _active is None:
         return None
-    result: tuple[int, bool, int] | None = _call(where, _active.check_v2, data, max_batch_bytes)
+    result: tuple[int, bool, int] | None = call(where, _active.check_v2, data, max_batch_bytes)
     return result
 
 
@@ -158,7 +173,7 @@ def records_v2(data: memoryview, max_batch_bytes: int, position: int) -> list[Ro
     decode it in Python. ``position`` (the batch's) names it if the engine fails."""
     if _active is None:
         return None
-    rows: list[Row] | None = _call(f"byte {position}", _active.records_v2, data, max_batch_bytes)
+    rows: list[Row] | None = call(f"byte {position}", _active.records_v2, data, max_batch_bytes)
     return rows
 
 
@@ -173,7 +188,7 @@ def legacy_scan(raw: bytes | memoryview, magic: int, where: str) -> tuple[int, i
     engine."""
     if _active is None:
         return None
-    result: tuple[int, int, int] | None = _call(where, _active.legacy_scan, raw, magic)
+    result: tuple[int, int, int] | None = call(where, _active.legacy_scan, raw, magic)
     return result
 
 
@@ -184,7 +199,7 @@ def records_legacy(
     ``bytes``, the CRC judged), or None: make them in Python."""
     if _active is None:
         return None
-    rows: list[LegacyRow] | None = _call(where, _active.records_legacy, raw, *wrapper)
+    rows: list[LegacyRow] | None = call(where, _active.records_legacy, raw, *wrapper)
     return rows
 
 
@@ -206,163 +221,12 @@ def reencode_v2(
     timestamp when None). None: re-encode it in Python."""
     if _active is None:
         return None
-    result: Reencoded | None = _call(
+    result: Reencoded | None = call(
         f"byte {position}",
         _active.reencode_v2,
         *(data, max_batch_bytes, keep, base_offset, base_timestamp),
     )
     return result
-
-
-class OffsetMap(Protocol):
-    """The log cleaner's offset map: key digest (MD5, 16 bytes) -> the key's last offset."""
-
-    def __len__(self) -> int: ...
-    def __setitem__(self, key: bytes, offset: int, /) -> None: ...
-    def get(self, key: bytes, default: int, /) -> int: ...
-
-
-def offset_map() -> OffsetMap:
-    """An empty offset map: the native engine's (which :func:`map_batch` and
-    :func:`retain_batch` fill and read without a Python object per record), or a dict."""
-    if _active is None:
-        empty: dict[bytes, int] = {}
-        return empty
-    native: OffsetMap = _active.OffsetMap()
-    return native
-
-
-def map_batch(
-    omap: OffsetMap,
-    data: memoryview,
-    max_batch_bytes: int,
-    first_dirty: int,
-    capacity: int,
-    where: str,
-) -> tuple[bool, int | None] | None:
-    """Put the keyed records of a whole v2 batch from ``first_dirty`` on into a native
-    ``omap`` until it holds ``capacity`` keys: ``(the map filled up, offset of the last record
-    put)``; None (nothing put): read the batch in Python."""
-    if _active is None or isinstance(omap, dict):
-        return None
-    native: Any = omap
-    result: tuple[bool, int | None] | None = _call(
-        where, native.add, data, max_batch_bytes, first_dirty, capacity
-    )
-    return result
-
-
-# keep (one byte per record), keyless, superseded, tombstones expired, tombstones kept
-Retained = tuple[bytes, int, int, int, int]
-
-
-def retain_batch(
-    omap: OffsetMap,
-    data: memoryview,
-    max_batch_bytes: int,
-    latest_offset: int,
-    keep_tombstones: bool,
-    where: str,
-) -> Retained | None:
-    """The cleaner's decision for every record of a whole v2 data batch against a native
-    ``omap`` (see ``Cleaner._retain``); None: decide in Python."""
-    if _active is None or isinstance(omap, dict):
-        return None
-    native: Any = omap
-    result: Retained | None = _call(
-        where, native.retain, data, max_batch_bytes, latest_offset, keep_tombstones
-    )
-    return result
-
-
-RENDERINGS = ("jsonl", "text", "kafka")
-# lines (UTF-8, an object with the buffer protocol: the engine's memory, not a copy), records,
-# first and last record offsets, non-consecutive (previous, next) offsets
-Rendered = tuple[Any, int, int | None, int | None, list[tuple[int, int]]]
-
-
-def render_records(
-    data: memoryview | bytes,
-    max_batch_bytes: int,
-    position: int,
-    print_data: bool,
-    key_decoder: str,
-    value_decoder: str,
-    rendering: str,
-    where: str,
-    wrapper: NativeWrapper | None = None,
-) -> Rendered | None:
-    """The ``dump-segments`` lines (``rendering``: ``jsonl``, ``text`` or ``kafka``) of every
-    record of a whole v2 batch (or, with ``wrapper``, of the decompressed inner set ``data``
-    of that v0/v1 wrapper), byte for byte what ``klogtool.log.read.dumper``,
-    ``klogtool.output`` and the kafka renderer make of them; their number; the first and last
-    record offsets and, for ``kafka``, the pairs of records whose offsets are not consecutive.
-    None: render them in Python (control batches, the ``json`` decoder, UTF-8 that needs an
-    error handler, anything the decoder hands back)."""
-    if _active is None:
-        return None
-    result: Rendered | None = _call(
-        where,
-        _active.render_records,
-        *(data, max_batch_bytes, position, print_data, key_decoder, value_decoder, rendering),
-        wrapper,
-    )
-    return result
-
-
-WHOLE = (0, 1 << 62)  # a window of RecordColumns.add: every record of the batch
-
-
-class RecordColumns:
-    """Record columns of many v2 batches and v0/v1 wrappers, built by the native engine in
-    Arrow's layout."""
-
-    def __init__(self, native: Any, max_batch_bytes: int):
-        self._columns = native.Columns(max_batch_bytes)
-        self._max_batch_bytes = max_batch_bytes
-
-    def add(
-        self, data: memoryview, index: int, where: str, window: tuple[int, int] = WHOLE
-    ) -> tuple[int, int] | None:
-        """Append records ``skip .. skip + limit`` (``window``) of a v2 batch as batch number
-        ``index`` (of the caller's own list), the whole batch checked: (rows appended, records
-        in the batch), or None (nothing added) to read this batch with the python engine."""
-        n: tuple[int, int] | None = _call(where, self._columns.add, data, index, *window)
-        return n
-
-    def add_legacy(
-        self,
-        raw: bytes | memoryview,
-        wrapper: NativeWrapper,
-        index: int,
-        where: str,
-        window: tuple[int, int] = WHOLE,
-    ) -> tuple[int, int] | None:
-        """As :meth:`add`, for the decompressed inner set of a v0/v1 wrapper (None also when a
-        record's CRC fails)."""
-        n: tuple[int, int] | None = _call(
-            where, self._columns.add_legacy, raw, *wrapper, index, *window
-        )
-        return n
-
-    @property
-    def payload_bytes(self) -> int:
-        """Bytes of keys, values and headers held."""
-        n: int = self._columns.payload_bytes
-        return n
-
-    def take(self) -> dict[str, Any]:
-        """The buffers and counts of every column (see ``arrow_reader._native_arrays``),
-        leaving the builder empty."""
-        cols: dict[str, Any] = self._columns.take()
-        return cols
-
-
-def record_columns(max_batch_bytes: int) -> RecordColumns | None:
-    """A native builder of record columns, or None under the python engine."""
-    if _active is None:
-        return None
-    return RecordColumns(_active, max_batch_bytes)
 
 
 _chosen = os.environ.get("KLOGTOOL_ENGINE", "").strip().lower()

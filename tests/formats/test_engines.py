@@ -23,6 +23,7 @@ from klogtool.formats import codecs, engine, v2
 from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, Record
 from klogtool.formats.crc import crc32c
 from klogtool.formats.records import SegmentScanner
+from klogtool.log.export import native_columns
 from klogtool.log.read.dumper import Dumper, DumpOptions
 
 pytestmark = pytest.mark.skipif(
@@ -274,7 +275,7 @@ def test_columns_move_to_arrow_without_a_copy() -> None:
         for i in range(50)
     ]
     batch = v2.encode_batch(records, base_offset=0, compression=codecs.NONE)
-    builder = engine.record_columns(1 << 20)
+    builder = native_columns.record_columns(1 << 20)
     assert builder is not None
     assert builder.add(memoryview(batch), 0, "test") == (50, 50)
     cols = builder.take()
@@ -342,7 +343,7 @@ def test_a_dropped_column_buffer_is_reused_for_the_next_rows() -> None:
     pa = pytest.importorskip("pyarrow")
     records = [Record(offset=i, timestamp=i, key=None, value=bytes(1000)) for i in range(100)]
     batch = memoryview(v2.encode_batch(records, base_offset=0))
-    builder = engine.record_columns(1 << 20)
+    builder = native_columns.record_columns(1 << 20)
     assert builder is not None
 
     def chunk() -> tuple[dict, int]:

@@ -41,10 +41,11 @@ from typing import TYPE_CHECKING, Any
 
 from klogtool.codes import Code
 from klogtool.errors import InputError
-from klogtool.formats import codecs, engine, payloads
+from klogtool.formats import codecs, payloads
 from klogtool.formats.batch import Batch, NativeWrapper, Record, record_fields
 from klogtool.formats.errors import FormatError
 from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner, not_a_log
+from klogtool.log.export import native_columns
 from klogtool.log.export.spec import ReadOptions, arrow_schema
 from klogtool.log.read.dumper import batch_object
 from klogtool.log.read.finder import TransactionStates, segment_transaction_states
@@ -277,7 +278,7 @@ class _RangeReader:
             and opts.key_decoder in _NATIVE_DECODERS
             and opts.value_decoder in _NATIVE_DECODERS
         ):
-            self.native = engine.record_columns(opts.max_batch_bytes)
+            self.native = native_columns.record_columns(opts.max_batch_bytes)
 
     # -- problems ------------------------------------------------------------------------
     def _problem(

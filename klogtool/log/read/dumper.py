@@ -27,6 +27,7 @@ from klogtool.log import layout
 from klogtool.log.files import InputFile, expand
 from klogtool.log.findings import Finding
 from klogtool.log.pool import threaded
+from klogtool.log.read import native_render
 from klogtool.log.segment import STDIN, mapped, read_small
 
 Obj = dict[str, Any]
@@ -48,7 +49,7 @@ class DumpOptions:
     stdin_kind: str = layout.LOG  # what `-` is read as
     # With "jsonl", "text" or "kafka", records may come as one {"type": "lines", "text": ...}
     # object per batch: their lines in that format, rendered by the native engine (the fast
-    # path; see engine.render_records for the other fields).
+    # path; see native_render.render_records for the other fields).
     rendered_records: str | None = None
     threads: int = 1  # threads rendering records natively (the GIL is released meanwhile)
 
@@ -204,14 +205,14 @@ class Dumper:
                         self.counts["errors"] += 1  # shown on the batch line; counted for the exit
                     yield obj, batch
 
-            def render(item: tuple[Obj, Batch]) -> engine.Rendered | None:
+            def render(item: tuple[Obj, Batch]) -> native_render.Rendered | None:
                 batch = item[1]
                 if rendering is None:
                     return None
                 source = batch.native_input(opts.max_batch_bytes)
                 if source is None or batch.count > NATIVE_RENDER_RECORDS:
                     return None
-                return engine.render_records(
+                return native_render.render_records(
                     source[0],
                     opts.max_batch_bytes,
                     batch.position,

@@ -41,7 +41,7 @@ from typing import Any
 
 from klogtool.codes import Code
 from klogtool.errors import InputError, KlogtoolError
-from klogtool.formats import codecs, engine
+from klogtool.formats import codecs
 from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, LOG_APPEND_TIME, Batch, Record
 from klogtool.formats.errors import FormatError
 from klogtool.formats.index import (
@@ -66,6 +66,7 @@ from klogtool.log.partition import (
     load_partition,
     update_offset_checkpoint,
 )
+from klogtool.log.rewrite import native_clean
 from klogtool.log.segment import Phases, Walked, mapped, phase_walk, read_small
 from klogtool.log.topicconfig import LONG_MAX, TopicConfig
 from klogtool.log.txnreplay import TxnReplay
@@ -281,7 +282,7 @@ class _Cleaner:
         self.now = now
         self.max_batch_bytes = max_batch_bytes
         self.progress: Phases | None = None
-        self.offset_map = engine.offset_map()
+        self.offset_map = native_clean.offset_map()
         self.latest_offset = -1
         self.end_offset = 0
         self.map_full = False
@@ -340,7 +341,7 @@ class _Cleaner:
                         if batch.is_control:
                             tracker.on_control(batch, _control_type(batch, self.max_batch_bytes))
                         elif not tracker.on_batch(batch):
-                            added = engine.map_batch(
+                            added = native_clean.map_batch(
                                 omap,
                                 batch.data,
                                 self.max_batch_bytes,
@@ -542,7 +543,7 @@ class _Cleaner:
         """:meth:`_decide` for a v2 data batch by the native engine (None: decide in Python),
         by the rules of :meth:`_retain`."""
         horizon = batch.delete_horizon_ms
-        decided = engine.retain_batch(
+        decided = native_clean.retain_batch(
             self.offset_map,
             batch.data,
             self.max_batch_bytes,

@@ -1,0 +1,48 @@
+"""The native engine's adapter for ``dump-segments``' record lines
+(:mod:`klogtool.log.read.dumper`): the lines of a whole batch rendered in Rust
+(``native/src/render.rs``) byte for byte as the python renderings make them. None wherever the
+dumper must render in Python; the module reaches the native engine only through
+:func:`klogtool.formats.engine.native_module`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from klogtool.formats import engine
+from klogtool.formats.batch import NativeWrapper
+
+RENDERINGS = ("jsonl", "text", "kafka")
+# lines (UTF-8, an object with the buffer protocol: the engine's memory, not a copy), records,
+# first and last record offsets, non-consecutive (previous, next) offsets
+Rendered = tuple[Any, int, int | None, int | None, list[tuple[int, int]]]
+
+
+def render_records(
+    data: memoryview | bytes,
+    max_batch_bytes: int,
+    position: int,
+    print_data: bool,
+    key_decoder: str,
+    value_decoder: str,
+    rendering: str,
+    where: str,
+    wrapper: NativeWrapper | None = None,
+) -> Rendered | None:
+    """The ``dump-segments`` lines (``rendering``: ``jsonl``, ``text`` or ``kafka``) of every
+    record of a whole v2 batch (or, with ``wrapper``, of the decompressed inner set ``data``
+    of that v0/v1 wrapper), byte for byte what ``klogtool.log.read.dumper``,
+    ``klogtool.output`` and the kafka renderer make of them; their number; the first and last
+    record offsets and, for ``kafka``, the pairs of records whose offsets are not consecutive.
+    None: render them in Python (control batches, the ``json`` decoder, UTF-8 that needs an
+    error handler, anything the decoder hands back)."""
+    native = engine.native_module()
+    if native is None:
+        return None
+    result: Rendered | None = engine.call(
+        where,
+        native.render_records,
+        *(data, max_batch_bytes, position, print_data, key_decoder, value_decoder, rendering),
+        wrapper,
+    )
+    return result
