@@ -4,8 +4,6 @@ interrupt while klogtool is still loading ends like any other: one line, exit st
 import signal
 import sys
 
-INTERRUPTED = "klogtool: interrupted\n"
-
 
 def main() -> None:
     code: str | int | None = 130
@@ -21,5 +19,7 @@ def main() -> None:
     except SystemExit as e:
         code = e.code
     except KeyboardInterrupt:
+        from klogtool.errors import INTERRUPTED  # only now: nothing loads before the try
+
         sys.stderr.write(INTERRUPTED)
     sys.exit(code)

@@ -13,6 +13,8 @@ EXIT_INTERNAL = 70  # a bug: an unexpected exception
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 
+INTERRUPTED = "klogtool: interrupted\n"  # what a Ctrl-C prints, wherever it lands
+
 
 class KlogtoolError(Exception):
     """Printed as one line: ``klogtool: error: <path>:<position>: <message> (<code>)``."""
