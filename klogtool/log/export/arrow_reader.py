@@ -47,7 +47,7 @@ from klogtool.formats.errors import FormatError
 from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner, not_a_log
 from klogtool.log.export import native_columns
 from klogtool.log.export.spec import ReadOptions, arrow_schema
-from klogtool.log.read.dumper import batch_object
+from klogtool.log.objects import batch_object
 from klogtool.log.read.finder import TransactionStates, segment_transaction_states
 from klogtool.log.segment import mapped
 from klogtool.log.splits import SegmentRange, Split, plan_splits

@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from klogtool.codes import Code
-from klogtool.formats import checkpoint, codecs, engine, index, payloads
+from klogtool.formats import checkpoint, engine, index, payloads
 from klogtool.formats.batch import (
     DEFAULT_MAX_BATCH_BYTES,
-    TIMESTAMP_TYPE_NAMES,
     Batch,
     Record,
 )
@@ -26,6 +25,7 @@ from klogtool.formats.snapshot import parse_snapshot
 from klogtool.log import layout
 from klogtool.log.files import InputFile, expand
 from klogtool.log.findings import Finding
+from klogtool.log.objects import batch_object
 from klogtool.log.pool import threaded
 from klogtool.log.read import native_render
 from klogtool.log.segment import STDIN, mapped, read_small
@@ -77,39 +77,6 @@ def _first_offset(batch: Batch) -> int:
         return batch.base_offset
     except FormatError:
         return -1
-
-
-def batch_object(b: Batch) -> Obj:
-    """The docs/output.md batch object (a legacy wrapper's base offset/count are decompressed)."""
-    is_v2 = b.magic >= 2
-    try:
-        base_offset: int | None = b.base_offset
-        count: int | None = b.count
-    except FormatError:
-        base_offset = count = None
-    return {
-        "type": "batch",
-        "position": b.position,
-        "base_offset": base_offset,
-        "last_offset": b.last_offset,
-        "count": count,
-        "magic": b.magic,
-        "compression": codecs.CODEC_NAMES.get(b.compression, f"unknown({b.compression})"),
-        "crc": b.crc,
-        "crc_valid": None,  # filled by the caller, which knows whether it was checked
-        "size": b.size,
-        "partition_leader_epoch": b.partition_leader_epoch,
-        "timestamp_type": TIMESTAMP_TYPE_NAMES[b.timestamp_type],
-        "base_timestamp": b.base_timestamp,
-        "max_timestamp": b.max_timestamp,
-        "producer_id": b.producer_id,
-        "producer_epoch": b.producer_epoch,
-        "base_sequence": b.base_sequence,
-        "last_sequence": b.last_sequence if is_v2 else -1,
-        "is_transactional": b.is_transactional,
-        "is_control": b.is_control,
-        "delete_horizon_ms": b.delete_horizon_ms,
-    }
 
 
 class Dumper:

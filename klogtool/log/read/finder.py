@@ -65,8 +65,9 @@ from klogtool.formats.records import (
 from klogtool.log import layout
 from klogtool.log.files import InputFile, detect_kind, partition_dirs_of
 from klogtool.log.findings import Finding
+from klogtool.log.objects import batch_object
 from klogtool.log.pool import fork_context
-from klogtool.log.read.dumper import DumpOptions, batch_object, internal_decoder, record_object
+from klogtool.log.read.dumper import DumpOptions, internal_decoder, record_object
 from klogtool.log.read.transactions import PartitionInput, TransactionScanner
 from klogtool.log.record_filter import (
     ABORTED,
