@@ -1,5 +1,5 @@
-//! The log cleaner's offset map and retention decision (`klogtool/log/cleaner.py`, after
-//! Kafka's `Cleaner.buildOffsetMap` and `shouldRetainRecord`), for well-formed v2 batches.
+//! The log cleaner's offset map and retention decision (`klogtool/log/rewrite/cleaner.py`,
+//! after Kafka's `Cleaner.buildOffsetMap` and `shouldRetainRecord`), for well-formed v2 batches.
 //!
 //! Keys are MD5 digests, as the broker's `SkimpyOffsetMap` stores them. A batch the decoder
 //! hands back changes nothing here: the Python cleaner reads it and updates the same map.

@@ -1,7 +1,7 @@
 //! `dump-segments` record lines, written byte for byte as the Python renderers write them, for
 //! v2 batches that are not control batches and for v0/v1 message sets:
 //! - `--format jsonl`: `json.dumps(obj, separators=(",", ":"), ensure_ascii=False)` of the
-//!   record object built in `klogtool/log/dumper.py`;
+//!   record object built in `klogtool/log/read/dumper.py`;
 //! - text (`--deep-iteration`): `klogtool/output.py`'s `_record_text`, control characters
 //!   escaped as `render_text` escapes them;
 //! - `--format kafka`: kafka-dump-log's `| offset: ...` lines (`KafkaRenderer._record` in

@@ -1,0 +1,317 @@
+//! The PyO3 binding: the module `klogtool._native`. Only `klogtool/formats/engine.py` imports
+//! it; the adapters outside the format layer reach it through that module's `native_module()`:
+//! `klogtool/log/rewrite/native_clean.py` (`clean`), `klogtool/log/read/native_render.py`
+//! (`render`) and `klogtool/log/export/native_columns.py` (`columns`). Its types are described
+//! for mypy in `klogtool/_native.pyi`.
+//!
+//! Every entry point returns `None` where the Python engine must read a batch itself (see
+//! `batch`); nothing here raises a format error. A Rust panic surfaces as PyO3's
+//! `PanicException`, which klogtool reports as an internal error (exit 70) naming the file.
+//!
+//! This file holds the format kernels' entry points (CRC, check, records, legacy, re-encode,
+//! the mapping guard) and the module itself; `clean` the cleaner's offset map, `render` the
+//! dump-segments lines, `columns` export's record columns and the `Buffer` that hands memory
+//! to Python.
+
+mod clean;
+mod columns;
+mod render;
+
+use pyo3::buffer::PyUntypedBuffer;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyList, PyNone, PyString, PyTuple};
+
+use crate::batch::{self, Sink};
+use crate::columns as column_kernel;
+use crate::encode;
+use crate::guard;
+use crate::legacy;
+use crate::scan;
+
+/// A read-only view of a Python buffer (bytes, a memoryview of an mmap) for one call.
+struct Bytes {
+    buffer: PyUntypedBuffer,
+}
+
+impl Bytes {
+    fn get(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let buffer = PyUntypedBuffer::get(obj)?;
+        if !buffer.is_c_contiguous() || buffer.item_size() != 1 {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "expected a contiguous byte buffer",
+            ));
+        }
+        Ok(Bytes { buffer })
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        // SAFETY: the buffer is C-contiguous bytes (checked in `get`) and stays exported (so
+        // the memory stays mapped) while `self.buffer` lives, which outlives the slice.
+        // klogtool passes read-only buffers (bytes, read-only mmaps), so nothing writes to
+        // them while they are read. One of the crate's two `unsafe` blocks (the other is
+        // `Buffer::__getbuffer__`, in `columns`): the hand-off of Python's memory to Rust,
+        // which PyO3 cannot express safely.
+        unsafe {
+            std::slice::from_raw_parts(self.buffer.buf_ptr() as *const u8, self.buffer.len_bytes())
+        }
+    }
+}
+
+/// CRC-32C (Castagnoli) of a buffer, with the CPU's CRC instructions where it has them.
+#[pyfunction]
+#[pyo3(name = "crc32c")]
+fn crc32c_of(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u32> {
+    let bytes = Bytes::get(data)?;
+    let data = bytes.as_slice();
+    // Releasing the GIL costs more than a small CRC.
+    Ok(if data.len() < 1 << 16 {
+        crc32c::crc32c(data)
+    } else {
+        py.detach(|| crc32c::crc32c(data))
+    })
+}
+
+/// `(positions and CRC-32Cs of the v2 batches from `start` on, where the walk stopped)`: see
+/// `scan::crc_ahead`. For a background thread: the GIL is released while it runs.
+#[pyfunction]
+fn crc_ahead(
+    py: Python<'_>,
+    buf: &Bound<'_, PyAny>,
+    start: usize,
+    limit: usize,
+) -> PyResult<(Vec<(usize, u32)>, usize)> {
+    let bytes = Bytes::get(buf)?;
+    let data = bytes.as_slice();
+    Ok(py.detach(|| scan::crc_ahead(data, start, limit)))
+}
+
+/// `(records, offsets in order and inside the batch's range, largest record timestamp)` for
+/// a well-formed v2 batch (`batch` is the whole batch), or None.
+#[pyfunction]
+fn check_v2(
+    py: Python<'_>,
+    batch: &Bound<'_, PyAny>,
+    max_batch_bytes: usize,
+) -> PyResult<Option<(usize, bool, i64)>> {
+    let bytes = Bytes::get(batch)?;
+    let data = bytes.as_slice();
+    Ok(py.detach(|| column_kernel::check(data, max_batch_bytes)))
+}
+
+/// Python tuples `(offset, timestamp, key, value, headers, sequence, attributes)` of records,
+/// and for v0/v1 records `crc, crc_valid` after them.
+struct Rows<'py> {
+    py: Python<'py>,
+    rows: Vec<Bound<'py, PyTuple>>,
+    error: Option<PyErr>,
+}
+
+impl<'py> Rows<'py> {
+    fn optional(&self, v: Option<&[u8]>) -> Bound<'py, PyAny> {
+        match v {
+            Some(b) => PyBytes::new(self.py, b).into_any(),
+            None => PyNone::get(self.py).to_owned().into_any(),
+        }
+    }
+
+    fn row(&self, r: &batch::Record<'_>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = self.py;
+        let headers = r
+            .headers
+            .iter()
+            .map(|(k, v)| PyTuple::new(py, [PyString::new(py, k).into_any(), self.optional(*v)]))
+            .collect::<PyResult<Vec<_>>>()?;
+        let [offset, timestamp, key, value, headers, sequence] = [
+            r.offset.into_pyobject(py)?.into_any(),
+            r.timestamp.into_pyobject(py)?.into_any(),
+            self.optional(r.key),
+            self.optional(r.value),
+            PyTuple::new(py, headers)?.into_any(),
+            r.sequence.into_pyobject(py)?.into_any(),
+        ];
+        let Some((crc, valid)) = r.crc else {
+            let attributes = r.attributes.into_pyobject(py)?.into_any();
+            return PyTuple::new(
+                py,
+                [offset, timestamp, key, value, headers, sequence, attributes],
+            );
+        };
+        // a v0/v1 message's attributes are a signed byte, as Python unpacks them
+        let attributes = (r.attributes as i8).into_pyobject(py)?.into_any();
+        let crc = crc.into_pyobject(py)?.into_any();
+        let valid = PyBool::new(py, valid).to_owned().into_any();
+        PyTuple::new(
+            py,
+            [
+                offset, timestamp, key, value, headers, sequence, attributes, crc, valid,
+            ],
+        )
+    }
+}
+
+impl Sink for Rows<'_> {
+    fn record(&mut self, r: &batch::Record<'_>) {
+        if self.error.is_some() {
+            return;
+        }
+        match self.row(r) {
+            Ok(row) => self.rows.push(row),
+            Err(e) => self.error = Some(e),
+        }
+    }
+}
+
+/// The most records `records_v2` returns as one list.
+const MAX_LISTED_RECORDS: i32 = 4096;
+
+/// The records of a whole v2 batch as `(offset, timestamp, key, value, headers, sequence,
+/// attributes)` tuples (payloads as bytes), or None: decode it in Python.
+#[pyfunction]
+fn records_v2<'py>(
+    py: Python<'py>,
+    batch: &Bound<'py, PyAny>,
+    max_batch_bytes: usize,
+) -> PyResult<Option<Bound<'py, PyList>>> {
+    let bytes = Bytes::get(batch)?;
+    // A list holds the whole batch: past this many records the Python decoder, which yields
+    // them a chunk at a time, keeps memory bounded instead.
+    match batch::parse_header(bytes.as_slice()) {
+        Some(h) if (0..=MAX_LISTED_RECORDS).contains(&h.records_count) => {}
+        _ => return Ok(None),
+    }
+    let mut rows = Rows {
+        py,
+        rows: Vec::new(),
+        error: None,
+    };
+    // Python objects are made as the records decode: the GIL stays held.
+    if batch::decode(bytes.as_slice(), max_batch_bytes, &mut rows).is_none() {
+        return Ok(None);
+    }
+    if let Some(e) = rows.error {
+        return Err(e);
+    }
+    Ok(Some(PyList::new(py, rows.rows)?))
+}
+
+/// `(count, first offset, last offset)` of a v0/v1 wrapper's decompressed inner set, or None:
+/// walk it in Python (see `legacy::scan`).
+#[pyfunction]
+fn legacy_scan(
+    py: Python<'_>,
+    raw: &Bound<'_, PyAny>,
+    magic: u8,
+) -> PyResult<Option<(usize, i64, i64)>> {
+    let bytes = Bytes::get(raw)?;
+    let data = bytes.as_slice();
+    Ok(py.detach(|| legacy::scan(data, magic)))
+}
+
+fn wrapper(magic: u8, shift: i64, fixed_timestamp: Option<i64>) -> legacy::Wrapper {
+    legacy::Wrapper {
+        magic,
+        shift,
+        fixed_timestamp,
+    }
+}
+
+/// The records of a v0/v1 wrapper's decompressed inner set as `records_v2`'s tuples followed
+/// by `crc, crc_valid`, or None: read it in Python. The caller bounds the number of records.
+#[pyfunction]
+fn records_legacy<'py>(
+    py: Python<'py>,
+    raw: &Bound<'py, PyAny>,
+    magic: u8,
+    shift: i64,
+    fixed_timestamp: Option<i64>,
+) -> PyResult<Option<Bound<'py, PyList>>> {
+    let bytes = Bytes::get(raw)?;
+    let mut rows = Rows {
+        py,
+        rows: Vec::new(),
+        error: None,
+    };
+    let w = wrapper(magic, shift, fixed_timestamp);
+    if legacy::decode(bytes.as_slice(), &w, &mut rows).is_none() {
+        return Ok(None);
+    }
+    if let Some(e) = rows.error {
+        return Err(e);
+    }
+    Ok(Some(PyList::new(py, rows.rows)?))
+}
+
+/// What `reencode_v2` returns: the records area, the number of records, their largest
+/// timestamp and the base timestamp of their deltas.
+type Reencoded<'py> = (Bound<'py, PyBytes>, usize, Option<i64>, Option<i64>);
+
+/// `(records area, records, largest timestamp, base timestamp)` of a whole v2 batch
+/// re-encoded (see `encode::reencode`; `keep`: one byte per record, 0 drops it), or None:
+/// re-encode it in Python.
+#[pyfunction]
+#[pyo3(signature = (batch, max_batch_bytes, keep, base_offset, base_timestamp))]
+fn reencode_v2<'py>(
+    py: Python<'py>,
+    batch: &Bound<'py, PyAny>,
+    max_batch_bytes: usize,
+    keep: Option<&Bound<'py, PyAny>>,
+    base_offset: i64,
+    base_timestamp: Option<i64>,
+) -> PyResult<Option<Reencoded<'py>>> {
+    let bytes = Bytes::get(batch)?;
+    let mask = keep.map(Bytes::get).transpose()?;
+    let data = bytes.as_slice();
+    let mask = mask.as_ref().map(Bytes::as_slice);
+    let done =
+        py.detach(|| encode::reencode(data, max_batch_bytes, mask, base_offset, base_timestamp));
+    Ok(done.map(|d| {
+        (
+            PyBytes::new(py, &d.area),
+            d.count,
+            d.max_timestamp,
+            d.base_timestamp,
+        )
+    }))
+}
+
+/// Remember that `view` (a read-only mapping) holds the file `path`, so that a SIGBUS
+/// there (the file shrank under the read) is one line naming it and exit status 3
+/// (`guard`): a slot for `unwatch_mapping`, or None (not watched).
+#[pyfunction]
+fn watch_mapping(view: &Bound<'_, PyAny>, path: &str) -> PyResult<Option<usize>> {
+    let bytes = Bytes::get(view)?;
+    let data = bytes.as_slice();
+    if !guard::install() {
+        return Ok(None);
+    }
+    Ok(guard::watch(
+        data.as_ptr() as usize,
+        data.len(),
+        path.as_bytes(),
+    ))
+}
+
+/// Forget a mapping `watch_mapping` remembered.
+#[pyfunction]
+fn unwatch_mapping(slot: usize) {
+    guard::unwatch(slot);
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(check_v2, m)?)?;
+    m.add_function(wrap_pyfunction!(watch_mapping, m)?)?;
+    m.add_function(wrap_pyfunction!(unwatch_mapping, m)?)?;
+    m.add_function(wrap_pyfunction!(crc32c_of, m)?)?;
+    m.add_function(wrap_pyfunction!(crc_ahead, m)?)?;
+    m.add_function(wrap_pyfunction!(legacy_scan, m)?)?;
+    m.add_function(wrap_pyfunction!(records_legacy, m)?)?;
+    m.add_function(wrap_pyfunction!(records_v2, m)?)?;
+    m.add_function(wrap_pyfunction!(render::render_records, m)?)?;
+    m.add_function(wrap_pyfunction!(reencode_v2, m)?)?;
+    m.add_class::<columns::Columns>()?;
+    m.add_class::<columns::Buffer>()?;
+    m.add_class::<clean::OffsetMap>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
