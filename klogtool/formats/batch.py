@@ -185,6 +185,16 @@ class Batch:
     def records(self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> Iterator[Record]:
         raise NotImplementedError
 
+    def control_type(self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> int | None:
+        """A control batch's type, as Kafka's ``ControlRecordType.parse`` reads it from the key
+        of the batch's first record (``version:int16`` + ``type:int16``): the type id (0 ABORT,
+        1 COMMIT, ... in ``payloads.control``; an id Kafka does not know comes back as it is,
+        Kafka's UNKNOWN). None when this is not a control batch (v0/v1 entries never are), when
+        it has no record (an empty control batch, as the cleaner leaves them), or when the key
+        is not valid (null, shorter than 4 bytes, a negative version). Errors reading the
+        records (decompression, record structure, ``max_batch_bytes``) are raised."""
+        return None
+
     def native_input(
         self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
     ) -> tuple[memoryview | bytes, NativeWrapper | None] | None:

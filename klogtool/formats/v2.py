@@ -153,6 +153,19 @@ class DefaultBatch(Batch):
     def compute_crc(self) -> int:
         return crc32c(self.data[CRC_START:])
 
+    def control_type(self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> int | None:
+        if not self.attributes & CONTROL_FLAG:
+            return None
+        # imported here: the payload decoders cost start-up, and control batches are rare
+        from klogtool.formats.payloads.control import decode_control_key
+
+        for record in self.records(max_batch_bytes):
+            try:
+                return decode_control_key(record.key)[1]
+            except FormatError:
+                return None  # an invalid key: ControlRecordType.parse would throw
+        return None
+
     # -- records -----------------------------------------------------------------------------
     def records_area(self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> memoryview | bytes:
         """The bytes holding the records: a zero-copy view when uncompressed, else the fresh

@@ -22,7 +22,7 @@ from typing import NamedTuple
 from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, Batch
 from klogtool.formats.errors import FormatError
 from klogtool.formats.index import AbortedTxn
-from klogtool.formats.payloads.control import ABORT, COMMIT, decode_control_key
+from klogtool.formats.payloads.control import ABORT, COMMIT
 from klogtool.formats.records import SegmentScanner
 from klogtool.formats.snapshot import parse_snapshot
 from klogtool.log import layout
@@ -33,12 +33,9 @@ def end_marker(batch: Batch, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> 
     """For a transaction marker batch: True for ABORT, False for COMMIT; None otherwise (an
     empty control batch left by the cleaner, another control type, an unreadable key)."""
     try:
-        record = next(batch.records(max_batch_bytes), None)
-        if record is None:
-            return None
-        _version, type_id = decode_control_key(record.key)
+        type_id = batch.control_type(max_batch_bytes)
     except FormatError:
-        return None
+        return None  # unreadable records: no marker either
     if type_id == ABORT:
         return True
     if type_id == COMMIT:

@@ -51,7 +51,7 @@ from klogtool.formats import checkpoint
 from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, Batch, Record
 from klogtool.formats.codecs import codec_name
 from klogtool.formats.errors import FormatError
-from klogtool.formats.payloads.control import ABORT, decode_control_key
+from klogtool.formats.payloads.control import ABORT
 from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner, not_a_log
 from klogtool.log import layout, pool
 from klogtool.log.files import classify_dir
@@ -840,7 +840,7 @@ class _Compaction:
         keys, its ABORT marker clears the keys of its producer's dropped batches."""
         if batch.is_control:
             txn = self.pending_txns.pop(batch.producer_id, None)
-            if txn is not None and self._control_type(batch) == ABORT:
+            if txn is not None and batch.control_type(self.max_batch_bytes) == ABORT:
                 first, digests = txn
                 for d in digests:
                     if self.pending_keys.get(d, -1) >= first:
@@ -857,14 +857,6 @@ class _Compaction:
             seen = self.pending_keys.get(d)
             if seen is not None and seen < r.offset:
                 del self.pending_keys[d]
-
-    def _control_type(self, batch: Batch) -> int | None:
-        for r in batch.records(self.max_batch_bytes):
-            try:
-                return decode_control_key(r.key)[1]
-            except FormatError:
-                return None
-        return None
 
     def drop(self, batch: Batch, records: Iterable[tuple[_Rec, bool]], any_kept: bool) -> None:
         """The full side's ``records`` of ``batch``, each with whether the compacted side kept

@@ -52,7 +52,7 @@ from klogtool.formats.index import (
     iter_txn_index,
 )
 from klogtool.formats.legacy import encode_wrapper
-from klogtool.formats.payloads.control import ABORT, COMMIT, decode_control_key
+from klogtool.formats.payloads.control import ABORT, COMMIT
 from klogtool.formats.records import SegmentScanner
 from klogtool.formats.v2 import DefaultBatch, reencode
 from klogtool.log import layout
@@ -259,12 +259,13 @@ class _TxnTracker:
 
 
 def _control_type(batch: Batch, max_batch_bytes: int) -> int | None:
-    for r in batch.records(max_batch_bytes):
-        try:
-            return decode_control_key(r.key)[1]
-        except FormatError:
-            return -1  # unknown: kept, like ControlRecordType.UNKNOWN
-    return None
+    """The batch's control type; None for an empty control batch. A record whose key is not
+    valid counts as unknown (-1): kept, like ControlRecordType.UNKNOWN. Errors reading the
+    records are raised. (A v2 batch has records exactly when its record count is not 0.)"""
+    control_type = batch.control_type(max_batch_bytes)
+    if control_type is None and batch.count != 0:
+        return -1
+    return control_type
 
 
 # ------------------------------------------------------------------------------ the cleaner
