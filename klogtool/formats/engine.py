@@ -23,18 +23,66 @@ dump-segments' renderings (``klogtool.log.read.native_render``) and export's Arr
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
 
 from klogtool.formats.batch import NativeWrapper
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer as _Readable
+
+    import klogtool._native as _stub  # its stub, klogtool/_native.pyi: types only
 
 NATIVE = "native"
 PYTHON = "python"
 ENGINES = (NATIVE, PYTHON)
 
-_native: ModuleType | None
+
+class NativeModule(Protocol):
+    """What klogtool uses of the native module, as its stub ``klogtool/_native.pyi`` types it
+    (mypy checks the built module against this protocol where it is imported below): what
+    :func:`native_module` hands to the adapters."""
+
+    # the format kernels (this module)
+    def crc32c(self, data: _Readable) -> int: ...
+    def crc_ahead(self, buf: _Readable, start: int, limit: int) -> _stub.CrcAhead: ...
+    def check_v2(self, batch: _Readable, max_batch_bytes: int) -> _stub.Checked | None: ...
+    def records_v2(self, batch: _Readable, max_batch_bytes: int) -> list[_stub.Row] | None: ...
+    def legacy_scan(self, raw: _Readable, magic: int) -> _stub.LegacyScan | None: ...
+    def records_legacy(
+        self, raw: _Readable, magic: int, shift: int, fixed_timestamp: int | None
+    ) -> list[_stub.LegacyRow] | None: ...
+    def reencode_v2(
+        self,
+        batch: _Readable,
+        max_batch_bytes: int,
+        keep: _Readable | None,
+        base_offset: int,
+        base_timestamp: int | None,
+    ) -> _stub.Reencoded | None: ...
+    def watch_mapping(self, view: _Readable, path: str) -> int | None: ...
+    def unwatch_mapping(self, slot: int) -> None: ...
+
+    # the adapters': log/rewrite/native_clean, log/read/native_render, log/export/native_columns
+    @property
+    def OffsetMap(self) -> type[_stub.OffsetMap]: ...
+    def render_records(
+        self,
+        batch: _Readable,
+        max_batch_bytes: int,
+        position: int,
+        print_data: bool,
+        key_decoder: str,
+        value_decoder: str,
+        format: str,
+        inner: _stub.Inner | None = None,
+    ) -> _stub.Rendered | None: ...
+    @property
+    def Columns(self) -> type[_stub.Columns]: ...
+
+
+_native: NativeModule | None
 try:
     import klogtool._native as _built
 except ImportError:  # not built: a source checkout without Rust, or a pure-Python install
@@ -42,7 +90,7 @@ except ImportError:  # not built: a source checkout without Rust, or a pure-Pyth
 else:
     _native = _built
 
-_active: ModuleType | None = None
+_active: NativeModule | None = None
 
 # (offset, timestamp, key, value, headers, sequence, attributes) of one record
 Row = tuple[int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...], int, int]
@@ -60,14 +108,18 @@ class NativeEngineError(RuntimeError):
         super().__init__(f"the native engine failed at {where}: {panic}")
 
 
-def call(where: str, fn: Any, *args: Any) -> Any:
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def call(where: str, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R | None:
     """``fn(*args)``, a native function or method; a Rust panic (PyO3's ``PanicException``,
     a BaseException) becomes :class:`NativeEngineError` naming ``where``. An argument that does
     not fit the native engine's integer types (hostile data: a negative magic byte, a v1
     offset shift or a base timestamp past 64 bits) is None, as for anything else the native
     engine leaves to the python engine: every caller's None means that."""
     try:
-        return fn(*args)
+        return fn(*args, **kwargs)
     except OverflowError:  # PyO3's conversion of the arguments, before the function runs
         return None
     except BaseException as e:
@@ -111,7 +163,7 @@ def native_available() -> bool:
     return _native is not None
 
 
-def native_module() -> ModuleType | None:
+def native_module() -> NativeModule | None:
     """The native module when the native engine is in use, else None: how the adapters that
     sit beside their python twins outside the format layer (``log/rewrite/native_clean``,
     ``log/read/native_render``, ``log/export/native_columns``) reach it, so that this stays
@@ -154,8 +206,7 @@ def crc_ahead(buf: memoryview, start: int, limit: int) -> tuple[list[tuple[int, 
     if _active is None:
         return None
     where = f"byte {start}"
-    result: tuple[list[tuple[int, int]], int] = call(where, _active.crc_ahead, buf, start, limit)
-    return result
+    return call(where, _active.crc_ahead, buf, start, limit)
 
 
 def check_v2(data: memoryview, max_batch_bytes: int, where: str) -> tuple[int, bool, int] | None:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, chain, islice
 from typing import TYPE_CHECKING, Any
@@ -190,7 +190,7 @@ def _headers_array(headers: Sequence[tuple[Any, ...]], decoder: str, typ: pa.Dat
     return pa.ListArray.from_arrays(offsets, struct, type=typ, mask=mask)
 
 
-def _native_arrays(cols: dict[str, Any], schema: pa.Schema) -> dict[str, pa.Array]:
+def _native_arrays(cols: Mapping[str, Any], schema: pa.Schema) -> dict[str, pa.Array]:
     """The record columns from the native engine's buffers (``Columns.take()``: objects with
     the buffer protocol, moved out of the engine whole), wrapped without a copy."""
     import pyarrow as pa

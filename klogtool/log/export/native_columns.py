@@ -7,10 +7,14 @@ reader must read a batch in Python; the module reaches the native engine only th
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from klogtool.formats import engine
 from klogtool.formats.batch import NativeWrapper
+
+if TYPE_CHECKING:
+    from klogtool.formats.engine import NativeModule
 
 WHOLE = (0, 1 << 62)  # a window of RecordColumns.add: every record of the batch
 
@@ -19,7 +23,7 @@ class RecordColumns:
     """Record columns of many v2 batches and v0/v1 wrappers, built by the native engine in
     Arrow's layout."""
 
-    def __init__(self, native: Any, max_batch_bytes: int):
+    def __init__(self, native: NativeModule, max_batch_bytes: int):
         self._columns = native.Columns(max_batch_bytes)
         self._max_batch_bytes = max_batch_bytes
 
@@ -29,8 +33,7 @@ class RecordColumns:
         """Append records ``skip .. skip + limit`` (``window``) of a v2 batch as batch number
         ``index`` (of the caller's own list), the whole batch checked: (rows appended, records
         in the batch), or None (nothing added) to read this batch with the python engine."""
-        n: tuple[int, int] | None = engine.call(where, self._columns.add, data, index, *window)
-        return n
+        return engine.call(where, self._columns.add, data, index, *window)
 
     def add_legacy(
         self,
@@ -42,22 +45,19 @@ class RecordColumns:
     ) -> tuple[int, int] | None:
         """As :meth:`add`, for the decompressed inner set of a v0/v1 wrapper (None also when a
         record's CRC fails)."""
-        n: tuple[int, int] | None = engine.call(
-            where, self._columns.add_legacy, raw, *wrapper, index, *window
-        )
-        return n
+        magic, shift, fixed_timestamp = wrapper
+        add = self._columns.add_legacy
+        return engine.call(where, add, raw, magic, shift, fixed_timestamp, index, *window)
 
     @property
     def payload_bytes(self) -> int:
         """Bytes of keys, values and headers held."""
-        n: int = self._columns.payload_bytes
-        return n
+        return self._columns.payload_bytes
 
-    def take(self) -> dict[str, Any]:
-        """The buffers and counts of every column (see ``arrow_reader._native_arrays``),
-        leaving the builder empty."""
-        cols: dict[str, Any] = self._columns.take()
-        return cols
+    def take(self) -> Mapping[str, Any]:
+        """The buffers and counts of every column (see ``arrow_reader._native_arrays``; the
+        stub's ``ColumnBuffers``), leaving the builder empty."""
+        return self._columns.take()
 
 
 def record_columns(max_batch_bytes: int) -> RecordColumns | None:

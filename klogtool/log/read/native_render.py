@@ -39,10 +39,9 @@ def render_records(
     native = engine.native_module()
     if native is None:
         return None
-    result: Rendered | None = engine.call(
+    return engine.call(
         where,
         native.render_records,
         *(data, max_batch_bytes, position, print_data, key_decoder, value_decoder, rendering),
         wrapper,
     )
-    return result

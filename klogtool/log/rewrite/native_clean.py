@@ -7,7 +7,7 @@ through :func:`klogtool.formats.engine.native_module`.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from klogtool.formats import engine
 
@@ -42,13 +42,10 @@ def map_batch(
     """Put the keyed records of a whole v2 batch from ``first_dirty`` on into a native
     ``omap`` until it holds ``capacity`` keys: ``(the map filled up, offset of the last record
     put)``; None (nothing put): read the batch in Python."""
-    if engine.native_module() is None or isinstance(omap, dict):
-        return None
-    native: Any = omap
-    result: tuple[bool, int | None] | None = engine.call(
-        where, native.add, data, max_batch_bytes, first_dirty, capacity
-    )
-    return result
+    native = engine.native_module()
+    if native is None or not isinstance(omap, native.OffsetMap):
+        return None  # the python engine, or a dict made under it
+    return engine.call(where, omap.add, data, max_batch_bytes, first_dirty, capacity)
 
 
 # keep (one byte per record), keyless, superseded, tombstones expired, tombstones kept
@@ -65,10 +62,7 @@ def retain_batch(
 ) -> Retained | None:
     """The cleaner's decision for every record of a whole v2 data batch against a native
     ``omap`` (see ``Cleaner._retain``); None: decide in Python."""
-    if engine.native_module() is None or isinstance(omap, dict):
-        return None
-    native: Any = omap
-    result: Retained | None = engine.call(
-        where, native.retain, data, max_batch_bytes, latest_offset, keep_tombstones
-    )
-    return result
+    native = engine.native_module()
+    if native is None or not isinstance(omap, native.OffsetMap):
+        return None  # the python engine, or a dict made under it
+    return engine.call(where, omap.retain, data, max_batch_bytes, latest_offset, keep_tombstones)

@@ -1,0 +1,150 @@
+"""Types of ``klogtool._native``, the native engine's PyO3 module (``native/src/python/``).
+
+Only ``klogtool/formats/engine.py`` imports it; the adapters beside their python twins
+(``log/rewrite/native_clean``, ``log/read/native_render``, ``log/export/native_columns``) reach
+it through ``engine.native_module()``. Every entry point answers None where the python engine
+must read the batch itself. The aliases and the TypedDict below exist for type checkers only.
+"""
+
+from typing import TypeAlias, TypedDict, final
+
+from typing_extensions import Buffer as _Readable
+
+__version__: str
+
+# -- aliases of what the functions return (type checkers only) -------------------------------
+# (byte position, CRC-32C) of each v2 batch walked, then where the walk stopped
+CrcAhead: TypeAlias = tuple[list[tuple[int, int]], int]
+# records, offsets increase inside the batch's range, largest record timestamp
+Checked: TypeAlias = tuple[int, bool, int]
+# a record header: (key, value)
+Header: TypeAlias = tuple[str, bytes | None]
+# (offset, timestamp, key, value, headers, sequence, attributes) of one v2 record
+Row: TypeAlias = tuple[int, int, bytes | None, bytes | None, tuple[Header, ...], int, int]
+# Row of a v0/v1 message (no headers; attributes a signed byte), then its CRC-32 and whether
+# it holds
+LegacyRow: TypeAlias = tuple[int, int, bytes | None, bytes | None, tuple[()], int, int, int, bool]
+# count, first offset, last offset of a v0/v1 inner message set
+LegacyScan: TypeAlias = tuple[int, int, int]
+# records area, records, largest record timestamp, base timestamp of the deltas
+Reencoded: TypeAlias = tuple[bytes, int, int | None, int | None]
+# how a v0/v1 wrapper's inner records are made: magic, offset shift, fixed timestamp
+Inner: TypeAlias = tuple[int, int, int | None]
+# lines (UTF-8), records, first and last record offsets, non-consecutive (previous, next)
+# record offsets (kafka only)
+Rendered: TypeAlias = tuple[Buffer, int, int | None, int | None, list[tuple[int, int]]]
+# rows appended, records in the batch
+Added: TypeAlias = tuple[int, int]
+# the map filled up, offset of the last record put
+Mapped: TypeAlias = tuple[bool, int | None]
+# keep (one byte per record), keyless, superseded, tombstones expired, tombstones kept
+Retained: TypeAlias = tuple[bytes, int, int, int, int]
+
+# -- format kernels (formats/engine.py) ------------------------------------------------------
+def crc32c(data: _Readable) -> int: ...
+def crc_ahead(buf: _Readable, start: int, limit: int) -> CrcAhead: ...
+def check_v2(batch: _Readable, max_batch_bytes: int) -> Checked | None: ...
+def records_v2(batch: _Readable, max_batch_bytes: int) -> list[Row] | None: ...
+def legacy_scan(raw: _Readable, magic: int) -> LegacyScan | None: ...
+def records_legacy(
+    raw: _Readable, magic: int, shift: int, fixed_timestamp: int | None
+) -> list[LegacyRow] | None: ...
+def reencode_v2(
+    batch: _Readable,
+    max_batch_bytes: int,
+    keep: _Readable | None,
+    base_offset: int,
+    base_timestamp: int | None,
+) -> Reencoded | None: ...
+def watch_mapping(view: _Readable, path: str) -> int | None: ...
+def unwatch_mapping(slot: int) -> None: ...
+
+# -- dump-segments' lines (log/read/native_render.py) ----------------------------------------
+def render_records(
+    batch: _Readable,
+    max_batch_bytes: int,
+    position: int,
+    print_data: bool,
+    key_decoder: str,
+    value_decoder: str,
+    format: str,
+    inner: Inner | None = None,
+) -> Rendered | None: ...
+
+# -- export's record columns (log/export/native_columns.py) ----------------------------------
+@final
+class Buffer:
+    """Memory handed to Python without a copy, read-only through the buffer protocol."""
+
+    def __len__(self) -> int: ...
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+
+class ColumnBuffers(TypedDict):
+    """What ``Columns.take()`` returns: every column's buffers and counts (type checkers
+    only; a plain dict at run time)."""
+
+    length: int
+    offset: Buffer
+    timestamp: Buffer
+    sequence: Buffer
+    batch_index: Buffer
+    key_nulls: int
+    key_length: int
+    key_validity: Buffer
+    key_offsets: Buffer
+    key_data: Buffer
+    value_nulls: int
+    value_length: int
+    value_validity: Buffer
+    value_offsets: Buffer
+    value_data: Buffer
+    header_key_nulls: int
+    header_key_length: int
+    header_key_validity: Buffer
+    header_key_offsets: Buffer
+    header_key_data: Buffer
+    header_value_nulls: int
+    header_value_length: int
+    header_value_validity: Buffer
+    header_value_offsets: Buffer
+    header_value_data: Buffer
+    headers_nulls: int
+    headers_validity: Buffer
+    headers_offsets: Buffer
+
+@final
+class Columns:
+    """Record columns of many v2 batches and v0/v1 wrappers, in Arrow's layout."""
+
+    def __init__(self, max_batch_bytes: int) -> None: ...
+    def add(self, batch: _Readable, index: int, skip: int, limit: int) -> Added | None: ...
+    def add_legacy(
+        self,
+        raw: _Readable,
+        magic: int,
+        shift: int,
+        fixed_timestamp: int | None,
+        index: int,
+        skip: int,
+        limit: int,
+    ) -> Added | None: ...
+    def __len__(self) -> int: ...
+    @property
+    def payload_bytes(self) -> int: ...
+    def take(self) -> ColumnBuffers: ...
+
+# -- the cleaner's offset map (log/rewrite/native_clean.py) ----------------------------------
+@final
+class OffsetMap:
+    """Key digest (MD5, 16 bytes) -> the key's last offset, with the decisions that read it."""
+
+    def __init__(self) -> None: ...
+    def __len__(self) -> int: ...
+    def __setitem__(self, key: bytes, offset: int, /) -> None: ...
+    def get(self, key: bytes, default: int, /) -> int: ...
+    def add(
+        self, batch: _Readable, max_batch_bytes: int, first_dirty: int, capacity: int
+    ) -> Mapped | None: ...
+    def retain(
+        self, batch: _Readable, max_batch_bytes: int, latest_offset: int, keep_tombstones: bool
+    ) -> Retained | None: ...
