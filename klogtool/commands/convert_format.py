@@ -7,7 +7,6 @@ from typing import Any
 
 import click
 
-from klogtool.codes import Code
 from klogtool.commands._options import (
     index_interval_option,
     max_batch_bytes_option,
@@ -15,20 +14,16 @@ from klogtool.commands._options import (
     writing_options,
 )
 from klogtool.commands._writing import WritingRun
-from klogtool.errors import RefusedError
 from klogtool.formats import CODEC_IDS, CODEC_NAMES, CODECS
-from klogtool.log import layout, targets
-from klogtool.log.partition import is_within
 from klogtool.log.rewrite.converter import (
     COPY,
     ConversionPlan,
+    Converted,
     ConvertOptions,
-    describe_losses,
-    execute_conversion,
-    plan_conversion,
-    refuse_foreign_partial,
+    LossyRefusal,
+    NestedDestination,
+    convert,
 )
-from klogtool.log.writing import Notice, completed_notices, writing_session
 from klogtool.output import Output, label
 from klogtool.shown import click_callback as shown_paths
 
@@ -146,10 +141,6 @@ def command(
             raise click.BadParameter(e.message, param_hint="--batch-bytes") from None
         if rebatch <= 0:
             raise click.BadParameter("must be positive", param_hint="--batch-bytes")
-    src_path = Path(src)
-    dest_path = Path(dest) if dest is not None else None
-    if dest_path is not None:
-        _check_dest(src_path, dest_path)
     opts = ConvertOptions(
         to_magic=to_magic,
         compression=target.id if target is not None else None,
@@ -158,103 +149,26 @@ def command(
         index_interval_bytes=index_interval_bytes,
         max_batch_bytes=max_batch_bytes,
     )
-    partitions = [t.path for t in targets.resolve([src], files=(layout.LOG,)).partitions]
-    with writing_session(
-        partitions if in_place else [],
-        force=run.force,
-        dry_run=dry_run,
-        read_only=[] if in_place else [src_path],
-        # the log dir DEST is written into: a running broker there must not see it half-made
-        log_dirs=[] if dest_path is None else [dest_path.parent],
-    ) as session:
-        run.notices(completed_notices(session, dry_run))
-        if not in_place:
-            for p in partitions:
-                if any(c.name.endswith((".cleaned", ".swap")) for c in p.iterdir()):
-                    out.warn(
-                        f"{p}: holds an interrupted swap (.cleaned/.swap files) that the "
-                        f"broker would complete first; converting the segments as they are"
-                    )
-        plan = plan_conversion(src_path, opts, confine=in_place)
-        run.notices(
-            Notice(
-                f"{p}: skipped: a symlink out of {src_path} (never written through)", skipped=True
-            )
-            for p in plan.skipped
-        )
-        run.notices(
-            Notice(f"{p}: skipped ({why}); name it to convert it")
-            for p, why in plan.left_alone.items()
-        )
-        losses = plan.losses
-        lossy = losses.lossy()
-        _show_plan(out, plan, dry_run)
-        if lossy and not allow_lossy:
+
+    def show(item: ConversionPlan | LossyRefusal | Converted) -> None:
+        if isinstance(item, ConversionPlan):
+            _show_plan(out, item, dry_run)
+        elif isinstance(item, LossyRefusal):
             if out.fmt != "text":
-                out.emit({"type": "refused", "reason": "lossy", "losses": losses.as_dict()})
+                out.emit({"type": "refused", "reason": "lossy", "losses": item.losses})
             out.close()
-            raise RefusedError(
-                f"converting to magic {to_magic} would lose data: {describe_losses(lossy)}",
-                path=str(src_path),
-                code=Code.LOSSY_CONVERSION,
-                hint="--allow-lossy converts anyway and reports what was dropped",
-            )
-        # a dry run converts in memory too (its file operations are only listed), so that it
-        # foresees what the real run would refuse (records that cannot be encoded)
-        result = execute_conversion(session.ops, plan, dest=dest_path)
-        if dry_run:
-            _summary(run, plan, None)
-            run.exit()
-        _summary(run, plan, result)
-    for part in plan.partitions:
-        last = part.segments[-1] if part.segments else None
-        if last is not None and last.last_offset_in is not None:
-            was = last.last_offset_in + 1
-            now = last.last_offset_out + 1 if last.last_offset_out is not None else None
-            if now != was:
-                out.warn(
-                    f"{part.source}: the log end offset moves back from {was} to "
-                    f"{now if now is not None else 'the last segment base'}: its last batches "
-                    f"were dropped (the broker caps the high watermark there and deletes "
-                    f"producer snapshots beyond it)"
-                )
-    dropped = losses.lossy() | losses.informational()
-    if dropped:
-        out.warn(f"dropped in the conversion: {describe_losses(dropped, done=True)}")
+        else:
+            _summary(run, item.plan, item.result)
+
+    src_path, dest_path = Path(src), Path(dest) if dest is not None else None
+    try:
+        conversion = convert(
+            src_path, dest_path, opts, allow_lossy=allow_lossy, force=run.force, dry_run=dry_run
+        )
+        run.results(conversion, show)
+    except NestedDestination as e:
+        raise click.UsageError(str(e)) from None
     run.exit()
-
-
-def _check_dest(src: Path, dest: Path) -> None:
-    if dest.is_symlink():
-        raise RefusedError(
-            "the destination is a symlink (never written through)",
-            path=str(dest),
-            code=Code.DESTINATION_SYMLINK,
-        )
-    if dest.exists():
-        if not dest.is_dir():
-            raise RefusedError(
-                "the destination exists and is not a directory",
-                path=str(dest),
-                code=Code.DESTINATION_NOT_EMPTY,
-            )
-        if any(dest.iterdir()):
-            raise RefusedError(
-                "the destination is not empty", path=str(dest), code=Code.DESTINATION_NOT_EMPTY
-            )
-    # a segment file's partition counts as SRC: DEST inside it would be a directory among
-    # the partition's own files
-    source = src.parent if src.is_file() else src
-    if src.exists() and (is_within(source, dest) or is_within(dest, source)):
-        raise click.UsageError("DEST must not be inside SRC's partition (or SRC inside DEST)")
-    if not dest.parent.is_dir():  # not a mistake in the command line: the directory is missing
-        raise RefusedError(
-            "the directory that would hold DEST does not exist",
-            path=str(dest.parent),
-            code=Code.DESTINATION_PARENT_MISSING,
-            hint="create it first (klogtool never creates a log directory itself)",
-        )
-    refuse_foreign_partial(dest)  # a link or a directory klogtool did not write: exit 4
 
 
 def _show_plan(out: Output, plan: ConversionPlan, dry_run: bool) -> None:

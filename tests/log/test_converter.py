@@ -22,11 +22,21 @@ from support.rewrite import (
     write_partition,
 )
 
+from klogtool.errors import RefusedError
 from klogtool.formats import codecs
 from klogtool.formats.batch import LOG_APPEND_TIME, Record
 from klogtool.formats.legacy import encode_message
 from klogtool.formats.v2 import encode_batch
-from klogtool.log.rewrite.converter import ConvertOptions, Losses, plan_conversion
+from klogtool.log.rewrite.converter import (
+    ConversionPlan,
+    Converted,
+    ConvertOptions,
+    Losses,
+    LossyRefusal,
+    NestedDestination,
+    convert,
+    plan_conversion,
+)
 
 pytestmark = pytest.mark.usefixtures("no_fsync")
 
@@ -438,3 +448,24 @@ def test_in_place_never_writes_through_a_symlink_out_of_the_log_dir(tmp_path) ->
     assert "symlink" in err
     assert tree(outside) == before
     assert {b.compression for b in kl_batches(logdir / "v2-none-0")} == {codecs.GZIP}
+
+
+def test_convert_is_the_whole_command_as_a_function(tmp_path: Path) -> None:
+    """convert() yields what the command shows, in order; a lossy conversion is refused after
+    a LossyRefusal, and nothing is written."""
+    src = LOGDIR / "txn-0"
+    items = list(convert(src, tmp_path / "v2", ConvertOptions(to_magic=2)))
+    assert [type(i) for i in items] == [ConversionPlan, Converted]
+    done = items[-1]
+    assert isinstance(done, Converted) and done.result is not None
+    assert done.result.destination == tmp_path / "v2" and (tmp_path / "v2").is_dir()
+
+    steps = convert(src, tmp_path / "v1", ConvertOptions(to_magic=1))
+    assert isinstance(next(steps), ConversionPlan)
+    refusal = next(steps)
+    assert isinstance(refusal, LossyRefusal) and refusal.losses["transactional_batches"] > 0
+    with pytest.raises(RefusedError, match="would lose data"):
+        next(steps)
+    assert not (tmp_path / "v1").exists()
+    with pytest.raises(NestedDestination):
+        list(convert(src, src / "inside", ConvertOptions()))

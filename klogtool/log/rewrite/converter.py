@@ -18,7 +18,9 @@ byte, so converting twice is a no-op.
 :func:`plan_conversion` is pure: it reads and validates every segment (batch CRCs; records
 wherever losses are counted), counts what the conversion would lose and returns a
 :class:`ConversionPlan`. :func:`execute_conversion` writes it, to a new directory or in place
-through the ``.cleaned``/``.swap`` protocol.
+through the ``.cleaned``/``.swap`` protocol. :func:`convert` is the whole command: the
+destination's checks, the writing session (locks, interrupted operations), the plan, the
+refusal of a lossy conversion, the writing, and the notices about all of it, in order.
 """
 
 from __future__ import annotations
@@ -51,8 +53,17 @@ from klogtool.log.atomic import CLEANED, FileOps, read_range, swap_in_cleaned
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES, build_indexes
 from klogtool.log.partition import is_within
 from klogtool.log.segment import mapped
+from klogtool.log.targets import resolve
 from klogtool.log.txnreplay import replay_aborted_txns
-from klogtool.log.writing import check_batch_offsets, left_alone, require_readable_end, unreadable
+from klogtool.log.writing import (
+    Notice,
+    check_batch_offsets,
+    completed_notices,
+    left_alone,
+    require_readable_end,
+    unreadable,
+    writing_session,
+)
 
 INT32_MAX = (1 << 31) - 1
 SEGMENT, PARTITION, LOG_DIR = "segment", "partition", "log-dir"
@@ -762,3 +773,135 @@ def _remove_partial(ops: FileOps, tmp: Path) -> None:
             ops.unlink(child)  # a link is removed as a link
     ops.unlink(tmp / PARTIAL_MARK)
     ops.rmdir(tmp)
+
+
+# -------------------------------------------------------------------------------- the command
+class NestedDestination(ValueError):
+    """DEST inside SRC's partition, or SRC inside DEST: a mistake in the command line."""
+
+
+@dataclass(frozen=True)
+class LossyRefusal:
+    """The conversion would lose ``losses`` (:meth:`Losses.as_dict`) and was not allowed to:
+    :func:`convert` yields this, then raises the :class:`RefusedError`."""
+
+    losses: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Converted:
+    """What :func:`convert` did: the plan, and its result (None in a dry run)."""
+
+    plan: ConversionPlan
+    result: ConversionResult | None
+
+
+def check_destination(src: Path, dest: Path) -> None:
+    """Refuse a DEST that is a link, a non-empty directory, something klogtool did not write
+    under its partial name, or whose parent does not exist; :class:`NestedDestination` when
+    one of SRC and DEST holds the other."""
+    if dest.is_symlink():
+        raise RefusedError(
+            "the destination is a symlink (never written through)",
+            path=str(dest),
+            code=Code.DESTINATION_SYMLINK,
+        )
+    if dest.exists():
+        if not dest.is_dir():
+            raise RefusedError(
+                "the destination exists and is not a directory",
+                path=str(dest),
+                code=Code.DESTINATION_NOT_EMPTY,
+            )
+        if any(dest.iterdir()):
+            raise RefusedError(
+                "the destination is not empty", path=str(dest), code=Code.DESTINATION_NOT_EMPTY
+            )
+    # a segment file's partition counts as SRC: DEST inside it would be a directory among
+    # the partition's own files
+    source = src.parent if src.is_file() else src
+    if src.exists() and (is_within(source, dest) or is_within(dest, source)):
+        raise NestedDestination("DEST must not be inside SRC's partition (or SRC inside DEST)")
+    if not dest.parent.is_dir():  # not a mistake in the command line: the directory is missing
+        raise RefusedError(
+            "the directory that would hold DEST does not exist",
+            path=str(dest.parent),
+            code=Code.DESTINATION_PARENT_MISSING,
+            hint="create it first (klogtool never creates a log directory itself)",
+        )
+    refuse_foreign_partial(dest)  # a link or a directory klogtool did not write: exit 4
+
+
+def convert(
+    src: Path,
+    dest: Path | None,
+    opts: ConvertOptions,
+    *,
+    allow_lossy: bool = False,
+    force: bool = False,
+    dry_run: bool = False,
+) -> Iterator[Notice | ConversionPlan | LossyRefusal | Converted]:
+    """convert-format: ``src`` (a segment, partition dir or log dir) into the new directory
+    ``dest``, or in place (``dest`` None). Yields, in order: notices, the plan, then either a
+    :class:`LossyRefusal` (and raises :class:`RefusedError`) or :class:`Converted`, and after
+    a real run the notices of what the conversion dropped. A dry run writes nothing but
+    converts in memory, so it foresees what the real run would refuse."""
+    in_place = dest is None
+    if dest is not None:
+        check_destination(src, dest)
+    partitions = [t.path for t in resolve([str(src)], files=(layout.LOG,)).partitions]
+    with writing_session(
+        partitions if in_place else [],
+        force=force,
+        dry_run=dry_run,
+        read_only=[] if in_place else [src],
+        # the log dir DEST is written into: a running broker there must not see it half-made
+        log_dirs=[] if dest is None else [dest.parent],
+    ) as session:
+        yield from completed_notices(session, dry_run)
+        if not in_place:
+            for p in partitions:
+                if any(c.name.endswith((".cleaned", ".swap")) for c in p.iterdir()):
+                    yield Notice(
+                        f"{p}: holds an interrupted swap (.cleaned/.swap files) that the "
+                        f"broker would complete first; converting the segments as they are"
+                    )
+        plan = plan_conversion(src, opts, confine=in_place)
+        for p in plan.skipped:
+            yield Notice(
+                f"{p}: skipped: a symlink out of {src} (never written through)", skipped=True
+            )
+        for p, why in plan.left_alone.items():
+            yield Notice(f"{p}: skipped ({why}); name it to convert it")
+        yield plan
+        lossy = plan.losses.lossy()
+        if lossy and not allow_lossy:
+            yield LossyRefusal(plan.losses.as_dict())
+            raise RefusedError(
+                f"converting to magic {opts.to_magic} would lose data: {describe_losses(lossy)}",
+                path=str(src),
+                code=Code.LOSSY_CONVERSION,
+                hint="--allow-lossy converts anyway and reports what was dropped",
+            )
+        result = execute_conversion(session.ops, plan, dest=dest)
+        yield Converted(plan, None if dry_run else result)
+    if not dry_run:
+        yield from _dropped_notices(plan)
+
+
+def _dropped_notices(plan: ConversionPlan) -> Iterator[Notice]:
+    for part in plan.partitions:
+        last = part.segments[-1] if part.segments else None
+        if last is not None and last.last_offset_in is not None:
+            was = last.last_offset_in + 1
+            now = last.last_offset_out + 1 if last.last_offset_out is not None else None
+            if now != was:
+                yield Notice(
+                    f"{part.source}: the log end offset moves back from {was} to "
+                    f"{now if now is not None else 'the last segment base'}: its last batches "
+                    f"were dropped (the broker caps the high watermark there and deletes "
+                    f"producer snapshots beyond it)"
+                )
+    dropped = plan.losses.lossy() | plan.losses.informational()
+    if dropped:
+        yield Notice(f"dropped in the conversion: {describe_losses(dropped, done=True)}")
