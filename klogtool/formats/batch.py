@@ -199,6 +199,6 @@ class Batch:
         self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
     ) -> tuple[memoryview | bytes, NativeWrapper | None] | None:
         """What the native engine's renderers and column builder read of this batch (see
-        ``engine.render_records``): a v2 batch's bytes, or a v0/v1 wrapper's decompressed
+        ``log.read.native_render``): a v2 batch's bytes, or a v0/v1 wrapper's decompressed
         inner message set and how its records are made; None where there is nothing for it."""
         return self.data, None
