@@ -224,7 +224,9 @@ def metadata_dir_option(f: F) -> F:
     )(f)
 
 
-def _parse_high_watermark(_c: click.Context, _p: click.Parameter, v: str | None):
+def _parse_high_watermark(
+    _c: click.Context, _p: click.Parameter, v: str | None
+) -> int | str | None:
     if v is None or v == "log-end":
         return v
     if not v.isdigit():
@@ -276,7 +278,7 @@ def partition_plan_options(*overrides: str) -> Callable[[F], F]:
     return decorate
 
 
-def _parse_confs(_c: click.Context, _p: click.Parameter, values: tuple[str, ...]):
+def _parse_confs(_c: click.Context, _p: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
     confs: dict[str, str] = {}
     for v in values:
         key, sep, value = v.partition("=")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -124,7 +125,7 @@ def command(
     click.get_current_context().exit(EXIT_FINDINGS if failed or stats.errors else EXIT_OK)
 
 
-def _text_emitter(out: Output, verbose: bool):
+def _text_emitter(out: Output, verbose: bool) -> Callable[[dict[str, Any]], None]:
     def emit(obj: dict[str, Any]) -> None:
         kind = obj["type"]
         if kind == "index_file":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +138,7 @@ def command(
     click.get_current_context().exit(EXIT_FINDINGS if stats.skipped else EXIT_OK)
 
 
-def _text_emitter(out: Output):
+def _text_emitter(out: Output) -> Callable[[dict[str, Any]], None]:
     def emit(obj: dict[str, Any]) -> None:
         kind = obj["type"]
         if kind == "partition":
