@@ -8,8 +8,9 @@ marker closes it. Each aborted transaction that had data becomes an entry of the
 of the marker's segment, with the last stable offset at the abort: the first offset of the
 earliest transaction still open, else the marker's offset + 1.
 
-``verify``, ``rebuild-index``, ``truncate-recovery``, ``compact`` and ``convert-format`` all
-replay through this module.
+``verify``, ``rebuild-index``, ``truncate-recovery``, ``compact``, ``convert-format`` and
+``transactions`` (its open transactions and the partition's last stable offset) all replay
+through this module.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, Batch
 from klogtool.formats.errors import FormatError
@@ -27,6 +28,8 @@ from klogtool.formats.records import SegmentScanner
 from klogtool.formats.snapshot import parse_snapshot
 from klogtool.log import layout
 from klogtool.log.segment import mapped, read_small
+
+_T = TypeVar("_T")
 
 
 def end_marker(batch: Batch, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> bool | None:
@@ -69,7 +72,12 @@ def event_of(batch: Batch, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> Tx
 
 @dataclass
 class TxnReplay:
-    """The open transactions (producer id -> first offset: the broker's ``ongoingTxns``)."""
+    """The open transactions (producer id -> first offset: the broker's ``ongoingTxns``).
+
+    :meth:`begin`, :meth:`end` and :meth:`last_stable_offset` are the rule; :meth:`apply` and
+    :meth:`feed` replay events and batches with it, and callers that read markers their own way
+    (``transactions``) or walk one segment without the state before it (``headers``) call
+    the three directly."""
 
     open: dict[int, int] = field(default_factory=dict)
     source: str = "log start"  # where the state came from (a producer snapshot, or the log start)
@@ -77,15 +85,33 @@ class TxnReplay:
     def copy(self) -> TxnReplay:
         return TxnReplay(dict(self.open), self.source)
 
+    def begin(self, producer_id: int, offset: int) -> bool:
+        """A transactional data batch of ``producer_id`` at ``offset`` (its base offset): it
+        opens the producer's transaction unless one is open. Whether it opened one."""
+        if producer_id in self.open:
+            return False
+        self.open[producer_id] = offset
+        return True
+
+    def end(self, producer_id: int) -> int | None:
+        """A COMMIT or ABORT marker of ``producer_id``: it closes the producer's transaction.
+        The transaction's first offset, or None when none was open."""
+        return self.open.pop(producer_id, None)
+
+    def last_stable_offset(self, default: _T) -> int | _T:
+        """The first offset of the earliest transaction still open, else ``default`` (the log
+        end offset; at an abort, the marker's offset + 1)."""
+        return min(self.open.values(), default=default)
+
     def apply(self, ev: TxnEvent) -> AbortedTxn | None:
         """Replay one event; an aborted transaction with data comes back as its index entry."""
         if ev.begin:
-            self.open.setdefault(ev.producer_id, ev.offset)
+            self.begin(ev.producer_id, ev.offset)
             return None
-        first = self.open.pop(ev.producer_id, None)
+        first = self.end(ev.producer_id)
         if first is None or not ev.aborted:
             return None  # a marker with no data of its transaction left: no index entry
-        lso = min(self.open.values(), default=ev.offset + 1)
+        lso = self.last_stable_offset(ev.offset + 1)
         return AbortedTxn(0, ev.producer_id, first, ev.offset, lso)
 
     def feed(

@@ -62,6 +62,7 @@ from klogtool.log import layout
 from klogtool.log.files import partition_dirs_of
 from klogtool.log.findings import Finding
 from klogtool.log.segment import mapped, read_small
+from klogtool.log.txnreplay import TxnReplay
 
 Obj = dict[str, Any]
 
@@ -231,7 +232,8 @@ class TransactionScanner:
     # -- one partition ---------------------------------------------------------------------
     def scan_partition(self, part: PartitionInput) -> Iterator[Obj]:
         self.summary.partitions += 1
-        open_txns: dict[int, _Open] = {}
+        replay = TxnReplay()  # which transactions are open, and the last stable offset
+        open_txns: dict[int, _Open] = {}  # what is known of each (its producer's key in replay)
         last_marker_epoch: dict[int, int] = {}
         log_start: int | None = None
         log_end: int | None = None
@@ -266,9 +268,8 @@ class TransactionScanner:
                         continue
                     pid = batch.producer_id
                     if not batch.is_control:
-                        txn = open_txns.get(pid)
-                        if txn is None:
-                            txn = open_txns[pid] = _Open(
+                        if replay.begin(pid, batch.base_offset):
+                            open_txns[pid] = _Open(
                                 pid,
                                 batch.producer_epoch,
                                 batch.base_offset,
@@ -276,6 +277,7 @@ class TransactionScanner:
                                 _batch_start_ts(batch),
                                 batch.max_timestamp,
                             )
+                        txn = open_txns[pid]
                         txn.producer_epoch = max(txn.producer_epoch, batch.producer_epoch)
                         txn.last_data_offset = batch.last_offset
                         txn.last_timestamp = max(txn.last_timestamp, batch.max_timestamp)
@@ -303,8 +305,7 @@ class TransactionScanner:
                     coordinator_epoch = int(ctl.fields.get("coordinatorEpoch", -1))
                     last_marker_epoch[pid] = coordinator_epoch
                     state = "aborted" if ctl.type_id == ABORT else "committed"
-                    txn = open_txns.pop(pid, None)
-                    if txn is None:
+                    if replay.end(pid) is None:
                         yield finding(
                             "warning",
                             Code.MARKER_WITHOUT_DATA,
@@ -319,10 +320,10 @@ class TransactionScanner:
                             producer_epoch=batch.producer_epoch,
                         )
                         continue
+                    txn = open_txns.pop(pid)
                     if ctl.type_id == ABORT:
                         markers.add(marker_offset)
-                        others = [t.first_offset for t in open_txns.values()]
-                        lso = min(others) if others else marker_offset + 1
+                        lso = replay.last_stable_offset(marker_offset + 1)
                         aborts.append((pid, txn.first_offset, marker_offset, lso))
                     counts["transactions"] += 1
                     counts[state] += 1
@@ -367,7 +368,7 @@ class TransactionScanner:
 
         # Transactions still open at the end of the log.
         yield from self._still_open(part, open_txns, last_marker_epoch, counts, finding)
-        last_stable = min((t.first_offset for t in open_txns.values()), default=log_end)
+        last_stable = replay.last_stable_offset(log_end)
         self.summary.transactions += counts["transactions"]
         for k in ("committed", "aborted", "open", "hanging"):
             setattr(self.summary, k, getattr(self.summary, k) + counts[k])

@@ -28,7 +28,7 @@ from klogtool.formats.v2 import (
 from klogtool.log.findings import Finding
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES, build_indexes
 from klogtool.log.segment import Walked, mapped
-from klogtool.log.txnreplay import TxnEvent, end_marker, event_of
+from klogtool.log.txnreplay import TxnEvent, TxnReplay, end_marker, event_of
 
 INT32_MAX = (1 << 31) - 1
 
@@ -117,7 +117,8 @@ class _EventCollector:
         self.count_records = count_records
         self.check_range = check_range
         self.events: list[TxnEvent] = []
-        self.open: set[int] = set()  # producers with a transactional batch since their marker
+        # the transactions opened in this segment: a data batch of one adds no event
+        self.replay = TxnReplay()
         self.batches = 0
         self.records = 0
         self.first_offset: int | None = None
@@ -164,10 +165,9 @@ class _EventCollector:
             return
         if not ev.begin:
             self.events.append(ev)
-            self.open.discard(ev.producer_id)
-        elif ev.producer_id not in self.open:
+            self.replay.end(ev.producer_id)
+        elif self.replay.begin(ev.producer_id, ev.offset):
             self.events.append(ev)
-            self.open.add(ev.producer_id)
 
 
 _TIME_ENTRY = struct.Struct(">qi")
@@ -201,7 +201,8 @@ def _fast_scan(
     offsets: list[int] = []  # relative offset, position, relative offset, position, ...
     times: list[tuple[int, int]] = []
     events: list[TxnEvent] = []
-    open_txns: set[int] = set()
+    replay = TxnReplay()  # the transactions opened in this segment (as in _EventCollector)
+    begin, end_txn = replay.begin, replay.end
     max_ts, max_ts_offset = -1, base_offset
     last_time_ts = -1
     bytes_at_last_entry = 0
@@ -236,10 +237,9 @@ def _fast_scan(
                 aborted = end_marker(DefaultBatch(view[pos:end], pos))
                 if aborted is not None:
                     events.append(TxnEvent(False, pid, last, aborted))
-                    open_txns.discard(pid)
-            elif pid not in open_txns:
+                    end_txn(pid)
+            elif begin(pid, bo):
                 events.append(TxnEvent(True, pid, bo))
-                open_txns.add(pid)
         if mts > max_ts:
             max_ts, max_ts_offset = mts, last
         if pos - bytes_at_last_entry > index_interval_bytes:
