@@ -10,7 +10,8 @@ emits against its TypedDict (``check``, run by :meth:`klogtool.output.Output.emi
 import sys
 import types
 import typing
-from typing import Any, Literal, NotRequired, TypedDict
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
 from klogtool import codes
 
@@ -867,6 +868,74 @@ class ConvertFormatRefused(TypedDict):
     losses: dict[str, Any]
 
 
+# Every object any command writes: what Output.emit and the emit callbacks of the log layer
+# take, so that mypy checks each producer against its TypedDict.
+Event: TypeAlias = (
+    TruncateRecoveryAction
+    | DumpSegmentsBatch
+    | DumpSegmentsCheckpointEntry
+    | DiffDifference
+    | DumpSegmentsEpochEntry
+    | DumpSegmentsFile
+    | DumpSegmentsFinding
+    | RebuildIndexFinding
+    | TransactionsFinding
+    | TruncateRecoveryFinding
+    | VerifyFinding
+    | RebuildIndexIndexCheck
+    | DumpSegmentsIndexEntry
+    | RebuildIndexIndexFile
+    | RebuildIndexInterruptedOperation
+    | TruncateRecoveryInterruptedOperation
+    | DumpSegmentsMetaProperties
+    | DumpSegmentsQuorumState
+    | DumpSegmentsCleanShutdown
+    | TruncateRecoveryNote
+    | ConvertFormatRefused
+    | CompactPartition
+    | DescribePartition
+    | RetentionSweepPartition
+    | TransactionsPartition
+    | TruncateRecoveryPartition
+    | DiffPartitionDiff
+    | ExplainPartitionExplain
+    | DumpSegmentsPartitionMetadata
+    | TruncateRecoveryPlanStep
+    | DumpSegmentsProducerEntry
+    | DumpSegmentsRecord
+    | FindRecord
+    | TruncateRecoveryRestore
+    | DumpSegmentsSanityCheck
+    | CompactSegment
+    | ConvertFormatSegment
+    | RetentionSweepSegment
+    | ExplainSegmentExplain
+    | ExportSplit
+    | StatsStats
+    | CompactSummary
+    | ConvertFormatSummary
+    | DiffSummary
+    | DumpSegmentsSummary
+    | ExportSummary
+    | RebuildIndexSummary
+    | RetentionSweepSummary
+    | TransactionsSummary
+    | TruncateRecoverySummary
+    | VerifySummary
+    | DumpSegmentsTimeindexEntry
+    | TransactionsTransaction
+    | DumpSegmentsTxnEntry
+)
+
+# The objects of the commands whose producers are not typed against their TypedDict yet (issue
+# 24): Output.emit takes them too, and events.check still checks them under the test suite.
+# Goes when every producer returns its TypedDict.
+UntypedEvent: TypeAlias = dict[str, Any]
+
+# The log layer's emit callback: Output.emit, or whatever a caller collects the objects with.
+Emit: TypeAlias = Callable[[Event], None]
+
+
 # (command, type) -> its TypedDict
 EVENT_TYPES: dict[tuple[str, str], type[Any]] = {
     ("truncate-recovery", "action"): TruncateRecoveryAction,
@@ -956,7 +1025,7 @@ def _types(hint: Any) -> list[type]:
 OPEN = frozenset({DumpSegmentsMetaProperties, DumpSegmentsQuorumState})
 
 
-def check(command: str, obj: dict[str, Any]) -> None:
+def check(command: str, obj: Mapping[str, Any]) -> None:
     """Under ``KLOGTOOL_STRICT_CODES=1`` (the test suite): an object whose (command, type) is
     not registered, or whose fields do not match its TypedDict, is a bug: raise."""
     if not codes.STRICT:

@@ -11,7 +11,7 @@ import codecs
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import cached_property
@@ -23,6 +23,8 @@ from klogtool.shown import shown
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from klogtool import events
 
 FORMATS = ("text", "jsonl", "json")
 
@@ -109,7 +111,7 @@ def _json_default(obj: object) -> object:
 _JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_json_default)
 
 
-def to_json(obj: dict[str, Any]) -> str:
+def to_json(obj: events.Event | dict[str, Any]) -> str:
     return _JSON.encode(obj)
 
 
@@ -221,7 +223,7 @@ class Output:
             pending, self._pending = self._pending, ""
             self._write(pending)
 
-    def emit(self, obj: dict[str, Any]) -> None:
+    def emit(self, obj: events.Event | events.UntypedEvent) -> None:
         if STRICT:  # the test suite: every object against its registered type
             _check_event(obj)
         if self.fmt == "jsonl":
@@ -603,7 +605,7 @@ def fit_columns(
     return [0], [max(1, width - _BOX_OVERHEAD - 1)]
 
 
-def render_text(obj: dict[str, Any]) -> str:
+def render_text(obj: Mapping[str, Any]) -> str:
     """The human line for one object (docs/output.md objects, compactly)."""
     kind = obj.get("type", "")
     special = _TEXT_RENDERERS.get(kind)
@@ -611,7 +613,7 @@ def render_text(obj: dict[str, Any]) -> str:
     return line.translate(TERMINAL_ESCAPES)
 
 
-def _generic_text(obj: dict[str, Any]) -> str:
+def _generic_text(obj: Mapping[str, Any]) -> str:
     kind = obj.get("type", "")
     parts = []
     for k, v in obj.items():
@@ -632,12 +634,12 @@ def _scalar(v: Any) -> str:
     return str(v)
 
 
-def _file_text(o: dict[str, Any]) -> str:
+def _file_text(o: Mapping[str, Any]) -> str:
     base = f", base offset {o['base_offset']}" if "base_offset" in o else ""
     return f"== {o['path']} ({o['kind']}, {o['size']:,} bytes{base})"
 
 
-def _batch_text(b: dict[str, Any]) -> str:
+def _batch_text(b: Mapping[str, Any]) -> str:
     first = "?" if b["base_offset"] is None else b["base_offset"]
     count = "?" if b["count"] is None else b["count"]
     parts = [
@@ -663,7 +665,7 @@ def _batch_text(b: dict[str, Any]) -> str:
     return "  ".join(parts)
 
 
-def _record_text(r: dict[str, Any]) -> str:
+def _record_text(r: Mapping[str, Any]) -> str:
     parts = [f"  offset {r['offset']}", f"ts {with_iso(r['timestamp'])}"]
     if r.get("sequence", -1) >= 0:
         parts.append(f"seq {r['sequence']}")
@@ -697,7 +699,7 @@ def _size(n: int) -> str:
     return "null" if n < 0 else f"{n} B"
 
 
-def _finding_text(f: dict[str, Any]) -> str:
+def _finding_text(f: Mapping[str, Any]) -> str:
     where = f["path"] + (f":{f['position']}" if f.get("position") is not None else "")
     offset = f" (offset {f['offset']})" if f.get("offset") is not None else ""
     return f"{f['severity']}: {f['code']}: {where}{offset}: {f['message']}"
@@ -718,7 +720,7 @@ _TEXT_RENDERERS = {
 }
 
 
-def _check_event(obj: dict[str, Any]) -> None:
+def _check_event(obj: Mapping[str, Any]) -> None:
     import click
 
     from klogtool import events

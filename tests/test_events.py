@@ -9,6 +9,7 @@ of another JSON type fails the test that caused it.
 from __future__ import annotations
 
 import io
+import typing
 from pathlib import Path
 
 import click
@@ -30,6 +31,14 @@ def test_every_type_is_described_and_has_its_type_field() -> None:
         assert cls.__doc__ and not cls.__doc__.startswith(cls.__name__), (command, kind)
         assert "type" in cls.__required_keys__, (command, kind)
         assert events._fields(cls)["type"] == (str,)
+
+
+def test_event_is_the_union_of_every_registered_type() -> None:
+    """What Output.emit and the log layer's emit callbacks take (mypy checks producers by it)."""
+    members = typing.get_args(events.Event)
+    assert len(members) == len(set(members))
+    assert set(members) == set(events.EVENT_TYPES.values())
+    assert typing.get_args(events.Emit) == ([events.Event], None)
 
 
 def _emit(command: str, obj: dict[str, object]) -> None:
