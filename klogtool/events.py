@@ -110,8 +110,9 @@ class DumpSegmentsFile(TypedDict):
     base_offset: NotRequired[int]
 
 
-class DumpSegmentsFinding(TypedDict):
-    """Something wrong or worth a warning at a place in a file (codes.md)."""
+class FindingObject(TypedDict):
+    """A finding (klogtool.log.findings.Finding.as_obj): the fields every command's finding
+    object has; a command registers its own type, this or an extension of it."""
 
     type: Literal["finding"]
     severity: str
@@ -120,6 +121,11 @@ class DumpSegmentsFinding(TypedDict):
     position: int | None
     offset: int | None
     message: str
+
+
+class DumpSegmentsFinding(FindingObject):
+    """Something wrong or worth a warning at a place in a file (codes.md)."""
+
     index_offset: NotRequired[int]
     log_offset: NotRequired[int]
     index_timestamp: NotRequired[int]
@@ -129,28 +135,13 @@ class DumpSegmentsFinding(TypedDict):
     cause: NotRequired[str]
 
 
-class RebuildIndexFinding(TypedDict):
+class RebuildIndexFinding(FindingObject):
     """Something wrong or worth a warning at a place in a file (codes.md)."""
 
-    type: Literal["finding"]
-    severity: str
-    code: str
-    path: str
-    position: int | None
-    offset: int | None
-    message: str
 
-
-class TransactionsFinding(TypedDict):
+class TransactionsFinding(FindingObject):
     """Something wrong or worth a warning at a place in a file (codes.md)."""
 
-    type: Literal["finding"]
-    severity: str
-    code: str
-    path: str
-    position: int | None
-    offset: int | None
-    message: str
     topic: str | None
     partition: int | None
     producer_id: NotRequired[int]
@@ -160,28 +151,12 @@ class TransactionsFinding(TypedDict):
     last_stable_offset: NotRequired[int]
 
 
-class TruncateRecoveryFinding(TypedDict):
+class TruncateRecoveryFinding(FindingObject):
     """Something wrong or worth a warning at a place in a file (codes.md)."""
 
-    type: Literal["finding"]
-    severity: str
-    code: str
-    path: str
-    position: int | None
-    offset: int | None
-    message: str
 
-
-class VerifyFinding(TypedDict):
+class VerifyFinding(FindingObject):
     """Something wrong or worth a warning at a place in a file (codes.md)."""
-
-    type: Literal["finding"]
-    severity: str
-    code: str
-    path: str
-    position: int | None
-    offset: int | None
-    message: str
 
 
 class RebuildIndexIndexCheck(TypedDict):
@@ -218,8 +193,8 @@ class RebuildIndexIndexFile(TypedDict):
     status: str
 
 
-class RebuildIndexInterruptedOperation(TypedDict):
-    """An interrupted swap or quarantine completed (or that would be) first."""
+class InterruptedOperation(TypedDict):
+    """What klogtool.log.writing.interrupted_obj makes, for the commands that register it."""
 
     type: Literal["interrupted_operation"]
     path: str
@@ -227,13 +202,12 @@ class RebuildIndexInterruptedOperation(TypedDict):
     message: str
 
 
-class TruncateRecoveryInterruptedOperation(TypedDict):
+class RebuildIndexInterruptedOperation(InterruptedOperation):
     """An interrupted swap or quarantine completed (or that would be) first."""
 
-    type: Literal["interrupted_operation"]
-    path: str
-    dry_run: bool
-    message: str
+
+class TruncateRecoveryInterruptedOperation(InterruptedOperation):
+    """An interrupted swap or quarantine completed (or that would be) first."""
 
 
 class DumpSegmentsMetaProperties(TypedDict):

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -23,6 +22,7 @@ from klogtool.log.repair import rebuild
 from klogtool.output import Output
 
 if TYPE_CHECKING:
+    from klogtool import events
     from klogtool.cli import Settings
     from klogtool.commands._writing import WritingRun
 
@@ -77,9 +77,9 @@ def command(
     )
     resolved = targets.resolve(list(paths))
     verbose = settings.verbosity >= 1
-    not_kafka: list[dict[str, Any]] = []  # files that are not Kafka files at all: exit 3
+    not_kafka: list[events.RebuildIndexFinding] = []  # not Kafka files at all: exit 3
 
-    def emit(obj: dict[str, Any]) -> None:
+    def emit(obj: events.Event) -> None:
         if obj["type"] == "finding" and obj["code"] == Code.NOT_A_LOG:
             not_kafka.append(obj)
             if out.fmt == "text":
@@ -114,7 +114,7 @@ def command(
         rows += [("errors", stats.errors), ("warnings", stats.warnings)]
         out.table(title, ["", "count"], [[k, f"{v:,}"] for k, v in rows])
     else:
-        out.emit({"type": "summary", **vars(stats), "check": check, "dry_run": dry_run})
+        out.emit(stats.as_obj(check=check, dry_run=dry_run))
     out.close()
     if not_kafka:
         first = not_kafka[0]
@@ -125,10 +125,9 @@ def command(
     click.get_current_context().exit(EXIT_FINDINGS if failed or stats.errors else EXIT_OK)
 
 
-def _text_emitter(out: Output, verbose: bool) -> Callable[[dict[str, Any]], None]:
-    def emit(obj: dict[str, Any]) -> None:
-        kind = obj["type"]
-        if kind == "index_file":
+def _text_emitter(out: Output, verbose: bool) -> events.Emit:
+    def emit(obj: events.Event) -> None:
+        if obj["type"] == "index_file":
             if obj["status"] == "unchanged" and not verbose:
                 return
             was = obj["previous_entries"]
@@ -138,7 +137,7 @@ def _text_emitter(out: Output, verbose: bool) -> Callable[[dict[str, Any]], None
                 + (f", was {was}" if was is not None and obj["status"] != "unchanged" else "")
                 + ")"
             )
-        elif kind == "index_check":
+        elif obj["type"] == "index_check":
             status = obj["status"]
             if status in ("ok", "absent") and not verbose:
                 return
@@ -161,9 +160,9 @@ def _text_emitter(out: Output, verbose: bool) -> Callable[[dict[str, Any]], None
                     else ": no such file (the broker rebuilds it when it loads the segment)"
                 )
             out.line(line)
-        elif kind == "interrupted_operation":
+        elif obj["type"] == "interrupted_operation":
             out.line(f"{obj['path']}: interrupted operation {obj['message']}")
-        elif kind == "finding":
+        elif obj["type"] == "finding":
             if about_index(obj["code"]) and obj["severity"] == "error":
                 return  # the index_check line names it
             where = obj["path"] + (f":{obj['position']}" if obj["position"] is not None else "")

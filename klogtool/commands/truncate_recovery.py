@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,6 +22,9 @@ from klogtool.log.files import total_log_bytes
 from klogtool.log.repair import recovery
 from klogtool.log.repair.recovery_plan import RecoveryOptions
 from klogtool.output import Output
+
+if TYPE_CHECKING:
+    from klogtool import events
 
 
 @click.command("truncate-recovery")
@@ -96,19 +99,12 @@ def command(
                 "klogtool truncate-recovery --restore" + (" (dry run)" if dry_run else ""),
                 ["quarantine", "status", "files", "log bytes"],
                 [
-                    [r["path"], r["status"], str(r["files_restored"]), f"{r['bytes_restored']:,}"]
+                    [r.path, r.status, str(r.files_restored), f"{r.bytes_restored:,}"]
                     for r in reports
                 ],
             )
         else:
-            out.emit(
-                {
-                    "type": "summary",
-                    "restored": len(reports),
-                    "operations": ops.count,
-                    "dry_run": dry_run,
-                }
-            )
+            out.emit(recovery.restore_summary_obj(reports, ops.count, dry_run))
         out.close()
         click.get_current_context().exit(EXIT_OK)
     resolved = targets.resolve(list(paths))
@@ -119,9 +115,9 @@ def command(
         jobs=jobs,
         dry_run=dry_run,
     )
-    partitions: list[dict[str, Any]] = []
+    partitions: list[Mapping[str, Any]] = []  # for the text summary, read by field name
 
-    def collect(obj: dict[str, Any]) -> None:
+    def collect(obj: events.Event) -> None:
         if obj["type"] == "partition":
             partitions.append(obj)
         emit(obj)
@@ -133,30 +129,29 @@ def command(
     if text:
         _text_summary(out, partitions, stats, dry_run)
     else:
-        out.emit({"type": "summary", **vars(stats), "dry_run": dry_run})
+        out.emit(stats.as_obj(dry_run))
     out.close()
     click.get_current_context().exit(EXIT_FINDINGS if stats.skipped else EXIT_OK)
 
 
-def _text_emitter(out: Output) -> Callable[[dict[str, Any]], None]:
-    def emit(obj: dict[str, Any]) -> None:
-        kind = obj["type"]
-        if kind == "partition":
+def _text_emitter(out: Output) -> events.Emit:
+    def emit(obj: events.Event) -> None:
+        if obj["type"] == "partition":
             return  # in the table at the end
-        if kind in ("action", "plan_step"):
-            prefix = "would " if kind == "plan_step" else ""
+        if obj["type"] == "action" or obj["type"] == "plan_step":
+            prefix = "would " if obj["type"] == "plan_step" else ""
             what = obj["message"]  # "create ..." already says its op: not "create: create ..."
             if not what.startswith(obj["op"]):
                 what = f"{obj['op']}: {what}"
             out.line(f"{obj['partition_dir']}: {prefix}{what}")
-        elif kind == "interrupted_operation":
+        elif obj["type"] == "interrupted_operation":
             out.line(f"{obj['path']}: interrupted operation {obj['message']}")
-        elif kind == "finding":
+        elif obj["type"] == "finding":
             where = obj["path"] + (f":{obj['position']}" if obj["position"] is not None else "")
             out.line(f"{obj['severity']}: {obj['code']}: {where}: {obj['message']}")
-        elif kind == "note":
+        elif obj["type"] == "note":
             out.line(f"{obj['path']}: note: {obj['message']}")
-        elif kind == "restore":
+        elif obj["type"] == "restore":
             if obj["status"] == "already-restored":
                 out.line(f"{obj['path']}: already restored")
         else:
@@ -166,7 +161,10 @@ def _text_emitter(out: Output) -> Callable[[dict[str, Any]], None]:
 
 
 def _text_summary(
-    out: Output, partitions: list[dict[str, Any]], stats: recovery.RecoveryStats, dry_run: bool
+    out: Output,
+    partitions: list[Mapping[str, Any]],
+    stats: recovery.RecoveryStats,
+    dry_run: bool,
 ) -> None:
     for p in partitions:
         status = p["status"]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 from klogtool import codes
+
+if TYPE_CHECKING:
+    from klogtool import events
 
 ERROR = codes.Severity.ERROR
 WARNING = codes.Severity.WARNING
@@ -23,8 +26,17 @@ class Finding:
     def __post_init__(self) -> None:
         codes.check(self.code, self.severity)
 
-    def as_obj(self, **extra: Any) -> dict[str, Any]:
-        return {
+    @overload
+    def as_obj(self) -> events.FindingObject: ...
+
+    @overload
+    def as_obj(self, **extra: Any) -> dict[str, Any]: ...
+
+    def as_obj(self, **extra: Any) -> events.FindingObject | dict[str, Any]:
+        """The ``finding`` object: as it is, every command's (events.FindingObject, which verify,
+        rebuild-index and truncate-recovery register as theirs); with ``extra`` fields after
+        it, the extensions of dump-segments, transactions and find, not typed yet."""
+        obj: events.FindingObject = {
             "type": "finding",
             "severity": self.severity,
             "code": self.code,
@@ -32,8 +44,8 @@ class Finding:
             "position": self.position,
             "offset": self.offset,
             "message": self.message,
-            **extra,
         }
+        return {**obj, **extra} if extra else obj
 
 
 class FindingCounts:

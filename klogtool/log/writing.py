@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from klogtool.codes import Code
 from klogtool.errors import InputError, KlogtoolError
@@ -22,6 +22,9 @@ from klogtool.formats.errors import FormatError, LimitExceededError, Unencodable
 from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.log import layout, targets
 from klogtool.log.atomic import CLEANED, FileOps, complete_interrupted, log_dir_lock, log_dir_of
+
+if TYPE_CHECKING:
+    from klogtool import events
 
 T = TypeVar("T")
 
@@ -188,7 +191,7 @@ def writing_session(
             raise
 
 
-def interrupted_obj(display: str, message: str, dry_run: bool) -> dict[str, Any]:
+def interrupted_obj(display: str, message: str, dry_run: bool) -> events.InterruptedOperation:
     """The ``interrupted_operation`` object of rebuild-index and truncate-recovery."""
     return {
         "type": "interrupted_operation",

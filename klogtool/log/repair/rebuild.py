@@ -34,7 +34,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from klogtool.codes import Code
 from klogtool.formats import index
@@ -58,6 +58,10 @@ from klogtool.log.repair.index_diff import (
 from klogtool.log.repair.parallel import run_parallel
 from klogtool.log.targets import PartitionTarget, Targets
 from klogtool.log.writing import BUSY, interrupted_obj, writing_session
+
+if TYPE_CHECKING:
+    from klogtool import events
+    from klogtool.events import Emit
 
 
 @dataclass
@@ -83,6 +87,73 @@ class RebuildStats(FindingCounts):
     warnings: int = 0
     operations: int = 0
 
+    def as_obj(self, *, check: bool, dry_run: bool) -> events.RebuildIndexSummary:
+        """The ``summary`` object."""
+        return {
+            "type": "summary",
+            "partitions": self.partitions,
+            "segments": self.segments,
+            "bytes": self.bytes,
+            "files_written": self.files_written,
+            "files_unchanged": self.files_unchanged,
+            "files_differing": self.files_differing,
+            "files_bad": self.files_bad,
+            "segments_skipped": self.segments_skipped,
+            "errors": self.errors,
+            "warnings": self.warnings,
+            "operations": self.operations,
+            "check": check,
+            "dry_run": dry_run,
+        }
+
+
+def index_file_obj(
+    path: Path, kind: str, data: bytes, old: bytes | None, *, dry_run: bool, status: str
+) -> events.RebuildIndexIndexFile:
+    """The ``index_file`` object: ``data`` written at ``path`` (or left, ``status`` says) where
+    ``old`` was (None: no file)."""
+    return {
+        "type": "index_file",
+        "path": str(path),
+        "kind": kind,
+        "entries": entry_count(kind, data),
+        "previous_entries": entry_count(kind, old) if old is not None else None,
+        "dry_run": dry_run,
+        "status": status,
+    }
+
+
+class _Message(TypedDict, total=False):
+    message: str
+
+
+@dataclass
+class IndexCheck:
+    """One index file against the log and a rebuild (--check): the ``index_check`` object."""
+
+    path: str
+    kind: str
+    entries: int | None
+    rebuilt_entries: int | None
+    status: str = ""
+    first_bad_entry: int | None = None
+    first_difference: dict[str, Any] | None = None
+    message: str | None = None  # a bad file's first problem
+
+    def as_obj(self) -> events.RebuildIndexIndexCheck:
+        message: _Message = {} if self.message is None else {"message": self.message}
+        return {
+            "type": "index_check",
+            "path": self.path,
+            "kind": self.kind,
+            "entries": self.entries,
+            "rebuilt_entries": self.rebuilt_entries,
+            "first_bad_entry": self.first_bad_entry,
+            "first_difference": self.first_difference,
+            **message,
+            "status": self.status,
+        }
+
 
 @dataclass
 class _Unit:
@@ -90,9 +161,6 @@ class _Unit:
     part: layout.PartitionDir
     logs: list[layout.SegmentFiles]
     selected: list[int]
-
-
-Emit = Callable[[dict[str, Any]], None]
 
 
 def run_rebuild(
@@ -250,22 +318,15 @@ def _rebuild_unit(
             if existing is None and kind == layout.TXNINDEX and not data:
                 continue  # no aborted transaction: the broker creates no .txnindex either
             old = existing.read_bytes() if existing is not None else None
-            obj = {
-                "type": "index_file",
-                "path": str(path),
-                "kind": kind,
-                "entries": entry_count(kind, data),
-                "previous_entries": entry_count(kind, old) if old is not None else None,
-                "dry_run": ops.dry_run,
-            }
             if old == data:
                 stats.files_unchanged += 1
-                emit({**obj, "status": "unchanged"})
+                emit(index_file_obj(path, kind, data, old, dry_run=ops.dry_run, status="unchanged"))
                 continue
             ops.replace_file(path, [data])
             stats.files_written += 1
             verb = "rebuilt" if old is not None else "created"
-            emit({**obj, "status": ("would-be-" + verb) if ops.dry_run else verb})
+            status = ("would-be-" + verb) if ops.dry_run else verb
+            emit(index_file_obj(path, kind, data, old, dry_run=ops.dry_run, status=status))
 
 
 def _check_unit(
@@ -345,35 +406,30 @@ def _check_unit(
                 key=lambda f: -1 if f.position is None else f.position,
             )
             old = existing.read_bytes() if existing is not None else None
-            obj: dict[str, Any] = {
-                "type": "index_check",
-                "path": str(
-                    existing or u.part.path / layout.segment_name(seg.base_offset, SUFFIX[kind])
-                ),
-                "kind": kind,
-                "entries": entry_count(kind, old) if old is not None else None,
-                "rebuilt_entries": entry_count(kind, data) if data is not None else None,
-                "first_bad_entry": None,
-                "first_difference": None,
-            }
+            report = IndexCheck(
+                str(existing or u.part.path / layout.segment_name(seg.base_offset, SUFFIX[kind])),
+                kind,
+                entry_count(kind, old) if old is not None else None,
+                entry_count(kind, data) if data is not None else None,
+            )
             if errors:
-                status = "bad"
+                report.status = "bad"
                 stats.files_bad += 1
                 first = errors[0]
                 if first.position is not None:
-                    obj["first_bad_entry"] = first.position // ENTRY_SIZE[kind]
-                obj["message"] = first.message
+                    report.first_bad_entry = first.position // ENTRY_SIZE[kind]
+                report.message = first.message
             elif old is None:
-                status = "absent" if kind == layout.TXNINDEX and not data else "missing"
+                report.status = "absent" if kind == layout.TXNINDEX and not data else "missing"
             elif data is None:
-                status = "unchecked"
+                report.status = "unchecked"
             elif old == data:
-                status = "ok"
+                report.status = "ok"
             else:
-                status = "differs"
+                report.status = "differs"
                 stats.files_differing += 1
-            if status in ("bad", "differs") and old is not None and data is not None:
-                obj["first_difference"] = first_difference(kind, old, data, seg.base_offset)
-            if status in ("ok", "absent"):
+            if report.status in ("bad", "differs") and old is not None and data is not None:
+                report.first_difference = first_difference(kind, old, data, seg.base_offset)
+            if report.status in ("ok", "absent"):
                 stats.files_unchanged += 1
-            emit({**obj, "status": status})
+            emit(report.as_obj())

@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from klogtool.codes import Code
 from klogtool.errors import InputError
@@ -56,8 +56,9 @@ from klogtool.log.atomic import (
 from klogtool.log.findings import Finding, FindingCounts
 from klogtool.log.repair.quarantine import load_manifest, quarantine_root
 from klogtool.log.repair.recovery_apply import apply_plan
-from klogtool.log.repair.recovery_plan import MANIFEST, Emit, RecoveryOptions, plan_partition
+from klogtool.log.repair.recovery_plan import MANIFEST, RecoveryOptions, plan_partition
 from klogtool.log.repair.restore import (
+    RestoreReport,
     _runs,
     _sweep_finished,
     find_quarantine,
@@ -66,6 +67,10 @@ from klogtool.log.repair.restore import (
 )
 from klogtool.log.targets import Targets
 from klogtool.log.writing import BUSY, interrupted_obj, writing_session
+
+if TYPE_CHECKING:
+    from klogtool import events
+    from klogtool.events import Emit
 
 # -- the command's driver ---------------------------------------------------------------------
 
@@ -83,6 +88,41 @@ class RecoveryStats(FindingCounts):
     errors: int = 0
     warnings: int = 0
     operations: int = 0
+
+    def as_obj(self, dry_run: bool) -> events.TruncateRecoverySummary:
+        """The ``summary`` object of a recovery."""
+        return {
+            "type": "summary",
+            "partitions": self.partitions,
+            "recovered": self.recovered,
+            "clean": self.clean,
+            "skipped": self.skipped,
+            "bytes_kept": self.bytes_kept,
+            "records_kept": self.records_kept,
+            "bytes_quarantined": self.bytes_quarantined,
+            "records_quarantined": self.records_quarantined,
+            "errors": self.errors,
+            "warnings": self.warnings,
+            "operations": self.operations,
+            "dry_run": dry_run,
+        }
+
+
+def restore_summary_obj(
+    reports: list[RestoreReport], operations: int, dry_run: bool
+) -> events.TruncateRecoverySummary:
+    """The ``summary`` object of ``--restore``."""
+    return {
+        "type": "summary",
+        "restored": len(reports),
+        "operations": operations,
+        "dry_run": dry_run,
+    }
+
+
+def note_obj(path: str, message: str) -> events.TruncateRecoveryNote:
+    """A ``note`` on the plan that follows."""
+    return {"type": "note", "path": path, "message": message}
 
 
 def run_recovery(
@@ -134,12 +174,11 @@ def _recover_groups(
                     emit(interrupted_obj(t.display, message, ops.dry_run))
                 if done and ops.dry_run:
                     emit(
-                        {
-                            "type": "note",
-                            "path": t.display,
-                            "message": "the plan below is computed on the directory as it is "
-                            "now, before that completion: run without --dry-run to apply both",
-                        }
+                        note_obj(
+                            t.display,
+                            "the plan below is computed on the directory as it is now, before "
+                            "that completion: run without --dry-run to apply both",
+                        )
                     )
                 plan = plan_partition(t, opts, progress)
                 if plan.status != "skipped":
@@ -156,7 +195,7 @@ def _recover_groups(
                 stats.records_kept += plan.records_kept
                 stats.bytes_quarantined += plan.bytes_quarantined
                 stats.records_quarantined += plan.records_quarantined
-                emit(plan.report(opts.dry_run))
+                emit(plan.as_obj(opts.dry_run))
 
 
 def _restore_targets(path: Path, custom: Path | None) -> list[tuple[Path, Path | None]]:
@@ -193,7 +232,7 @@ def run_restore(
     emit: Emit,
     *,
     force: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[RestoreReport]:
     """``--restore``: each PATH a quarantine dir, a partition dir (its newest one), or a log
     dir (the newest one of each of its partitions)."""
     reports = []
@@ -210,16 +249,8 @@ def run_restore(
             and _sweep_finished(ops, root)
         ):
             # the restore was done; only its empty run dir was left
-            report = {
-                "type": "restore",
-                "path": str(root),
-                "partition": str(path),
-                "status": "already-restored",
-                "dry_run": ops.dry_run,
-                "files_restored": 0,
-                "bytes_restored": 0,
-            }
-            emit(report)
+            report = RestoreReport(str(root), str(path), ops.dry_run, "already-restored")
+            emit(report.as_obj())
             reports.append(report)
             continue
         for qdir, given in _restore_targets(path, custom):
@@ -236,6 +267,6 @@ def run_restore(
                     for message in done:
                         emit(interrupted_obj(str(where), message, ops.dry_run))
                 report = restore(qdir, ops, emit, part_dir)
-            emit(report)
+            emit(report.as_obj())
             reports.append(report)
     return reports

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from klogtool import __version__
 from klogtool.codes import Code
@@ -38,12 +38,16 @@ from klogtool.log.repair.recovery_plan import (
     MOVE,
     ZEROS,
     CheckpointChange,
-    Emit,
     PartitionPlan,
     Piece,
     RecoveryOptions,
     Step,
+    StepFields,
+    step_obj,
 )
+
+if TYPE_CHECKING:
+    from klogtool.events import Emit
 
 # -- applying ---------------------------------------------------------------------------------
 
@@ -54,19 +58,9 @@ def apply_plan(plan: PartitionPlan, opts: RecoveryOptions, ops: FileOps, emit: E
     left to do)."""
     part_dir = plan.path
     log_dir = part_dir.parent
-    kind = "plan_step" if ops.dry_run else "action"
 
-    def step(op: str, path: Path | str, message: str, **extra: Any) -> None:
-        emit(
-            {
-                "type": kind,
-                "partition_dir": plan.display,
-                "op": op,
-                "path": str(path),
-                **extra,
-                "message": message,
-            }
-        )
+    def step(op: str, path: Path | str, message: str, **fields: Unpack[StepFields]) -> None:
+        emit(step_obj(ops.dry_run, plan.display, op, str(path), message, fields))
 
     root = quarantine_root(part_dir, opts.quarantine)
     if root.is_symlink() or (opts.quarantine is None and root.exists() and not root.is_dir()):
@@ -144,6 +138,7 @@ def apply_plan(plan: PartitionPlan, opts: RecoveryOptions, ops: FileOps, emit: E
     # 3. the truncation
     if plan.truncate is not None:
         log, valid, size = plan.truncate
+        assert plan.log_end_offset is not None  # planned with the truncation
         ops.truncate(log, valid, expect=plan.truncate_id)
         step(
             "truncate",
@@ -240,7 +235,7 @@ def _copy_pieces(
     part_dir = plan.path
     for p in new_pieces:
         if p.action in (CUT, COPY):
-            assert p.stored is not None
+            assert p.stored is not None and p.sha256 is not None  # as the plan made them
             ops.copy_range(
                 part_dir / p.source,
                 p.start,
@@ -308,7 +303,7 @@ def _apply_moves(
         # only the changed lines: the file keeps its order and bytes otherwise
         ops.replace_file(cp, [edit_checkpoint(read_nofollow(cp), edits)])
     for p in [m for m in moves if m.where == "partition"]:
-        assert p.stored is not None
+        assert p.stored is not None and p.sha256 is not None  # as the plan made them
         _move(ops, part_dir / p.source, qdir / p.stored)
         step(
             "move",

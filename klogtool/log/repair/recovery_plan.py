@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, Unpack
 
 from klogtool.codes import Code
 from klogtool.errors import InputError
@@ -29,6 +29,9 @@ from klogtool.log.repair import headers, index_diff, parallel
 from klogtool.log.segment import mapped, read_small
 from klogtool.log.targets import PartitionTarget, symlinked_files
 
+if TYPE_CHECKING:
+    from klogtool import events
+
 QUARANTINE_DIR = ".klogtool-quarantine"
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1
@@ -44,8 +47,6 @@ ZEROS = "zeros"  # a zero-filled tail [start, end) truncated away (recorded, not
 MOVE = "move"  # a whole file moved into the quarantine
 COPY = "copy"  # the previous contents of a file that was then rewritten
 CREATED = "created"  # a file that did not exist before (restore deletes it)
-
-Emit = Callable[[dict[str, Any]], None]
 
 
 @dataclass
@@ -156,7 +157,8 @@ class PartitionPlan:
             )
         )
 
-    def report(self, dry_run: bool) -> dict[str, Any]:
+    def as_obj(self, dry_run: bool) -> events.TruncateRecoveryPartition:
+        """The ``partition`` object: the outcome for this partition."""
         return {
             "type": "partition",
             "path": self.display,
@@ -181,7 +183,58 @@ class PartitionPlan:
         }
 
 
-Step = Callable[..., None]  # (op, path, message, **fields): one step of a recovery, reported
+class StepFields(TypedDict, total=False):
+    """The fields a step reports besides its op, path and message (each step its own): those of
+    events.TruncateRecoveryAction and TruncateRecoveryPlanStep that are not always present (mypy
+    checks them against both where step_obj unpacks them)."""
+
+    start: int
+    end: int
+    to: str
+    first_offset: int | None
+    last_offset: int | None
+    records: int
+    sha256: str
+    size: int
+    log_end_offset: int
+    entries: int
+    dropped: list[Any]
+    topic: str
+    partition: int
+    old: int
+    new: int
+
+
+def step_obj(
+    dry_run: bool, partition_dir: str, op: str, path: str, message: str, fields: StepFields
+) -> events.TruncateRecoveryAction | events.TruncateRecoveryPlanStep:
+    """The object of one file operation of a recovery or a restore: ``action`` when carried
+    out, ``plan_step`` when only reported (--dry-run)."""
+    if dry_run:
+        return {
+            "type": "plan_step",
+            "partition_dir": partition_dir,
+            "op": op,
+            "path": path,
+            **fields,
+            "message": message,
+        }
+    return {
+        "type": "action",
+        "partition_dir": partition_dir,
+        "op": op,
+        "path": path,
+        **fields,
+        "message": message,
+    }
+
+
+class Step(Protocol):
+    """One step of a recovery or a restore, reported (step_obj) as it is carried out."""
+
+    def __call__(
+        self, op: str, path: Path | str, message: str, **fields: Unpack[StepFields]
+    ) -> None: ...
 
 
 # -- planning (read-only) -------------------------------------------------------------------

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from klogtool.codes import Code
 from klogtool.errors import InputError, RefusedError
@@ -36,11 +37,16 @@ from klogtool.log.repair.recovery_plan import (
     RESTORED,
     ZEROS,
     CheckpointChange,
-    Emit,
     Piece,
     Step,
+    StepFields,
     _sha256,
+    step_obj,
 )
+
+if TYPE_CHECKING:
+    from klogtool import events
+    from klogtool.events import Emit
 
 # -- restoring --------------------------------------------------------------------------------
 
@@ -116,8 +122,31 @@ def _zeros(n: int) -> Iterator[bytes]:
         n -= len(block)
 
 
-def restore(qdir: Path, ops: FileOps, emit: Emit, part_dir: Path | None = None) -> dict[str, Any]:
-    """Put back everything a truncate-recovery moved to ``qdir``; returns the report object.
+@dataclass
+class RestoreReport:
+    """One quarantine put back (or that would be): the ``restore`` object."""
+
+    path: str  # the quarantine (run) dir
+    partition: str  # the partition dir
+    dry_run: bool
+    status: str = "restored"  # restored | would-restore | already-restored
+    files_restored: int = 0
+    bytes_restored: int = 0
+
+    def as_obj(self) -> events.TruncateRecoveryRestore:
+        return {
+            "type": "restore",
+            "path": self.path,
+            "partition": self.partition,
+            "status": self.status,
+            "dry_run": self.dry_run,
+            "files_restored": self.files_restored,
+            "bytes_restored": self.bytes_restored,
+        }
+
+
+def restore(qdir: Path, ops: FileOps, emit: Emit, part_dir: Path | None = None) -> RestoreReport:
+    """Put back everything a truncate-recovery moved to ``qdir``; returns the report.
 
     Refuses (exit 4) when the partition has changed since in a way that restoring would break:
     a truncated segment that grew or shrank, segments after it that the recovery did not
@@ -128,33 +157,15 @@ def restore(qdir: Path, ops: FileOps, emit: Emit, part_dir: Path | None = None) 
     if part_dir is None:
         part_dir = partition_of(qdir, manifest)
     log_dir = part_dir.parent
-    report: dict[str, Any] = {
-        "type": "restore",
-        "path": str(qdir),
-        "partition": str(part_dir),
-        "status": "restored",
-        "dry_run": ops.dry_run,
-        "files_restored": 0,
-        "bytes_restored": 0,
-    }
+    report = RestoreReport(str(qdir), str(part_dir), ops.dry_run)
     if manifest["state"] == RESTORED:
         # a restore that died before removing its run dir: finish that
         _remove_run(ops, qdir)
-        report["status"] = "already-restored"
+        report.status = "already-restored"
         return report
-    kind = "plan_step" if ops.dry_run else "action"
 
-    def step(op: str, path: Path, message: str, **extra: Any) -> None:
-        emit(
-            {
-                "type": kind,
-                "partition_dir": str(part_dir),
-                "op": op,
-                "path": str(path),
-                **extra,
-                "message": message,
-            }
-        )
+    def step(op: str, path: Path | str, message: str, **fields: Unpack[StepFields]) -> None:
+        emit(step_obj(ops.dry_run, str(part_dir), op, str(path), message, fields))
 
     pieces: list[Piece] = manifest["pieces"]
 
@@ -176,8 +187,8 @@ def restore(qdir: Path, ops: FileOps, emit: Emit, part_dir: Path | None = None) 
             chunks = read_range(qdir / p.stored, 0, p.end - p.start)
         head = read_range(src, 0, p.start)
         ops.replace_file(src, _chain(head, chunks))
-        report["bytes_restored"] += p.end - p.start
-        report["files_restored"] += 1
+        report.bytes_restored += p.end - p.start
+        report.files_restored += 1
         step(
             "restore",
             src,
@@ -203,9 +214,9 @@ def restore(qdir: Path, ops: FileOps, emit: Emit, part_dir: Path | None = None) 
             continue  # already back (or never moved)
         _move(ops, stored, where(p))
         moved = True
-        report["files_restored"] += 1
+        report.files_restored += 1
         if p.kind == layout.LOG:
-            report["bytes_restored"] += p.end
+            report.bytes_restored += p.end
         step("restore", where(p), f"move {p.source} back from the quarantine")
     if moved:
         ops.fsync_dir(part_dir)
@@ -220,7 +231,7 @@ def restore(qdir: Path, ops: FileOps, emit: Emit, part_dir: Path | None = None) 
         if dst.is_file() and _sha256(dst) == p.sha256:
             continue
         ops.replace_file(dst, read_range(qdir / p.stored, 0, p.end))
-        report["files_restored"] += 1
+        report.files_restored += 1
         step("restore", dst, f"restore the previous {p.source}")
     for p in pieces:
         if p.action == CREATED and os.path.lexists(where(p)):
@@ -235,7 +246,7 @@ def restore(qdir: Path, ops: FileOps, emit: Emit, part_dir: Path | None = None) 
     _remove_run(ops, qdir)
     step("remove", qdir, f"remove the restored quarantine {qdir}")
     if ops.dry_run:
-        report["status"] = "would-restore"
+        report.status = "would-restore"
     return report
 
 
