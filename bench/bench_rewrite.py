@@ -44,7 +44,7 @@ try:
 except ImportError:  # run from a checkout without installing
     sys.path.insert(0, _REPO)
 
-from klogtool.formats import codecs  # noqa: E402
+from klogtool.formats import DEFAULT_LIMITS, codecs  # noqa: E402
 from klogtool.formats.batch import Record  # noqa: E402
 from klogtool.formats.checkpoint import encode_offset_checkpoint  # noqa: E402
 from klogtool.formats.index import encode_offset_index, encode_time_index  # noqa: E402
@@ -196,7 +196,9 @@ def main() -> None:
 
     def compact(p: object) -> None:
         view = load_partition(p)  # type: ignore[arg-type]
-        plan = plan_compaction(view, TopicConfig(cleanup_policy=("compact",)), now=T0 + 60_000)
+        plan = plan_compaction(
+            view, TopicConfig(cleanup_policy=("compact",)), now=T0 + 60_000, limits=DEFAULT_LIMITS
+        )
         execute_compaction(FileOps(), plan)
 
     rows.append(("compact", timed(args.runs, fresh_copy, compact), None))

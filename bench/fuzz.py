@@ -431,16 +431,16 @@ def python_lines(batch, dumper: Dumper = _DUMPER, rendering: str = "jsonl") -> s
     with engine.using(engine.PYTHON):
         return "".join(
             render(dumper._record(batch, r, None)) + "\n"
-            for r in batch.records(dumper.opts.max_batch_bytes)
+            for r in batch.records(dumper.opts.limits.max_batch_bytes)
         )
 
 
 def _render(batch, o: DumpOptions, rendering: str) -> native_render.Rendered | None:
-    source = batch.native_input(o.max_batch_bytes)
+    source = batch.native_input(o.limits.max_batch_bytes)
     if source is None:
         return None
     return native_render.render_records(
-        source[0], o.max_batch_bytes, batch.position, o.print_data, o.key_decoder,
+        source[0], o.limits.max_batch_bytes, batch.position, o.print_data, o.key_decoder,
         o.value_decoder, rendering, "fuzz", source[1],
     )  # fmt: skip
 
@@ -503,7 +503,7 @@ def compare_kafka(batch, stats: Counter, dumper: Dumper = _KAFKA_DUMPER) -> None
     renderer = _kafka_renderer(expected, batch)
     try:
         with engine.using(engine.PYTHON):
-            for r in batch.records(o.max_batch_bytes):
+            for r in batch.records(o.limits.max_batch_bytes):
                 renderer.render(dumper._record(batch, r, None))
     except FormatError as e:
         raise AssertionError(f"native kafka lines for what python rejects: {e}") from e

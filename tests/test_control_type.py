@@ -13,6 +13,7 @@ import pytest
 
 from klogtool.formats.errors import FormatError
 from klogtool.formats.legacy import LegacyBatch
+from klogtool.formats.limits import ReadLimits
 from klogtool.formats.v2 import DefaultBatch
 from klogtool.log.read.diff import _Compaction
 from klogtool.log.rewrite.cleaner import _control_type as cleaner_control_type
@@ -111,7 +112,7 @@ def test_unknown_type_keeps_its_id() -> None:
     batch = v2_batch([record(control_key(99), b"whatever")])
     assert batch.control_type() == 99
     assert end_marker(batch) is None
-    assert cleaner_control_type(batch, 1 << 20) == 99
+    assert cleaner_control_type(batch, ReadLimits(1 << 20)) == 99
 
 
 def test_only_the_first_record_counts() -> None:
@@ -129,14 +130,14 @@ def test_invalid_key(key: bytes | None) -> None:
     assert batch.control_type() is None
     assert end_marker(batch) is None
     # the cleaner keeps such a marker, as Kafka's UNKNOWN: not None (None = an empty batch)
-    assert cleaner_control_type(batch, 1 << 20) == -1
+    assert cleaner_control_type(batch, ReadLimits(1 << 20)) == -1
     assert not _diff_abort_clears_keys(batch)  # an invalid key is no ABORT
 
 
 def _diff_abort_clears_keys(batch: DefaultBatch) -> bool:
     """Whether ``diff``'s compaction check reads ``batch`` as the ABORT of producer 7's
     dropped transaction (whose keys it then no longer waits for)."""
-    compaction = _Compaction(1 << 20)
+    compaction = _Compaction(ReadLimits(1 << 20))
     compaction.pending_keys[b"k"] = 10
     compaction.pending_txns[7] = (10, [b"k"])
     compaction.see(batch)
@@ -148,7 +149,7 @@ def test_empty_control_batch() -> None:
     assert batch.is_control
     assert batch.control_type() is None
     assert end_marker(batch) is None
-    assert cleaner_control_type(batch, 1 << 20) is None
+    assert cleaner_control_type(batch, ReadLimits(1 << 20)) is None
     assert not _diff_abort_clears_keys(batch)
 
 
@@ -186,7 +187,7 @@ def test_read_errors_are_raised() -> None:
         broken.control_type()
     assert end_marker(broken) is None  # the replay reads no marker there
     with pytest.raises(FormatError):
-        cleaner_control_type(broken, 1 << 20)
+        cleaner_control_type(broken, ReadLimits(1 << 20))
 
 
 def test_max_batch_bytes() -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from klogtool.formats import ReadLimits
 from klogtool.log import record_filter
 from klogtool.output import FORMATS
 from klogtool.shown import click_callback as shown_paths
@@ -125,12 +126,19 @@ def internal_decoder_option(f: F) -> F:
     )(f)
 
 
-def max_batch_bytes_option(f: F) -> F:
+def read_limits_option(f: F) -> F:
+    """The read bounds (``--max-batch-bytes``), handed to the command as one ``limits``: a
+    ReadLimits (klogtool/formats/limits.py). A new bound is a field there and an option here."""
+
+    @functools.wraps(f)
+    def command(*args: Any, max_batch_bytes: int, **kwargs: Any) -> Any:
+        return f(*args, limits=ReadLimits(max_batch_bytes=max_batch_bytes), **kwargs)
+
     return size_option(
         "--max-batch-bytes",
         default="64M",
         help="Refuse to decompress a batch beyond this size (decompression-bomb guard).",
-    )(f)
+    )(command)
 
 
 def parse_offsets(

@@ -9,14 +9,15 @@ from typing import TYPE_CHECKING
 import click
 
 from klogtool.commands._options import (
-    max_batch_bytes_option,
     partition_plan_options,
     paths_argument,
+    read_limits_option,
     size_option,
     writing_options,
 )
 from klogtool.commands._text import log_offsets
 from klogtool.commands._writing import WritingRun
+from klogtool.formats import ReadLimits
 from klogtool.log import layout
 from klogtool.log.rewrite.cleaner import CompactionPass, CompactionPlan, compact_partition
 from klogtool.output import Output, format_ts, groups_text
@@ -103,13 +104,13 @@ _OVERRIDES = (
 )
 @partition_plan_options(*_OVERRIDES)
 @writing_options
-@max_batch_bytes_option
+@read_limits_option
 def command(
     paths: tuple[str, ...],
     inputs: PlanInputs,
     only_eligible: bool,
     run: WritingRun,
-    max_batch_bytes: int,
+    limits: ReadLimits,
 ) -> None:
     """Compact partitions the way the broker's log cleaner does.
 
@@ -175,7 +176,7 @@ def command(
         inputs=inputs,
         dry_run=dry_run,
         only_eligible=only_eligible,
-        max_batch_bytes=max_batch_bytes,
+        limits=limits,
         phases=out.phases,
     )
     run.partitions(paths, step, show, totals, include=include)

@@ -9,12 +9,12 @@ import click
 
 from klogtool.commands._options import (
     index_interval_option,
-    max_batch_bytes_option,
     parse_size,
+    read_limits_option,
     writing_options,
 )
 from klogtool.commands._writing import WritingRun
-from klogtool.formats import CODEC_IDS, CODEC_NAMES, CODECS
+from klogtool.formats import CODEC_IDS, CODEC_NAMES, CODECS, ReadLimits
 from klogtool.log.rewrite.converter import (
     COPY,
     ConversionPlan,
@@ -78,7 +78,7 @@ from klogtool.shown import click_callback as shown_paths
 )
 @index_interval_option
 @writing_options
-@max_batch_bytes_option
+@read_limits_option
 def command(
     src: str,
     dest: str | None,
@@ -91,7 +91,7 @@ def command(
     allow_lossy: bool,
     index_interval_bytes: int,
     run: WritingRun,
-    max_batch_bytes: int,
+    limits: ReadLimits,
 ) -> None:
     """Rewrite SRC to message format 0, 1 or 2 and/or another codec, keeping every offset.
 
@@ -147,7 +147,7 @@ def command(
         compression_level=compression_level,
         batch_bytes=rebatch,
         index_interval_bytes=index_interval_bytes,
-        max_batch_bytes=max_batch_bytes,
+        limits=limits,
     )
 
     def show(item: ConversionPlan | LossyRefusal | Converted) -> None:

@@ -9,11 +9,12 @@ import click
 from klogtool.commands._options import (
     format_option,
     jobs_option,
-    max_batch_bytes_option,
+    read_limits_option,
     warn_if_a_broker_runs,
 )
 from klogtool.commands._text import log_offsets
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
+from klogtool.formats import ReadLimits
 from klogtool.log.read.diff import (
     CHANGED,
     DIFFERENT_START,
@@ -98,7 +99,7 @@ def _epilog(examples: list[tuple[str, list[str]]]) -> str:
     help="Show at most N differences per partition (all are counted); 0 shows every one.",
 )
 @format_option()
-@max_batch_bytes_option
+@read_limits_option
 @jobs_option
 @click.pass_obj
 def command(
@@ -111,7 +112,7 @@ def command(
     allow_compaction: bool,
     max_differences: int,
     fmt: str,
-    max_batch_bytes: int,
+    limits: ReadLimits,
     jobs: int,
 ) -> None:
     """Compare two copies of a partition, or two log dirs, and say where they diverge.
@@ -150,9 +151,7 @@ def command(
     """
     out = settings.output(fmt, progress=False)
     warn_if_a_broker_runs(out, [a, b])
-    options = DiffOptions(
-        leader=leader, deep=deep, max_differences=max_differences, max_batch_bytes=max_batch_bytes
-    )
+    options = DiffOptions(leader=leader, deep=deep, max_differences=max_differences, limits=limits)
     summary = DiffSummary()
     current: str | None = None
     for item in diff(a, b, options, jobs=jobs):

@@ -15,13 +15,14 @@ from klogtool.commands._options import (
     format_option,
     internal_decoder_option,
     jobs_for,
-    max_batch_bytes_option,
     parse_offsets,
     payload_decoder_options,
+    read_limits_option,
     sized_jobs_option,
     warn_if_a_broker_runs,
 )
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
+from klogtool.formats import ReadLimits
 from klogtool.log import layout
 from klogtool.log.files import STDIN_KINDS, total_log_bytes
 from klogtool.log.read.dumper import Dumper, DumpOptions, Obj
@@ -196,7 +197,7 @@ def kafka_dump_log_options(f: Callable[..., Any]) -> Callable[..., Any]:
     help="What a PATH of - (stdin) holds; files and directories are recognised by name.",
 )
 @format_option("kafka")
-@max_batch_bytes_option
+@read_limits_option
 @sized_jobs_option("Threads rendering the records of --deep-iteration (native engine)")
 @kafka_dump_log_options
 @click.pass_obj
@@ -214,7 +215,7 @@ def command(
     verify_index_only: bool,
     stdin_kind: str,
     fmt: str,
-    max_batch_bytes: int,
+    limits: ReadLimits,
     jobs: int | None,
     payloads_only: bool,
     notes: list[str],
@@ -262,7 +263,7 @@ def command(
         offsets=offsets,
         index_sanity_check=index_sanity_check,
         verify_index_only=verify_index_only,
-        max_batch_bytes=max_batch_bytes,
+        limits=limits,
         stdin_kind=stdin_kind,
         rendered_records=fmt if native_render else None,
         threads=jobs_for(jobs, log_bytes),

@@ -11,12 +11,13 @@ import click
 
 from klogtool.commands._options import (
     format_option,
-    max_batch_bytes_option,
     partition_plan_options,
+    read_limits_option,
     warn_if_a_broker_runs,
 )
 from klogtool.commands._text import log_offsets
 from klogtool.errors import EXIT_OK
+from klogtool.formats import ReadLimits
 from klogtool.log import layout
 from klogtool.log.rewrite.explain import PartitionExplain, explain_partition
 from klogtool.log.rewrite.retention import human_ms
@@ -36,14 +37,14 @@ _REMOVED = ("superseded", "tombstones_expired", "aborted", "keyless", "markers_r
 @click.argument("path", metavar="PARTITION_DIR", callback=shown_paths)
 @partition_plan_options()
 @format_option()
-@max_batch_bytes_option
+@read_limits_option
 @click.pass_obj
 def command(
     settings: Settings,
     path: str,
     inputs: PlanInputs,
     fmt: str,
-    max_batch_bytes: int,
+    limits: ReadLimits,
 ) -> None:
     """Explain one partition: why it is not being compacted or deleted, and what makes the
     broker slow to load it. Read-only: nothing is written, no lock is taken.
@@ -81,7 +82,7 @@ def command(
             inputs.config_of(topic, p),
             now=inputs.now,
             high_watermark=inputs.high_watermark,
-            max_batch_bytes=max_batch_bytes,
+            limits=limits,
             progress=report,
         )
     sources = config_sources(

@@ -12,8 +12,8 @@ from klogtool.commands._options import (
     chosen_engine,
     dry_run_option,
     format_option,
-    max_batch_bytes_option,
     paths_argument,
+    read_limits_option,
     size_option,
     spark_options,
     warn_if_a_broker_runs,
@@ -21,6 +21,7 @@ from klogtool.commands._options import (
 )
 from klogtool.commands._spark import check_target, require_pyarrow, spark_session
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
+from klogtool.formats import ReadLimits
 from klogtool.log.export.arrow_reader import CorruptSegmentError
 from klogtool.log.export.exporter import (
     FORMATS,
@@ -128,7 +129,7 @@ def _partition_by(_c: click.Context, _p: click.Parameter, value: str) -> tuple[s
 )
 @dry_run_option
 @format_option()
-@max_batch_bytes_option
+@read_limits_option
 @click.pass_obj
 def command(
     settings: Settings,
@@ -150,7 +151,7 @@ def command(
     overwrite: bool,
     dry_run: bool,
     fmt: str,
-    max_batch_bytes: int,
+    limits: ReadLimits,
 ) -> None:
     """Export the records (or batches) of Kafka segments to Parquet or JSON Lines files.
 
@@ -181,7 +182,7 @@ def command(
         where=parse_where(where) if where is not None else None,
         level=level,
         verify=verify,
-        max_batch_bytes=max_batch_bytes,
+        limits=limits,
         on_corrupt=on_corrupt,
         key_decoder=kd,
         value_decoder=vd,
@@ -240,7 +241,7 @@ def command(
                 options = {
                     "level": level,
                     "verify": str(verify).lower(),
-                    "maxBatchBytes": str(max_batch_bytes),
+                    "maxBatchBytes": str(limits.max_batch_bytes),
                     "onCorrupt": on_corrupt,
                     "keyDecoder": kd,
                     "valueDecoder": vd,

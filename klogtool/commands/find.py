@@ -10,14 +10,15 @@ from klogtool.commands._options import (
     format_option,
     internal_decoder_option,
     jobs_option,
-    max_batch_bytes_option,
     paths_argument,
     payload_decoder_options,
+    read_limits_option,
     record_filter_options,
     warn_if_a_broker_runs,
 )
 from klogtool.commands.dump_segments import KafkaRenderer
 from klogtool.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK
+from klogtool.formats import ReadLimits
 from klogtool.log.read.dumper import DumpOptions
 from klogtool.log.read.finder import Finder, FindOptions, Obj, resolve_targets
 from klogtool.log.record_filter import RecordFilter
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
 @payload_decoder_options
 @internal_decoder_option
 @format_option("kafka")
-@max_batch_bytes_option
+@read_limits_option
 @jobs_option
 @click.pass_obj
 def command(
@@ -70,7 +71,7 @@ def command(
     value_decoder: str | None,
     decoder: str,
     fmt: str,
-    max_batch_bytes: int,
+    limits: ReadLimits,
     jobs: int,
 ) -> None:
     """Find records across segments, partitions or whole log dirs: the offline kcat.
@@ -107,7 +108,7 @@ def command(
             value_decoder=value_decoder or kd,
             decoder=decoder,
             kafka_text=fmt == "kafka",
-            max_batch_bytes=max_batch_bytes,
+            limits=limits,
         ),
     )
     out = settings.output("text" if fmt == "kafka" else fmt)

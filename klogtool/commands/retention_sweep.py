@@ -102,42 +102,8 @@ def _show(out: Output, plan: RetentionPlan, dry_run: bool) -> None:
     name = plan.path.name
     if out.fmt != "text":
         for d in plan.decisions:
-            out.emit(
-                {
-                    "type": "segment",
-                    "partition": str(plan.path),
-                    "base_offset": d.base_offset,
-                    "upper_bound": d.upper_bound,
-                    "largest_timestamp": d.largest_timestamp,
-                    "timestamp_source": d.timestamp_source,
-                    "size": d.size,
-                    "action": d.action,
-                    "rule": d.rule,
-                    "reason": d.reason,
-                }
-            )
-        out.emit(
-            {
-                "type": "partition",
-                "partition": str(plan.path),
-                "topic": plan.topic,
-                "now": plan.now,
-                "log_end_offset": plan.log_end_offset,
-                "high_watermark": plan.high_watermark,
-                "high_watermark_source": plan.high_watermark_source,
-                "log_start_offset": plan.log_start_offset,
-                "new_log_start_offset": plan.new_log_start_offset,
-                "roll": plan.roll,
-                "segments_deleted": len(plan.deleted),
-                "bytes_deleted": plan.deleted_bytes,
-                "snapshots_deleted": [p.name for p in plan.snapshots],
-                "orphan_indexes_deleted": [p.name for p in plan.orphans],
-                "retention_ms": plan.config.retention_ms,
-                "retention_bytes": plan.config.retention_bytes,
-                "cleanup_policy": ",".join(plan.config.cleanup_policy),
-                "notes": plan.notes,
-            }
-        )
+            out.emit(d.as_obj(str(plan.path)))
+        out.emit(plan.as_obj())
         return
     verb = "would delete" if dry_run else "deleted"
     rows = [

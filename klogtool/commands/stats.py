@@ -12,14 +12,15 @@ from klogtool.codes import Code
 from klogtool.commands._options import (
     format_option,
     jobs_option,
-    max_batch_bytes_option,
     metadata_dir_option,
     now_option,
     paths_argument,
+    read_limits_option,
     size_option,
     warn_if_a_broker_runs,
 )
 from klogtool.errors import InputError
+from klogtool.formats import ReadLimits
 from klogtool.log import layout
 from klogtool.log.partition import PlanInputs
 from klogtool.log.read import stats as lib
@@ -99,7 +100,7 @@ def sparkline(counts: list[int]) -> str:
 @now_option
 @metadata_dir_option
 @jobs_option
-@max_batch_bytes_option
+@read_limits_option
 @click.pass_obj
 def command(
     settings: Settings,
@@ -113,7 +114,7 @@ def command(
     now: int | None,
     metadata_dir: str | None,
     jobs: int,
-    max_batch_bytes: int,
+    limits: ReadLimits,
 ) -> None:
     """What is in these partitions: volume, sizes, time, producers, keys, what-if codecs.
 
@@ -152,9 +153,7 @@ def command(
         raise InputError(
             "no partition of the topics named", path=" ".join(paths), code=Code.NO_KAFKA_FILES
         )
-    options = lib.StatsOptions(
-        now=clock, exact_keys=exact_keys, sample_bytes=sample, max_batch_bytes=max_batch_bytes
-    )
+    options = lib.StatsOptions(now=clock, exact_keys=exact_keys, sample_bytes=sample, limits=limits)
     parts: list[lib.PartitionStats] = []
     meta = Path(metadata_dir) if metadata_dir is not None else None
     inputs = PlanInputs(ConfigSource(), now=clock, metadata_dir=meta)

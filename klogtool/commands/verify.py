@@ -12,14 +12,15 @@ from klogtool.commands._options import (
     chosen_engine,
     format_option,
     jobs_for,
-    max_batch_bytes_option,
     paths_argument,
+    read_limits_option,
     sized_jobs_option,
     spark_options,
     warn_if_a_broker_runs,
 )
 from klogtool.commands._spark import check_target, spark_session
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
+from klogtool.formats import ReadLimits
 from klogtool.log.check.verifier import Verifier
 from klogtool.log.files import total_log_bytes
 from klogtool.log.findings import Finding
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
     "index-missing on fixture logs); repeatable. The summary counts them as ignored.",
 )
 @format_option()
-@max_batch_bytes_option
+@read_limits_option
 @sized_jobs_option("Worker processes for the partitions of a log dir")
 @click.pass_obj
 def command(
@@ -72,7 +73,7 @@ def command(
     strict: bool,
     ignored_codes: tuple[str, ...],
     fmt: str,
-    max_batch_bytes: int,
+    limits: ReadLimits,
     jobs: int | None,
 ) -> None:
     """Check Kafka log files the way a demanding broker would.
@@ -112,14 +113,14 @@ def command(
             verifier = spark_jobs.spark_verifier(
                 spark,
                 deep=deep,
-                max_batch_bytes=max_batch_bytes,
+                limits=limits,
                 target_split_bytes=DEFAULT_TARGET_SPLIT_BYTES,
                 progress=advance,
             )
         else:
             verifier = Verifier(
                 deep=deep,
-                max_batch_bytes=max_batch_bytes,
+                limits=limits,
                 progress=advance,
                 jobs=jobs_for(jobs, input_bytes),
             )

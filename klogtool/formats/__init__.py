@@ -34,6 +34,8 @@ _EXPORTS = {
     "Record": "batch",
     "Batch": "batch",
     "DEFAULT_MAX_BATCH_BYTES": "batch",
+    "ReadLimits": "limits",
+    "DEFAULT_LIMITS": "limits",
     "CREATE_TIME": "batch",
     "LOG_APPEND_TIME": "batch",
     "TIMESTAMP_TYPE_NAMES": "batch",
@@ -66,12 +68,14 @@ __all__ = [
     "CodecUnavailableError",
     "CorruptRecordError",
     "CrcMismatchError",
+    "DEFAULT_LIMITS",
     "DEFAULT_MAX_BATCH_BYTES",
     "DecompressionError",
     "FormatError",
     "INTERNAL_DECODERS",
     "LOG_APPEND_TIME",
     "LimitExceededError",
+    "ReadLimits",
     "Record",
     "ScanResult",
     "SegmentScanner",
@@ -114,6 +118,7 @@ if TYPE_CHECKING:
         TruncatedError,
         UnsupportedError,
     )
+    from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
     from klogtool.formats.payloads import (
         BYTE_DECODERS,
         INTERNAL_DECODERS,

@@ -21,8 +21,9 @@ from typing import Any
 
 from klogtool.codes import Code
 from klogtool.formats import index
-from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, Batch
+from klogtool.formats.batch import Batch
 from klogtool.formats.errors import FormatError
+from klogtool.formats.limits import ReadLimits
 from klogtool.formats.records import SegmentScanner
 from klogtool.log import layout
 from klogtool.log.findings import Finding
@@ -120,12 +121,12 @@ class SegmentIndexCheck:
         txns: TxnReplay,
         *,
         active: bool,
-        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+        limits: ReadLimits,
     ):
         self.seg = seg
         self.txns = txns
         self.active = active
-        self.max_batch_bytes = max_batch_bytes
+        self.limits = limits
         self.files = 0
         self.offsets: list[index.OffsetIndexEntry] = []
         self.times: list[index.TimeIndexEntry] = []
@@ -243,7 +244,7 @@ class SegmentIndexCheck:
         self.prior_max = self.running_max
         if batch.max_timestamp > self.running_max:
             self.running_max = batch.max_timestamp
-        ev = event_of(batch, self.max_batch_bytes)
+        ev = event_of(batch, self.limits.max_batch_bytes)
         if ev is not None:
             txn = self.txns.apply(ev)
             if ev.aborted:
@@ -440,12 +441,13 @@ def check_segment_indexes(
     *,
     active: bool,
     open_txns: dict[int, int],
+    limits: ReadLimits,
     walked: Walked | None = None,
 ) -> list[Finding]:
     """Every finding about this segment's index files, from a walk of its own over the log
     (batch headers; a marker's record): what ``verify`` reports about them."""
     assert seg.log is not None
-    check = SegmentIndexCheck(seg, TxnReplay(dict(open_txns)), active=active)
+    check = SegmentIndexCheck(seg, TxnReplay(dict(open_txns)), active=active, limits=limits)
     found = check.load()
     with mapped(seg.log) as buf:
         scanner = SegmentScanner(buf, check_crc=False, strict=True)

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F  # noqa: N812 (the usual name)
 
 from klogtool.codes import Code
 from klogtool.errors import KlogtoolError
+from klogtool.formats import ReadLimits
 from klogtool.log.check.fleet_verify import (
     FleetVerifier,
     UnitResult,
@@ -96,7 +97,7 @@ def spark_verifier(
     spark: SparkSession,
     *,
     deep: bool,
-    max_batch_bytes: int,
+    limits: ReadLimits,
     target_split_bytes: int,
     progress: Progress | None = None,
 ) -> FleetVerifier:
@@ -108,7 +109,7 @@ def spark_verifier(
             spark.read.format(NAME)
             .option("level", "findings")
             .option("deep", str(deep).lower())
-            .option("maxBatchBytes", str(max_batch_bytes))
+            .option("maxBatchBytes", str(limits.max_batch_bytes))
             .option("splits", splits_to_json(splits))
         )
         with failures(), track(spark, total, progress, "klogtool verify"):
@@ -118,8 +119,8 @@ def spark_verifier(
     # Progress comes from Spark's tracker while the job runs (not from the verifier).
     return FleetVerifier(
         run,
+        limits,
         deep=deep,
-        max_batch_bytes=max_batch_bytes,
         target_split_bytes=target_split_bytes,
         min_splits=default_parallelism(spark),
     )

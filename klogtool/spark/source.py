@@ -67,7 +67,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from klogtool.formats import DEFAULT_MAX_BATCH_BYTES
+from klogtool.formats import DEFAULT_MAX_BATCH_BYTES, ReadLimits
 from klogtool.log import column_kinds, splits
 from klogtool.log.check import fleet_verify
 from klogtool.log.export import arrow_reader as core
@@ -126,11 +126,18 @@ def _options(options: Any) -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in dict(options).items()}
 
 
+def _limits(options: dict[str, str]) -> ReadLimits:
+    size = _size(options.get("maxbatchbytes", str(DEFAULT_MAX_BATCH_BYTES)))
+    if size <= 0:
+        raise ValueError("maxBatchBytes must be positive")
+    return ReadLimits(size)
+
+
 def read_options(options: dict[str, str]) -> spec.ReadOptions:
     return spec.ReadOptions(
         level=options.get("level", "records"),
         verify=_bool(options.get("verify", "true"), "verify"),
-        max_batch_bytes=_size(options.get("maxbatchbytes", str(DEFAULT_MAX_BATCH_BYTES))),
+        limits=_limits(options),
         on_corrupt=options.get("oncorrupt", "fail"),
         key_decoder=options.get("keydecoder", "binary"),
         value_decoder=options.get("valuedecoder", "binary"),
@@ -302,7 +309,7 @@ class FindingsReader(DataSourceReader):
         self.options = {k: v for k, v in options.items() if k == "splits"}
         self.paths = paths_of(options) if "splits" not in options else []
         self.deep = _bool(options.get("deep", "false"), "deep")
-        self.max_batch_bytes = _size(options.get("maxbatchbytes", str(DEFAULT_MAX_BATCH_BYTES)))
+        self.limits = _limits(options)
         self.target = _size(options.get("targetsplitbytes", str(splits.DEFAULT_TARGET_SPLIT_BYTES)))
         self.min_splits = int(options.get("minsplits", "1"))
         _check_schema(schema, fleet_verify.FINDINGS_COLUMNS)
@@ -324,6 +331,6 @@ class FindingsReader(DataSourceReader):
         if partition.value is None:  # nothing to verify
             return
         for unit in partition.value.units:
-            res = fleet_verify.run_unit(unit, deep=self.deep, max_batch_bytes=self.max_batch_bytes)
+            res = fleet_verify.run_unit(unit, self.limits, deep=self.deep)
             rows = fleet_verify.result_rows(unit, res)
             yield pa.RecordBatch.from_pylist(rows, schema=self.arrow_schema)

@@ -31,7 +31,7 @@ from support.rewrite import (
     write_partition,
 )
 
-from klogtool.formats import codecs, engine
+from klogtool.formats import DEFAULT_LIMITS, codecs, engine
 from klogtool.formats.batch import Record
 from klogtool.formats.legacy import encode_message, encode_wrapper
 from klogtool.formats.v2 import encode_batch
@@ -199,21 +199,25 @@ def test_why_not_compacting_high_watermark_open_transaction_and_lag(tmp_path: Pa
     cfg = TopicConfig(cleanup_policy=("compact",))
     # no high watermark checkpointed: the broker starts from 0 and cleans nothing
     (logdir / "replication-offset-checkpoint").unlink()
-    plan = plan_compaction(load_partition(part), cfg, now=now)
+    plan = plan_compaction(load_partition(part), cfg, now=now, limits=DEFAULT_LIMITS)
     assert plan.nothing_to_clean and "high watermark 0" in (plan.why_not or "")
     assert any("--high-watermark log-end" in n for n in plan.notes)
-    plan = plan_compaction(load_partition(part), cfg, now=now, high_watermark="log-end")
+    plan = plan_compaction(
+        load_partition(part), cfg, now=now, high_watermark="log-end", limits=DEFAULT_LIMITS
+    )
     assert not plan.nothing_to_clean
     # min.compaction.lag.ms: segments younger than the lag are not cleaned
     second = g.segments[2][0]
     seg_ts = T0 + 10 * (second - 1)  # the largest timestamp of segment 1
     lag_cfg = TopicConfig(cleanup_policy=("compact",), min_compaction_lag_ms=now - seg_ts + 1)
-    plan = plan_compaction(view, lag_cfg, now=now, high_watermark="log-end")
+    plan = plan_compaction(view, lag_cfg, now=now, high_watermark="log-end", limits=DEFAULT_LIMITS)
     assert plan.first_uncleanable_offset == g.segments[1][0]
     assert plan.uncleanable_reason.startswith("min.compaction.lag.ms")
     assert [s.status for s in plan.segments][:2] == ["dirty", "uncleanable"]
     # the high watermark inside a segment rounds the bound down to that segment's base
-    plan = plan_compaction(view, cfg, now=now, high_watermark=g.segments[2][0] + 1)
+    plan = plan_compaction(
+        view, cfg, now=now, high_watermark=g.segments[2][0] + 1, limits=DEFAULT_LIMITS
+    )
     assert plan.first_uncleanable_offset == g.segments[2][0]
     assert plan.groups and plan.groups[-1][-1] == g.segments[1][0]
 
@@ -243,7 +247,10 @@ def test_open_transaction_bounds_the_dirty_range(tmp_path: Path) -> None:
     write_partition(part, segs)
     write_checkpoints(logdir, replication_offset_checkpoint={("t", 0): 12})
     plan = plan_compaction(
-        load_partition(part), TopicConfig(cleanup_policy=("compact",)), now=T0 + 1000
+        load_partition(part),
+        TopicConfig(cleanup_policy=("compact",)),
+        now=T0 + 1000,
+        limits=DEFAULT_LIMITS,
     )
     assert plan.last_stable_offset == 4
     assert "open transaction of producer 9" in plan.uncleanable_reason
@@ -317,10 +324,10 @@ def test_grouping_follows_segment_bytes(tmp_path: Path) -> None:
     part = materialise(g, logdir)
     view = load_partition(part)
     sizes = [s.size for s in view.segments]
-    one = plan_compaction(view, TopicConfig(), now=T0)
+    one = plan_compaction(view, TopicConfig(), now=T0, limits=DEFAULT_LIMITS)
     assert one.groups == [[b for b, _ in g.segments[:-1]]]
     cfg = TopicConfig(segment_bytes=sizes[0] + sizes[1])
-    split = plan_compaction(view, cfg, now=T0)
+    split = plan_compaction(view, cfg, now=T0, limits=DEFAULT_LIMITS)
     assert split.groups[0] == [g.segments[0][0], g.segments[1][0]]
     assert all(len(grp) >= 1 for grp in split.groups) and len(split.groups) >= 2
     code, _o, err = run(
@@ -499,13 +506,15 @@ def test_offset_map_capacity_is_the_brokers() -> None:
 
 def test_full_offset_map_stops_where_the_broker_stops(tmp_path: Path) -> None:
     part = _eight_keys(tmp_path)
-    plan = plan_compaction(load_partition(part), TopicConfig(dedupe_buffer_size=144), now=T0)
+    plan = plan_compaction(
+        load_partition(part), TopicConfig(dedupe_buffer_size=144), now=T0, limits=DEFAULT_LIMITS
+    )
     # k0..k4 (offsets 0-4) fill the map; the keyed record at 5 finds it full: the pass cleans
     # up to offset 4 and checkpoints 5, the broker's SkimpyOffsetMap.latestOffset + 1
     assert (plan.map_size, plan.map_full, plan.end_offset, plan.groups) == (5, True, 5, [[0]])
     assert any("offset map is full" in n for n in plan.notes)
     assert plan.segments[1].why.startswith("in the dirty range, left to the next pass")
-    whole = plan_compaction(load_partition(part), TopicConfig(), now=T0)
+    whole = plan_compaction(load_partition(part), TopicConfig(), now=T0, limits=DEFAULT_LIMITS)
     assert (whole.map_size, whole.map_full, whole.end_offset) == (8, False, 24)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from support.paths import CORPUS, LOGDIR, needs_corpus
 
+from klogtool.formats import DEFAULT_LIMITS
 from klogtool.log import layout
 from klogtool.log.check.verifier import SegmentSummary, Verifier
 from klogtool.log.findings import Finding
@@ -30,11 +31,13 @@ def _both(part_dir: Path) -> tuple[list[tuple[object, ...]], list[tuple[object, 
     for i, seg in enumerate(segs):
         active = i == len(segs) - 1
         open_at_start = dict(txns.open)
-        found = Verifier().verify_segment(
+        found = Verifier(DEFAULT_LIMITS).verify_segment(
             seg, SegmentSummary(seg.base_offset), txns, active=active, missing_index_ok=True
         )
         verified += [_key(f) for f in found if about_index(f.code)]
-        own = check_segment_indexes(seg, active=active, open_txns=open_at_start)
+        own = check_segment_indexes(
+            seg, active=active, open_txns=open_at_start, limits=DEFAULT_LIMITS
+        )
         walked += [_key(f) for f in own]
     return verified, walked
 

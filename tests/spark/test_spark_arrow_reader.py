@@ -12,7 +12,7 @@ from spark_env import require_pyarrow
 from spark_expect import dump_rows_for_compare, table_rows
 from support.paths import CORRUPT, LOGDIR
 
-from klogtool.formats import codecs, payloads, v2
+from klogtool.formats import ReadLimits, codecs, payloads, v2
 from klogtool.formats.batch import Record
 from klogtool.log import column_kinds, splits
 from klogtool.log.export import arrow_reader as ar
@@ -169,7 +169,7 @@ def test_zero_fill_is_not_corruption() -> None:
 def test_a_decompression_bomb_is_a_problem_not_an_oom() -> None:
     path = LOGDIR / "v2-zstd-0"
     with pytest.raises(ar.CorruptSegmentError) as info:
-        read([path], spec.ReadOptions(max_batch_bytes=16))
+        read([path], spec.ReadOptions(limits=ReadLimits(16)))
     assert info.value.code == "limit-exceeded"
 
 

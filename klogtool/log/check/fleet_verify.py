@@ -24,8 +24,8 @@ from typing import Any
 
 from klogtool.codes import Code
 from klogtool.errors import InputError, KlogtoolError
-from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES
 from klogtool.formats.errors import FormatError
+from klogtool.formats.limits import ReadLimits
 from klogtool.log import layout
 from klogtool.log.check.verifier import Stats, Verifier
 from klogtool.log.column_kinds import INT, LONG, STRING
@@ -142,11 +142,9 @@ def _drain(gen: Iterator[Finding], out: list[Finding]) -> Any:
             return stop.value
 
 
-def run_unit(
-    unit: VerifyUnit, *, deep: bool = False, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
-) -> UnitResult:
+def run_unit(unit: VerifyUnit, limits: ReadLimits, *, deep: bool = False) -> UnitResult:
     """Verify one unit (on an executor); finding paths are given back in display form."""
-    v = Verifier(deep=deep, max_batch_bytes=max_batch_bytes)
+    v = Verifier(limits, deep=deep)
     res = UnitResult(display=unit.display, stats=v.stats)
     base = unit.path if unit.kind == PARTITION else os.path.dirname(unit.path)
     shown = unit.display if unit.kind == PARTITION else str(Path(unit.display).parent)
@@ -264,16 +262,16 @@ class FleetVerifier:
     def __init__(
         self,
         runner: Runner,
+        limits: ReadLimits,
         *,
         deep: bool = False,
-        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
         target_split_bytes: int = DEFAULT_TARGET_SPLIT_BYTES,
         min_splits: int = 1,
         progress: Callable[[int], None] | None = None,
     ):
         self.runner = runner
         self.deep = deep
-        self.max_batch_bytes = max_batch_bytes
+        self.limits = limits
         self.target_split_bytes = target_split_bytes
         self.min_splits = min_splits
         self.progress = progress or (lambda n: None)
@@ -295,7 +293,7 @@ class FleetVerifier:
                 bounds = results[i].bounds
                 if parsed is not None and bounds is not None:
                     ends[parsed] = bounds
-            local = Verifier(deep=self.deep, max_batch_bytes=self.max_batch_bytes)
+            local = Verifier(self.limits, deep=self.deep)
             for f in local.verify_log_dir_files(logdir, ends):
                 self.stats.count(f)
                 yield f
@@ -327,11 +325,7 @@ class FleetVerifier:
 
 
 def run_splits_here(
-    splits: list[VerifySplit], *, deep: bool = False, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    splits: list[VerifySplit], limits: ReadLimits, *, deep: bool = False
 ) -> dict[int, UnitResult]:
     """A runner that verifies every unit in this process (tests; Spark's tasks do the same)."""
-    return {
-        u.index: run_unit(u, deep=deep, max_batch_bytes=max_batch_bytes)
-        for s in splits
-        for u in s.units
-    }
+    return {u.index: run_unit(u, limits, deep=deep) for s in splits for u in s.units}

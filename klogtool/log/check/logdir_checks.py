@@ -11,6 +11,7 @@ from pathlib import Path
 from klogtool.codes import Code
 from klogtool.formats import checkpoint
 from klogtool.formats.errors import FormatError
+from klogtool.formats.limits import ReadLimits
 from klogtool.log import layout, pool
 from klogtool.log.check.partition_checks import PartitionChecks
 from klogtool.log.check.segment_checks import Stats
@@ -45,7 +46,7 @@ _CHECKPOINT_BEYOND_END = {
 
 
 def _partition_job(
-    deep: bool, max_batch_bytes: int, path: Path
+    deep: bool, limits: ReadLimits, path: Path
 ) -> Generator[Finding | tuple[Path, tuple[int | None, int | None], Stats, int], None, None]:
     """In a worker: one partition's findings, then ``(path, its bounds, the counts it added,
     the bytes it moved the progress by)`` (findings are counted where they are shown)."""
@@ -55,7 +56,7 @@ def _partition_job(
         nonlocal moved
         moved += n
 
-    verifier = LogDirChecks(deep=deep, max_batch_bytes=max_batch_bytes, progress=progress)
+    verifier = LogDirChecks(limits, deep=deep, progress=progress)
     bounds = yield from verifier.verify_partition(path)
     yield path, bounds, verifier.stats, moved
 
@@ -66,7 +67,7 @@ class LogDirChecks(PartitionChecks):
     def verify_log_dir(self, logdir: layout.LogDir) -> Iterator[Finding]:
         ends: dict[tuple[str, int], tuple[int | None, int | None]] = {}
         if self.jobs > 1:
-            work = partial(_partition_job, self.deep, self.max_batch_bytes)
+            work = partial(_partition_job, self.deep, self.limits)
             for item in pool.spooled(work, logdir.partitions, self.jobs, prefix="klogtool-verify-"):
                 if isinstance(item, Finding):
                     yield item

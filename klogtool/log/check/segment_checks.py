@@ -10,8 +10,9 @@ from pathlib import Path
 
 from klogtool.codes import Code
 from klogtool.formats import engine
-from klogtool.formats.batch import CREATE_TIME, DEFAULT_MAX_BATCH_BYTES, Batch
+from klogtool.formats.batch import CREATE_TIME, Batch
 from klogtool.formats.errors import FormatError
+from klogtool.formats.limits import ReadLimits
 from klogtool.formats.payloads.control import decode_control_record
 from klogtool.formats.records import (
     CLEAN,
@@ -78,14 +79,14 @@ class SegmentChecks:
 
     def __init__(
         self,
+        limits: ReadLimits,
         *,
         deep: bool = False,
-        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
         progress: Callable[[int], None] | None = None,
         jobs: int = 1,
     ):
         self.deep = deep
-        self.max_batch_bytes = max_batch_bytes
+        self.limits = limits
         self.progress = progress or (lambda n: None)
         self.jobs = jobs  # processes verifying the partitions of a log dir
         self.stats = Stats()
@@ -109,7 +110,7 @@ class SegmentChecks:
         st.files += 1
         st.segments += 1
         base = seg.base_offset
-        indexes = SegmentIndexCheck(seg, txns, active=active, max_batch_bytes=self.max_batch_bytes)
+        indexes = SegmentIndexCheck(seg, txns, active=active, limits=self.limits)
         if not missing_index_ok:
             yield from indexes.missing()
         yield from indexes.load(prev_last)
@@ -193,7 +194,9 @@ class SegmentChecks:
     def _check_records(self, path: str, batch: Batch) -> Iterator[Finding]:
         fast = None
         if batch.magic >= 2 and not batch.is_control:
-            fast = engine.check_v2(batch.data, self.max_batch_bytes, f"{path}:{batch.position}")
+            fast = engine.check_v2(
+                batch.data, self.limits.max_batch_bytes, f"{path}:{batch.position}"
+            )
         if fast is None or not fast[1]:  # the python engine reads it and says what is wrong
             yield from self._walk_records(path, batch)
             return
@@ -209,7 +212,7 @@ class SegmentChecks:
         max_ts = -1
         n = 0
         try:
-            for r in batch.records(self.max_batch_bytes):
+            for r in batch.records(self.limits.max_batch_bytes):
                 n += 1
                 if prev is not None and r.offset <= prev:
                     yield Finding(

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES
+from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
 from klogtool.log.column_kinds import (
     BINARY,
     BOOLEAN,
@@ -86,7 +86,7 @@ class ReadOptions:
 
     level: str = "records"
     verify: bool = True  # check batch CRCs (and legacy inner CRCs) while reading
-    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    limits: ReadLimits = DEFAULT_LIMITS
     on_corrupt: str = "fail"
     key_decoder: str = "binary"
     value_decoder: str = "binary"
@@ -106,8 +106,6 @@ class ReadOptions:
         for d in (self.key_decoder, self.value_decoder):
             if d not in PAYLOAD_DECODERS:
                 raise ValueError(f"decoder must be one of {', '.join(PAYLOAD_DECODERS)}, not {d!r}")
-        if self.max_batch_bytes <= 0:
-            raise ValueError("maxBatchBytes must be positive")
         if self.where is not None and self.where.active and self.level != "records":
             raise ValueError("where selects records: it needs level records")
 

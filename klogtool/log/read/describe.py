@@ -9,8 +9,9 @@ headers of the last segment (for the log end offset); no record is decoded.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from klogtool.codes import Code
 from klogtool.errors import InputError
@@ -20,6 +21,9 @@ from klogtool.log import layout
 from klogtool.log.files import partition_dirs_of
 from klogtool.log.partition import SegmentInfo, load_partition
 from klogtool.log.segment import read_small
+
+if TYPE_CHECKING:
+    from klogtool import events
 
 OK = "ok"
 
@@ -40,8 +44,24 @@ class PartitionSummary:
     log_end_clean: bool  # the last segment ends on a whole batch
     state: str | None  # delete / future / stray (layout.partition_dir_state), None when live
 
-    def as_obj(self) -> dict[str, object]:
-        return {"type": "partition", **asdict(self)}
+    def as_obj(self) -> events.DescribePartition:
+        """The ``partition`` object."""
+        return {
+            "type": "partition",
+            "path": self.path,
+            "topic": self.topic,
+            "partition": self.partition,
+            "size": self.size,
+            "log_bytes": self.log_bytes,
+            "segments": self.segments,
+            "log_start_offset": self.log_start_offset,
+            "log_end_offset": self.log_end_offset,
+            "newest_timestamp": self.newest_timestamp,
+            "timestamp_source": self.timestamp_source,
+            "indexes": self.indexes,
+            "log_end_clean": self.log_end_clean,
+            "state": self.state,
+        }
 
 
 def describe(paths: list[str]) -> Iterator[PartitionSummary]:

@@ -48,9 +48,10 @@ from typing import Any
 from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import checkpoint
-from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, Batch, Record
+from klogtool.formats.batch import Batch, Record
 from klogtool.formats.codecs import codec_name
 from klogtool.formats.errors import FormatError
+from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
 from klogtool.formats.payloads.control import ABORT
 from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner, not_a_log
 from klogtool.log import layout, pool
@@ -127,7 +128,7 @@ class DiffOptions:
     leader: str = A  # the side treated as the leader for the truncation offset
     deep: bool = False  # name the record fields that differ in every changed pair
     max_differences: int = 100  # per partition; 0 = all
-    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    limits: ReadLimits = DEFAULT_LIMITS
 
 
 # --------------------------------------------------------------------------------------------
@@ -629,9 +630,9 @@ class _Rec:
         return (self.timestamp, self.key, self.value, self.headers, self.sequence)
 
 
-def _records(batch: Batch, max_batch_bytes: int) -> Iterator[_Rec]:
+def _records(batch: Batch, limits: ReadLimits) -> Iterator[_Rec]:
     """A batch's records, decoded one at a time (bounded memory whatever it holds)."""
-    return map(_Rec.of, batch.records(max_batch_bytes))
+    return map(_Rec.of, batch.records(limits.max_batch_bytes))
 
 
 class _Unordered(Exception):
@@ -815,13 +816,13 @@ def _digest(key: bytes) -> bytes:
 class _Compaction:
     """Whether the differences so far are what the log cleaner does to the full side."""
 
-    def __init__(self, max_batch_bytes: int) -> None:
+    def __init__(self, limits: ReadLimits) -> None:
         self.side: str | None = None  # the compacted side
         self.pending_keys: dict[bytes, int] = {}  # dropped key -> offset, not yet superseded
         # producer -> (first offset, keys) of transactional batches dropped whole: aborted
         # data needs no later key, so an ABORT marker clears their keys
         self.pending_txns: dict[int, tuple[int, list[bytes]]] = {}
-        self.max_batch_bytes = max_batch_bytes
+        self.limits = limits
 
     @property
     def pending(self) -> bool:
@@ -840,7 +841,7 @@ class _Compaction:
         keys, its ABORT marker clears the keys of its producer's dropped batches."""
         if batch.is_control:
             txn = self.pending_txns.pop(batch.producer_id, None)
-            if txn is not None and batch.control_type(self.max_batch_bytes) == ABORT:
+            if txn is not None and batch.control_type(self.limits.max_batch_bytes) == ABORT:
                 first, digests = txn
                 for d in digests:
                     if self.pending_keys.get(d, -1) >= first:
@@ -848,7 +849,7 @@ class _Compaction:
             return
         if not self.pending_keys:
             return
-        for r in records if records is not None else _records(batch, self.max_batch_bytes):
+        for r in records if records is not None else _records(batch, self.limits):
             self._supersede(r)
 
     def _supersede(self, r: _Rec) -> None:
@@ -892,7 +893,7 @@ class _Walk:
         self.pair = pair
         self.sides = {A: sa, B: sb}
         self.options = options
-        self.compaction = _Compaction(options.max_batch_bytes)
+        self.compaction = _Compaction(options.limits)
         self.diverged_at: int | None = None
         self.batch_epochs_at: dict[str, int | None] = {A: None, B: None}
         self.differences = 0
@@ -1012,7 +1013,7 @@ class _Walk:
     def _compare(self, ba: Batch, bb: Batch) -> tuple[_Compared, Callable[[], Iterator[_Pair]]]:
         """The two batches' records compared as they are decoded, and how to pair them again
         (decoded again): as lists where a side's offsets do not increase."""
-        limit = self.options.max_batch_bytes
+        limit = self.options.limits
         deep = self.options.deep
 
         def streamed() -> Iterator[_Pair]:
@@ -1081,7 +1082,7 @@ class _Walk:
                     records = (
                         iter(())
                         if ref.batch.is_control
-                        else _records(ref.batch, self.options.max_batch_bytes)
+                        else _records(ref.batch, self.options.limits)
                     )
                     self.compaction.drop(ref.batch, ((r, False) for r in records), False)
                     explained = True

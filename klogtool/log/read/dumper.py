@@ -14,11 +14,11 @@ from typing import Any, NamedTuple
 from klogtool.codes import Code
 from klogtool.formats import checkpoint, engine, index, payloads
 from klogtool.formats.batch import (
-    DEFAULT_MAX_BATCH_BYTES,
     Batch,
     Record,
 )
 from klogtool.formats.errors import FormatError
+from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
 from klogtool.formats.payloads.control import decode_control_record
 from klogtool.formats.records import CLEAN, CORRUPT, TORN_TAIL, ZERO_FILL, SegmentScanner, not_a_log
 from klogtool.formats.snapshot import parse_snapshot
@@ -45,7 +45,7 @@ class DumpOptions:
     offsets: tuple[int, int] | None = None  # inclusive range
     index_sanity_check: bool = False
     verify_index_only: bool = False
-    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    limits: ReadLimits = DEFAULT_LIMITS
     stdin_kind: str = layout.LOG  # what `-` is read as
     # With "jsonl", "text" or "kafka", records may come as one {"type": "lines", "text": ...}
     # object per batch: their lines in that format, rendered by the native engine (the fast
@@ -176,12 +176,12 @@ class Dumper:
                 batch = item[1]
                 if rendering is None:
                     return None
-                source = batch.native_input(opts.max_batch_bytes)
+                source = batch.native_input(opts.limits.max_batch_bytes)
                 if source is None or batch.count > NATIVE_RENDER_RECORDS:
                     return None
                 return native_render.render_records(
                     source[0],
-                    opts.max_batch_bytes,
+                    opts.limits.max_batch_bytes,
                     batch.position,
                     opts.print_data,
                     opts.key_decoder,
@@ -210,7 +210,7 @@ class Dumper:
                     }
                     continue
                 try:
-                    for rec in batch.records(opts.max_batch_bytes):
+                    for rec in batch.records(opts.limits.max_batch_bytes):
                         if lo is not None and not lo <= rec.offset <= hi:  # type: ignore[operator]
                             continue
                         self.counts["records"] += 1

@@ -593,7 +593,7 @@ class Finder:
         matched: list[Obj] = []
         first = True
         try:
-            for rec in batch.records(opts.dump.max_batch_bytes):
+            for rec in batch.records(opts.dump.limits.max_batch_bytes):
                 self.counts.records += 1
                 self._records_reported += 1
                 if record_level and not where.matches(rec):

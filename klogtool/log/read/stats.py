@@ -57,12 +57,12 @@ from typing import Any
 
 from klogtool.formats import codecs, engine
 from klogtool.formats.batch import (
-    DEFAULT_MAX_BATCH_BYTES,
     LOG_APPEND_TIME,
     LOG_OVERHEAD,
     Batch,
 )
 from klogtool.formats.errors import FormatError
+from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
 from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.formats.v2 import RECORD_BATCH_OVERHEAD, DefaultBatch
 from klogtool.log.pool import fork_context
@@ -376,7 +376,7 @@ class StatsOptions:
     heavy_counters: int = HEAVY_COUNTERS  # space-saving counters for the heaviest keys
     sample_bytes: int = SAMPLE_BYTES
     sample_fraction: float = 1.0  # of the on-disk bytes whose records areas are sampled
-    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    limits: ReadLimits = DEFAULT_LIMITS
 
 
 @dataclass
@@ -707,7 +707,7 @@ def _batch(
     st.magics[magic] = st.magics.get(magic, 0) + 1
     codec = codecs.CODEC_NAMES.get(batch.compression, str(batch.compression))
     if batch.is_control:
-        n = sum(1 for _ in batch.records(opts.max_batch_bytes))
+        n = sum(1 for _ in batch.records(opts.limits.max_batch_bytes))
         st.records += n
         st.control_records += n
         st.bytes_uncompressed += size
@@ -732,7 +732,7 @@ def _batch(
     if magic < 2 and legacy_header is None:
         st.bytes_uncompressed += size
     n = 0
-    for r in batch.records(opts.max_batch_bytes):
+    for r in batch.records(opts.limits.max_batch_bytes):
         n += 1
         key, value = r.key, r.value
         if legacy_header is not None:
@@ -820,7 +820,7 @@ def _v2_volume(
     if batch.compression == codecs.NONE:
         st.bytes_uncompressed += size
     else:
-        records_area = batch.records_area(opts.max_batch_bytes)
+        records_area = batch.records_area(opts.limits.max_batch_bytes)
         st.bytes_uncompressed += RECORD_BATCH_OVERHEAD + len(records_area)
     if sampler.wants(size):
         area = records_area if records_area is not None else batch.data[RECORD_BATCH_OVERHEAD:]

@@ -10,6 +10,7 @@ from typing import Any
 
 from klogtool.formats import index
 from klogtool.formats.errors import FormatError
+from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
 from klogtool.formats.records import CLEAN, ZERO_FILL
 from klogtool.log import layout
 from klogtool.log.findings import Finding
@@ -36,6 +37,7 @@ class CheckTask:
     txnindex: str | None
     active: bool
     open_txns: tuple[tuple[int, int], ...]
+    limits: ReadLimits = DEFAULT_LIMITS  # TODO(issue 24): from rebuild-index's option
 
 
 def run_check_task(task: CheckTask, walked: Walked | None = None) -> list[Finding]:
@@ -47,7 +49,7 @@ def run_check_task(task: CheckTask, walked: Walked | None = None) -> list[Findin
         txnindex=Path(task.txnindex) if task.txnindex else None,
     )
     return check_segment_indexes(
-        seg, active=task.active, open_txns=dict(task.open_txns), walked=walked
+        seg, active=task.active, open_txns=dict(task.open_txns), limits=task.limits, walked=walked
     )
 
 

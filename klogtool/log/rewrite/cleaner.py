@@ -42,7 +42,7 @@ from typing import Any
 from klogtool.codes import Code
 from klogtool.errors import InputError, KlogtoolError
 from klogtool.formats import codecs
-from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, LOG_APPEND_TIME, Batch, Record
+from klogtool.formats.batch import LOG_APPEND_TIME, Batch, Record
 from klogtool.formats.errors import FormatError
 from klogtool.formats.index import (
     AbortedTxn,
@@ -52,6 +52,7 @@ from klogtool.formats.index import (
     iter_txn_index,
 )
 from klogtool.formats.legacy import encode_wrapper
+from klogtool.formats.limits import ReadLimits
 from klogtool.formats.payloads.control import ABORT, COMMIT
 from klogtool.formats.records import SegmentScanner
 from klogtool.formats.v2 import DefaultBatch, reencode
@@ -258,11 +259,11 @@ class _TxnTracker:
         return False
 
 
-def _control_type(batch: Batch, max_batch_bytes: int) -> int | None:
+def _control_type(batch: Batch, limits: ReadLimits) -> int | None:
     """The batch's control type; None for an empty control batch. A record whose key is not
     valid counts as unknown (-1): kept, like ControlRecordType.UNKNOWN. Errors reading the
     records are raised. (A v2 batch has records exactly when its record count is not 0.)"""
-    control_type = batch.control_type(max_batch_bytes)
+    control_type = batch.control_type(limits.max_batch_bytes)
     if control_type is None and batch.count != 0:
         return -1
     return control_type
@@ -276,12 +277,12 @@ class _Cleaner:
         config: TopicConfig,
         now: int,
         producers: dict[int, Producer],
-        max_batch_bytes: int,
+        limits: ReadLimits,
     ):
         self.segments = segments
         self.config = config
         self.now = now
-        self.max_batch_bytes = max_batch_bytes
+        self.limits = limits
         self.progress: Phases | None = None
         self.offset_map = native_clean.offset_map()
         self.latest_offset = -1
@@ -340,12 +341,12 @@ class _Cleaner:
                         if batch.last_offset < first_dirty:
                             continue
                         if batch.is_control:
-                            tracker.on_control(batch, _control_type(batch, self.max_batch_bytes))
+                            tracker.on_control(batch, _control_type(batch, self.limits))
                         elif not tracker.on_batch(batch):
                             added = native_clean.map_batch(
                                 omap,
                                 batch.data,
-                                self.max_batch_bytes,
+                                self.limits.max_batch_bytes,
                                 first_dirty,
                                 capacity,
                                 f"{s.path}:{batch.position}",
@@ -359,7 +360,7 @@ class _Cleaner:
                                     return
                                 latest = batch.last_offset
                                 continue
-                            for r in batch.records(self.max_batch_bytes):
+                            for r in batch.records(self.limits.max_batch_bytes):
                                 if r.key is not None and r.offset >= first_dirty:
                                     if len(omap) >= capacity:
                                         self.map_full = True
@@ -424,7 +425,7 @@ class _Cleaner:
         now = self.now
         is_v2 = isinstance(batch, DefaultBatch)
         if batch.is_control:
-            can_discard = tracker.on_control(batch, _control_type(batch, self.max_batch_bytes))
+            can_discard = tracker.on_control(batch, _control_type(batch, self.limits))
             horizon = batch.delete_horizon_ms
             discard_records = can_discard and horizon is not None and horizon <= now
         else:
@@ -460,7 +461,7 @@ class _Cleaner:
             st.records_in += n_records
 
         def retained() -> Iterator[Record]:
-            for r, k in zip(batch.records(self.max_batch_bytes), keep, strict=True):
+            for r, k in zip(batch.records(self.limits.max_batch_bytes), keep, strict=True):
                 if k:
                     yield r
 
@@ -490,7 +491,7 @@ class _Cleaner:
                 return reencode(
                     batch,
                     keep=keep,
-                    max_batch_bytes=self.max_batch_bytes,
+                    max_batch_bytes=self.limits.max_batch_bytes,
                     base_timestamp=None,
                     max_timestamp=(
                         batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None
@@ -526,7 +527,7 @@ class _Cleaner:
         tombstones."""
         keep = bytearray()
         tombstones = 0
-        for r in batch.records(self.max_batch_bytes):
+        for r in batch.records(self.limits.max_batch_bytes):
             if discard_records:
                 if not batch.is_control:
                     st.aborted += 1
@@ -547,7 +548,7 @@ class _Cleaner:
         decided = native_clean.retain_batch(
             self.offset_map,
             batch.data,
-            self.max_batch_bytes,
+            self.limits.max_batch_bytes,
             self.latest_offset,
             horizon is None or self.now < horizon,  # whether its tombstones stay
             f"byte {batch.position}",
@@ -584,7 +585,7 @@ class _Cleaner:
 
 # ------------------------------------------------------------------------------ planning
 def _scan(
-    view: PartitionView, max_batch_bytes: int, progress: Phases | None = None
+    view: PartitionView, limits: ReadLimits, progress: Phases | None = None
 ) -> tuple[list[_Segment], dict[int, Producer]]:
     """Every segment's batch headers: next offsets, first batch timestamps and the producer
     state (the broker's rebuild of ProducerStateManager); the txn indexes."""
@@ -614,7 +615,7 @@ def _scan(
                     aborted = replay.feed(batch)
                     if aborted is not None:
                         recovered.append(aborted)
-                    _track_producer(producers, batch, max_batch_bytes)
+                    _track_producer(producers, batch, limits)
             except FormatError as e:
                 raise unreadable(e, path) from None
             require_readable_end(scanner, path)
@@ -648,7 +649,7 @@ def _scan(
     return segments, producers
 
 
-def _track_producer(producers: dict[int, Producer], batch: Batch, max_batch_bytes: int) -> None:
+def _track_producer(producers: dict[int, Producer], batch: Batch, limits: ReadLimits) -> None:
     pid = batch.producer_id
     p = producers.get(pid)
     if p is None:
@@ -658,7 +659,7 @@ def _track_producer(producers: dict[int, Producer], batch: Batch, max_batch_byte
         p.last_data_offset = None
     p.last_timestamp = batch.max_timestamp
     if batch.is_control:
-        if _control_type(batch, max_batch_bytes) in (ABORT, COMMIT):
+        if _control_type(batch, limits) in (ABORT, COMMIT):
             p.txn_first_offset = None
         return
     p.last_data_offset = batch.last_offset
@@ -704,14 +705,14 @@ def plan_compaction(
     *,
     now: int,
     high_watermark: int | str | None = None,
+    limits: ReadLimits,
     simulate: bool = False,
-    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
     progress: Phases | None = None,
 ) -> CompactionPlan:
     """Where the cleaner would clean ``view`` at time ``now`` and why; with ``simulate``, the
     exact outcome per segment (the cleaning is run, nothing is written). ``progress`` hears
     of each phase's bytes (reading segments, building the offset map, cleaning)."""
-    segs, producers = _scan(view, max_batch_bytes, progress)
+    segs, producers = _scan(view, limits, progress)
     notes: list[str] = []
     ctx = PartitionContext.load(view, config, now=now, high_watermark=high_watermark)
     leo = ctx.log_end_offset
@@ -768,7 +769,7 @@ def plan_compaction(
     else:
         eligible, eligibility = _eligibility(segs, config, now, first_dirty, ratio)
     stats = _statuses(segs, leo, first_dirty, first_uncleanable, un_reason)
-    cleaner = _Cleaner(segs, config, now, producers, max_batch_bytes)
+    cleaner = _Cleaner(segs, config, now, producers, limits)
     cleaner.progress = progress
     end_offset: int | None = None
     groups: list[list[int]] = []
@@ -1012,7 +1013,7 @@ def compact_partition(
     inputs: PlanInputs,
     dry_run: bool,
     only_eligible: bool,
-    max_batch_bytes: int,
+    limits: ReadLimits,
     phases: PhaseBars | None = None,
 ) -> Iterator[CompactionPass | Notice]:
     """The partition step of ``compact`` (for :func:`klogtool.log.writing.each_partition`):
@@ -1031,7 +1032,7 @@ def compact_partition(
                     now=inputs.now,
                     high_watermark=inputs.high_watermark,
                     simulate=dry_run,
-                    max_batch_bytes=max_batch_bytes,
+                    limits=limits,
                     progress=report,
                 )
         except (KlogtoolError, FormatError) as e:

@@ -37,7 +37,6 @@ from klogtool.errors import InputError, RefusedError
 from klogtool.formats import codecs, engine
 from klogtool.formats.batch import (
     CREATE_TIME,
-    DEFAULT_MAX_BATCH_BYTES,
     LOG_APPEND_TIME,
     NO_TIMESTAMP_TYPE,
     Batch,
@@ -46,6 +45,7 @@ from klogtool.formats.batch import (
 from klogtool.formats.errors import FormatError, UnencodableError
 from klogtool.formats.index import encode_offset_index, encode_time_index, encode_txn_index
 from klogtool.formats.legacy import encode_message, encode_wrapper
+from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
 from klogtool.formats.records import SegmentScanner
 from klogtool.formats.v2 import DefaultBatch, encode_batch, reencode
 from klogtool.log import layout
@@ -78,7 +78,7 @@ class ConvertOptions:
     compression_level: int | None = None
     batch_bytes: int | None = None  # None: one output batch per input batch
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
-    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    limits: ReadLimits = DEFAULT_LIMITS
 
 
 @dataclass
@@ -281,7 +281,7 @@ def plan_segment(
                 batches += 1
                 last_in = batch.last_offset
                 if _is_copy(batch, opts):
-                    for _ in batch.records(opts.max_batch_bytes):
+                    for _ in batch.records(opts.limits.max_batch_bytes):
                         pass  # undecodable records are refused, not copied through
                     last_out = batch.last_offset
                     continue
@@ -367,9 +367,9 @@ def _account(batch: Batch, opts: ConvertOptions, losses: Losses) -> bool:
     if target >= 2 and isinstance(batch, DefaultBatch):
         # nothing to count per record: the native engine's check is the decoding (None: it
         # hands the batch back, and the python engine decodes it or says what is wrong)
-        if engine.check_v2(batch.data, opts.max_batch_bytes, f"byte {batch.position}"):
+        if engine.check_v2(batch.data, opts.limits.max_batch_bytes, f"byte {batch.position}"):
             return True
-    for r in batch.records(opts.max_batch_bytes):
+    for r in batch.records(opts.limits.max_batch_bytes):
         if target < 2 and r.headers:
             losses.headers += 1
         if target == 0 and r.timestamp != -1:
@@ -450,7 +450,7 @@ class _Rebatcher:
         key = _group_key(batch, self.opts)
         limit = self.opts.batch_bytes or 0
         overhead = 61 if self.opts.to_magic >= 2 else 34
-        for r in _plain(batch.records(self.opts.max_batch_bytes)):
+        for r in _plain(batch.records(self.opts.limits.max_batch_bytes)):
             est = _record_estimate(r, self.opts.to_magic)
             if self.records and (
                 key != self.key
@@ -488,12 +488,12 @@ def convert_batch(batch: Batch, opts: ConvertOptions) -> Iterator[bytes]:
             level = opts.compression_level if opts.compression is not None else None
             yield reencode(
                 batch,
-                max_batch_bytes=opts.max_batch_bytes,
+                max_batch_bytes=opts.limits.max_batch_bytes,
                 compression=_target_codec(batch, opts),
                 compression_level=level,
             )
             return
-    records = _plain(batch.records(opts.max_batch_bytes))
+    records = _plain(batch.records(opts.limits.max_batch_bytes))
     try:
         yield from _encode_group(records, _group_key(batch, opts), opts)
     except UnencodableError as e:

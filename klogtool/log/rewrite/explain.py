@@ -19,8 +19,8 @@ from typing import Any
 
 from klogtool.codes import Code
 from klogtool.errors import InputError, KlogtoolError
-from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES
 from klogtool.formats.errors import FormatError
+from klogtool.formats.limits import ReadLimits
 from klogtool.log import layout
 from klogtool.log.atomic import FileOps, complete_interrupted
 from klogtool.log.check.verifier import SegmentSummary, Verifier
@@ -169,7 +169,7 @@ def explain_partition(
     *,
     now: int,
     high_watermark: int | str | None = None,
-    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    limits: ReadLimits,
     progress: Phases | None = None,
 ) -> PartitionExplain:
     """Explain the partition dir ``path`` at time ``now`` (ms). Never writes. ``progress``
@@ -196,7 +196,7 @@ def explain_partition(
             now=now,
             high_watermark=high_watermark,
             simulate=True,
-            max_batch_bytes=max_batch_bytes,
+            limits=limits,
             progress=progress,
         )
     except (KlogtoolError, FormatError) as e:
@@ -221,7 +221,7 @@ def explain_partition(
             "the last segment does not end cleanly (torn or corrupt tail): the broker's "
             "recovery truncates it on load"
         )
-    segments = _segments(view, compaction, retention, max_batch_bytes)
+    segments = _segments(view, compaction, retention, limits)
     snapshot_offsets = sorted(
         o for p in view.snapshots if (o := layout.offset_from_name(p)) is not None
     )
@@ -229,7 +229,7 @@ def explain_partition(
     for s in segments:
         s.snapshot_at_end = s.upper_bound in snap_set
     snapshot_problems: list[Finding] = []
-    checker = Verifier(max_batch_bytes=max_batch_bytes)
+    checker = Verifier(limits)
     for p in view.snapshots:
         snapshot_problems += list(checker._snapshot(p, view.log_end_offset))
     part = layout.scan_partition_dir(path)
@@ -268,11 +268,11 @@ def _segments(
     view: PartitionView,
     compaction: CompactionPlan | None,
     retention: RetentionPlan | None,
-    max_batch_bytes: int,
+    limits: ReadLimits,
 ) -> list[SegmentExplain]:
     by_base_c = {s.base_offset: s for s in compaction.segments} if compaction else {}
     by_base_r = {d.base_offset: d for d in retention.decisions} if retention else {}
-    verifier = Verifier(max_batch_bytes=max_batch_bytes)
+    verifier = Verifier(limits)
     txns = TxnReplay()  # transactions open across segments, as verify carries them
     prev_last: int | None = None
     out: list[SegmentExplain] = []

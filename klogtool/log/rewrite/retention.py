@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from klogtool.codes import Code
 from klogtool.errors import InputError
@@ -45,6 +46,9 @@ from klogtool.log.partition import (
 from klogtool.log.segment import read_small
 from klogtool.log.topicconfig import TopicConfig
 from klogtool.log.writing import Notice, SkipPartition
+
+if TYPE_CHECKING:
+    from klogtool import events
 
 DELETE = "delete"
 KEEP = "keep"
@@ -76,6 +80,21 @@ class SegmentDecision:
     action: str  # DELETE | KEEP
     rule: str
     reason: str
+
+    def as_obj(self, partition: str) -> events.RetentionSweepSegment:
+        """The ``segment`` object (``partition``: its partition dir)."""
+        return {
+            "type": "segment",
+            "partition": partition,
+            "base_offset": self.base_offset,
+            "upper_bound": self.upper_bound,
+            "largest_timestamp": self.largest_timestamp,
+            "timestamp_source": self.timestamp_source,
+            "size": self.size,
+            "action": self.action,
+            "rule": self.rule,
+            "reason": self.reason,
+        }
 
 
 @dataclass
@@ -112,6 +131,29 @@ class RetentionPlan(PartitionContext):
             or self.epochs_after != self.epochs_before
             or self.checkpoint_after != self.checkpoint_before
         )
+
+    def as_obj(self) -> events.RetentionSweepPartition:
+        """The ``partition`` object: the outcome for this partition."""
+        return {
+            "type": "partition",
+            "partition": str(self.path),
+            "topic": self.topic,
+            "now": self.now,
+            "log_end_offset": self.log_end_offset,
+            "high_watermark": self.high_watermark,
+            "high_watermark_source": self.high_watermark_source,
+            "log_start_offset": self.log_start_offset,
+            "new_log_start_offset": self.new_log_start_offset,
+            "roll": self.roll,
+            "segments_deleted": len(self.deleted),
+            "bytes_deleted": self.deleted_bytes,
+            "snapshots_deleted": [p.name for p in self.snapshots],
+            "orphan_indexes_deleted": [p.name for p in self.orphans],
+            "retention_ms": self.config.retention_ms,
+            "retention_bytes": self.config.retention_bytes,
+            "cleanup_policy": ",".join(self.config.cleanup_policy),
+            "notes": self.notes,
+        }
 
 
 class RetentionRefused(ValueError):
