@@ -131,19 +131,19 @@ class LegacyBatch(Batch):
         self._inner: _Unpacked | None = None
 
     @property
-    def data(self) -> memoryview:  # type: ignore[override]
+    def data(self) -> memoryview:
         return self._msg.data
 
     @property
-    def magic(self) -> int:  # type: ignore[override]
+    def magic(self) -> int:
         return self._msg.magic
 
     @property
-    def crc(self) -> int:  # type: ignore[override]
+    def crc(self) -> int:
         return self._msg.crc
 
     @property
-    def attributes(self) -> int:  # type: ignore[override]
+    def attributes(self) -> int:
         return self._msg.attributes
 
     @property
@@ -155,21 +155,21 @@ class LegacyBatch(Batch):
         return self._msg.value
 
     @property
-    def compression(self) -> int:  # type: ignore[override]
+    def compression(self) -> int:
         return self._msg.attributes & COMPRESSION_MASK
 
     @property
-    def timestamp_type(self) -> int:  # type: ignore[override]
+    def timestamp_type(self) -> int:
         if self._msg.magic == 0:
             return NO_TIMESTAMP_TYPE
         return LOG_APPEND_TIME if self._msg.attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME
 
     @property
-    def max_timestamp(self) -> int:  # type: ignore[override]
+    def max_timestamp(self) -> int:
         return self._msg.timestamp
 
     @property
-    def last_offset(self) -> int:  # type: ignore[override]
+    def last_offset(self) -> int:
         return self._msg.offset
 
     @property

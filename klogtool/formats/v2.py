@@ -68,8 +68,21 @@ class DefaultBatch(Batch):
         "base_sequence",
         "records_count",
     )
+    # the header's fields, in slots (Batch declares them read-only: here they are assigned once)
+    position: int
+    size: int
+    data: memoryview
     _base_offset: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
     last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
     records_count: int
 
     def __init__(self, data: memoryview, position: int = 0):
@@ -115,7 +128,7 @@ class DefaultBatch(Batch):
         return self._base_offset
 
     @property
-    def last_offset(self) -> int:  # type: ignore[override]
+    def last_offset(self) -> int:
         return self._base_offset + self.last_offset_delta
 
     @property
@@ -123,19 +136,19 @@ class DefaultBatch(Batch):
         return self.records_count
 
     @property
-    def compression(self) -> int:  # type: ignore[override]
+    def compression(self) -> int:
         return self.attributes & COMPRESSION_MASK
 
     @property
-    def timestamp_type(self) -> int:  # type: ignore[override]
+    def timestamp_type(self) -> int:
         return LOG_APPEND_TIME if self.attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME
 
     @property
-    def is_transactional(self) -> bool:  # type: ignore[override]
+    def is_transactional(self) -> bool:
         return bool(self.attributes & TRANSACTIONAL_FLAG)
 
     @property
-    def is_control(self) -> bool:  # type: ignore[override]
+    def is_control(self) -> bool:
         return bool(self.attributes & CONTROL_FLAG)
 
     @property
@@ -143,7 +156,7 @@ class DefaultBatch(Batch):
         return bool(self.attributes & DELETE_HORIZON_FLAG)
 
     @property
-    def delete_horizon_ms(self) -> int | None:  # type: ignore[override]
+    def delete_horizon_ms(self) -> int | None:
         return self.base_timestamp if self.attributes & DELETE_HORIZON_FLAG else None
 
     @property
