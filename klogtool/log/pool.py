@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from klogtool.formats import engine
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 T = TypeVar("T")
 
@@ -30,6 +30,30 @@ def fork_context() -> Any:
 
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("fork" if "fork" in methods else None)
+
+
+def processes(
+    jobs: int, initializer: Callable[..., None] | None = None, initargs: tuple[Any, ...] = ()
+) -> ProcessPoolExecutor:
+    """The one way klogtool starts worker processes: ``jobs`` of them, forked where fork
+    exists, each running the engine this process runs (python or native) and then
+    ``initializer(*initargs)``."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=fork_context(),
+        initializer=_start_worker,
+        initargs=(engine.name(), initializer, initargs),
+    )
+
+
+def _start_worker(
+    engine_name: str, initializer: Callable[..., None] | None, initargs: tuple[Any, ...]
+) -> None:
+    engine.use(engine_name)
+    if initializer is not None:
+        initializer(*initargs)
 
 
 def spooled(
@@ -56,17 +80,7 @@ def spooled(
         for item in todo:
             yield from fn(item)
         return
-    from concurrent.futures import ProcessPoolExecutor
-
-    with (
-        tempfile.TemporaryDirectory(prefix=prefix) as spool,
-        ProcessPoolExecutor(
-            max_workers=jobs,
-            mp_context=fork_context(),
-            initializer=engine.use,
-            initargs=(engine.name(),),
-        ) as pool,
-    ):
+    with tempfile.TemporaryDirectory(prefix=prefix) as spool, processes(jobs) as pool:
         queue: deque[Future[str] | BaseException] = deque()
         numbered = enumerate(chain(ahead, todo))
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import partial
+from pathlib import Path
 
 import pytest
 
+from klogtool.formats import engine
 from klogtool.log import pool
 
 
@@ -74,3 +76,34 @@ def test_threaded_keeps_order_and_raises_in_turn(threads: int, per_task: int) ->
         for item, result in threaded(slow_square, range(60), threads, per_task=per_task):
             got.append((item, result))
     assert got == [(i, i * i) for i in range(45)]
+
+
+def _engine_and_mark() -> tuple[str, object]:
+    return engine.name(), _MARK
+
+
+_MARK: object = None
+
+
+def _set_mark(value: object) -> None:
+    global _MARK
+    _MARK = value
+
+
+@pytest.mark.parametrize("name", [engine.PYTHON, engine.NATIVE])
+def test_workers_run_the_parents_engine_then_their_initializer(name: str) -> None:
+    if name == engine.NATIVE and not engine.native_available():
+        pytest.skip("the native engine is not built")
+    with engine.using(name), pool.processes(1, _set_mark, ("started",)) as workers:
+        assert workers.submit(_engine_and_mark).result() == (name, "started")
+
+
+def test_every_process_pool_comes_from_the_one_factory() -> None:
+    """A pool made elsewhere would run whatever engine its workers start with."""
+    package = Path(pool.__file__).resolve().parent.parent
+    makers = [
+        str(p.relative_to(package))
+        for p in package.rglob("*.py")
+        if "ProcessPoolExecutor(" in p.read_text()
+    ]
+    assert makers == ["log/pool.py"]

@@ -186,7 +186,7 @@ def test_fleet_verifier_equals_the_verifier(paths: list[str], deep: bool, monkey
         return found, vars(v.stats), err
 
     local = outcome(Verifier(DEFAULT_LIMITS, deep=deep))
-    runner = partial(fleet_verify.run_splits_here, deep=deep)
+    runner = partial(fleet_verify.run_splits_here, limits=DEFAULT_LIMITS, deep=deep)
     for target in (1, 1 << 30):
         fleet = fleet_verify.FleetVerifier(
             runner, DEFAULT_LIMITS, deep=deep, target_split_bytes=target

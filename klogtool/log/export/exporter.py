@@ -23,7 +23,7 @@ import secrets
 import shutil
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +32,7 @@ from klogtool.codes import Code
 from klogtool.errors import InputError, RefusedError
 from klogtool.log.export.arrow_reader import read_split
 from klogtool.log.export.spec import ReadOptions, arrow_schema
+from klogtool.log.pool import processes
 from klogtool.log.splits import DEFAULT_TARGET_SPLIT_BYTES, Split, plan_splits, where_prune
 
 if TYPE_CHECKING:
@@ -317,7 +318,7 @@ def export_local(
             write_split(job, s)
             advance(s.bytes)
     else:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(splits))) as pool:
+        with processes(min(jobs, len(splits))) as pool:
             futures = {pool.submit(write_split, job, s): s for s in splits}
             pending = set(futures)
             try:

@@ -41,14 +41,14 @@ import tempfile
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from klogtool.codes import Code
 from klogtool.errors import InputError
-from klogtool.formats import engine, index
+from klogtool.formats import index
 from klogtool.formats.batch import Batch, Record
 from klogtool.formats.errors import FormatError
 from klogtool.formats.payloads.control import ABORT, decode_control_record
@@ -66,7 +66,7 @@ from klogtool.log import layout
 from klogtool.log.files import InputFile, detect_kind, partition_dirs_of
 from klogtool.log.findings import Finding
 from klogtool.log.objects import batch_object
-from klogtool.log.pool import fork_context
+from klogtool.log.pool import fork_context, processes
 from klogtool.log.read.dumper import DumpOptions, internal_decoder, record_object
 from klogtool.log.read.transactions import PartitionInput, TransactionScanner
 from klogtool.log.record_filter import (
@@ -686,16 +686,10 @@ class Finder:
 
     # -- a process pool ---------------------------------------------------------------------------
     def _parallel(self, targets: list[Target], jobs: int) -> Iterator[Obj]:
-        ctx = fork_context()
-        stop = ctx.Event()
+        stop = fork_context().Event()
         with (
             tempfile.TemporaryDirectory(prefix="klogtool-find-") as spool,
-            ProcessPoolExecutor(
-                max_workers=min(jobs, len(targets)),
-                mp_context=ctx,
-                initializer=_init_worker,
-                initargs=(stop, engine.name()),
-            ) as pool,
+            processes(min(jobs, len(targets)), _init_worker, (stop,)) as pool,
         ):
             queue: deque[tuple[Target, Future[tuple[str, Counts]]]] = deque()
             todo = iter(enumerate(targets))
@@ -736,10 +730,9 @@ class Finder:
 _STOP_EVENT: Any = None
 
 
-def _init_worker(stop: Any, engine_name: str) -> None:
+def _init_worker(stop: Any) -> None:
     global _STOP_EVENT
     _STOP_EVENT = stop
-    engine.use(engine_name)
 
 
 def _search_to_file(options: FindOptions, target: Target, out: str) -> tuple[str, Counts]:

@@ -51,11 +51,10 @@ import hashlib
 import heapq
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from klogtool.formats import codecs, engine
+from klogtool.formats import codecs
 from klogtool.formats.batch import (
     LOG_APPEND_TIME,
     LOG_OVERHEAD,
@@ -65,7 +64,7 @@ from klogtool.formats.errors import FormatError
 from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
 from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.formats.v2 import RECORD_BATCH_OVERHEAD, DefaultBatch
-from klogtool.log.pool import fork_context
+from klogtool.log.pool import processes
 from klogtool.log.read.finder import (
     Progress,
     Target,
@@ -892,12 +891,7 @@ def collect(
         for t in found:
             yield partition_stats(t, options, advance, sampler)
         return
-    with ProcessPoolExecutor(
-        max_workers=min(jobs, len(found)),
-        mp_context=fork_context(),
-        initializer=engine.use,
-        initargs=(engine.name(),),
-    ) as pool:
+    with processes(min(jobs, len(found))) as pool:
         futures = [pool.submit(partition_stats, t, options) for t in found]
         for t, fut in zip(found, futures, strict=True):
             st = fut.result()

@@ -4,11 +4,10 @@ added to one shared counter the parent reads (small inputs stay in-process)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from typing import Any, TypeVar
 
-from klogtool.formats import engine
-from klogtool.log.pool import fork_context
+from klogtool.log.pool import fork_context, processes
 from klogtool.log.segment import Walked
 
 T = TypeVar("T")
@@ -40,15 +39,9 @@ def run_parallel(
         for t, size in zip(tasks, sizes, strict=True):
             out.append(_walk_task(fn, t, size, Walked(progress)))
         return out
-    ctx = fork_context()
-    counter = ctx.Value("q", 0)
+    counter = fork_context().Value("q", 0)
     results: dict[int, R] = {}
-    with ProcessPoolExecutor(
-        max_workers=min(jobs, len(tasks)),
-        mp_context=ctx,
-        initializer=_share_progress,
-        initargs=(counter, engine.name()),
-    ) as pool:
+    with processes(min(jobs, len(tasks)), _share_progress, (counter,)) as pool:
         futures = {
             pool.submit(_walk_task, fn, t, size): i
             for i, (t, size) in enumerate(zip(tasks, sizes, strict=True))
@@ -68,10 +61,9 @@ def run_parallel(
 _SHARED_PROGRESS: Any = None  # a worker's counter of bytes done (multiprocessing.Value)
 
 
-def _share_progress(counter: Any, engine_name: str) -> None:
+def _share_progress(counter: Any) -> None:
     global _SHARED_PROGRESS
     _SHARED_PROGRESS = counter
-    engine.use(engine_name)
 
 
 def _add_shared(n: int) -> None:
