@@ -41,6 +41,19 @@ def test_event_is_the_union_of_every_registered_type() -> None:
     assert typing.get_args(events.Emit) == ([events.Event], None)
 
 
+def test_shared_producers_fit_every_command_they_serve() -> None:
+    """Finding.as_obj() and writing.interrupted_obj() make one object for several commands:
+    each command's type extends theirs (same fields first, same types, required alike)."""
+    for base in (events.FindingObject, events.InterruptedOperation):
+        kind = typing.get_type_hints(base)["type"].__args__[0]
+        served = [cls for (_, k), cls in events.EVENT_TYPES.items() if k == kind]
+        assert len(served) >= 2, kind
+        for cls in served:
+            fields = list(events._fields(cls).items())
+            assert fields[: len(events._fields(base))] == list(events._fields(base).items())
+            assert base.__required_keys__ <= cls.__required_keys__, cls
+
+
 def _emit(command: str, obj: dict[str, object]) -> None:
     with click.Context(click.Command(command), info_name=command):
         Output("jsonl", stdout=io.StringIO()).emit(obj)
