@@ -13,7 +13,7 @@ import pytest
 
 from klogtool.formats.errors import FormatError
 from klogtool.formats.legacy import LegacyBatch
-from klogtool.formats.limits import ReadLimits
+from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
 from klogtool.formats.v2 import DefaultBatch
 from klogtool.log.read.diff import _Compaction
 from klogtool.log.rewrite.cleaner import _control_type as cleaner_control_type
@@ -88,14 +88,14 @@ END_TXN_VALUE = struct.pack(">hi", 0, 3)  # EndTransactionMarker v0, coordinator
 def test_abort() -> None:
     batch = v2_batch([record(control_key(0), END_TXN_VALUE)])
     assert batch.control_type() == 0
-    assert end_marker(batch) is True
+    assert end_marker(batch, DEFAULT_LIMITS) is True
     assert _diff_abort_clears_keys(batch)
 
 
 def test_commit() -> None:
     batch = v2_batch([record(control_key(1), END_TXN_VALUE)])
     assert batch.control_type() == 1
-    assert end_marker(batch) is False
+    assert end_marker(batch, DEFAULT_LIMITS) is False
     assert not _diff_abort_clears_keys(batch)
 
 
@@ -111,7 +111,7 @@ def test_higher_key_version_is_read_as_v0() -> None:
 def test_unknown_type_keeps_its_id() -> None:
     batch = v2_batch([record(control_key(99), b"whatever")])
     assert batch.control_type() == 99
-    assert end_marker(batch) is None
+    assert end_marker(batch, DEFAULT_LIMITS) is None
     assert cleaner_control_type(batch, ReadLimits(1 << 20)) == 99
 
 
@@ -128,7 +128,7 @@ def test_only_the_first_record_counts() -> None:
 def test_invalid_key(key: bytes | None) -> None:
     batch = v2_batch([record(key, END_TXN_VALUE)])
     assert batch.control_type() is None
-    assert end_marker(batch) is None
+    assert end_marker(batch, DEFAULT_LIMITS) is None
     # the cleaner keeps such a marker, as Kafka's UNKNOWN: not None (None = an empty batch)
     assert cleaner_control_type(batch, ReadLimits(1 << 20)) == -1
     assert not _diff_abort_clears_keys(batch)  # an invalid key is no ABORT
@@ -148,7 +148,7 @@ def test_empty_control_batch() -> None:
     batch = v2_batch([])
     assert batch.is_control
     assert batch.control_type() is None
-    assert end_marker(batch) is None
+    assert end_marker(batch, DEFAULT_LIMITS) is None
     assert cleaner_control_type(batch, ReadLimits(1 << 20)) is None
     assert not _diff_abort_clears_keys(batch)
 
@@ -185,7 +185,7 @@ def test_read_errors_are_raised() -> None:
     broken = DefaultBatch(memoryview(bytes(data)))
     with pytest.raises(FormatError):
         broken.control_type()
-    assert end_marker(broken) is None  # the replay reads no marker there
+    assert end_marker(broken, DEFAULT_LIMITS) is None  # the replay reads no marker there
     with pytest.raises(FormatError):
         cleaner_control_type(broken, ReadLimits(1 << 20))
 
@@ -194,5 +194,5 @@ def test_max_batch_bytes() -> None:
     batch = v2_batch([record(control_key(0), END_TXN_VALUE)], codec=1)
     with pytest.raises(FormatError):
         batch.control_type(max_batch_bytes=4)
-    assert end_marker(batch, 4) is None
+    assert end_marker(batch, ReadLimits(4)) is None
     assert batch.control_type(max_batch_bytes=1 << 20) == 0

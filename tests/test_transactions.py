@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from support.cli import ERROR_LINE, jsonl, run
 
+from klogtool.formats import DEFAULT_LIMITS
 from klogtool.formats.batch import Record
 from klogtool.formats.checkpoint import EpochEntry, encode_leader_epoch_checkpoint
 from klogtool.formats.index import AbortedTxn, encode_txn_index
@@ -128,7 +129,7 @@ def orders(root: Path) -> Path:
 
 
 def scan(paths: list[Path], now: int = T0 + 20 * MINUTE, older: int = 15 * MINUTE) -> list[dict]:
-    scanner = TransactionScanner(now_ms=now, older_than_ms=older)
+    scanner = TransactionScanner(now_ms=now, older_than_ms=older, limits=DEFAULT_LIMITS)
     return list(scanner.scan([str(p) for p in paths]))
 
 

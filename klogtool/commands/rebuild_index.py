@@ -11,9 +11,11 @@ from klogtool.commands._options import (
     index_interval_option,
     jobs_option,
     paths_argument,
+    read_limits_option,
     writing_options,
 )
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
+from klogtool.formats import ReadLimits
 from klogtool.log import targets
 from klogtool.log.atomic import FileOps
 from klogtool.log.files import total_log_bytes
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 @index_interval_option
 @jobs_option
 @writing_options
+@read_limits_option
 @click.pass_obj
 def command(
     settings: Settings,
@@ -45,6 +48,7 @@ def command(
     index_interval_bytes: int,
     jobs: int,
     run: WritingRun,
+    limits: ReadLimits,
 ) -> None:
     """Rebuild .index, .timeindex and .txnindex exactly as the broker's recovery does.
 
@@ -69,6 +73,7 @@ def command(
     out, dry_run = run.out, run.dry_run
     ops = FileOps(dry_run=dry_run or check)
     opts = rebuild.RebuildOptions(
+        limits=limits,
         index_interval_bytes=index_interval_bytes,
         jobs=jobs,
         check=check,

@@ -11,9 +11,11 @@ from klogtool.commands._options import (
     format_option,
     parse_now,
     paths_argument,
+    read_limits_option,
     warn_if_a_broker_runs,
 )
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
+from klogtool.formats import ReadLimits
 from klogtool.log.read.transactions import (
     BOOTSTRAP_PLACEHOLDER,
     EPOCH_PLACEHOLDER,
@@ -78,6 +80,7 @@ def _parse_now(_ctx: click.Context, _param: click.Parameter, value: str | None) 
     help="Put into the printed kafka-transactions.sh commands.",
 )
 @format_option()
+@read_limits_option
 @click.pass_obj
 def command(
     settings: Settings,
@@ -87,6 +90,7 @@ def command(
     states: tuple[str, ...],
     bootstrap_server: str,
     fmt: str,
+    limits: ReadLimits,
 ) -> None:
     """List the transactions of partitions and find the hanging ones.
 
@@ -116,7 +120,7 @@ def command(
     out = settings.output(fmt)
     warn_if_a_broker_runs(out, paths)
     scanner = TransactionScanner(
-        now_ms=now, older_than_ms=older_than, bootstrap_server=bootstrap_server
+        now_ms=now, older_than_ms=older_than, limits=limits, bootstrap_server=bootstrap_server
     )
     text = TextReport(out) if fmt == "text" else None
     for obj in scanner.scan(list(paths)):

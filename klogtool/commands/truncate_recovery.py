@@ -12,10 +12,12 @@ from klogtool.commands._options import (
     index_interval_option,
     jobs_option,
     paths_argument,
+    read_limits_option,
     writing_options,
 )
 from klogtool.commands._writing import WritingRun
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
+from klogtool.formats import ReadLimits
 from klogtool.log import targets
 from klogtool.log.atomic import FileOps
 from klogtool.log.files import total_log_bytes
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
 @index_interval_option
 @jobs_option
 @writing_options
+@read_limits_option
 def command(
     paths: tuple[str, ...],
     from_recovery_point: bool,
@@ -60,6 +63,7 @@ def command(
     index_interval_bytes: int,
     jobs: int,
     run: WritingRun,
+    limits: ReadLimits,
 ) -> None:
     """Truncate damaged logs where the broker's recovery would, keeping every byte cut.
 
@@ -109,6 +113,7 @@ def command(
         click.get_current_context().exit(EXIT_OK)
     resolved = targets.resolve(list(paths))
     opts = RecoveryOptions(
+        limits=limits,
         index_interval_bytes=index_interval_bytes,
         from_recovery_point=from_recovery_point,
         quarantine=quarantine,

@@ -244,7 +244,7 @@ class SegmentIndexCheck:
         self.prior_max = self.running_max
         if batch.max_timestamp > self.running_max:
             self.running_max = batch.max_timestamp
-        ev = event_of(batch, self.limits.max_batch_bytes)
+        ev = event_of(batch, self.limits)
         if ev is not None:
             txn = self.txns.apply(ev)
             if ev.aborted:

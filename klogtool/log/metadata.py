@@ -20,6 +20,7 @@ from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import checkpoint
 from klogtool.formats.errors import FormatError
+from klogtool.formats.limits import DEFAULT_LIMITS
 from klogtool.formats.payloads.cluster_metadata import decode_metadata_record
 from klogtool.formats.records import SegmentScanner
 
@@ -89,7 +90,9 @@ def _records(path: Path, start: int = 0) -> Iterator[tuple[int, int, dict[str, A
     for batch in SegmentScanner(memoryview(path.read_bytes()), strict=False):
         if batch.is_control or batch.last_offset < start:
             continue
-        for rec in batch.records():
+        # The default bounds, not a command's: configs are read before (and apart from) the
+        # data the command's --max-batch-bytes is about, and metadata batches are small.
+        for rec in batch.records(DEFAULT_LIMITS.max_batch_bytes):
             if rec.offset < start:
                 continue
             try:

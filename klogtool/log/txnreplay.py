@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
-from klogtool.formats.batch import DEFAULT_MAX_BATCH_BYTES, Batch
+from klogtool.formats.batch import Batch
 from klogtool.formats.errors import FormatError
 from klogtool.formats.index import AbortedTxn
+from klogtool.formats.limits import ReadLimits
 from klogtool.formats.payloads.control import ABORT, COMMIT
 from klogtool.formats.records import SegmentScanner
 from klogtool.formats.snapshot import parse_snapshot
@@ -32,11 +33,11 @@ from klogtool.log.segment import mapped, read_small
 _T = TypeVar("_T")
 
 
-def end_marker(batch: Batch, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> bool | None:
+def end_marker(batch: Batch, limits: ReadLimits) -> bool | None:
     """For a transaction marker batch: True for ABORT, False for COMMIT; None otherwise (an
     empty control batch left by the cleaner, another control type, an unreadable key)."""
     try:
-        type_id = batch.control_type(max_batch_bytes)
+        type_id = batch.control_type(limits.max_batch_bytes)
     except FormatError:
         return None  # unreadable records: no marker either
     if type_id == ABORT:
@@ -57,13 +58,13 @@ class TxnEvent(NamedTuple):
     aborted: bool = False
 
 
-def event_of(batch: Batch, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> TxnEvent | None:
+def event_of(batch: Batch, limits: ReadLimits) -> TxnEvent | None:
     """The batch's event, or None when it does not touch transactions."""
     pid = batch.producer_id
     if pid < 0 or batch.magic < 2:
         return None
     if batch.is_control:
-        aborted = end_marker(batch, max_batch_bytes)
+        aborted = end_marker(batch, limits)
         return None if aborted is None else TxnEvent(False, pid, batch.last_offset, aborted)
     if batch.is_transactional:
         return TxnEvent(True, pid, batch.base_offset)
@@ -114,10 +115,8 @@ class TxnReplay:
         lso = self.last_stable_offset(ev.offset + 1)
         return AbortedTxn(0, ev.producer_id, first, ev.offset, lso)
 
-    def feed(
-        self, batch: Batch, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
-    ) -> AbortedTxn | None:
-        ev = event_of(batch, max_batch_bytes)
+    def feed(self, batch: Batch, limits: ReadLimits) -> AbortedTxn | None:
+        ev = event_of(batch, limits)
         return None if ev is None else self.apply(ev)
 
     def replay(self, events: Iterable[TxnEvent]) -> Iterator[AbortedTxn]:
@@ -127,7 +126,9 @@ class TxnReplay:
                 yield txn
 
 
-def replay_aborted_txns(segments: list[tuple[int, Path]]) -> dict[int, list[AbortedTxn]]:
+def replay_aborted_txns(
+    segments: list[tuple[int, Path]], limits: ReadLimits
+) -> dict[int, list[AbortedTxn]]:
     """Per segment base offset, the .txnindex entries recovery would write (log order)."""
     replay = TxnReplay()
     out: dict[int, list[AbortedTxn]] = {}
@@ -135,14 +136,14 @@ def replay_aborted_txns(segments: list[tuple[int, Path]]) -> dict[int, list[Abor
         entries: list[AbortedTxn] = []
         with mapped(path) as buf:
             for batch in SegmentScanner(buf, check_crc=False, strict=False):
-                txn = replay.feed(batch)
+                txn = replay.feed(batch, limits)
                 if txn is not None:
                     entries.append(txn)
         out[base] = entries
     return out
 
 
-def state_before(part: layout.PartitionDir, base_offset: int) -> TxnReplay:
+def state_before(part: layout.PartitionDir, base_offset: int, limits: ReadLimits) -> TxnReplay:
     """The open transactions when the segment at ``base_offset`` of ``part`` starts.
 
     As the broker's recovery: the newest producer snapshot at or below the segment's base
@@ -181,7 +182,7 @@ def state_before(part: layout.PartitionDir, base_offset: int) -> TxnReplay:
         with mapped(seg.log) as buf:
             for batch in SegmentScanner(buf, check_crc=False, strict=False):
                 if batch.last_offset >= start:
-                    state.feed(batch)
+                    state.feed(batch, limits)
     return state
 
 

@@ -11,6 +11,7 @@ from support.cli import generator, jsonl, run
 from support.paths import CORPUS, LOGDIR, needs_corpus
 from support.repair import INTERVAL, copy_scenario, files, reference_indexes, txn_entry
 
+from klogtool.formats import DEFAULT_LIMITS
 from klogtool.formats.batch import Record
 from klogtool.formats.snapshot import ProducerEntry, encode_snapshot
 from klogtool.formats.v2 import encode_batch
@@ -360,12 +361,14 @@ def test_bad_paths_are_one_line_errors(tmp_path: Path) -> None:
 
 def test_scan_segment_stops_at_non_increasing_offsets() -> None:
     data = (LOGDIR / "v2-none-0" / "00000000000000000000.log").read_bytes()
-    scan = headers.scan_segment(data + data, 0)  # the same batches again: offsets go back
+    # the same batches again: offsets go back
+    scan = headers.scan_segment(data + data, 0, limits=DEFAULT_LIMITS)
     assert scan.end == "corrupt" and scan.error_code == "offset-not-increasing"
     assert scan.valid_bytes == len(data) and scan.last_offset == 16
-    scan = headers.scan_segment(data, 0, prev_last_offset=5)
+    scan = headers.scan_segment(data, 0, limits=DEFAULT_LIMITS, prev_last_offset=5)
     assert scan.valid_bytes == 0 and scan.error_code == "offset-not-increasing"
-    scan = headers.scan_segment(data, 100)  # offsets below the segment's base
+    # offsets below the segment's base
+    scan = headers.scan_segment(data, 100, limits=DEFAULT_LIMITS)
     assert scan.error_code == headers.OFFSET_OVERFLOW and scan.valid_bytes == 0
 
 
@@ -390,12 +393,22 @@ def _variants(buf: bytes) -> list[bytes]:
 
 
 def _same(buf: bytes, base: int, interval: int) -> bool:
-    fast = headers.scan_segment(buf, base, index_interval_bytes=interval, count_records=True)
+    fast = headers.scan_segment(
+        buf, base, limits=DEFAULT_LIMITS, index_interval_bytes=interval, count_records=True
+    )
     slow = headers.scan_segment(
-        buf, base, index_interval_bytes=interval, count_records=True, fast=False
+        buf,
+        base,
+        limits=DEFAULT_LIMITS,
+        index_interval_bytes=interval,
+        count_records=True,
+        fast=False,
     )
     assert fast == slow, (base, interval)
-    return headers._fast_scan(memoryview(buf), base, interval, None, "", True) is not None
+    return (
+        headers._fast_scan(memoryview(buf), base, interval, None, "", True, DEFAULT_LIMITS)
+        is not None
+    )
 
 
 def test_fast_path_gives_what_the_general_scanner_gives() -> None:
@@ -432,7 +445,7 @@ def test_fast_path_applies_the_strict_rules() -> None:
         encode_batch([Record(5, 1, b"k", b"v")], base_offset=3, last_offset_delta=-2),
     ):
         for fast in (True, False):
-            scan = headers.scan_segment(good + bad, 0, fast=fast)
+            scan = headers.scan_segment(good + bad, 0, limits=DEFAULT_LIMITS, fast=fast)
             assert (scan.end, scan.valid_bytes, scan.last_offset) == ("corrupt", len(good), 0)
 
 
@@ -502,7 +515,7 @@ def test_progress_moves_inside_a_segment(
         )
         logs.append(tmp_path / f"{base:020d}.log")
         logs[-1].write_bytes(data)
-    tasks = [headers.ScanTask(str(p), int(p.stem)) for p in logs]
+    tasks = [headers.ScanTask(str(p), int(p.stem), DEFAULT_LIMITS) for p in logs]
     sizes = [p.stat().st_size for p in logs]
     calls: list[int] = []
     scans = parallel.run_parallel(

@@ -12,6 +12,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from klogtool.formats import DEFAULT_LIMITS
 from klogtool.formats.batch import Record
 from klogtool.formats.index import AbortedTxn
 from klogtool.formats.payloads.control import ABORT, COMMIT, encode_end_txn_marker
@@ -78,13 +79,13 @@ def test_replay_agrees_with_the_brute_force_reading(steps: list[Step], cuts: lis
     want = _reference(steps)
 
     replay = TxnReplay()
-    fed = [t for b in batches if (t := replay.feed(b)) is not None]
+    fed = [t for b in batches if (t := replay.feed(b, DEFAULT_LIMITS)) is not None]
     assert fed == want
 
     # cut into segments: chain over per-segment events gives the same, segment by segment
     bounds = sorted({0, len(batches), *(c for c in cuts if c < len(batches))})
     events = [
-        [e for b in batches[lo:hi] if (e := event_of(b)) is not None]
+        [e for b in batches[lo:hi] if (e := event_of(b, DEFAULT_LIMITS)) is not None]
         for lo, hi in zip(bounds, bounds[1:], strict=False)
     ]
     chained = chain(TxnReplay(), events)
@@ -100,6 +101,10 @@ def test_a_hand_replayed_history() -> None:
     steps = [(1, "data"), (2, "data"), (1, "abort"), (2, "commit"), (3, "abort")]
     steps += [(1, "data"), (1, "abort")]
     replay = TxnReplay()
-    got = [t for off, s in enumerate(steps) if (t := replay.feed(_batch(*s, off))) is not None]
+    got = [
+        t
+        for off, s in enumerate(steps)
+        if (t := replay.feed(_batch(*s, off), DEFAULT_LIMITS)) is not None
+    ]
     assert got == [AbortedTxn(0, 1, 0, 2, 1), AbortedTxn(0, 1, 5, 6, 7)]
     assert replay.open == {}

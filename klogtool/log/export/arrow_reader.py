@@ -515,7 +515,7 @@ class _RangeReader:
         if not self.where.transactions:
             return True
         if self.txns is None:
-            self.txns = segment_transaction_states(self.rng.path)
+            self.txns = segment_transaction_states(self.rng.path, self.opts.limits)
         return self.txns.state(batch) in self.where.transactions
 
     # -- building ------------------------------------------------------------------------

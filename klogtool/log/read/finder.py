@@ -51,6 +51,7 @@ from klogtool.errors import InputError
 from klogtool.formats import index
 from klogtool.formats.batch import Batch, Record
 from klogtool.formats.errors import FormatError
+from klogtool.formats.limits import ReadLimits
 from klogtool.formats.payloads.control import ABORT, decode_control_record
 from klogtool.formats.records import (
     CLEAN,
@@ -190,7 +191,8 @@ def _dir_target(path: Path, display: str) -> Target:
 class TransactionStates:
     """Per producer: its transactions' first offsets, end offsets and states (compact arrays)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limits: ReadLimits) -> None:
+        self.limits = limits
         self.by_pid: dict[int, tuple[array[int], array[int], bytearray]] = {}
 
     def add(self, pid: int, first: int, end: int, state: str) -> None:
@@ -204,7 +206,7 @@ class TransactionStates:
             return NONE
         if batch.is_control:
             try:
-                rec = next(iter(batch.records()))
+                rec = next(iter(batch.records(self.limits.max_batch_bytes)))
                 ctl = decode_control_record(rec.key, rec.value)
             except (FormatError, StopIteration):
                 return NONE
@@ -220,11 +222,13 @@ class TransactionStates:
         return OPEN
 
 
-def transaction_states(target: Target) -> TransactionStates:
+def transaction_states(target: Target, limits: ReadLimits) -> TransactionStates:
     """Every transaction of ``target``, from the producer-state rules of the transactions
     command (a header pass; control records only are decoded)."""
-    txns = TransactionStates()
-    scanner = TransactionScanner(now_ms=0, older_than_ms=MAX_OFFSET, use_coordinator=False)
+    txns = TransactionStates(limits)
+    scanner = TransactionScanner(
+        now_ms=0, older_than_ms=MAX_OFFSET, limits=limits, use_coordinator=False
+    )
     part = PartitionInput(
         Path(target.display), target.display, target.topic, target.partition, target.segments
     )
@@ -236,7 +240,7 @@ def transaction_states(target: Target) -> TransactionStates:
     return txns
 
 
-def segment_transaction_states(log_path: str) -> TransactionStates:
+def segment_transaction_states(log_path: str, limits: ReadLimits) -> TransactionStates:
     """The transactions of the partition that the segment ``log_path`` belongs to (of the
     segment alone when its directory is not a partition's). Kept per process for the last few
     partitions, as long as their ``.log`` files are unchanged."""
@@ -251,8 +255,8 @@ def segment_transaction_states(log_path: str) -> TransactionStates:
         if s.log is not None
         for st in (s.log.stat(),)
     )
-    states = _STATES_CACHE.pop(signature, None) or transaction_states(target)
-    _STATES_CACHE[signature] = states  # the most recent last
+    states = _STATES_CACHE.pop((signature, limits), None) or transaction_states(target, limits)
+    _STATES_CACHE[(signature, limits)] = states  # the most recent last
     while len(_STATES_CACHE) > 8:
         del _STATES_CACHE[next(iter(_STATES_CACHE))]
     return states
@@ -379,7 +383,8 @@ class Finder:
         """One partition's objects (raises :class:`_Stop` when the limit is reached)."""
         self.counts.partitions += 1
         opts = self.opts
-        self._txns = transaction_states(target) if self.where.transactions else None
+        limits = opts.dump.limits
+        self._txns = transaction_states(target, limits) if self.where.transactions else None
         order = range(len(target.segments))
         for i in reversed(order) if opts.newest_first else order:
             files = target.segments[i]

@@ -664,7 +664,7 @@ def partition_stats(
     st = PartitionStats(target.display, target.topic, target.partition)
     st.top_keys = TopCounter(options.heavy_counters)
     sampler = sampler or _Sampler(options.sample_fraction, options.sample_bytes)
-    txns = transaction_states(target)
+    txns = transaction_states(target, options.limits)
     for files, display in zip(target.segments, target.seg_displays, strict=True):
         assert files.log is not None
         st.segments += 1

@@ -51,6 +51,7 @@ from klogtool.errors import InputError
 from klogtool.formats import index
 from klogtool.formats.batch import CREATE_TIME
 from klogtool.formats.errors import FormatError
+from klogtool.formats.limits import ReadLimits
 from klogtool.formats.payloads.control import ABORT, COMMIT, decode_control_record
 from klogtool.formats.payloads.transaction_state import (
     decode_transaction_state,
@@ -207,9 +208,11 @@ class TransactionScanner:
         *,
         now_ms: int,
         older_than_ms: int,
+        limits: ReadLimits,
         bootstrap_server: str = BOOTSTRAP_PLACEHOLDER,
         use_coordinator: bool = True,
     ):
+        self.limits = limits
         self.now_ms = now_ms
         self.older_than_ms = older_than_ms
         self.bootstrap_server = bootstrap_server
@@ -285,7 +288,7 @@ class TransactionScanner:
                         txn.records += batch.count
                         continue
                     try:
-                        rec = next(iter(batch.records()))
+                        rec = next(iter(batch.records(self.limits.max_batch_bytes)))
                         ctl = decode_control_record(rec.key, rec.value)
                     except (FormatError, StopIteration) as e:
                         if batch.count == 0:
@@ -577,7 +580,7 @@ class TransactionScanner:
                 if seg.log is None:
                     continue
                 try:
-                    for pid, info in _scan_txn_state(seg.log, parsed[1]):
+                    for pid, info in _scan_txn_state(seg.log, parsed[1], self.limits):
                         info.coordinator_epoch = max(info.coordinator_epoch, epoch)
                         found[pid] = info
                 except (FormatError, OSError):
@@ -597,12 +600,14 @@ def _latest_leader_epoch(part: layout.PartitionDir) -> int:
     return max((e.epoch for e in entries), default=-1)
 
 
-def _scan_txn_state(log: Path, partition: int) -> Iterator[tuple[int, CoordinatorInfo]]:
+def _scan_txn_state(
+    log: Path, partition: int, limits: ReadLimits
+) -> Iterator[tuple[int, CoordinatorInfo]]:
     with mapped(log) as buf:
         for batch in SegmentScanner(buf, check_crc=False):
             if batch.is_control:
                 continue
-            for rec in batch.records():
+            for rec in batch.records(limits.max_batch_bytes):
                 try:
                     record = decode_transaction_state(rec.key, rec.value)
                 except FormatError:

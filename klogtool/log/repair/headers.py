@@ -15,6 +15,7 @@ from klogtool.formats import index
 from klogtool.formats.batch import LOG_OVERHEAD, Batch
 from klogtool.formats.crc import CrcPrefetch, crc32c, crc_prefetch
 from klogtool.formats.errors import CorruptRecordError, FormatError
+from klogtool.formats.limits import ReadLimits
 from klogtool.formats.records import CLEAN, CORRUPT, ReleaseBehind, ScanResult
 from klogtool.formats.v2 import (
     BATCH_HEADER,
@@ -105,12 +106,14 @@ class _EventCollector:
     def __init__(
         self,
         base_offset: int,
+        limits: ReadLimits,
         *,
         prev_last_offset: int | None = None,
         count_records: bool = False,
         check_range: bool = True,
         walked: Walked | None = None,
     ):
+        self.limits = limits
         self.walked = walked
         self.base_offset = base_offset
         self.prev_last = prev_last_offset
@@ -160,7 +163,7 @@ class _EventCollector:
                 self.records += batch.count
             except FormatError:
                 pass  # an unreadable legacy wrapper: its records cannot be counted
-        ev = event_of(batch)
+        ev = event_of(batch, self.limits)
         if ev is None:
             return
         if not ev.begin:
@@ -180,6 +183,7 @@ def _fast_scan(
     prev_last_offset: int | None,
     path: str,
     count_records: bool,
+    limits: ReadLimits,
     walked: Walked | None = None,
     ahead: CrcPrefetch | None = None,
 ) -> SegmentScan | None:
@@ -234,7 +238,7 @@ def _fast_scan(
             return None
         if pid >= 0 and attrs & (CONTROL_FLAG | TRANSACTIONAL_FLAG):
             if attrs & CONTROL_FLAG:
-                aborted = end_marker(DefaultBatch(view[pos:end], pos))
+                aborted = end_marker(DefaultBatch(view[pos:end], pos), limits)
                 if aborted is not None:
                     events.append(TxnEvent(False, pid, last, aborted))
                     end_txn(pid)
@@ -284,6 +288,7 @@ def scan_segment(
     buf: bytes | memoryview,
     base_offset: int,
     *,
+    limits: ReadLimits,
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
     prev_last_offset: int | None = None,
     count_records: bool = False,
@@ -321,6 +326,7 @@ def scan_segment(
                 prev_last_offset,
                 path,
                 count_records,
+                limits,
                 walked=walked,
                 ahead=ahead,
             )
@@ -330,7 +336,11 @@ def scan_segment(
         if quick is not None:
             return quick
     collector = _EventCollector(
-        base_offset, prev_last_offset=prev_last_offset, count_records=count_records, walked=walked
+        base_offset,
+        limits,
+        prev_last_offset=prev_last_offset,
+        count_records=count_records,
+        walked=walked,
     )
     try:
         built = build_indexes(
@@ -389,6 +399,7 @@ def _entry_offset(view: memoryview, pos: int) -> int | None:
 class ScanTask:
     path: str
     base_offset: int
+    limits: ReadLimits
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     prev_last_offset: int | None = None
     count_records: bool = False
@@ -400,6 +411,7 @@ def run_scan_task(task: ScanTask, walked: Walked | None = None) -> SegmentScan:
         return scan_segment(
             buf,
             task.base_offset,
+            limits=task.limits,
             index_interval_bytes=task.index_interval_bytes,
             prev_last_offset=task.prev_last_offset,
             count_records=task.count_records,

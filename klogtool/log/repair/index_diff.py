@@ -10,7 +10,7 @@ from typing import Any
 
 from klogtool.formats import index
 from klogtool.formats.errors import FormatError
-from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
+from klogtool.formats.limits import ReadLimits
 from klogtool.formats.records import CLEAN, ZERO_FILL
 from klogtool.log import layout
 from klogtool.log.findings import Finding
@@ -37,7 +37,7 @@ class CheckTask:
     txnindex: str | None
     active: bool
     open_txns: tuple[tuple[int, int], ...]
-    limits: ReadLimits = DEFAULT_LIMITS  # TODO(issue 24): from rebuild-index's option
+    limits: ReadLimits
 
 
 def run_check_task(task: CheckTask, walked: Walked | None = None) -> list[Finding]:

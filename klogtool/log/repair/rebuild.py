@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from klogtool.codes import Code
 from klogtool.formats import index
+from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
 from klogtool.formats.records import ZERO_FILL
 from klogtool.log import layout, txnreplay
 from klogtool.log.atomic import FileOps
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class RebuildOptions:
+    limits: ReadLimits = DEFAULT_LIMITS
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     jobs: int = 1
     check: bool = False
@@ -217,7 +219,12 @@ def run_rebuild(
                 stats.partitions += 1
                 units.append(_Unit(t, part, logs, selected))
             tasks = [
-                ScanTask(str(u.logs[i].log), u.logs[i].base_offset, opts.index_interval_bytes)
+                ScanTask(
+                    str(u.logs[i].log),
+                    u.logs[i].base_offset,
+                    opts.limits,
+                    opts.index_interval_bytes,
+                )
                 for u in units
                 for i in u.selected
             ]
@@ -246,7 +253,7 @@ def _rebuild_unit(
     stats: RebuildStats,
     progress: Callable[[int], None] | None,
 ) -> None:
-    state = txnreplay.state_before(u.part, u.logs[u.selected[0]].base_offset)
+    state = txnreplay.state_before(u.part, u.logs[u.selected[0]].base_offset, opts.limits)
     open_at_start: list[dict[int, int]] = []
     aborted: list[list[index.AbortedTxn] | None] = []
     broken = False
@@ -356,6 +363,7 @@ def _check_unit(
                 str(seg.txnindex) if seg.txnindex else None,
                 i == len(u.logs) - 1,
                 tuple(sorted(at_start.items())),
+                opts.limits,
             )
         )
     checked = run_parallel(

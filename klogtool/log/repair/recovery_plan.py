@@ -15,6 +15,7 @@ from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import checkpoint, index
 from klogtool.formats.errors import FormatError
+from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
 from klogtool.formats.records import ZERO_FILL, SegmentScanner
 from klogtool.formats.snapshot import parse_snapshot
 from klogtool.log import indexcheck, layout, txnreplay
@@ -51,6 +52,7 @@ CREATED = "created"  # a file that did not exist before (restore deletes it)
 
 @dataclass
 class RecoveryOptions:
+    limits: ReadLimits = DEFAULT_LIMITS
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     from_recovery_point: bool = False
     quarantine: Path | None = None  # --quarantine DIR
@@ -346,7 +348,9 @@ def plan_partition(
     recovered = logs[start:]
     plan.segments_trusted = len(trusted)
     tasks = [
-        headers.ScanTask(str(s.log), s.base_offset, opts.index_interval_bytes, count_records=True)
+        headers.ScanTask(
+            str(s.log), s.base_offset, opts.limits, opts.index_interval_bytes, count_records=True
+        )
         for s in recovered
     ]
     sizes = [os.path.getsize(t.path) for t in tasks]
@@ -407,6 +411,7 @@ def _walk_scans(
                 scan = headers.scan_segment(
                     buf,
                     seg.base_offset,
+                    limits=opts.limits,
                     index_interval_bytes=opts.index_interval_bytes,
                     prev_last_offset=prev_last,
                     count_records=True,
@@ -527,7 +532,7 @@ def _plan_indexes(
     indexes the broker would rebuild (missing, or failing the checks)."""
     part_dir = part.path
     # indexes: the truncated segment's, and those of recovered segments that need recovery
-    initial = txnreplay.state_before(part, recovered[0].base_offset)
+    initial = txnreplay.state_before(part, recovered[0].base_offset, opts.limits)
     chained = txnreplay.chain(initial, [scan.events for scan in kept])
     check_tasks: list[index_diff.CheckTask] = []
     checked: list[int] = []
@@ -549,6 +554,7 @@ def _plan_indexes(
                 str(seg.txnindex) if seg.txnindex else None,
                 i == len(kept) - 1,
                 tuple(sorted(chained[i][0].items())),
+                opts.limits,
             )
         )
     results = parallel.run_parallel(

@@ -612,7 +612,7 @@ def _scan(
                     next_offset = batch.last_offset + 1
                     if batch.producer_id < 0:
                         continue
-                    aborted = replay.feed(batch)
+                    aborted = replay.feed(batch, limits)
                     if aborted is not None:
                         recovered.append(aborted)
                     _track_producer(producers, batch, limits)

@@ -653,7 +653,9 @@ def _ensure_indexes(
         ".timeindex": encode_time_index(built.times, base),
     }
     if ".index" in missing and opts.to_magic >= 2:
-        txns = replay_aborted_txns([(s.base_offset, s.source) for s in part.segments])[base]
+        txns = replay_aborted_txns([(s.base_offset, s.source) for s in part.segments], opts.limits)[
+            base
+        ]
         txn_path = d / layout.segment_name(base, ".txnindex")
         if txns:
             missing.append(".txnindex")
