@@ -4,8 +4,9 @@
 
 Prints the largest modules and functions, the import floors inside ``klogtool/log`` (the
 longest chain of imports between its packages, and between its modules), and how many modules
-name a read setting (``max_batch_bytes``, ``max_records``): the modules a new read limit would
-have to be threaded through. ``duplicates --most 200`` gives the duplicated pairs.
+name ``max_batch_bytes`` (the modules a new read bound had to be threaded through before
+``ReadLimits``) and how many functions default a bound. ``duplicates --most 200`` gives the
+duplicated pairs.
 """
 
 from __future__ import annotations
@@ -121,11 +122,14 @@ def main() -> int:
     for line in outside:
         print(f"  {line}")
 
-    pattern = re.compile(r"\bmax_batch_bytes\b|\bmax_records\b")
+    pattern = re.compile(r"\bmax_batch_bytes\b")
     naming = [m for m, p in sources.items() if pattern.search(p.read_text())]
-    defaults = sum(_defaulted(t, "max_batch_bytes") for t in trees.values())
-    print(f"modules naming a read limit: {len(naming)}")
-    print(f"parameters max_batch_bytes with a default: {defaults}")
+    outside = [m for m in naming if not m.startswith("klogtool.formats")]
+    print(f"modules naming max_batch_bytes: {len(naming)} ({len(outside)} outside formats)")
+    for bound in ("max_batch_bytes", "limits"):
+        log_defaults = sum(_defaulted(trees[m], bound) for m in log)
+        all_defaults = sum(_defaulted(t, bound) for t in trees.values())
+        print(f"functions defaulting {bound}: {all_defaults} ({log_defaults} in log/)")
     return 0
 
 
