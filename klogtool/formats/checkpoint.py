@@ -1,4 +1,4 @@
-"""Text files of a Kafka log dir (kafka-spec §3.7-3.10).
+"""Text files of a Kafka log dir (docs/kafka-rules.md, Partition directory files).
 
 * offset checkpoints (``recovery-point-offset-checkpoint``, ``replication-offset-checkpoint``,
   ``log-start-offset-checkpoint``, ``cleaner-offset-checkpoint``) and ``leader-epoch-checkpoint``:

@@ -1,6 +1,7 @@
 """.index (OffsetIndex), .timeindex (TimeIndex) and .txnindex (TransactionIndex) files.
 
-Bytes in, entries out; bytes out for the encoders. Kafka's rules (kafka-spec §3.3-3.5):
+Bytes in, entries out; bytes out for the encoders. Kafka's rules (docs/kafka-rules.md,
+Partition directory files):
 
 * ``.index``: 8-byte slots ``relative_offset:int32, position:int32``. An untrimmed (preallocated)
   file is zero-filled; the broker's loader counts every slot as an entry, DumpLogSegments stops at

@@ -1,4 +1,5 @@
-"""Producer state snapshots (``<offset>.snapshot``, kafka-spec §3.6).
+"""Producer state snapshots, ``<offset>.snapshot`` (docs/kafka-rules.md, Partition directory
+files).
 
 Layout: ``version:int16`` (must be 1), ``crc:uint32`` (CRC-32C over bytes [6, EOF)),
 ``count:int32``, then ``count`` 46-byte producer entries. Kafka reads the whole structure first

@@ -335,7 +335,8 @@ def test_klogtool_v1_log_append_time_wrapper(codec):
     (batch,) = scan(buf)
     assert batch.timestamp_type == LOG_APPEND_TIME and batch.max_timestamp == T0 + 42
     assert theirs(buf) == expect(data, 1, ts=T0 + 42) == ours(buf)
-    # Kafka's builder writes the append time into every inner record too (kafka-spec §1.3)
+    # Kafka's builder writes the append time into every inner record too
+    # (docs/kafka-rules.md, Record formats)
     assert [t for _, t, _, _ in inner_entries(buf)] == [T0 + 42] * len(data)
 
 

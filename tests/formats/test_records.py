@@ -265,7 +265,7 @@ def test_two_crc_mismatches_report_the_first():
 
 def test_fields_outside_the_crc():
     # v2: baseOffset and partitionLeaderEpoch are not covered by the CRC (the broker rewrites
-    # them in place); legacy: the offset is not covered (kafka-spec §1.2, §1.4).
+    # them in place); legacy: the offset is not covered (docs/kafka-rules.md, Record formats).
     buf, positions = make_segment(2, codecs.NONE)
     out = bytearray(buf)
     for i, p in enumerate(positions):

@@ -342,7 +342,8 @@ def test_control_batch_both_ways(marker):
 
 
 def test_empty_batch_both_ways():
-    # an emptied batch as compaction leaves it: count 0, header kept (kafka-spec §1.4)
+    # an emptied batch as compaction leaves it: count 0, header kept
+    # (docs/kafka-rules.md, Compaction)
     buf = v2.encode_batch(
         [],
         base_offset=1000,
