@@ -22,6 +22,7 @@ from klogtool.formats.errors import FormatError, LimitExceededError, Unencodable
 from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.log import layout, targets
 from klogtool.log.atomic import CLEANED, FileOps, complete_interrupted, log_dir_lock, log_dir_of
+from klogtool.log.findings import Finding
 
 if TYPE_CHECKING:
     from klogtool import events
@@ -127,9 +128,24 @@ def run_partitions(
 
 @dataclass
 class Session:
+    """A writing session: what it finished before the work (interrupted operations, per
+    partition or log dir) and the log dirs a broker holds (dry runs only). The writing
+    commands report both as notices (:func:`completed_notices`); truncate-recovery and
+    rebuild-index, whose output is a report of the files, as objects and findings
+    (:meth:`interrupted`, :meth:`busy_findings`), each right before the work on that path."""
+
     ops: FileOps
     completed: dict[Path, list[str]] = field(default_factory=dict)  # partition -> actions
     busy: list[Path] = field(default_factory=list)  # log dirs a broker holds (dry runs only)
+
+    def interrupted(self, path: Path, display: str) -> list[events.InterruptedOperation]:
+        """The ``interrupted_operation`` objects of what was finished at ``path``."""
+        return [interrupted_obj(display, m, self.ops.dry_run) for m in self.completed.get(path, [])]
+
+    def busy_findings(self) -> list[Finding]:
+        return [
+            Finding("warning", Code.BROKER_RUNNING, str(d), None, None, BUSY) for d in self.busy
+        ]
 
 
 BUSY = (

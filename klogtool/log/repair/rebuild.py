@@ -58,7 +58,7 @@ from klogtool.log.repair.index_diff import (
 )
 from klogtool.log.repair.parallel import run_parallel
 from klogtool.log.targets import PartitionTarget, Targets
-from klogtool.log.writing import BUSY, interrupted_obj, writing_session
+from klogtool.log.writing import writing_session
 
 if TYPE_CHECKING:
     from klogtool import events
@@ -190,15 +190,14 @@ def run_rebuild(
             )
         )
         with session as started:
-            for d in started.busy if started is not None else []:
-                finding(Finding("warning", Code.BROKER_RUNNING, str(d), None, None, BUSY))
-            completed = started.completed if started is not None else {}
-            for message in completed.get(log_dir, []):
-                emit(interrupted_obj(str(log_dir), message, ops.dry_run))
+            for f in started.busy_findings() if started is not None else []:
+                finding(f)
+            for obj in started.interrupted(log_dir, str(log_dir)) if started is not None else []:
+                emit(obj)
             units: list[_Unit] = []
             for t in group:
-                for message in completed.get(t.path, []):
-                    emit(interrupted_obj(t.display, message, ops.dry_run))
+                for obj in started.interrupted(t.path, t.display) if started is not None else []:
+                    emit(obj)
                 part = layout.scan_partition_dir(t.path)
                 logs = [s for s in part.segments if s.log is not None]
                 selected = list(range(len(logs)))

@@ -66,7 +66,7 @@ from klogtool.log.repair.restore import (
     restore,
 )
 from klogtool.log.targets import Targets
-from klogtool.log.writing import BUSY, interrupted_obj, writing_session
+from klogtool.log.writing import writing_session
 
 if TYPE_CHECKING:
     from klogtool import events
@@ -163,15 +163,15 @@ def _recover_groups(
     for log_dir, group in targets.by_log_dir():
         paths = [t.path for t in group]
         with writing_session(paths, force=force, dry_run=opts.dry_run, ops=ops) as session:
-            for d in session.busy:
-                finding(Finding("warning", Code.BROKER_RUNNING, str(d), None, None, BUSY))
-            for message in session.completed.get(log_dir, []):
-                emit(interrupted_obj(str(log_dir), message, ops.dry_run))
+            for f in session.busy_findings():
+                finding(f)
+            for obj in session.interrupted(log_dir, str(log_dir)):
+                emit(obj)
             for t in group:
                 stats.partitions += 1
-                done = session.completed.get(t.path, [])
-                for message in done:
-                    emit(interrupted_obj(t.display, message, ops.dry_run))
+                done = session.interrupted(t.path, t.display)
+                for obj in done:
+                    emit(obj)
                 if done and ops.dry_run:
                     emit(
                         note_obj(
@@ -263,9 +263,9 @@ def run_restore(
                     code=Code.NOT_FOUND,
                 )
             with writing_session([part_dir], force=force, dry_run=ops.dry_run, ops=ops) as session:
-                for where, done in session.completed.items():
-                    for message in done:
-                        emit(interrupted_obj(str(where), message, ops.dry_run))
+                for where in list(session.completed):
+                    for obj in session.interrupted(where, str(where)):
+                        emit(obj)
                 report = restore(qdir, ops, emit, part_dir)
             emit(report.as_obj())
             reports.append(report)
