@@ -634,12 +634,12 @@ class ConvertFormatSummary(TypedDict):
     segments: int
     segments_unchanged: int
     bytes_in: int
-    segments_written: int
-    bytes_out: int
-    batches_out: int
-    indexes_rebuilt: int
-    files_carried: int
-    destination: str
+    segments_written: NotRequired[int]  # these five: not with --dry-run
+    bytes_out: NotRequired[int]
+    batches_out: NotRequired[int]
+    indexes_rebuilt: NotRequired[int]
+    files_carried: NotRequired[int]
+    destination: NotRequired[str]  # not with --dry-run or --in-place
     losses: dict[str, Any]
 
 

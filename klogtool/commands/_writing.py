@@ -4,15 +4,22 @@ table, or a ``summary`` object), then the exit status: 1 when a partition was sk
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeAlias
 
 import click
 
+from klogtool import events
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
 from klogtool.log.writing import Notice, run_partitions, select_partitions
 from klogtool.output import Output, label
+
+# The summary objects of the writing commands: each command builds its own (its totals, which
+# its ``show`` adds to) and hands it to WritingRun.summary.
+Summary: TypeAlias = (
+    events.CompactSummary | events.ConvertFormatSummary | events.RetentionSweepSummary
+)
 
 
 class WritingRun:
@@ -47,38 +54,41 @@ class WritingRun:
 
     def summary(
         self,
-        totals: dict[str, Any],
+        obj: Summary,
         rows: list[list[str]] | None = None,
         *,
         labels: dict[str, str] | None = None,
-        extra: dict[str, Any] | None = None,
+        hidden: Collection[str] = (),
     ) -> None:
-        """The last output: a table of ``totals`` (named by ``labels``, else from their keys)
-        and extra text ``rows``; or a ``summary`` object with the totals and ``extra``."""
+        """The last output: the ``summary`` object ``obj``; or, as text, a table of its
+        fields but ``type``, ``dry_run`` and ``hidden`` (named by ``labels``, else from their
+        keys) and extra text ``rows``."""
         out = self.out
         if out.fmt == "text":
             done = "dry run, nothing changed" if self.dry_run else "done"
+            left_out = {"type", "dry_run", *hidden}
             table = [
                 [(labels or {}).get(k, label(k)), f"{v:,}" if isinstance(v, int) else str(v)]
-                for k, v in totals.items()
+                for k, v in obj.items()
+                if k not in left_out
             ]
             out.table(f"klogtool {self.command}: {done}", ["", "count"], table + (rows or []))
         else:
-            out.emit({"type": "summary", "dry_run": self.dry_run, **totals, **(extra or {})})
+            out.emit(obj)
 
     def partitions(
         self,
         paths: Iterable[str],
         step: Callable[..., Iterable[object]],
         show: Callable[[Any], None],
-        totals: dict[str, Any],
+        totals: Summary,
         *,
         include: Callable[[Path, bool], str | None] | None = None,
     ) -> NoReturn:
         """The whole run of a command that works partition by partition: the pipeline of
         ``klogtool/log/writing.py`` over the partitions of ``paths`` (``step`` a partition
         step, ``include`` as for ``select_partitions``), each result to ``show`` (which adds
-        to ``totals``), the summary of ``totals``, the exit."""
+        to ``totals``, the command's summary object), the summary, the exit."""
         parts, notices = select_partitions(paths, include)
         self.notices(notices)
         self.results(run_partitions(parts, step, force=self.force, dry_run=self.dry_run), show)

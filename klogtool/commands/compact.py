@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from klogtool import events
 from klogtool.commands._options import (
     partition_plan_options,
     paths_argument,
@@ -147,7 +148,9 @@ def command(
             return None
         return f"cleanup.policy of {topic} does not contain compact"
 
-    totals = {
+    totals: events.CompactSummary = {
+        "type": "summary",
+        "dry_run": dry_run,
         "partitions": 0,
         "partitions_compacted": 0,
         "segments_replaced": 0,
@@ -190,53 +193,8 @@ def _show(out: Output, plan: CompactionPlan, *, dry_run: bool, ran: bool, n_pass
     measured = plan.simulated or ran
     if out.fmt != "text":
         for s in plan.segments:
-            out.emit(
-                {
-                    "type": "segment",
-                    "partition": str(plan.path),
-                    "base_offset": s.base_offset,
-                    "status": s.status,
-                    "why": s.why,
-                    "group": s.group,
-                    "largest_timestamp": s.largest_timestamp,
-                    **(s.counts() if measured and s.group is not None else {}),
-                    "delete_horizon_ms": s.delete_horizon_ms,
-                    "bytes_before": s.size,
-                    "bytes_after": s.bytes_after if measured and s.group is not None else None,
-                }
-            )
-        out.emit(
-            {
-                "type": "partition",
-                "partition": str(plan.path),
-                "topic": plan.topic,
-                "now": plan.now,
-                "log_start_offset": plan.log_start_offset,
-                "log_end_offset": plan.log_end_offset,
-                "high_watermark": plan.high_watermark,
-                "high_watermark_source": plan.high_watermark_source,
-                "last_stable_offset": plan.last_stable_offset,
-                "first_dirty_offset": plan.first_dirty_offset,
-                "first_dirty_source": plan.first_dirty_source,
-                "first_uncleanable_offset": plan.first_uncleanable_offset,
-                "uncleanable_reason": plan.uncleanable_reason,
-                "dirty_ratio": round(plan.dirty_ratio, 6),
-                "clean_bytes": plan.clean_bytes,
-                "cleanable_bytes": plan.cleanable_bytes,
-                "eligible": plan.eligible,
-                "eligibility": plan.eligibility,
-                "end_offset": plan.end_offset,
-                "groups": plan.groups,
-                "pass": n_pass,
-                "keys_mapped": plan.map_size,
-                "map_capacity": plan.map_capacity,
-                "map_full": plan.map_full,
-                "active_producers": plan.active_producers,
-                "compacted": ran,
-                "why_not": plan.why_not,
-                "notes": plan.notes,
-            }
-        )
+            out.emit(s.as_obj(str(plan.path), measured=measured))
+        out.emit(plan.as_obj(n_pass=n_pass, ran=ran))
         return
     lines = [
         f"{name}: dirty range {plan.first_dirty_offset} ({plan.first_dirty_source}) to "

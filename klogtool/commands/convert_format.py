@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
+from klogtool import events
 from klogtool.commands._options import (
     index_interval_option,
     parse_size,
@@ -18,6 +18,7 @@ from klogtool.formats import CODEC_IDS, CODEC_NAMES, CODECS, ReadLimits
 from klogtool.log.rewrite.converter import (
     COPY,
     ConversionPlan,
+    ConversionResult,
     Converted,
     ConvertOptions,
     LossyRefusal,
@@ -230,27 +231,62 @@ _SHORT = {
 _LABELS = {"indexes_rebuilt": "missing indexes created (unchanged segments)"}
 
 
-def _summary(run: WritingRun, plan: ConversionPlan, result: Any) -> None:
-    segs = plan.segments
-    stats: dict[str, Any] = {
-        "partitions": len(plan.partitions),
-        "segments": len(segs),
-        "segments_unchanged": sum(1 for s in segs if s.action == COPY),
-        "bytes_in": sum(s.size for s in segs),
-    }
-    if result is not None:
-        stats.update(
-            segments_written=result.segments_written,
-            bytes_out=result.bytes_out,
-            batches_out=result.batches_out,
-            indexes_rebuilt=result.indexes_rebuilt,
-            files_carried=result.files_carried,
-        )
-        if result.destination is not None:
-            stats["destination"] = str(result.destination)
+def _summary(run: WritingRun, plan: ConversionPlan, result: ConversionResult | None) -> None:
     losses = plan.losses.as_dict()
     lost = [[f"lost: {label(k)}", f"{v:,}"] for k, v in losses.items() if v]
-    run.summary(stats, lost, labels=_LABELS, extra={"losses": losses})
+    run.summary(
+        _summary_obj(plan, result, losses, run.dry_run), lost, labels=_LABELS, hidden={"losses"}
+    )
+
+
+def _summary_obj(
+    plan: ConversionPlan, result: ConversionResult | None, losses: dict[str, int], dry_run: bool
+) -> events.ConvertFormatSummary:
+    """The ``summary`` object: what was written only when something was (not with --dry-run),
+    the destination only when there is one (not with --in-place)."""
+    segs = plan.segments
+    partitions, segments = len(plan.partitions), len(segs)
+    unchanged, bytes_in = sum(1 for s in segs if s.action == COPY), sum(s.size for s in segs)
+    if result is None:
+        return {
+            "type": "summary",
+            "dry_run": dry_run,
+            "partitions": partitions,
+            "segments": segments,
+            "segments_unchanged": unchanged,
+            "bytes_in": bytes_in,
+            "losses": losses,
+        }
+    if result.destination is None:
+        return {
+            "type": "summary",
+            "dry_run": dry_run,
+            "partitions": partitions,
+            "segments": segments,
+            "segments_unchanged": unchanged,
+            "bytes_in": bytes_in,
+            "segments_written": result.segments_written,
+            "bytes_out": result.bytes_out,
+            "batches_out": result.batches_out,
+            "indexes_rebuilt": result.indexes_rebuilt,
+            "files_carried": result.files_carried,
+            "losses": losses,
+        }
+    return {
+        "type": "summary",
+        "dry_run": dry_run,
+        "partitions": partitions,
+        "segments": segments,
+        "segments_unchanged": unchanged,
+        "bytes_in": bytes_in,
+        "segments_written": result.segments_written,
+        "bytes_out": result.bytes_out,
+        "batches_out": result.batches_out,
+        "indexes_rebuilt": result.indexes_rebuilt,
+        "files_carried": result.files_carried,
+        "destination": str(result.destination),
+        "losses": losses,
+    }
 
 
 # Shown in the man page's EXAMPLES section: (what it does, the command lines).

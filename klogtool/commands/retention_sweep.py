@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from klogtool import events
 from klogtool.commands._options import partition_plan_options, paths_argument, writing_options
 from klogtool.commands._writing import WritingRun
 from klogtool.log.rewrite.retention import RetentionPlan, RetentionResult, sweep_partition
@@ -77,7 +78,14 @@ def command(
     broker holds the log directory.
     """
     out, dry_run = run.out, run.dry_run
-    totals = {"partitions": 0, "segments_deleted": 0, "bytes_deleted": 0, "files_changed": 0}
+    totals: events.RetentionSweepSummary = {
+        "type": "summary",
+        "dry_run": dry_run,
+        "partitions": 0,
+        "segments_deleted": 0,
+        "bytes_deleted": 0,
+        "files_changed": 0,
+    }
 
     def show(done: RetentionPlan | RetentionResult) -> None:
         if isinstance(done, RetentionResult):

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from klogtool.codes import Code
 from klogtool.errors import InputError, KlogtoolError
@@ -78,6 +78,9 @@ from klogtool.log.writing import (
     require_readable_end,
     unreadable,
 )
+
+if TYPE_CHECKING:
+    from klogtool import events
 
 INT32_MAX = (1 << 31) - 1
 
@@ -130,6 +133,45 @@ class SegmentStats:
             "markers_removed": self.markers_removed,
             "empty_batches_kept": self.empty_batches_kept,
             "tombstones_kept": self.tombstones_kept,
+        }
+
+    def as_obj(self, partition: str, *, measured: bool) -> events.CompactSegment:
+        """The ``segment`` object (``partition``: its partition dir); ``measured``: whether
+        the cleaning ran or was simulated, so that a cleaned segment's counts and bytes after
+        are known (they are left out, or null, otherwise)."""
+        if not (measured and self.group is not None):
+            return {
+                "type": "segment",
+                "partition": partition,
+                "base_offset": self.base_offset,
+                "status": self.status,
+                "why": self.why,
+                "group": self.group,
+                "largest_timestamp": self.largest_timestamp,
+                "delete_horizon_ms": self.delete_horizon_ms,
+                "bytes_before": self.size,
+                "bytes_after": None,
+            }
+        return {
+            "type": "segment",
+            "partition": partition,
+            "base_offset": self.base_offset,
+            "status": self.status,
+            "why": self.why,
+            "group": self.group,
+            "largest_timestamp": self.largest_timestamp,
+            "records_in": self.records_in,
+            "kept": self.kept,
+            "superseded": self.superseded,
+            "tombstones_expired": self.tombstones_expired,
+            "aborted": self.aborted,
+            "keyless": self.keyless,
+            "markers_removed": self.markers_removed,
+            "empty_batches_kept": self.empty_batches_kept,
+            "tombstones_kept": self.tombstones_kept,
+            "delete_horizon_ms": self.delete_horizon_ms,
+            "bytes_before": self.size,
+            "bytes_after": self.bytes_after,
         }
 
 
@@ -195,6 +237,40 @@ class CompactionPlan(PartitionContext):
             f"the first dirty offset {self.first_dirty_offset} is not below the first "
             f"uncleanable offset {self.first_uncleanable_offset} ({self.uncleanable_reason})"
         )
+
+    def as_obj(self, *, n_pass: int, ran: bool) -> events.CompactPartition:
+        """The ``partition`` object: the outcome of pass ``n_pass`` (``ran``: it was carried
+        out)."""
+        return {
+            "type": "partition",
+            "partition": str(self.path),
+            "topic": self.topic,
+            "now": self.now,
+            "log_start_offset": self.log_start_offset,
+            "log_end_offset": self.log_end_offset,
+            "high_watermark": self.high_watermark,
+            "high_watermark_source": self.high_watermark_source,
+            "last_stable_offset": self.last_stable_offset,
+            "first_dirty_offset": self.first_dirty_offset,
+            "first_dirty_source": self.first_dirty_source,
+            "first_uncleanable_offset": self.first_uncleanable_offset,
+            "uncleanable_reason": self.uncleanable_reason,
+            "dirty_ratio": round(self.dirty_ratio, 6),
+            "clean_bytes": self.clean_bytes,
+            "cleanable_bytes": self.cleanable_bytes,
+            "eligible": self.eligible,
+            "eligibility": self.eligibility,
+            "end_offset": self.end_offset,
+            "groups": self.groups,
+            "pass": n_pass,
+            "keys_mapped": self.map_size,
+            "map_capacity": self.map_capacity,
+            "map_full": self.map_full,
+            "active_producers": self.active_producers,
+            "compacted": ran,
+            "why_not": self.why_not,
+            "notes": self.notes,
+        }
 
     def totals(self) -> dict[str, int]:
         out: dict[str, int] = {}
