@@ -166,12 +166,9 @@ def command(
                 out.line(line)
             continue
         ok = accepted(item, allow_lag=allow_lag, allow_compaction=allow_compaction)
-        summary.partitions += 1
-        summary.by_verdict[item.verdict] += 1
-        summary.differences += item.differences
-        summary.ok = summary.ok and ok
+        summary.count(item, ok)
         if fmt != "text":
-            out.emit({**item.as_obj(), "ok": ok})
+            out.emit(item.as_obj(ok=ok))
             continue
         if item.partition != current:
             out.line(f"== {item.partition}")

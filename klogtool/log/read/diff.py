@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from klogtool.codes import Code
 from klogtool.errors import InputError
@@ -58,6 +58,9 @@ from klogtool.log import layout, pool
 from klogtool.log.files import classify_dir
 from klogtool.log.partition import PartitionView, load_partition
 from klogtool.log.segment import mapped, read_small
+
+if TYPE_CHECKING:
+    from klogtool import events
 
 A, B = "a", "b"
 
@@ -332,8 +335,21 @@ class Difference:
     records: list[dict[str, Any]] | None = None  # with deep: the records that differ
     explained_by: str | None = None  # "compaction", or None: part of the divergence
 
-    def as_obj(self) -> dict[str, Any]:
-        return {"type": "difference", **self.__dict__}
+    def as_obj(self) -> events.DiffDifference:
+        """The ``difference`` object."""
+        return {
+            "type": "difference",
+            "partition": self.partition,
+            "kind": self.kind,
+            "base_offset": self.base_offset,
+            "last_offset": self.last_offset,
+            "a": self.a,
+            "b": self.b,
+            "fields": self.fields,
+            "first_differing_offset": self.first_differing_offset,
+            "records": self.records,
+            "explained_by": self.explained_by,
+        }
 
 
 @dataclass
@@ -361,8 +377,35 @@ class PartitionDiff:
     differences_shown: int = 0
     notes: list[str] = field(default_factory=list)
 
-    def as_obj(self) -> dict[str, Any]:
-        return {"type": "partition-diff", **self.__dict__}
+    def as_obj(self, *, ok: bool) -> events.DiffPartitionDiff:
+        """The ``partition-diff`` object (``ok``: whether the verdict counts as agreement under
+        the command's options, :func:`accepted`)."""
+        return {
+            "type": "partition-diff",
+            "partition": self.partition,
+            "a": self.a,
+            "b": self.b,
+            "verdict": self.verdict,
+            "leader": self.leader,
+            "start_offsets": self.start_offsets,
+            "end_offsets": self.end_offsets,
+            "common_batches": self.common_batches,
+            "diverged_at": self.diverged_at,
+            "epochs_at_divergence": self.epochs_at_divergence,
+            "truncation": self.truncation,
+            "truncation_misses_divergence": self.truncation_misses_divergence,
+            "compacted": self.compacted,
+            "lagging": self.lagging,
+            "lag_offsets": self.lag_offsets,
+            "lag_records": self.lag_records,
+            "lag_bytes": self.lag_bytes,
+            "torn_tail": self.torn_tail,
+            "epochs": self.epochs,
+            "differences": self.differences,
+            "differences_shown": self.differences_shown,
+            "notes": self.notes,
+            "ok": ok,
+        }
 
 
 @dataclass
@@ -372,11 +415,26 @@ class DiffSummary:
     differences: int = 0
     ok: bool = True
 
-    def as_obj(self) -> dict[str, Any]:
+    def count(self, pd: PartitionDiff, ok: bool) -> None:
+        """Counts a partition's verdict (``ok``: :func:`accepted` under the options)."""
+        self.partitions += 1
+        self.by_verdict[pd.verdict] += 1
+        self.differences += pd.differences
+        self.ok = self.ok and ok
+
+    def as_obj(self) -> events.DiffSummary:
+        """The ``summary`` object: a count per verdict, in the order of VERDICTS."""
+        v = self.by_verdict
         return {
             "type": "summary",
             "partitions": self.partitions,
-            **{v.replace("-", "_"): n for v, n in self.by_verdict.items()},
+            "identical": v[IDENTICAL],
+            "prefix": v[PREFIX],
+            "diverged": v[DIVERGED],
+            "equal_modulo_compaction": v[MODULO_COMPACTION],
+            "different_start_offsets": v[DIFFERENT_START],
+            "only_in_a": v[ONLY_IN_A],
+            "only_in_b": v[ONLY_IN_B],
             "differences": self.differences,
             "ok": self.ok,
         }
