@@ -103,7 +103,7 @@ def command(
     else:
         for s in ex.segments:
             out.emit(s.as_obj(str(ex.path)))
-        out.emit({**ex.summary_obj(), "config_sources": sources})
+        out.emit(ex.as_obj(sources))
     out.close()
     click.get_current_context().exit(EXIT_OK)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from klogtool.codes import Code
 from klogtool.errors import InputError, KlogtoolError
@@ -32,6 +32,9 @@ from klogtool.log.rewrite.retention import RetentionPlan, SegmentDecision, plan_
 from klogtool.log.segment import Phases
 from klogtool.log.topicconfig import TopicConfig
 from klogtool.log.txnreplay import TxnReplay
+
+if TYPE_CHECKING:
+    from klogtool import events
 
 
 @dataclass
@@ -58,9 +61,10 @@ class SegmentExplain:
             return "warning"
         return "ok"
 
-    def as_obj(self, partition: str) -> dict[str, Any]:
+    def as_obj(self, partition: str) -> events.ExplainSegmentExplain:
+        """The ``segment_explain`` object (``partition``: its partition dir)."""
         c, r = self.compaction, self.retention
-        obj: dict[str, Any] = {
+        return {
             "type": "segment_explain",
             "partition": partition,
             "base_offset": self.base_offset,
@@ -82,7 +86,6 @@ class SegmentExplain:
             "log_findings": [_finding(f) for f in self.log_findings],
             "snapshot_at_end": self.snapshot_at_end,
         }
-        return obj
 
 
 @dataclass
@@ -120,7 +123,9 @@ class PartitionExplain:
             start = -1
         return sum(s.size for s in self.segments if s.upper_bound > start)
 
-    def summary_obj(self) -> dict[str, Any]:
+    def as_obj(self, config_sources: list[dict[str, object]]) -> events.ExplainPartitionExplain:
+        """The ``partition_explain`` object, with the topic configs' sources
+        (:func:`klogtool.log.topicconfig.config_sources`) last."""
         c, r = self.compaction, self.retention
         return {
             "type": "partition_explain",
@@ -156,6 +161,7 @@ class PartitionExplain:
             "on_load": self.on_load,
             "orphan_indexes": self.orphans,
             "notes": self.notes,
+            "config_sources": config_sources,
         }
 
 
