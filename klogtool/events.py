@@ -538,8 +538,8 @@ class ConvertFormatSegment(TypedDict):
     size: int
     batches: int
     action: str
-    last_offset: int
-    last_offset_out: int
+    last_offset: int | None  # null: no batch (an empty segment)
+    last_offset_out: int | None
     losses: dict[str, Any]
 
 

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-from klogtool import events
 from klogtool.commands._options import (
     index_interval_option,
     parse_size,
@@ -18,7 +17,6 @@ from klogtool.formats import CODEC_IDS, CODEC_NAMES, CODECS, ReadLimits
 from klogtool.log.rewrite.converter import (
     COPY,
     ConversionPlan,
-    ConversionResult,
     Converted,
     ConvertOptions,
     LossyRefusal,
@@ -156,10 +154,10 @@ def command(
             _show_plan(out, item, dry_run)
         elif isinstance(item, LossyRefusal):
             if out.fmt != "text":
-                out.emit({"type": "refused", "reason": "lossy", "losses": item.losses})
+                out.emit(item.as_obj())
             out.close()
         else:
-            _summary(run, item.plan, item.result)
+            _summary(run, item)
 
     src_path, dest_path = Path(src), Path(dest) if dest is not None else None
     try:
@@ -180,19 +178,7 @@ def _show_plan(out: Output, plan: ConversionPlan, dry_run: bool) -> None:
     if out.fmt != "text":
         for part in plan.partitions:
             for s in part.segments:
-                out.emit(
-                    {
-                        "type": "segment",
-                        "path": str(s.source),
-                        "base_offset": s.base_offset,
-                        "size": s.size,
-                        "batches": s.batches,
-                        "action": s.action,
-                        "last_offset": s.last_offset_in,
-                        "last_offset_out": s.last_offset_out,
-                        "losses": s.losses.as_dict(),
-                    }
-                )
+                out.emit(s.as_obj())
         return
     rows = []
     for part in plan.partitions:
@@ -231,62 +217,9 @@ _SHORT = {
 _LABELS = {"indexes_rebuilt": "missing indexes created (unchanged segments)"}
 
 
-def _summary(run: WritingRun, plan: ConversionPlan, result: ConversionResult | None) -> None:
-    losses = plan.losses.as_dict()
-    lost = [[f"lost: {label(k)}", f"{v:,}"] for k, v in losses.items() if v]
-    run.summary(
-        _summary_obj(plan, result, losses, run.dry_run), lost, labels=_LABELS, hidden={"losses"}
-    )
-
-
-def _summary_obj(
-    plan: ConversionPlan, result: ConversionResult | None, losses: dict[str, int], dry_run: bool
-) -> events.ConvertFormatSummary:
-    """The ``summary`` object: what was written only when something was (not with --dry-run),
-    the destination only when there is one (not with --in-place)."""
-    segs = plan.segments
-    partitions, segments = len(plan.partitions), len(segs)
-    unchanged, bytes_in = sum(1 for s in segs if s.action == COPY), sum(s.size for s in segs)
-    if result is None:
-        return {
-            "type": "summary",
-            "dry_run": dry_run,
-            "partitions": partitions,
-            "segments": segments,
-            "segments_unchanged": unchanged,
-            "bytes_in": bytes_in,
-            "losses": losses,
-        }
-    if result.destination is None:
-        return {
-            "type": "summary",
-            "dry_run": dry_run,
-            "partitions": partitions,
-            "segments": segments,
-            "segments_unchanged": unchanged,
-            "bytes_in": bytes_in,
-            "segments_written": result.segments_written,
-            "bytes_out": result.bytes_out,
-            "batches_out": result.batches_out,
-            "indexes_rebuilt": result.indexes_rebuilt,
-            "files_carried": result.files_carried,
-            "losses": losses,
-        }
-    return {
-        "type": "summary",
-        "dry_run": dry_run,
-        "partitions": partitions,
-        "segments": segments,
-        "segments_unchanged": unchanged,
-        "bytes_in": bytes_in,
-        "segments_written": result.segments_written,
-        "bytes_out": result.bytes_out,
-        "batches_out": result.batches_out,
-        "indexes_rebuilt": result.indexes_rebuilt,
-        "files_carried": result.files_carried,
-        "destination": str(result.destination),
-        "losses": losses,
-    }
+def _summary(run: WritingRun, done: Converted) -> None:
+    lost = [[f"lost: {label(k)}", f"{v:,}"] for k, v in done.plan.losses.as_dict().items() if v]
+    run.summary(done.as_obj(run.dry_run), lost, labels=_LABELS, hidden={"losses"})
 
 
 # Shown in the man page's EXAMPLES section: (what it does, the command lines).

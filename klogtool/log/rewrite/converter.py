@@ -30,7 +30,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from klogtool.codes import Code
 from klogtool.errors import InputError, RefusedError
@@ -64,6 +64,9 @@ from klogtool.log.writing import (
     unreadable,
     writing_session,
 )
+
+if TYPE_CHECKING:
+    from klogtool import events
 
 INT32_MAX = (1 << 31) - 1
 SEGMENT, PARTITION, LOG_DIR = "segment", "partition", "log-dir"
@@ -165,6 +168,20 @@ class SegmentPlan:
     # filled by execute_conversion
     size_out: int | None = None
     batches_out: int | None = None
+
+    def as_obj(self) -> events.ConvertFormatSegment:
+        """The ``segment`` object: the plan for this segment."""
+        return {
+            "type": "segment",
+            "path": str(self.source),
+            "base_offset": self.base_offset,
+            "size": self.size,
+            "batches": self.batches,
+            "action": self.action,
+            "last_offset": self.last_offset_in,
+            "last_offset_out": self.last_offset_out,
+            "losses": self.losses.as_dict(),
+        }
 
 
 @dataclass
@@ -789,6 +806,10 @@ class LossyRefusal:
 
     losses: dict[str, int]
 
+    def as_obj(self) -> events.ConvertFormatRefused:
+        """The ``refused`` object."""
+        return {"type": "refused", "reason": "lossy", "losses": self.losses}
+
 
 @dataclass(frozen=True)
 class Converted:
@@ -796,6 +817,55 @@ class Converted:
 
     plan: ConversionPlan
     result: ConversionResult | None
+
+    def as_obj(self, dry_run: bool) -> events.ConvertFormatSummary:
+        """The ``summary`` object: what was written only when something was (not with --dry-run),
+        the destination only when there is one (not with --in-place)."""
+        plan, result = self.plan, self.result
+        losses = plan.losses.as_dict()
+        segs = plan.segments
+        partitions, segments = len(plan.partitions), len(segs)
+        unchanged, bytes_in = sum(1 for s in segs if s.action == COPY), sum(s.size for s in segs)
+        if result is None:
+            return {
+                "type": "summary",
+                "dry_run": dry_run,
+                "partitions": partitions,
+                "segments": segments,
+                "segments_unchanged": unchanged,
+                "bytes_in": bytes_in,
+                "losses": losses,
+            }
+        if result.destination is None:
+            return {
+                "type": "summary",
+                "dry_run": dry_run,
+                "partitions": partitions,
+                "segments": segments,
+                "segments_unchanged": unchanged,
+                "bytes_in": bytes_in,
+                "segments_written": result.segments_written,
+                "bytes_out": result.bytes_out,
+                "batches_out": result.batches_out,
+                "indexes_rebuilt": result.indexes_rebuilt,
+                "files_carried": result.files_carried,
+                "losses": losses,
+            }
+        return {
+            "type": "summary",
+            "dry_run": dry_run,
+            "partitions": partitions,
+            "segments": segments,
+            "segments_unchanged": unchanged,
+            "bytes_in": bytes_in,
+            "segments_written": result.segments_written,
+            "bytes_out": result.bytes_out,
+            "batches_out": result.batches_out,
+            "indexes_rebuilt": result.indexes_rebuilt,
+            "files_carried": result.files_carried,
+            "destination": str(result.destination),
+            "losses": losses,
+        }
 
 
 def check_destination(src: Path, dest: Path) -> None:
