@@ -37,6 +37,7 @@ from klogtool.log.topicconfig import ConfigSource, config_sources
 from klogtool.output import Output
 
 if TYPE_CHECKING:
+    from klogtool import events
     from klogtool.cli import Settings
 
 
@@ -169,15 +170,13 @@ def command(
         tot.topic, tot.partition = parts[0].topic, parts[0].partition
         tot.cleanup_policy = parts[0].cleanup_policy
         tot.cleanup_policy_source = parts[0].cleanup_policy_source
-    total_obj = tot.as_obj("total")
     what_if: dict[str, Any] | None = None
     if sample:
         with out.status("compressing the sample with every codec"):
-            described, rows = lib.what_if(tot, sample)
-        if rows:
-            what_if = {"sample": described, "codecs": [r.as_obj() for r in rows]}
+            what_if = lib.what_if(tot, sample)
+    total_obj = tot.as_obj("total", what_if)
     if fmt != "text":
-        out.emit({**total_obj, "what_if": what_if})
+        out.emit(total_obj)
     else:
         _text(out, total_obj, [p.as_obj() for p in parts] if per_partition else [], what_if)
     if html_file is not None:
@@ -200,8 +199,8 @@ def command(
     out.close()
 
 
-def _text(out: Output, t: dict[str, Any], parts: list[dict[str, Any]], what_if: Any) -> None:
-    v, s, tm, p, k = (t[x] for x in ("volume", "sizes", "time", "producers", "keys"))
+def _text(out: Output, t: events.StatsStats, parts: list[events.StatsStats], what_if: Any) -> None:
+    v, s, tm, p, k = t["volume"], t["sizes"], t["time"], t["producers"], t["keys"]
     comp = k["compaction"]
     for problem in t["problems"]:
         out.warn(problem)

@@ -52,7 +52,7 @@ import heapq
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from klogtool.formats import codecs
 from klogtool.formats.batch import (
@@ -74,6 +74,9 @@ from klogtool.log.read.finder import (
 )
 from klogtool.log.record_filter import ABORTED
 from klogtool.log.segment import mapped
+
+if TYPE_CHECKING:
+    from klogtool import events
 
 Obj = dict[str, Any]
 
@@ -522,8 +525,9 @@ class PartitionStats:
         self.sample += o.sample
 
     # -- output ---------------------------------------------------------------------------------
-    def as_obj(self, scope: str = "partition") -> Obj:
-        """The JSON Lines object (docs/stats.md)."""
+    def as_obj(self, scope: str = "partition", what_if: Obj | None = None) -> events.StatsStats:
+        """The ``stats`` object (docs/stats.md); the total (``scope`` "total") carries the
+        what-if last (:func:`what_if`; None without a sample)."""
         start, width, counts = self.times.chart()
         share = _share
         codec_rows = {
@@ -531,7 +535,7 @@ class PartitionStats:
             for name, (b, r, n) in sorted(self.codecs.items())
         }
         producers = sorted(self.producers.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
-        return {
+        obj: events.StatsStats = {
             "type": "stats",
             "scope": scope,
             "path": self.path,
@@ -608,6 +612,9 @@ class PartitionStats:
             },
             "problems": self.problems,
         }
+        if scope == "total":
+            obj["what_if"] = what_if
+        return obj
 
 
 def _key_obj(label: bytes, n: int, error: int) -> Obj:
@@ -933,8 +940,9 @@ class WhatIf:
         }
 
 
-def what_if(stats: PartitionStats, sample_bytes: int = SAMPLE_BYTES) -> tuple[Obj, list[WhatIf]]:
-    """Compress the sample with every codec: ``(sample description, one row per codec)``."""
+def what_if(stats: PartitionStats, sample_bytes: int = SAMPLE_BYTES) -> Obj | None:
+    """Compress the sample with every codec: the total's ``what_if`` object, ``{"sample": its
+    description, "codecs": one row per codec}``, or None when nothing was sampled."""
     sample: list[bytes] = []
     taken = 0
     for area in stats.sample:
@@ -970,8 +978,10 @@ def what_if(stats: PartitionStats, sample_bytes: int = SAMPLE_BYTES) -> tuple[Ob
                 taken,
             )
         )
+    if not rows:
+        return None
     described = {"batches": len(sample), "bytes": taken, "records": stats.sample_records}
-    return described, rows
+    return {"sample": described, "codecs": [r.as_obj() for r in rows]}
 
 
 def _pieces(area: bytes) -> Iterator[memoryview]:

@@ -7,7 +7,10 @@ import base64
 import unicodedata
 from datetime import UTC, datetime
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from klogtool import events
 
 Obj = dict[str, Any]
 
@@ -454,15 +457,21 @@ def _kpis(items: list[tuple[str, str]]) -> str:
 
 
 def render(
-    total: Obj,
-    partitions: list[Obj],
+    total: events.StatsStats,
+    partitions: list[events.StatsStats],
     what_if: Obj | None,
     *,
     title: str,
     generated: str,
 ) -> str:
     """The whole page for the ``total`` stats object, its ``partitions`` and the what-if."""
-    v, s, t, p, k = (total[x] for x in ("volume", "sizes", "time", "producers", "keys"))
+    v, s, t, p, k = (
+        total["volume"],
+        total["sizes"],
+        total["time"],
+        total["producers"],
+        total["keys"],
+    )
     comp = k["compaction"]
     h: list[str] = [
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
