@@ -150,16 +150,10 @@ def command(
             path=" ".join(paths),
             code=Code.NO_KAFKA_FILES,
         )
-    summary = dict(vars(st))
-    if not deep:
-        del summary["records"]  # only --deep decodes (and so counts) records
-    summary["errors"] -= ignored.get("error", 0)
-    summary["warnings"] -= ignored.get("warning", 0)
-    if ignored_codes:
-        summary["ignored"] = sum(ignored.values())
+    summary = st.as_obj(deep=deep, ignored=ignored if ignored_codes else None)
     failed = summary["errors"] > 0 or (strict and summary["warnings"] > 0)
     if fmt != "text":
-        out.emit({"type": "summary", **summary})
+        out.emit(summary)
     elif settings.verbosity >= 0:  # -q: the errors, and nothing else
         verdict = "OK"
         if failed:
@@ -167,7 +161,7 @@ def command(
         out.table(
             f"klogtool verify: {verdict}",
             ["checked", "count"],
-            [[k, f"{v:,}"] for k, v in summary.items()],
+            [[k, f"{v:,}"] for k, v in summary.items() if k != "type"],
         )
     out.close()
     if not_kafka is not None:

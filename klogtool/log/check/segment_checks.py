@@ -4,9 +4,10 @@ in the same walk."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from klogtool.codes import Code
 from klogtool.formats import engine
@@ -31,6 +32,9 @@ from klogtool.log.record_filter import first_offset
 from klogtool.log.segment import mapped
 from klogtool.log.txnreplay import TxnReplay
 
+if TYPE_CHECKING:
+    from klogtool import events
+
 ABORT = 0
 
 
@@ -50,6 +54,41 @@ class Stats(FindingCounts):
     bytes: int = 0
     errors: int = 0
     warnings: int = 0
+
+    def as_obj(self, *, deep: bool, ignored: Mapping[str, int] | None) -> events.VerifySummary:
+        """verify's ``summary`` object: ``records`` only when ``deep`` (without it no record
+        is decoded); ``ignored`` (severity -> findings left out by --ignore; None: no
+        --ignore) taken off the errors and warnings and counted."""
+        left_out = ignored or {}
+        errors = self.errors - left_out.get("error", 0)
+        warnings = self.warnings - left_out.get("warning", 0)
+        obj: events.VerifySummary
+        if deep:
+            obj = {
+                "type": "summary",
+                "files": self.files,
+                "partitions": self.partitions,
+                "segments": self.segments,
+                "batches": self.batches,
+                "records": self.records,
+                "bytes": self.bytes,
+                "errors": errors,
+                "warnings": warnings,
+            }
+        else:
+            obj = {
+                "type": "summary",
+                "files": self.files,
+                "partitions": self.partitions,
+                "segments": self.segments,
+                "batches": self.batches,
+                "bytes": self.bytes,
+                "errors": errors,
+                "warnings": warnings,
+            }
+        if ignored is not None:
+            obj["ignored"] = sum(ignored.values())
+        return obj
 
 
 @dataclass
