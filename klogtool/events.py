@@ -680,10 +680,11 @@ class ExportSummary(TypedDict):
     rows: int | None
     files: int | None
     bytes: int | None
+    error_rows: NotRequired[int]  # with --on-corrupt report
     segments: int
     input_bytes: int
     seconds: float
-    splits: int
+    splits: NotRequired[int]  # not when there is nothing to read
     records_per_second: NotRequired[int]
     input_mb_per_second: NotRequired[float]
 

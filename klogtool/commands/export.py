@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -32,6 +32,8 @@ from klogtool.log.export.exporter import (
     count_output,
     export_local,
     local_min_splits,
+    split_obj,
+    summary_obj,
 )
 from klogtool.log.export.spec import LEVELS, ON_CORRUPT, PAYLOAD_DECODERS, ReadOptions
 from klogtool.log.record_filter import parse_where
@@ -39,6 +41,7 @@ from klogtool.log.splits import list_segments, pack, where_prune
 from klogtool.output import Output, label
 
 if TYPE_CHECKING:
+    from klogtool import events
     from klogtool.cli import Settings
 
 
@@ -203,17 +206,19 @@ def command(
             min_splits=local_min_splits(jobs or ncpu) if engine == "local" else 1,
         )
         for s in splits:
-            out.emit(
-                {
-                    "type": "split",
-                    "index": s.index,
-                    "bytes": s.bytes,
-                    "ranges": len(s.ranges),
-                    "first": s.ranges[0].path,
-                    "last": s.ranges[-1].path,
-                }
-            )
-        _summary(out, fmt, dest, to, None, len(segments), input_bytes, len(splits), 0.0)
+            out.emit(split_obj(s))
+        plan = summary_obj(
+            destination=dest,
+            to=to,
+            written=None,
+            rows=None,
+            report=False,
+            segments=len(segments),
+            input_bytes=input_bytes,
+            splits=len(splits),
+            seconds=0.0,
+        )
+        _summary(out, fmt, plan, planned=True)
         out.close()
         return
     require_pyarrow()
@@ -276,49 +281,28 @@ def command(
         destination.abort()
         raise
     seconds = time.monotonic() - started
-    if counted is None:
-        result: dict[str, Any] = {"rows": rows_remote, "files": None, "bytes": None}
-        error_rows = 0
-    else:
-        result = {"rows": counted.rows, "files": counted.files, "bytes": counted.bytes}
-        error_rows = counted.error_rows
-    if on_corrupt == "report":
-        result["error_rows"] = error_rows
-    _summary(out, fmt, dest, to, result, len(segments), input_bytes, nsplits, seconds)
+    error_rows = counted.error_rows if counted is not None else 0
+    summary = summary_obj(
+        destination=dest,
+        to=to,
+        written=counted,
+        rows=counted.rows if counted is not None else rows_remote,
+        report=on_corrupt == "report",
+        segments=len(segments),
+        input_bytes=input_bytes,
+        splits=nsplits,
+        seconds=seconds,
+    )
+    _summary(out, fmt, summary, planned=False)
     out.close()
     click.get_current_context().exit(EXIT_FINDINGS if error_rows else EXIT_OK)
 
 
-def _summary(
-    out: Output,
-    fmt: str,
-    dest: str,
-    to: str,
-    result: dict[str, Any] | None,
-    segments: int,
-    input_bytes: int,
-    splits: int,
-    seconds: float,
-) -> None:
-    obj: dict[str, Any] = {"type": "summary", "destination": dest, "format": to}
-    obj.update(result or {"rows": None, "files": None, "bytes": None})
-    obj.update(
-        {
-            "segments": segments,
-            "input_bytes": input_bytes,
-            "seconds": round(seconds, 3),
-        }
-    )
-    if splits:
-        obj["splits"] = splits
-    rows = obj.get("rows")
-    if seconds > 0 and rows is not None:
-        obj["records_per_second"] = round(rows / seconds)
-        obj["input_mb_per_second"] = round(input_bytes / seconds / 1e6, 1)
+def _summary(out: Output, fmt: str, obj: events.ExportSummary, *, planned: bool) -> None:
     if fmt != "text":
         out.emit(obj)
         return
-    title = "klogtool export: plan (nothing written)" if result is None else "klogtool export"
+    title = "klogtool export: plan (nothing written)" if planned else "klogtool export"
     shown = {k: v for k, v in obj.items() if k != "type" and v is not None}
     out.table(
         title,

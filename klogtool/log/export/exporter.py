@@ -38,6 +38,8 @@ from klogtool.log.splits import DEFAULT_TARGET_SPLIT_BYTES, Split, plan_splits, 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from klogtool import events
+
 FORMATS = ("parquet", "jsonl")
 # Columns with few distinct values: dictionary-encoded in Parquet. The others (offsets,
 # timestamps, keys, values, ...) are nearly all distinct, where building a dictionary only to
@@ -160,6 +162,69 @@ class OutputCount:
     bytes: int = 0
     error_rows: int = 0
     partitions: set[str] = field(default_factory=set)
+
+
+def split_obj(split: Split) -> events.ExportSplit:
+    """The ``split`` object: one split of the plan (--dry-run)."""
+    return {
+        "type": "split",
+        "index": split.index,
+        "bytes": split.bytes,
+        "ranges": len(split.ranges),
+        "first": split.ranges[0].path,
+        "last": split.ranges[-1].path,
+    }
+
+
+def summary_obj(
+    *,
+    destination: str,
+    to: str,
+    written: OutputCount | None,
+    rows: int | None,
+    report: bool,
+    segments: int,
+    input_bytes: int,
+    splits: int,
+    seconds: float,
+) -> events.ExportSummary:
+    """The ``summary`` object. ``written``: what the destination holds (None: not counted, a
+    dry run or a remote destination, whose ``rows`` Spark counted); ``report``:
+    --on-corrupt report, whose error rows are counted; ``splits`` shown when there are some;
+    the rates when time was measured and the rows are known."""
+    files, size = (written.files, written.bytes) if written is not None else (None, None)
+    obj: events.ExportSummary
+    if report:
+        obj = {
+            "type": "summary",
+            "destination": destination,
+            "format": to,
+            "rows": rows,
+            "files": files,
+            "bytes": size,
+            "error_rows": written.error_rows if written is not None else 0,
+            "segments": segments,
+            "input_bytes": input_bytes,
+            "seconds": round(seconds, 3),
+        }
+    else:
+        obj = {
+            "type": "summary",
+            "destination": destination,
+            "format": to,
+            "rows": rows,
+            "files": files,
+            "bytes": size,
+            "segments": segments,
+            "input_bytes": input_bytes,
+            "seconds": round(seconds, 3),
+        }
+    if splits:
+        obj["splits"] = splits
+    if seconds > 0 and rows is not None:
+        obj["records_per_second"] = round(rows / seconds)
+        obj["input_mb_per_second"] = round(input_bytes / seconds / 1e6, 1)
+    return obj
 
 
 def data_files(root: str) -> Iterator[Path]:
