@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 import os
 from collections import defaultdict
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import click
 
@@ -25,12 +25,17 @@ from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.formats import ReadLimits
 from klogtool.log import layout
 from klogtool.log.files import STDIN_KINDS, total_log_bytes
-from klogtool.log.read.dumper import Dumper, DumpOptions, Obj
+from klogtool.log.read.dumper import Dumper, DumpOptions
+from klogtool.log.read.dumper import Obj as DumpObject
 from klogtool.output import TERMINAL_ESCAPES, Output, plural, to_json, with_iso
 from klogtool.shown import click_callback as shown_paths
 
 if TYPE_CHECKING:
+    from klogtool import events
     from klogtool.cli import Settings
+
+# What the renderers read: dump-segments' objects (DumpObject) and find's, alike.
+Obj: TypeAlias = Mapping[str, Any]
 
 
 # kafka-dump-log.sh's decoder flags (Kafka's DumpLogSegments): klogtool's --decoder, or None
@@ -268,7 +273,7 @@ def command(
         rendered_records=fmt if native_render else None,
         threads=jobs_for(jobs, log_bytes),
     )
-    first_bad: Obj | None = None
+    first_bad: events.DumpSegmentsFinding | None = None
     renderer = KafkaRenderer(out, payloads_only) if fmt == "kafka" else None
     # a bar only when the dump goes to a file or a pipe: on a terminal the lines are the progress
     total = 0 if out.data_is_terminal else log_bytes
@@ -295,13 +300,13 @@ def command(
 
 
 def _show(
-    obj: Obj,
+    obj: DumpObject,
     out: Output,
     fmt: str,
     renderer: KafkaRenderer | None,
-    first_bad: Obj | None,
+    first_bad: events.DumpSegmentsFinding | None,
     payloads_only: bool = False,
-) -> Obj | None:
+) -> events.DumpSegmentsFinding | None:
     """Render one dump object; returns the first not-a-log finding seen so far."""
     if obj["type"] == "finding" and obj["code"] == Code.NOT_A_LOG:
         first_bad = first_bad or obj

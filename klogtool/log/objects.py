@@ -3,22 +3,36 @@ dump-segments and find print it and export writes its batch-level rows."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 from klogtool.formats import codecs
 from klogtool.formats.batch import TIMESTAMP_TYPE_NAMES, Batch
 from klogtool.formats.errors import FormatError
 
+if TYPE_CHECKING:
+    from klogtool import events
 
-def batch_object(b: Batch) -> dict[str, Any]:
-    """The docs/output.md batch object (a legacy wrapper's base offset/count are decompressed)."""
+
+@overload
+def batch_object(b: Batch, crc_valid: bool) -> events.DumpSegmentsBatch: ...
+
+
+@overload
+def batch_object(b: Batch) -> dict[str, Any]: ...
+
+
+def batch_object(b: Batch, crc_valid: bool = False) -> events.DumpSegmentsBatch | dict[str, Any]:
+    """The docs/output.md batch object (a legacy wrapper's base offset/count are decompressed):
+    dump-segments' with ``crc_valid`` (whether its CRC checked out); without it, a row the
+    caller completes (export's batch rows: its own ``crc_valid``, None when not checked, and
+    more columns)."""
     is_v2 = b.magic >= 2
     try:
         base_offset: int | None = b.base_offset
         count: int | None = b.count
     except FormatError:
         base_offset = count = None
-    return {
+    obj: events.DumpSegmentsBatch = {
         "type": "batch",
         "position": b.position,
         "base_offset": base_offset,
@@ -27,7 +41,7 @@ def batch_object(b: Batch) -> dict[str, Any]:
         "magic": b.magic,
         "compression": codecs.CODEC_NAMES.get(b.compression, f"unknown({b.compression})"),
         "crc": b.crc,
-        "crc_valid": None,  # filled by the caller, which knows whether it was checked
+        "crc_valid": crc_valid,
         "size": b.size,
         "partition_leader_epoch": b.partition_leader_epoch,
         "timestamp_type": TIMESTAMP_TYPE_NAMES[b.timestamp_type],
@@ -41,3 +55,4 @@ def batch_object(b: Batch) -> dict[str, Any]:
         "is_control": b.is_control,
         "delete_horizon_ms": b.delete_horizon_ms,
     }
+    return obj

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, TypeAlias, TypedDict, cast
 
+from klogtool import events
 from klogtool.codes import Code
 from klogtool.formats import checkpoint, engine, index, payloads
 from klogtool.formats.batch import (
@@ -30,7 +31,38 @@ from klogtool.log.pool import threaded
 from klogtool.log.read import native_render
 from klogtool.log.segment import STDIN, mapped, read_small
 
-Obj = dict[str, Any]
+
+class RenderedLines(TypedDict):
+    """The records of a batch as lines of text the native engine rendered (DumpOptions
+    .rendered_records): written as they are, never an object of the output."""
+
+    type: Literal["lines"]
+    text: Any  # bytes-like, the lines
+    first_offset: int | None
+    last_offset: int | None
+    breaks: list[tuple[int, int]]
+
+
+# What Dumper.objects yields: dump-segments' objects (events.EVENT_TYPES), and RenderedLines.
+Obj: TypeAlias = (
+    events.DumpSegmentsFile
+    | events.DumpSegmentsBatch
+    | events.DumpSegmentsRecord
+    | events.DumpSegmentsFinding
+    | events.DumpSegmentsIndexEntry
+    | events.DumpSegmentsTimeindexEntry
+    | events.DumpSegmentsTxnEntry
+    | events.DumpSegmentsSanityCheck
+    | events.DumpSegmentsProducerEntry
+    | events.DumpSegmentsCheckpointEntry
+    | events.DumpSegmentsEpochEntry
+    | events.DumpSegmentsPartitionMetadata
+    | events.DumpSegmentsMetaProperties
+    | events.DumpSegmentsQuorumState
+    | events.DumpSegmentsCleanShutdown
+    | events.DumpSegmentsSummary
+    | RenderedLines
+)
 
 
 @dataclass(frozen=True)
@@ -61,9 +93,42 @@ def finding(
     position: int | None,
     message: str,
     offset: int | None = None,
-    **extra: Any,
-) -> Obj:
-    return Finding(severity, code, path, position, offset, message).as_obj(**extra)
+    *,
+    index_offset: int | None = None,
+    log_offset: int | None = None,
+    index_timestamp: int | None = None,
+    log_timestamp: int | None = None,
+    previous_timestamp: int | None = None,
+    invalid_bytes: int | None = None,
+    cause: str | None = None,
+) -> events.DumpSegmentsFinding:
+    """dump-segments' ``finding`` object: a Finding's, and the extra fields given (in the
+    order events.DumpSegmentsFinding lists them)."""
+    f = Finding(severity, code, path, position, offset, message)  # checks the code
+    obj: events.DumpSegmentsFinding = {
+        "type": "finding",
+        "severity": f.severity,
+        "code": f.code,
+        "path": f.path,
+        "position": f.position,
+        "offset": f.offset,
+        "message": f.message,
+    }
+    if index_offset is not None:
+        obj["index_offset"] = index_offset
+    if log_offset is not None:
+        obj["log_offset"] = log_offset
+    if index_timestamp is not None:
+        obj["index_timestamp"] = index_timestamp
+    if log_timestamp is not None:
+        obj["log_timestamp"] = log_timestamp
+    if previous_timestamp is not None:
+        obj["previous_timestamp"] = previous_timestamp
+    if invalid_bytes is not None:
+        obj["invalid_bytes"] = invalid_bytes
+    if cause is not None:
+        obj["cause"] = cause
+    return obj
 
 
 SEGMENT_KINDS = (layout.LOG, layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX)
@@ -91,7 +156,9 @@ class Dumper:
         self.paths = paths
         self.opts = options or DumpOptions()
         self.progress = progress or (lambda n: None)  # called with .log bytes dumped
-        self.counts = {
+        # the summary, counted along
+        self.counts: events.DumpSegmentsSummary = {
+            "type": "summary",
             "files": 0,
             "batches": 0,
             "records": 0,
@@ -106,16 +173,24 @@ class Dumper:
                 continue
             for obj in self._file(f):
                 if obj["type"] == "finding":
-                    self.counts["errors" if obj["severity"] == "error" else "warnings"] += 1
+                    if obj["severity"] == "error":
+                        self.counts["errors"] += 1
+                    else:
+                        self.counts["warnings"] += 1
                 yield obj
-        yield {"type": "summary", **self.counts}
+        yield self.counts
 
     # -- per kind -----------------------------------------------------------------------------
     def _file(self, f: InputFile) -> Iterator[Obj]:
         self.counts["files"] += 1
         size = f.path.stat().st_size
         self.counts["bytes"] += size
-        head: Obj = {"type": "file", "path": f.display, "kind": f.kind, "size": size}
+        head: events.DumpSegmentsFile = {
+            "type": "file",
+            "path": f.display,
+            "kind": f.kind,
+            "size": size,
+        }
         base = layout.offset_from_name(f.path)
         if f.kind in (
             layout.LOG,
@@ -154,7 +229,7 @@ class Dumper:
             scanner = SegmentScanner(buf, stop_on_crc=False, max_bytes=opts.max_bytes)
             reported = 0  # bytes of this segment passed to the progress bar
 
-            def selected() -> Iterator[tuple[Obj, Batch]]:
+            def selected() -> Iterator[tuple[events.DumpSegmentsBatch, Batch]]:
                 """The batches in range, each with its dump object."""
                 nonlocal reported
                 for batch in scanner:
@@ -166,13 +241,14 @@ class Dumper:
                     if lo is not None and batch.last_offset < lo:
                         continue
                     self.counts["batches"] += 1
-                    obj = batch_object(batch)
-                    obj["crc_valid"] = scanner.crc_valid
+                    obj = batch_object(batch, scanner.crc_valid)
                     if not scanner.crc_valid:
                         self.counts["errors"] += 1  # shown on the batch line; counted for the exit
                     yield obj, batch
 
-            def render(item: tuple[Obj, Batch]) -> native_render.Rendered | None:
+            def render(
+                item: tuple[events.DumpSegmentsBatch, Batch],
+            ) -> native_render.Rendered | None:
                 batch = item[1]
                 if rendering is None:
                     return None
@@ -259,7 +335,7 @@ class Dumper:
     def _internal_decoder(self, f: InputFile) -> str | None:
         return internal_decoder(self.opts.decoder, f)
 
-    def _record(self, batch: Batch, rec: Record, decoder: str | None) -> Obj:
+    def _record(self, batch: Batch, rec: Record, decoder: str | None) -> events.DumpSegmentsRecord:
         return record_object(batch, rec, decoder, self.opts)
 
     # -- index files --------------------------------------------------------------------------
@@ -403,7 +479,9 @@ class Dumper:
         except FormatError as e:
             yield finding("error", e.code, f.display, e.position, str(e))
 
-    def _sanity(self, f: InputFile, check: Any, buf: bytes, base: int) -> Iterator[Obj]:
+    def _sanity(
+        self, f: InputFile, check: Callable[[bytes, int], object], buf: bytes, base: int
+    ) -> Iterator[Obj]:
         try:
             check(buf, base)
         except FormatError as e:
@@ -428,9 +506,18 @@ class Dumper:
                 f"Computed crc: {snap.computed_crc}",
             )
         for entry in snap.entries:
-            obj: Obj = {"type": "producer_entry", **entry._asdict()}
-            obj["first_sequence"] = entry.first_sequence if entry.has_batch_metadata else -1
-            yield obj
+            yield {
+                "type": "producer_entry",
+                "producer_id": entry.producer_id,
+                "producer_epoch": entry.producer_epoch,
+                "last_sequence": entry.last_sequence,
+                "last_offset": entry.last_offset,
+                "offset_delta": entry.offset_delta,
+                "timestamp": entry.timestamp,
+                "coordinator_epoch": entry.coordinator_epoch,
+                "current_txn_first_offset": entry.current_txn_first_offset,
+                "first_sequence": entry.first_sequence if entry.has_batch_metadata else -1,
+            }
 
     def _text_file(self, f: InputFile) -> Iterator[Obj]:
         data = read_small(f.path)
@@ -470,30 +557,34 @@ RENDER_TASK_BYTES = 2 << 20  # batch bytes a rendering thread takes at a time (-
 NATIVE_RENDER_RECORDS = 1 << 17
 
 
-def _batch_size(item: tuple[Obj, Batch]) -> int:
+def _batch_size(item: tuple[events.DumpSegmentsBatch, Batch]) -> int:
     return item[1].size
 
 
-def record_object(batch: Batch, rec: Record, decoder: str | None, opts: DumpOptions) -> Obj:
+def record_object(
+    batch: Batch, rec: Record, decoder: str | None, opts: DumpOptions
+) -> events.DumpSegmentsRecord:
     """The docs/output.md record object of ``rec`` (of ``batch``), as dump-segments shows it."""
-    obj: Obj = {
+    obj: events.DumpSegmentsRecord = {
         "type": "record",
         "offset": rec.offset,
         "position": batch.position,
         "timestamp": rec.timestamp,
         "key_size": -1 if rec.key is None else len(rec.key),
         "value_size": -1 if rec.value is None else len(rec.value),
+        "sequence": rec.sequence,
+        "headers": [
+            {"key": k, "value": payloads.decode_bytes(opts.value_decoder, v)}
+            if opts.print_data
+            else {"key": k}
+            for k, v in rec.headers
+        ],
     }
-    obj["sequence"] = rec.sequence
-    obj["headers"] = [
-        {"key": k, "value": payloads.decode_bytes(opts.value_decoder, v)}
-        if opts.print_data
-        else {"key": k}
-        for k, v in rec.headers
-    ]
     if batch.magic < 2:
-        obj["crc"] = rec.crc
-        obj["crc_valid"] = rec.crc_valid
+        # A v0/v1 record always has its message's CRC (Record's are None for v2 records only):
+        # no check here, a record's path is hot.
+        obj["crc"] = rec.crc  # type: ignore[typeddict-item]
+        obj["crc_valid"] = rec.crc_valid  # type: ignore[typeddict-item]
     # --decoder none decodes nothing: a control record's raw key and value show like any other
     if batch.is_control and opts.decoder != "none":
         try:
@@ -528,12 +619,13 @@ def _text_entries(kind: str, name: str, data: bytes) -> Iterator[Obj]:
     if kind == layout.OFFSET_CHECKPOINT:
         cp = checkpoint.parse_offset_checkpoint(data)
         for (topic, partition), offset in cp.entries.items():
-            yield {
+            entry: events.DumpSegmentsCheckpointEntry = {
                 "type": "checkpoint_entry",
                 "topic": topic,
                 "partition": partition,
                 "offset": offset,
             }
+            yield entry
     elif kind == layout.LEADER_EPOCH_CHECKPOINT:
         for e in checkpoint.parse_leader_epoch_checkpoint(data):
             yield {"type": "epoch_entry", "epoch": e.epoch, "start_offset": e.start_offset}
@@ -542,7 +634,8 @@ def _text_entries(kind: str, name: str, data: bytes) -> Iterator[Obj]:
         yield {"type": "partition_metadata", "version": pm.version, "topic_id": pm.topic_id}
     elif kind == layout.META_PROPERTIES:
         mp = checkpoint.parse_meta_properties(data)
-        yield {
+        # every other property of the file follows, as a string (an open object: cast)
+        props = {
             "type": "meta_properties",
             "version": mp.version,
             "cluster_id": mp.cluster_id,
@@ -551,14 +644,17 @@ def _text_entries(kind: str, name: str, data: bytes) -> Iterator[Obj]:
             "directory_id": mp.directory_id,
             **dict(mp.extra),
         }
+        yield cast("events.DumpSegmentsMetaProperties", props)
     elif kind == layout.QUORUM_STATE:
-        yield {"type": "quorum_state", **checkpoint.parse_quorum_state(data)}
+        # the file's JSON object, whatever fields it has (an open object: cast)
+        state = {"type": "quorum_state", **checkpoint.parse_quorum_state(data)}
+        yield cast("events.DumpSegmentsQuorumState", state)
     elif kind == layout.CLEAN_SHUTDOWN:
         cs = checkpoint.parse_clean_shutdown(data)
         yield {"type": "clean_shutdown", "version": cs.version, "broker_epoch": cs.broker_epoch}
 
 
-def _log_missing(f: InputFile) -> Obj:
+def _log_missing(f: InputFile) -> events.DumpSegmentsFinding:
     return finding(
         "warning",
         Code.LOG_MISSING,
