@@ -796,6 +796,8 @@ class TransactionsTransaction(TypedDict):
     coordinator_epoch: int | None
     age_ms: NotRequired[int]
     hanging: NotRequired[bool]
+    transactional_id: NotRequired[str]  # open, when the log dir's __transaction_state has it
+    coordinator_state: NotRequired[str]  # its state there
     coordinator_epoch_source: NotRequired[str]
     abort_command: NotRequired[str]
 

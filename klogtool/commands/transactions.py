@@ -19,14 +19,15 @@ from klogtool.formats import ReadLimits
 from klogtool.log.read.transactions import (
     BOOTSTRAP_PLACEHOLDER,
     EPOCH_PLACEHOLDER,
-    Obj,
     TransactionScanner,
+    TransactionsObject,
     format_duration,
     parse_duration,
 )
 from klogtool.output import Output
 
 if TYPE_CHECKING:
+    from klogtool import events
     from klogtool.cli import Settings
 
 
@@ -135,7 +136,7 @@ def command(
     click.get_current_context().exit(code)
 
 
-def _wanted(obj: Obj, states: tuple[str, ...]) -> bool:
+def _wanted(obj: events.TransactionsTransaction, states: tuple[str, ...]) -> bool:
     if not states:
         return True
     if obj["state"] in states:
@@ -151,26 +152,25 @@ class TextReport:
     def __init__(self, out: Output):
         self.out = out
         self.rows: list[list[str]] = []
-        self.findings: list[Obj] = []
+        self.findings: list[events.TransactionsFinding] = []
         self.commands: list[str] = []
         self.quiet_partitions = 0
 
-    def add(self, obj: Obj, listed: bool = True) -> None:
-        kind = obj["type"]
-        if kind == "transaction":
+    def add(self, obj: TransactionsObject, listed: bool = True) -> None:
+        if obj["type"] == "transaction":
             if listed:
                 self.rows.append(self._row(obj))
             if obj.get("abort_command"):
                 self.commands.append(obj["abort_command"])
-        elif kind == "finding":
+        elif obj["type"] == "finding":
             self.findings.append(obj)
-        elif kind == "partition":
+        elif obj["type"] == "partition":
             self._partition(obj)
-        elif kind == "summary":
+        elif obj["type"] == "summary":
             self._summary(obj)
 
     @staticmethod
-    def _row(t: Obj) -> list[str]:
+    def _row(t: events.TransactionsTransaction) -> list[str]:
         state = t["state"]
         note = ""
         if t.get("hanging"):
@@ -191,7 +191,7 @@ class TextReport:
             note,
         ]
 
-    def _partition(self, p: Obj) -> None:
+    def _partition(self, p: events.TransactionsPartition) -> None:
         out = self.out
         if not self.rows and not self.findings:
             self.quiet_partitions += 1
@@ -201,6 +201,7 @@ class TextReport:
         if leo is None:
             offsets = "no readable batches"
         else:
+            assert lso is not None  # a partition with a log end offset has a last stable one
             held = "" if lso == leo else f" (held back by {_n(leo - lso, 'offset')})"
             offsets = f"log end offset {leo}, last stable offset {lso}{held}"
         title = (
@@ -231,7 +232,7 @@ class TextReport:
         out.line("")
         self.rows, self.findings, self.commands = [], [], []
 
-    def _summary(self, s: Obj) -> None:
+    def _summary(self, s: events.TransactionsSummary) -> None:
         quiet = (
             f"; {_n(self.quiet_partitions, 'partition')} without transactions or findings"
             if self.quiet_partitions

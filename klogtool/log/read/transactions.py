@@ -41,10 +41,10 @@ transactions.sh describe-producers --topic T --partition P`` shows it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from klogtool.codes import Code
 from klogtool.errors import InputError
@@ -65,7 +65,14 @@ from klogtool.log.findings import Finding
 from klogtool.log.segment import mapped, read_small
 from klogtool.log.txnreplay import TxnReplay
 
-Obj = dict[str, Any]
+if TYPE_CHECKING:
+    from klogtool import events
+
+# What TransactionScanner.scan yields: the objects of the transactions command.
+TransactionsObject: TypeAlias = (
+    "events.TransactionsTransaction | events.TransactionsPartition | events.TransactionsFinding"
+    " | events.TransactionsSummary"
+)
 
 BOOTSTRAP_PLACEHOLDER = "<bootstrap-server>"
 EPOCH_PLACEHOLDER = "<coordinator-epoch>"
@@ -121,6 +128,56 @@ class Summary:
     hanging: int = 0
     errors: int = 0
     warnings: int = 0
+
+    def as_obj(self) -> events.TransactionsSummary:
+        """The ``summary`` object: counts for the run."""
+        return {
+            "type": "summary",
+            "partitions": self.partitions,
+            "transactions": self.transactions,
+            "committed": self.committed,
+            "aborted": self.aborted,
+            "open": self.open,
+            "hanging": self.hanging,
+            "errors": self.errors,
+            "warnings": self.warnings,
+        }
+
+
+def finding_obj(
+    part: PartitionInput,
+    f: Finding,
+    *,
+    producer_id: int | None = None,
+    producer_epoch: int | None = None,
+    first_offset: int | None = None,
+    last_offset: int | None = None,
+    last_stable_offset: int | None = None,
+) -> events.TransactionsFinding:
+    """The ``finding`` object: ``f`` in ``part``, with the transaction's fields it names (each
+    left out when None)."""
+    obj: events.TransactionsFinding = {  # Finding.as_obj's fields, then the partition's
+        "type": "finding",
+        "severity": f.severity,
+        "code": f.code,
+        "path": f.path,
+        "position": f.position,
+        "offset": f.offset,
+        "message": f.message,
+        "topic": part.topic,
+        "partition": part.partition,
+    }
+    if producer_id is not None:
+        obj["producer_id"] = producer_id
+    if producer_epoch is not None:
+        obj["producer_epoch"] = producer_epoch
+    if first_offset is not None:
+        obj["first_offset"] = first_offset
+    if last_offset is not None:
+        obj["last_offset"] = last_offset
+    if last_stable_offset is not None:
+        obj["last_stable_offset"] = last_stable_offset
+    return obj
 
 
 def _batch_start_ts(batch: Any) -> int:
@@ -221,19 +278,26 @@ class TransactionScanner:
         self._coordinators: dict[Path, dict[int, CoordinatorInfo]] = {}
 
     # -- entry point -------------------------------------------------------------------------
-    def scan(self, paths: list[str]) -> Iterator[Obj]:
+    def scan(self, paths: list[str]) -> Iterator[TransactionsObject]:
         for part in resolve_partitions(paths):
-            for obj in self.scan_partition(part):
+            for obj in self.partition_objects(part):
                 if obj["type"] == "finding":
                     if obj["severity"] == "error":
                         self.summary.errors += 1
                     else:
                         self.summary.warnings += 1
                 yield obj
-        yield {"type": "summary", **vars(self.summary)}
+        yield self.summary.as_obj()
 
     # -- one partition ---------------------------------------------------------------------
-    def scan_partition(self, part: PartitionInput) -> Iterator[Obj]:
+    def scan_partition(self, part: PartitionInput) -> Iterator[Mapping[str, Any]]:
+        """The objects of one partition, as :func:`klogtool.log.read.finder.transaction_states`
+        reads them: typed as a Mapping until it narrows ``marker_offset`` (None for an open
+        transaction), for :meth:`partition_objects` to take its place there (issue 24)."""
+        return self.partition_objects(part)
+
+    def partition_objects(self, part: PartitionInput) -> Iterator[TransactionsObject]:
+        """The objects of one partition: its transactions and findings, then the partition."""
         self.summary.partitions += 1
         replay = TxnReplay()  # which transactions are open, and the last stable offset
         open_txns: dict[int, _Open] = {}  # what is known of each (its producer's key in replay)
@@ -249,10 +313,10 @@ class TransactionScanner:
             position: int | None,
             offset: int | None,
             message: str,
-            **extra: Any,
-        ) -> Obj:
-            return Finding(severity, code, path, position, offset, message).as_obj(
-                topic=part.topic, partition=part.partition, **extra
+            **extra: int,
+        ) -> events.TransactionsFinding:
+            return finding_obj(
+                part, Finding(severity, code, path, position, offset, message), **extra
             )
 
         for seg in part.segments:
@@ -330,13 +394,14 @@ class TransactionScanner:
                         aborts.append((pid, txn.first_offset, marker_offset, lso))
                     counts["transactions"] += 1
                     counts[state] += 1
-                    obj = self._txn_obj(part, txn, state, txn.producer_epoch)
-                    obj["last_offset"] = marker_offset
-                    obj["marker_offset"] = marker_offset
-                    obj["coordinator_epoch"] = coordinator_epoch
-                    obj["end_timestamp"] = batch.max_timestamp
-                    obj["duration_ms"] = max(0, batch.max_timestamp - txn.start_timestamp)
-                    yield obj
+                    yield self._txn_obj(
+                        part,
+                        txn,
+                        state,
+                        marker_offset=marker_offset,
+                        end_timestamp=batch.max_timestamp,
+                        coordinator_epoch=coordinator_epoch,
+                    )
                     if txn.records == 0:
                         yield finding(
                             "warning",
@@ -383,7 +448,11 @@ class TransactionScanner:
             "log_start_offset": log_start,
             "log_end_offset": log_end,
             "last_stable_offset": last_stable,
-            **counts,
+            "transactions": counts["transactions"],
+            "committed": counts["committed"],
+            "aborted": counts["aborted"],
+            "open": counts["open"],
+            "hanging": counts["hanging"],
         }
 
     def _still_open(
@@ -392,17 +461,17 @@ class TransactionScanner:
         open_txns: dict[int, _Open],
         last_marker_epoch: dict[int, int],
         counts: dict[str, int],
-        finding: Callable[..., Obj],
-    ) -> Iterator[Obj]:
+        finding: Callable[..., events.TransactionsFinding],
+    ) -> Iterator[events.TransactionsTransaction | events.TransactionsFinding]:
         """The transactions open at the end of the log, and a finding for each that hangs
         (older than ``older_than_ms``), with the command that would abort it."""
-        hanging: list[Obj] = []
+        hanging: list[events.TransactionsTransaction] = []
         coordinator: dict[int, CoordinatorInfo] | None = None
         snapshot = self._snapshot_entries(part) if self.use_coordinator and open_txns else {}
         for txn in sorted(open_txns.values(), key=lambda t: t.first_offset):
             counts["transactions"] += 1
             counts["open"] += 1
-            obj = self._txn_obj(part, txn, "open", txn.producer_epoch)
+            obj = self._txn_obj(part, txn, "open")
             age = self.now_ms - txn.start_timestamp
             obj["age_ms"] = age
             is_hanging = age > self.older_than_ms
@@ -443,6 +512,7 @@ class TransactionScanner:
                 hanging.append(obj)
             yield obj
         for obj in hanging:
+            age_ms = obj.get("age_ms", 0)
             state_note = (
                 f"; the coordinator's state for it is {obj['coordinator_state']}"
                 if "coordinator_state" in obj
@@ -455,30 +525,44 @@ class TransactionScanner:
                 None,
                 obj["first_offset"],
                 f"transaction of producer {obj['producer_id']} (epoch {obj['producer_epoch']}) "
-                f"open since offset {obj['first_offset']} for {format_duration(obj['age_ms'])}"
+                f"open since offset {obj['first_offset']} for {format_duration(age_ms)}"
                 f": it holds the last stable offset at {obj['first_offset']}{state_note}",
                 producer_id=obj["producer_id"],
                 producer_epoch=obj["producer_epoch"],
             )
 
-    def _txn_obj(self, part: PartitionInput, txn: _Open, state: str, epoch: int) -> Obj:
+    def _txn_obj(
+        self,
+        part: PartitionInput,
+        txn: _Open,
+        state: str,
+        *,
+        marker_offset: int | None = None,
+        end_timestamp: int | None = None,
+        coordinator_epoch: int | None = None,
+    ) -> events.TransactionsTransaction:
+        """The ``transaction`` object: ended by its COMMIT/ABORT marker at ``marker_offset``
+        (its last offset, whose timestamp ends it), else open (what is known so far; the
+        caller adds how old it is, whether it hangs and what the coordinator says)."""
+        last = txn.last_data_offset if marker_offset is None else marker_offset
+        end = txn.last_timestamp if end_timestamp is None else end_timestamp
         return {
             "type": "transaction",
             "topic": part.topic,
             "partition": part.partition,
             "path": part.display,
             "producer_id": txn.producer_id,
-            "producer_epoch": epoch,
+            "producer_epoch": txn.producer_epoch,
             "state": state,
             "first_offset": txn.first_offset,
-            "last_offset": txn.last_data_offset,
-            "marker_offset": None,
+            "last_offset": last,
+            "marker_offset": marker_offset,
             "start_timestamp": txn.start_timestamp,
-            "end_timestamp": None,
-            "duration_ms": max(0, txn.last_timestamp - txn.start_timestamp),
+            "end_timestamp": end_timestamp,
+            "duration_ms": max(0, end - txn.start_timestamp),
             "batches": txn.batches,
             "records": txn.records,
-            "coordinator_epoch": None,
+            "coordinator_epoch": coordinator_epoch,
         }
 
     # -- .txnindex ---------------------------------------------------------------------------
@@ -488,8 +572,8 @@ class TransactionScanner:
         seg: layout.SegmentFiles,
         aborts: list[tuple[int, int, int, int]],
         markers: set[int],
-        finding: Any,
-    ) -> Iterator[Obj]:
+        finding: Callable[..., events.TransactionsFinding],
+    ) -> Iterator[events.TransactionsFinding]:
         entries: list[index.AbortedTxn] = []
         where = str(seg.txnindex or seg.log)
         if seg.txnindex is not None:
