@@ -705,7 +705,7 @@ def _finding_text(f: Mapping[str, Any]) -> str:
     return f"{f['severity']}: {f['code']}: {where}{offset}: {f['message']}"
 
 
-def diagnostic_line(f: dict[str, Any]) -> str:
+def diagnostic_line(f: Mapping[str, Any]) -> str:
     """A finding reported on stderr beside the data (``find``): the one-line shape of
     docs/output.md's errors, ``klogtool: <severity>: <path>[:<position>]: <what> (<code>)``."""
     where = f["path"] + (f":{f['position']}" if f.get("position") is not None else "")

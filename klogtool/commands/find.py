@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,7 +21,7 @@ from klogtool.commands.dump_segments import KafkaRenderer
 from klogtool.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK
 from klogtool.formats import ReadLimits
 from klogtool.log.read.dumper import DumpOptions
-from klogtool.log.read.finder import Finder, FindOptions, Obj, resolve_targets
+from klogtool.log.read.finder import Finder, FindObject, FindOptions, resolve_targets
 from klogtool.log.record_filter import RecordFilter
 from klogtool.output import Output, diagnostic_line, plural, render_text
 
@@ -136,21 +137,22 @@ def command(
     click.get_current_context().exit(code)
 
 
-def _show(obj: Obj, out: Output, fmt: str, renderer: KafkaRenderer | None) -> None:
-    kind = obj["type"]
+def _show(obj: FindObject, out: Output, fmt: str, renderer: KafkaRenderer | None) -> None:
+    o: Mapping[str, Any] = obj  # read alike, whatever the object (only records are typed)
+    kind = o["type"]
     if kind == "finding":
-        if obj["severity"] == "error" or out.verbosity >= 0:
-            out.stderr_line(diagnostic_line(obj))
+        if o["severity"] == "error" or out.verbosity >= 0:
+            out.stderr_line(diagnostic_line(o))
     elif kind == "summary":
         return
     elif renderer is not None:
-        renderer.render(obj)
+        renderer.render(o)
     elif kind != "record":
         return
     elif fmt == "text":
-        where = obj["segment"] if obj["topic"] is None else f"{obj['topic']}-{obj['partition']}"
-        txn = f"  transaction {obj['transaction']}" if "transaction" in obj else ""
-        out.line(f"{where}{render_text(obj)}{txn}")
+        where = o["segment"] if o["topic"] is None else f"{o['topic']}-{o['partition']}"
+        txn = f"  transaction {o['transaction']}" if "transaction" in o else ""
+        out.line(f"{where}{render_text(o)}{txn}")
     else:
         out.emit(obj)
 

@@ -44,8 +44,9 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypeAlias, TypedDict
 
+from klogtool import events
 from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import index
@@ -81,8 +82,21 @@ from klogtool.log.record_filter import (
 )
 from klogtool.log.segment import mapped, read_small
 
+# The objects find sends its renderers but never writes as JSON (file, batch, finding,
+# summary): not typed, though events.check checks nothing it does not emit.
 Obj = dict[str, Any]
+# What Finder yields: those, and the records it writes (events.FindRecord, typed).
+FindObject: TypeAlias = events.FindRecord | Obj
 Progress = Callable[[int, int], None]  # (bytes walked, records decoded) since the last call
+
+
+class _Transaction(TypedDict):
+    transaction: NotRequired[str]
+
+
+# Unpacked into a record object without --transaction: mypy checks a TypedDict display with
+# ** items only when every key it may lack comes from one of them (an empty dict: no cost).
+_NO_TRANSACTION: _Transaction = {}
 
 _STATE_CODES = {COMMITTED: 0, ABORTED: 1, OPEN: 2}
 _STATE_NAMES = {v: k for k, v in _STATE_CODES.items()}
@@ -362,11 +376,11 @@ class Finder:
         self._records_reported = 0
 
     # -- entry points ---------------------------------------------------------------------------
-    def objects(self, paths: list[str], *, jobs: int = 1) -> Iterator[Obj]:
+    def objects(self, paths: list[str], *, jobs: int = 1) -> Iterator[FindObject]:
         """Everything PATHs hold that matches (see :func:`resolve_targets`)."""
         return self.run(resolve_targets(paths), jobs=jobs)
 
-    def run(self, targets: list[Target], *, jobs: int = 1) -> Iterator[Obj]:
+    def run(self, targets: list[Target], *, jobs: int = 1) -> Iterator[FindObject]:
         """The objects of ``targets``, in their order, then a ``summary``; with ``jobs > 1``
         partitions are searched in worker processes."""
         if jobs > 1 and len(targets) > 1:
@@ -379,7 +393,7 @@ class Finder:
                     break
         yield {"type": "summary", **vars(self.counts)}
 
-    def search(self, target: Target) -> Iterator[Obj]:
+    def search(self, target: Target) -> Iterator[FindObject]:
         """One partition's objects (raises :class:`_Stop` when the limit is reached)."""
         self.counts.partitions += 1
         opts = self.opts
@@ -409,7 +423,7 @@ class Finder:
                 return  # offsets only increase: nothing further is in the range
 
     # -- one segment ----------------------------------------------------------------------------
-    def _segment(self, seg: _Segment, next_base: int | None, last: bool) -> Iterator[Obj]:
+    def _segment(self, seg: _Segment, next_base: int | None, last: bool) -> Iterator[FindObject]:
         opts = self.opts
         base = seg.files.base_offset
         assert seg.files.log is not None
@@ -577,11 +591,11 @@ class Finder:
                 ).as_obj(topic=seg.target.topic, partition=seg.target.partition)
             )
 
-    def _forwards(self, seg: _Segment, buf: memoryview, start: int) -> Iterator[Obj]:
+    def _forwards(self, seg: _Segment, buf: memoryview, start: int) -> Iterator[FindObject]:
         for batch in self._candidates(seg, buf, start):
             yield from self._batch(seg, batch)
 
-    def _backwards(self, seg: _Segment, buf: memoryview, start: int) -> Iterator[Obj]:
+    def _backwards(self, seg: _Segment, buf: memoryview, start: int) -> Iterator[FindObject]:
         """Candidate positions first (headers only), then their records, newest first."""
         positions = array("q")
         for batch in self._candidates(seg, buf, start):
@@ -590,12 +604,12 @@ class Finder:
             batch = read_batch(buf, pos)
             yield from self._batch(seg, batch, reverse=True)
 
-    def _batch(self, seg: _Segment, batch: Batch, reverse: bool = False) -> Iterator[Obj]:
+    def _batch(self, seg: _Segment, batch: Batch, reverse: bool = False) -> Iterator[FindObject]:
         """The matching records of one candidate batch (newest first with ``reverse``)."""
         opts, where = self.opts, self.where
         record_level = where.record_level
         self.counts.batches_decoded += 1
-        matched: list[Obj] = []
+        matched: list[events.FindRecord] = []
         first = True
         try:
             for rec in batch.records(opts.dump.limits.max_batch_bytes):
@@ -661,7 +675,7 @@ class Finder:
         out.append(b)
         return out
 
-    def _emit(self, obj: Obj) -> Iterator[Obj]:
+    def _emit(self, obj: FindObject) -> Iterator[FindObject]:
         if obj["type"] == "record":
             self.counts.matches += 1
             if self.remaining is not None:
@@ -670,13 +684,26 @@ class Finder:
         if self.remaining is not None and self.remaining <= 0 and obj["type"] == "record":
             raise _Stop()
 
-    def _record_obj(self, seg: _Segment, batch: Batch, rec: Record) -> Obj:
-        obj: Obj = {"type": "record", "topic": seg.target.topic, "partition": seg.target.partition}
-        obj.update(record_object(batch, rec, seg.decoder, self.opts.dump))
-        obj["segment"] = seg.display
+    def _record_obj(self, seg: _Segment, batch: Batch, rec: Record) -> events.FindRecord:
+        # where first, then dump-segments' record (its "type" keeps the first place)
+        record = record_object(batch, rec, seg.decoder, self.opts.dump)
         if self._txns is not None:
-            obj["transaction"] = self._txns.state(batch)
-        return obj
+            return {
+                "type": "record",
+                "topic": seg.target.topic,
+                "partition": seg.target.partition,
+                **record,
+                "segment": seg.display,
+                "transaction": self._txns.state(batch),
+            }
+        return {
+            "type": "record",
+            "topic": seg.target.topic,
+            "partition": seg.target.partition,
+            **record,
+            "segment": seg.display,
+            **_NO_TRANSACTION,
+        }
 
     # -- bookkeeping ------------------------------------------------------------------------------
     def _advance(self, nbytes: int) -> None:
@@ -690,7 +717,7 @@ class Finder:
             self.counts.warnings += 1
 
     # -- a process pool ---------------------------------------------------------------------------
-    def _parallel(self, targets: list[Target], jobs: int) -> Iterator[Obj]:
+    def _parallel(self, targets: list[Target], jobs: int) -> Iterator[FindObject]:
         stop = fork_context().Event()
         with (
             tempfile.TemporaryDirectory(prefix="klogtool-find-") as spool,
@@ -719,7 +746,7 @@ class Finder:
                     with open(out, "rb") as f:
                         while True:
                             try:
-                                obj: Obj = pickle.load(f)
+                                obj: FindObject = pickle.load(f)
                             except EOFError:
                                 break
                             yield from self._emit(obj)
