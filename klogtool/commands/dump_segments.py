@@ -339,7 +339,8 @@ EMPTY_INDEX = "empty-index"  # KafkaRenderer.kind of an offset index under 8 byt
 
 
 class KafkaRenderer:
-    """kafka-dump-log.sh's exact stdout lines and end-of-run stderr blocks (kafka-spec §9.2)."""
+    """kafka-dump-log.sh's exact stdout lines and end-of-run stderr blocks (docs/kafka-rules.md,
+    kafka-dump-log output)."""
 
     def __init__(self, out: Output, payloads_only: bool = False):
         self.out = out

@@ -246,10 +246,11 @@ def transaction_states(target: Target, limits: ReadLimits) -> TransactionStates:
     part = PartitionInput(
         Path(target.display), target.display, target.topic, target.partition, target.segments
     )
-    for obj in scanner.scan_partition(part):
+    for obj in scanner.partition_objects(part):
         if obj["type"] != "transaction":
             continue
-        end = obj["marker_offset"] if obj["state"] != OPEN else MAX_OFFSET
+        marker = obj["marker_offset"]
+        end = marker if obj["state"] != OPEN and marker is not None else MAX_OFFSET
         txns.add(obj["producer_id"], obj["first_offset"], end, obj["state"])
     return txns
 

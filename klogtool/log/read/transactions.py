@@ -41,7 +41,7 @@ transactions.sh describe-producers --topic T --partition P`` shows it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -290,12 +290,6 @@ class TransactionScanner:
         yield self.summary.as_obj()
 
     # -- one partition ---------------------------------------------------------------------
-    def scan_partition(self, part: PartitionInput) -> Iterator[Mapping[str, Any]]:
-        """The objects of one partition, as :func:`klogtool.log.read.finder.transaction_states`
-        reads them: typed as a Mapping until it narrows ``marker_offset`` (None for an open
-        transaction), for :meth:`partition_objects` to take its place there (issue 24)."""
-        return self.partition_objects(part)
-
     def partition_objects(self, part: PartitionInput) -> Iterator[TransactionsObject]:
         """The objects of one partition: its transactions and findings, then the partition."""
         self.summary.partitions += 1
