@@ -23,6 +23,7 @@ from klogtool.formats.errors import FormatError
 from klogtool.formats.limits import DEFAULT_LIMITS
 from klogtool.formats.payloads.cluster_metadata import decode_metadata_record
 from klogtool.formats.records import SegmentScanner
+from klogtool.log.segment import mapped
 
 METADATA_DIR_NAME = "__cluster_metadata-0"
 TOPIC_RESOURCE = 2
@@ -87,20 +88,21 @@ class ClusterConfigs:
 
 def _records(path: Path, start: int = 0) -> Iterator[tuple[int, int, dict[str, Any]]]:
     """(offset, api key, data) of every decodable metadata record of a file from ``start``."""
-    for batch in SegmentScanner(memoryview(path.read_bytes()), strict=False):
-        if batch.is_control or batch.last_offset < start:
-            continue
-        # The default bounds, not a command's: configs are read before (and apart from) the
-        # data the command's --max-batch-bytes is about, and metadata batches are small.
-        for rec in batch.records(DEFAULT_LIMITS.max_batch_bytes):
-            if rec.offset < start:
+    with mapped(path) as buf:  # mapped, not read whole: a metadata segment grows to 1 GiB
+        for batch in SegmentScanner(buf, strict=False):
+            if batch.is_control or batch.last_offset < start:
                 continue
-            try:
-                meta = decode_metadata_record(rec.value)
-            except FormatError:
-                continue
-            if meta.data is not None:
-                yield rec.offset, meta.api_key, meta.data
+            # The default bounds, not a command's: configs are read before (and apart from)
+            # the data the command's --max-batch-bytes is about, and metadata batches are small.
+            for rec in batch.records(DEFAULT_LIMITS.max_batch_bytes):
+                if rec.offset < start:
+                    continue
+                try:
+                    meta = decode_metadata_record(rec.value)
+                except FormatError:
+                    continue
+                if meta.data is not None:
+                    yield rec.offset, meta.api_key, meta.data
 
 
 def node_id_of(log_dir: Path) -> str | None:
