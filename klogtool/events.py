@@ -505,9 +505,7 @@ class DumpSegmentsSanityCheck(TypedDict):
     passed: bool
 
 
-class CompactSegment(TypedDict):
-    """The outcome for one segment."""
-
+class _CompactSegmentPlace(TypedDict):
     type: Literal["segment"]
     partition: str
     base_offset: int
@@ -515,15 +513,25 @@ class CompactSegment(TypedDict):
     why: str
     group: int | None
     largest_timestamp: int
-    records_in: NotRequired[int]
-    kept: NotRequired[int]
-    superseded: NotRequired[int]
-    tombstones_expired: NotRequired[int]
-    aborted: NotRequired[int]
-    keyless: NotRequired[int]
-    markers_removed: NotRequired[int]
-    empty_batches_kept: NotRequired[int]
-    tombstones_kept: NotRequired[int]
+
+
+class CompactSegmentCounts(TypedDict, total=False):
+    """A cleaned segment's records, when the cleaning ran or was simulated."""
+
+    records_in: int
+    kept: int
+    superseded: int
+    tombstones_expired: int
+    aborted: int
+    keyless: int
+    markers_removed: int
+    empty_batches_kept: int
+    tombstones_kept: int
+
+
+class CompactSegment(_CompactSegmentPlace, CompactSegmentCounts):
+    """The outcome for one segment."""
+
     delete_horizon_ms: int | None
     bytes_before: int
     bytes_after: int | None
@@ -625,21 +633,29 @@ class CompactSummary(TypedDict):
     bytes_after: int
 
 
-class ConvertFormatSummary(TypedDict):
-    """The last object: counts for the run."""
-
+class _ConvertFormatCounts(TypedDict):
     type: Literal["summary"]
     dry_run: bool
     partitions: int
     segments: int
     segments_unchanged: int
     bytes_in: int
-    segments_written: NotRequired[int]  # these five: not with --dry-run
-    bytes_out: NotRequired[int]
-    batches_out: NotRequired[int]
-    indexes_rebuilt: NotRequired[int]
-    files_carried: NotRequired[int]
-    destination: NotRequired[str]  # not with --dry-run or --in-place
+
+
+class ConvertFormatWritten(TypedDict, total=False):
+    """What a conversion wrote: not with --dry-run (``destination`` not with --in-place)."""
+
+    segments_written: int
+    bytes_out: int
+    batches_out: int
+    indexes_rebuilt: int
+    files_carried: int
+    destination: str
+
+
+class ConvertFormatSummary(_ConvertFormatCounts, ConvertFormatWritten):
+    """The last object: counts for the run."""
+
     losses: dict[str, Any]
 
 

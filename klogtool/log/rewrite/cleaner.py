@@ -122,7 +122,7 @@ class SegmentStats:
     def removed(self) -> int:
         return self.superseded + self.tombstones_expired + self.aborted + self.keyless
 
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> events.CompactSegmentCounts:
         return {
             "records_in": self.records_in,
             "kept": self.kept,
@@ -139,19 +139,8 @@ class SegmentStats:
         """The ``segment`` object (``partition``: its partition dir); ``measured``: whether
         the cleaning ran or was simulated, so that a cleaned segment's counts and bytes after
         are known (they are left out, or null, otherwise)."""
-        if not (measured and self.group is not None):
-            return {
-                "type": "segment",
-                "partition": partition,
-                "base_offset": self.base_offset,
-                "status": self.status,
-                "why": self.why,
-                "group": self.group,
-                "largest_timestamp": self.largest_timestamp,
-                "delete_horizon_ms": self.delete_horizon_ms,
-                "bytes_before": self.size,
-                "bytes_after": None,
-            }
+        cleaned = measured and self.group is not None
+        counts: events.CompactSegmentCounts = self.counts() if cleaned else {}
         return {
             "type": "segment",
             "partition": partition,
@@ -160,18 +149,10 @@ class SegmentStats:
             "why": self.why,
             "group": self.group,
             "largest_timestamp": self.largest_timestamp,
-            "records_in": self.records_in,
-            "kept": self.kept,
-            "superseded": self.superseded,
-            "tombstones_expired": self.tombstones_expired,
-            "aborted": self.aborted,
-            "keyless": self.keyless,
-            "markers_removed": self.markers_removed,
-            "empty_batches_kept": self.empty_batches_kept,
-            "tombstones_kept": self.tombstones_kept,
+            **counts,
             "delete_horizon_ms": self.delete_horizon_ms,
             "bytes_before": self.size,
-            "bytes_after": self.bytes_after,
+            "bytes_after": self.bytes_after if cleaned else None,
         }
 
 
@@ -271,13 +252,6 @@ class CompactionPlan(PartitionContext):
             "why_not": self.why_not,
             "notes": self.notes,
         }
-
-    def totals(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for s in self.segments:
-            for k, v in s.counts().items():
-                out[k] = out.get(k, 0) + v
-        return out
 
 
 # ------------------------------------------------------------------------------ transactions

@@ -826,31 +826,17 @@ class Converted:
         segs = plan.segments
         partitions, segments = len(plan.partitions), len(segs)
         unchanged, bytes_in = sum(1 for s in segs if s.action == COPY), sum(s.size for s in segs)
-        if result is None:
-            return {
-                "type": "summary",
-                "dry_run": dry_run,
-                "partitions": partitions,
-                "segments": segments,
-                "segments_unchanged": unchanged,
-                "bytes_in": bytes_in,
-                "losses": losses,
-            }
-        if result.destination is None:
-            return {
-                "type": "summary",
-                "dry_run": dry_run,
-                "partitions": partitions,
-                "segments": segments,
-                "segments_unchanged": unchanged,
-                "bytes_in": bytes_in,
+        written: events.ConvertFormatWritten = {}
+        if result is not None:
+            written = {
                 "segments_written": result.segments_written,
                 "bytes_out": result.bytes_out,
                 "batches_out": result.batches_out,
                 "indexes_rebuilt": result.indexes_rebuilt,
                 "files_carried": result.files_carried,
-                "losses": losses,
             }
+            if result.destination is not None:
+                written["destination"] = str(result.destination)
         return {
             "type": "summary",
             "dry_run": dry_run,
@@ -858,12 +844,7 @@ class Converted:
             "segments": segments,
             "segments_unchanged": unchanged,
             "bytes_in": bytes_in,
-            "segments_written": result.segments_written,
-            "bytes_out": result.bytes_out,
-            "batches_out": result.batches_out,
-            "indexes_rebuilt": result.indexes_rebuilt,
-            "files_carried": result.files_carried,
-            "destination": str(result.destination),
+            **written,
             "losses": losses,
         }
 

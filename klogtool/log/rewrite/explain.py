@@ -76,7 +76,7 @@ class SegmentExplain:
             "compaction_status": c.status if c else None,
             "compaction_why": c.why if c else None,
             "compaction_group": c.group if c else None,
-            "compaction": (c.counts() if c and c.group is not None else None),
+            "compaction": (dict(c.counts()) if c and c.group is not None else None),
             "bytes_after_compaction": c.bytes_after if c and c.group is not None else None,
             "retention_action": r.action if r else None,
             "retention_rule": r.rule if r else None,
