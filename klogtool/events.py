@@ -123,32 +123,43 @@ class FindingObject(TypedDict):
     message: str
 
 
-class DumpSegmentsFinding(FindingObject):
-    """Something wrong or worth a warning at a place in a file (codes.md)."""
+class DumpSegmentsFindingDetails(TypedDict, total=False):
+    """What a dump-segments finding adds when it knows it."""
 
-    index_offset: NotRequired[int]
-    log_offset: NotRequired[int]
-    index_timestamp: NotRequired[int]
-    log_timestamp: NotRequired[int]
-    previous_timestamp: NotRequired[int]
-    invalid_bytes: NotRequired[int]
-    cause: NotRequired[str]
+    index_offset: int
+    log_offset: int
+    index_timestamp: int
+    log_timestamp: int
+    previous_timestamp: int
+    invalid_bytes: int
+    cause: str
+
+
+class DumpSegmentsFinding(FindingObject, DumpSegmentsFindingDetails):
+    """Something wrong or worth a warning at a place in a file (codes.md)."""
 
 
 class RebuildIndexFinding(FindingObject):
     """Something wrong or worth a warning at a place in a file (codes.md)."""
 
 
-class TransactionsFinding(FindingObject):
-    """Something wrong or worth a warning at a place in a file (codes.md)."""
-
+class _TransactionsFindingPlace(FindingObject):
     topic: str | None
     partition: int | None
-    producer_id: NotRequired[int]
-    producer_epoch: NotRequired[int]
-    first_offset: NotRequired[int]
-    last_offset: NotRequired[int]
-    last_stable_offset: NotRequired[int]
+
+
+class TransactionsFindingDetails(TypedDict, total=False):
+    """The transaction a transactions finding is about, as far as it is known."""
+
+    producer_id: int
+    producer_epoch: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+
+class TransactionsFinding(_TransactionsFindingPlace, TransactionsFindingDetails):
+    """Something wrong or worth a warning at a place in a file (codes.md)."""
 
 
 class TruncateRecoveryFinding(FindingObject):

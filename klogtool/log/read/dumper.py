@@ -105,30 +105,22 @@ def finding(
     """dump-segments' ``finding`` object: a Finding's, and the extra fields given (in the
     order events.DumpSegmentsFinding lists them)."""
     f = Finding(severity, code, path, position, offset, message)  # checks the code
-    obj: events.DumpSegmentsFinding = {
-        "type": "finding",
-        "severity": f.severity,
-        "code": f.code,
-        "path": f.path,
-        "position": f.position,
-        "offset": f.offset,
-        "message": f.message,
-    }
+    details: events.DumpSegmentsFindingDetails = {}
     if index_offset is not None:
-        obj["index_offset"] = index_offset
+        details["index_offset"] = index_offset
     if log_offset is not None:
-        obj["log_offset"] = log_offset
+        details["log_offset"] = log_offset
     if index_timestamp is not None:
-        obj["index_timestamp"] = index_timestamp
+        details["index_timestamp"] = index_timestamp
     if log_timestamp is not None:
-        obj["log_timestamp"] = log_timestamp
+        details["log_timestamp"] = log_timestamp
     if previous_timestamp is not None:
-        obj["previous_timestamp"] = previous_timestamp
+        details["previous_timestamp"] = previous_timestamp
     if invalid_bytes is not None:
-        obj["invalid_bytes"] = invalid_bytes
+        details["invalid_bytes"] = invalid_bytes
     if cause is not None:
-        obj["cause"] = cause
-    return obj
+        details["cause"] = cause
+    return {**f.as_obj(), **details}
 
 
 SEGMENT_KINDS = (layout.LOG, layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX)

@@ -156,28 +156,18 @@ def finding_obj(
 ) -> events.TransactionsFinding:
     """The ``finding`` object: ``f`` in ``part``, with the transaction's fields it names (each
     left out when None)."""
-    obj: events.TransactionsFinding = {  # Finding.as_obj's fields, then the partition's
-        "type": "finding",
-        "severity": f.severity,
-        "code": f.code,
-        "path": f.path,
-        "position": f.position,
-        "offset": f.offset,
-        "message": f.message,
-        "topic": part.topic,
-        "partition": part.partition,
-    }
+    details: events.TransactionsFindingDetails = {}
     if producer_id is not None:
-        obj["producer_id"] = producer_id
+        details["producer_id"] = producer_id
     if producer_epoch is not None:
-        obj["producer_epoch"] = producer_epoch
+        details["producer_epoch"] = producer_epoch
     if first_offset is not None:
-        obj["first_offset"] = first_offset
+        details["first_offset"] = first_offset
     if last_offset is not None:
-        obj["last_offset"] = last_offset
+        details["last_offset"] = last_offset
     if last_stable_offset is not None:
-        obj["last_stable_offset"] = last_stable_offset
-    return obj
+        details["last_stable_offset"] = last_stable_offset
+    return {**f.as_obj(), "topic": part.topic, "partition": part.partition, **details}
 
 
 def _batch_start_ts(batch: Any) -> int:
