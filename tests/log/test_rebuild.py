@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.cli import generator, jsonl, run
@@ -525,3 +526,55 @@ def test_progress_moves_inside_a_segment(
     assert sum(calls) == sum(sizes)
     if jobs == 1:  # each segment reports many steps (one per ~2 KB batch) before its end
         assert len(calls) >= 30
+
+
+def test_progress_loses_no_bytes_a_worker_adds_between_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CI stop 29: the parent read the shared counter twice per poll (report ``value - shown``,
+    then ``shown = value``), so bytes a worker added between the two reads were never shown
+    (100408 of 102970). A counter that grows after each of the parent's reads makes the race
+    happen on every poll."""
+    import os
+
+    monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
+    parent = os.getpid()
+    returned: list[int] = []
+
+    class RacingCounter:
+        def __init__(self, real: Any) -> None:
+            self.real = real
+
+        def get_lock(self) -> Any:
+            return self.real.get_lock()
+
+        @property
+        def value(self) -> int:
+            v = int(self.real.value)
+            if os.getpid() == parent:  # a worker adds 7 bytes right after the parent's read
+                with self.real.get_lock():
+                    self.real.value += 7
+                returned.append(v)
+            return v
+
+        @value.setter
+        def value(self, v: int) -> None:
+            self.real.value = v
+
+    real_context = parallel.fork_context()
+
+    class Context:
+        def Value(self, *args: Any) -> RacingCounter:  # noqa: N802 (multiprocessing's name)
+            return RacingCounter(real_context.Value(*args))
+
+    monkeypatch.setattr(parallel, "fork_context", Context)
+    logs = []
+    for base in (0, 100):
+        logs.append(tmp_path / f"{base:020d}.log")
+        logs[-1].write_bytes(encode_batch([Record(base, 0, b"k", b"v" * 50)]))
+    tasks = [headers.ScanTask(str(p), int(p.stem), DEFAULT_LIMITS) for p in logs]
+    sizes = [p.stat().st_size for p in logs]
+    calls: list[int] = []
+    parallel.run_parallel(headers.run_scan_task, tasks, jobs=2, sizes=sizes, progress=calls.append)
+    assert returned[-1] >= sum(sizes)
+    assert sum(calls) == returned[-1]  # every byte read from the counter was reported once

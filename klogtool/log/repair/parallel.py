@@ -52,9 +52,10 @@ def run_parallel(
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
             for fut in done:
                 results[futures[fut]] = fut.result()
-            if progress is not None and counter.value > shown:
-                progress(counter.value - shown)
-                shown = counter.value
+            now = counter.value  # read once: a worker may add between two reads
+            if progress is not None and now > shown:
+                progress(now - shown)
+                shown = now
     return [results[i] for i in range(len(tasks))]
 
 
