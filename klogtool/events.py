@@ -931,13 +931,22 @@ Event: TypeAlias = (
     | DumpSegmentsTxnEntry
 )
 
-# The objects of the commands whose producers are not typed against their TypedDict yet (issue
-# 24): Output.emit takes them too, and events.check still checks them under the test suite.
-# Goes when every producer returns its TypedDict.
-UntypedEvent: TypeAlias = dict[str, Any]
-
 # The log layer's emit callback: Output.emit, or whatever a caller collects the objects with.
 Emit: TypeAlias = Callable[[Event], None]
+
+_Open = typing.TypeVar("_Open", DumpSegmentsMetaProperties, DumpSegmentsQuorumState)
+
+
+def open_object(declared: _Open, fields: Mapping[str, Any]) -> _Open:
+    """An object that carries every field of its file, not only those its type declares
+    (meta.properties, quorum-state): ``declared`` (mypy checks it) and the file's ``fields``,
+    in the file's order where the file has them. A file's own "type" field cannot replace the
+    object's. mypy cannot declare a TypedDict's extra fields yet (PEP 728), hence the cast."""
+    out: dict[str, Any] = {k: v for k, v in declared.items() if k == "type" or k not in fields}
+    for k, v in fields.items():
+        if k != "type":
+            out[k] = declared.get(k, v)
+    return typing.cast(_Open, out)
 
 
 # (command, type) -> its TypedDict

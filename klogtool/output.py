@@ -223,7 +223,7 @@ class Output:
             pending, self._pending = self._pending, ""
             self._write(pending)
 
-    def emit(self, obj: events.Event | events.UntypedEvent) -> None:
+    def emit(self, obj: events.Event) -> None:
         if STRICT:  # the test suite: every object against its registered type
             _check_event(obj)
         if self.fmt == "jsonl":

@@ -247,3 +247,20 @@ def test_sanity_check_says_passed_also_for_an_empty_index(tmp_path: Path) -> Non
     # a full index too
     code, out, _ = run("dump-segments", "--index-sanity-check", TXN0_INDEX)
     assert out.splitlines()[1:] == ["  sanity check: passed"]
+
+
+def test_a_files_own_type_field_does_not_replace_the_objects(tmp_path: Path) -> None:
+    """quorum-state is an open object (every field of its JSON follows the declared ones): a
+    "type" field in the file took the object's place ({"type": "quorum_state", **json})."""
+    (tmp_path / "quorum-state").write_text(
+        '{"type":"record","leaderEpoch":5,"data_version":0,"leaderId":1}'
+    )
+    code, out, _ = run("dump-segments", "--format", "jsonl", "quorum-state", cwd=tmp_path)
+    assert code == 0
+    assert jsonl(out)[1] == {
+        "type": "quorum_state",
+        "leaderEpoch": 5,
+        "data_version": 0,
+        "leaderId": 1,
+    }
+    assert list(jsonl(out)[1]) == ["type", "leaderEpoch", "data_version", "leaderId"]

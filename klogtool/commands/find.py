@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -138,21 +137,19 @@ def command(
 
 
 def _show(obj: FindObject, out: Output, fmt: str, renderer: KafkaRenderer | None) -> None:
-    o: Mapping[str, Any] = obj  # read alike, whatever the object (only records are typed)
-    kind = o["type"]
-    if kind == "finding":
-        if o["severity"] == "error" or out.verbosity >= 0:
-            out.stderr_line(diagnostic_line(o))
-    elif kind == "summary":
+    if obj["type"] == "finding":
+        if obj["severity"] == "error" or out.verbosity >= 0:
+            out.stderr_line(diagnostic_line(obj))
+    elif obj["type"] == "summary":
         return
     elif renderer is not None:
-        renderer.render(o)
-    elif kind != "record":
+        renderer.render(obj)
+    elif obj["type"] != "record":
         return
     elif fmt == "text":
-        where = o["segment"] if o["topic"] is None else f"{o['topic']}-{o['partition']}"
-        txn = f"  transaction {o['transaction']}" if "transaction" in o else ""
-        out.line(f"{where}{render_text(o)}{txn}")
+        where = obj["segment"] if obj["topic"] is None else f"{obj['topic']}-{obj['partition']}"
+        txn = f"  transaction {obj['transaction']}" if "transaction" in obj else ""
+        out.line(f"{where}{render_text(obj)}{txn}")
     else:
         out.emit(obj)
 

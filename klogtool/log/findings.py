@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING
 
 from klogtool import codes
 
@@ -26,16 +26,9 @@ class Finding:
     def __post_init__(self) -> None:
         codes.check(self.code, self.severity)
 
-    @overload
-    def as_obj(self) -> events.FindingObject: ...
-
-    @overload
-    def as_obj(self, **extra: Any) -> dict[str, Any]: ...
-
-    def as_obj(self, **extra: Any) -> events.FindingObject | dict[str, Any]:
-        """The ``finding`` object: as it is, every command's (events.FindingObject, which verify,
-        rebuild-index and truncate-recovery register as theirs); with ``extra`` fields after
-        it, the extensions of dump-segments, transactions and find, not typed yet."""
+    def as_obj(self) -> events.FindingObject:
+        """The ``finding`` object: every command's (verify, rebuild-index and truncate-recovery
+        register it as theirs; dump-segments, transactions and find extend it)."""
         obj: events.FindingObject = {
             "type": "finding",
             "severity": self.severity,
@@ -45,7 +38,7 @@ class Finding:
             "offset": self.offset,
             "message": self.message,
         }
-        return {**obj, **extra} if extra else obj
+        return obj
 
 
 class FindingCounts:

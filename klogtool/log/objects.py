@@ -3,7 +3,7 @@ dump-segments and find print it and export writes its batch-level rows."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING
 
 from klogtool.formats import codecs
 from klogtool.formats.batch import TIMESTAMP_TYPE_NAMES, Batch
@@ -13,26 +13,16 @@ if TYPE_CHECKING:
     from klogtool import events
 
 
-@overload
-def batch_object(b: Batch, crc_valid: bool) -> events.DumpSegmentsBatch: ...
-
-
-@overload
-def batch_object(b: Batch) -> dict[str, Any]: ...
-
-
-def batch_object(b: Batch, crc_valid: bool = False) -> events.DumpSegmentsBatch | dict[str, Any]:
-    """The docs/output.md batch object (a legacy wrapper's base offset/count are decompressed):
-    dump-segments' with ``crc_valid`` (whether its CRC checked out); without it, a row the
-    caller completes (export's batch rows: its own ``crc_valid``, None when not checked, and
-    more columns)."""
+def batch_object(b: Batch, crc_valid: bool) -> events.DumpSegmentsBatch:
+    """The docs/output.md batch object (a legacy wrapper's base offset/count are decompressed),
+    with ``crc_valid`` (whether its CRC checked out)."""
     is_v2 = b.magic >= 2
     try:
         base_offset: int | None = b.base_offset
         count: int | None = b.count
     except FormatError:
         base_offset = count = None
-    obj: events.DumpSegmentsBatch = {
+    return {
         "type": "batch",
         "position": b.position,
         "base_offset": base_offset,
@@ -55,4 +45,3 @@ def batch_object(b: Batch, crc_valid: bool = False) -> events.DumpSegmentsBatch 
         "is_control": b.is_control,
         "delete_horizon_ms": b.delete_horizon_ms,
     }
-    return obj

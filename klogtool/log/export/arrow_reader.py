@@ -533,12 +533,14 @@ class _RangeReader:
         }
 
     def _batch_row(self, b: Batch, crc_valid: bool | None) -> dict[str, Any]:
-        row = batch_object(b)
-        row["crc_valid"] = crc_valid
-        row["topic"] = self.rng.topic
-        row["partition"] = self.rng.partition
-        row["segment"] = self.rng.segment
-        return row
+        # dump-segments' batch object; crc_valid is None when not checked
+        return {
+            **batch_object(b, False),
+            "crc_valid": crc_valid,
+            "topic": self.rng.topic,
+            "partition": self.rng.partition,
+            "segment": self.rng.segment,
+        }
 
     def _add_native(
         self,

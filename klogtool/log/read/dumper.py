@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, TypeAlias, TypedDict, cast
+from typing import Any, Literal, NamedTuple, TypeAlias, TypedDict
 
 from klogtool import events
 from klogtool.codes import Code
@@ -626,21 +626,23 @@ def _text_entries(kind: str, name: str, data: bytes) -> Iterator[Obj]:
         yield {"type": "partition_metadata", "version": pm.version, "topic_id": pm.topic_id}
     elif kind == layout.META_PROPERTIES:
         mp = checkpoint.parse_meta_properties(data)
-        # every other property of the file follows, as a string (an open object: cast)
-        props = {
+        props: events.DumpSegmentsMetaProperties = {
             "type": "meta_properties",
             "version": mp.version,
             "cluster_id": mp.cluster_id,
             "node_id": mp.node_id,
             "broker_id": mp.broker_id,
             "directory_id": mp.directory_id,
-            **dict(mp.extra),
         }
-        yield cast("events.DumpSegmentsMetaProperties", props)
+        yield events.open_object(props, dict(mp.extra))  # every other property, as a string
     elif kind == layout.QUORUM_STATE:
-        # the file's JSON object, whatever fields it has (an open object: cast)
-        state = {"type": "quorum_state", **checkpoint.parse_quorum_state(data)}
-        yield cast("events.DumpSegmentsQuorumState", state)
+        fields = checkpoint.parse_quorum_state(data)
+        state: events.DumpSegmentsQuorumState = {
+            "type": "quorum_state",
+            "data_version": fields["data_version"],
+            "leaderEpoch": fields["leaderEpoch"],
+        }
+        yield events.open_object(state, fields)  # and every other field of its JSON
     elif kind == layout.CLEAN_SHUTDOWN:
         cs = checkpoint.parse_clean_shutdown(data)
         yield {"type": "clean_shutdown", "version": cs.version, "broker_epoch": cs.broker_epoch}

@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NotRequired, TypeAlias, TypedDict
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
 from klogtool import events
 from klogtool.codes import Code
@@ -82,11 +82,48 @@ from klogtool.log.record_filter import (
 )
 from klogtool.log.segment import mapped, read_small
 
-# The objects find sends its renderers but never writes as JSON (file, batch, finding,
-# summary): not typed, though events.check checks nothing it does not emit.
-Obj = dict[str, Any]
-# What Finder yields: those, and the records it writes (events.FindRecord, typed).
-FindObject: TypeAlias = events.FindRecord | Obj
+
+class FindFile(TypedDict):
+    """Opens the matches of a segment (for the text renderers: find writes only records)."""
+
+    type: Literal["file"]
+    path: str
+    kind: str
+    size: int
+    base_offset: int
+    topic: str | None
+    partition: int | None
+
+
+class FindFinding(events.FindingObject):
+    """A finding, with the partition it was found in (written on stderr)."""
+
+    topic: str | None
+    partition: int | None
+
+
+class FindSummary(TypedDict):
+    """The last object: the counts (the command prints them on stderr)."""
+
+    type: Literal["summary"]
+    partitions: int
+    segments: int
+    segments_skipped: int
+    segments_scanned: int
+    batches: int
+    batches_decoded: int
+    records: int
+    matches: int
+    bytes: int
+    errors: int
+    warnings: int
+
+
+# What Finder yields: the records find writes (events.FindRecord, its one registered object),
+# and what its renderers read around them (the batch object is dump-segments').
+FindObject: TypeAlias = (
+    events.FindRecord | FindFile | events.DumpSegmentsBatch | FindFinding | FindSummary
+)
 Progress = Callable[[int, int], None]  # (bytes walked, records decoded) since the last call
 
 
@@ -146,6 +183,22 @@ class Counts:
     def add(self, other: Counts) -> None:
         for k, v in vars(other).items():
             setattr(self, k, getattr(self, k) + v)
+
+    def as_obj(self) -> FindSummary:
+        return {
+            "type": "summary",
+            "partitions": self.partitions,
+            "segments": self.segments,
+            "segments_skipped": self.segments_skipped,
+            "segments_scanned": self.segments_scanned,
+            "batches": self.batches,
+            "batches_decoded": self.batches_decoded,
+            "records": self.records,
+            "matches": self.matches,
+            "bytes": self.bytes,
+            "errors": self.errors,
+            "warnings": self.warnings,
+        }
 
 
 # -- PATH arguments -----------------------------------------------------------------------------
@@ -353,7 +406,12 @@ class _Segment:
     decoder: str | None
     head_sent: bool = False
     past_range: bool = False  # a batch beyond the offset range was reached
-    findings: list[Obj] = field(default_factory=list)
+    findings: list[FindFinding] = field(default_factory=list)
+
+    def add(self, f: Finding) -> None:
+        self.findings.append(
+            {**f.as_obj(), "topic": self.target.topic, "partition": self.target.partition}
+        )
 
 
 class Finder:
@@ -392,7 +450,7 @@ class Finder:
                     yield from self.search(t)
                 except _Stop:
                     break
-        yield {"type": "summary", **vars(self.counts)}
+        yield self.counts.as_obj()
 
     def search(self, target: Target) -> Iterator[FindObject]:
         """One partition's objects (raises :class:`_Stop` when the limit is reached)."""
@@ -526,7 +584,7 @@ class Finder:
 
     def _scan_warning(self, seg: _Segment, code: str, why: str) -> None:
         self.counts.segments_scanned += 1
-        seg.findings.append(
+        seg.add(
             Finding(
                 "warning",
                 code,
@@ -534,7 +592,7 @@ class Finder:
                 None,
                 None,
                 f"{why}: the segment is scanned from its start instead",
-            ).as_obj(topic=seg.target.topic, partition=seg.target.partition)
+            )
         )
 
     # -- walks ------------------------------------------------------------------------------------
@@ -581,7 +639,7 @@ class Finder:
                 else f"the last {invalid} bytes cannot be read ({result.error or result.end}): "
                 "records there are not searched"
             )
-            seg.findings.append(
+            seg.add(
                 Finding(
                     "warning" if result.end == TORN_TAIL else "error",
                     code,
@@ -589,7 +647,7 @@ class Finder:
                     result.stopped_at,
                     None,
                     message,
-                ).as_obj(topic=seg.target.topic, partition=seg.target.partition)
+                )
             )
 
     def _forwards(self, seg: _Segment, buf: memoryview, start: int) -> Iterator[FindObject]:
@@ -627,7 +685,7 @@ class Finder:
                     first = False
                 yield from self._emit(obj)
         except FormatError as e:
-            seg.findings.append(
+            seg.add(
                 Finding(
                     "error",
                     e.code,
@@ -635,16 +693,16 @@ class Finder:
                     e.position,
                     batch.header_offset,
                     f"cannot decode the records of this batch: {e}",
-                ).as_obj(topic=seg.target.topic, partition=seg.target.partition)
+                )
             )
         if reverse and matched:
             yield from self._heads(seg, batch)
             for obj in reversed(matched):
                 yield from self._emit(obj)
 
-    def _heads(self, seg: _Segment, batch: Batch) -> list[Obj]:
+    def _heads(self, seg: _Segment, batch: Batch) -> list[FindFile | events.DumpSegmentsBatch]:
         """The ``file`` object (first match of the segment) and ``batch`` object to send."""
-        out: list[Obj] = []
+        out: list[FindFile | events.DumpSegmentsBatch] = []
         if not seg.head_sent:
             seg.head_sent = True
             assert seg.files.log is not None
@@ -659,10 +717,9 @@ class Finder:
                     "partition": seg.target.partition,
                 }
             )
-        b = batch_object(batch)
-        b["crc_valid"] = batch.crc_valid
+        b = batch_object(batch, batch.crc_valid)
         if not b["crc_valid"]:
-            seg.findings.append(
+            seg.add(
                 Finding(
                     "error",
                     Code.CRC_MISMATCH,
@@ -671,7 +728,7 @@ class Finder:
                     batch.header_offset,
                     f"batch {b['base_offset']}..{b['last_offset']}: CRC mismatch (its records "
                     "are shown as they are)",
-                ).as_obj(topic=seg.target.topic, partition=seg.target.partition)
+                )
             )
         out.append(b)
         return out
@@ -711,7 +768,7 @@ class Finder:
         self.progress(nbytes, self._records_reported)
         self._records_reported = 0
 
-    def _count_finding(self, f: Obj) -> None:
+    def _count_finding(self, f: FindFinding) -> None:
         if f["severity"] == "error":
             self.counts.errors += 1
         else:
