@@ -71,6 +71,18 @@ def test_random_bytes_named_log_verify_reports_an_error_at_0() -> None:
     assert found[0]["code"] == "not-a-log"
 
 
+@pytest.mark.parametrize(
+    "command", [["stats"], ["find", "--transaction", "aborted"], ["transactions"]]
+)
+def test_random_bytes_named_log_ends_the_partition_commands(command: list[str]) -> None:
+    """stats refused a .log that is no Kafka file only through the transactions scan it ran
+    first; when that scan became a header replay (txnstates), stats said 'cannot be read' and
+    exit 0. Each of these commands ends at such a file, exit 3, one line naming it."""
+    rc, _out, err = run(*command, "hostile/random.log")
+    assert rc == 3
+    assert _one_error_line(err, "hostile/random.log", 0).endswith("(not-a-log)")
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_empty_segment_is_fine(command: str) -> None:
     rc, out, err = run(command, "--format", "jsonl", "hostile/empty.log")

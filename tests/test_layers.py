@@ -9,8 +9,7 @@
 - Inside ``klogtool.log`` the workflow packages (``log/read``, ``log/check``, ``log/repair``,
   ``log/rewrite``, ``log/export``) are siblings, not a stack: a package imports its own
   modules, the modules at the top of ``log/`` (``log/*.py``), formats, codes, errors and
-  events, and no other package but where :data:`SIBLING_IMPORTS` names why; ``log/*.py``
-  imports no package of ``log``. ``log`` never
+  events, and no other package; ``log/*.py`` imports no package of ``log``. ``log`` never
   imports commands, output, cli, spark or manpages; spark never imports commands. Each rule is
   also shown to catch a planted violation.
 """
@@ -86,14 +85,6 @@ LOG_GROUPS = ("read", "check", "repair", "rewrite", "export")
 # (``klogtool`` itself: its ``__version__``.)
 BELOW_LOG = ("klogtool.formats", "klogtool.codes", "klogtool.errors", "klogtool.events")
 ABOVE_LOG = ("commands", "output", "cli", "spark", "manpages")
-# The imports between sibling packages, each for a reason: explain shows verify's findings of
-# each segment beside the rewrite plans it runs as dry runs; export's --where --transaction
-# keeps the records of find's transaction states, which the transactions command's scanner
-# (log/read/transactions.py) gives.
-SIBLING_IMPORTS = {
-    ("klogtool.log.rewrite.explain", "klogtool.log.check.verifier"),
-    ("klogtool.log.export.arrow_reader", "klogtool.log.read.finder"),
-}
 
 
 def _module_of(path: Path) -> str:
@@ -134,7 +125,7 @@ def log_violations(path: Path, source: str | None = None) -> list[str]:
                 mine, theirs = _group(me), _group(target)
                 if target.count(".") == 2 and target.split(".")[2] in LOG_GROUPS:
                     theirs = target.split(".")[2]  # the package itself
-                if theirs is not None and theirs != mine and (me, target) not in SIBLING_IMPORTS:
+                if theirs is not None and theirs != mine:
                     where = f"log/{mine}/" if mine else "log/*.py"
                     found.append(f"{me} imports {target}: {where} imports no package log/{theirs}/")
             elif target != "klogtool" and not target.startswith(BELOW_LOG) and _group(me):

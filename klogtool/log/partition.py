@@ -16,10 +16,10 @@ from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import checkpoint, index
 from klogtool.formats.errors import FormatError
-from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner, not_a_log
+from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.log import layout
 from klogtool.log.atomic import FileOps, log_dir_of
-from klogtool.log.segment import mapped, read_small
+from klogtool.log.segment import mapped, read_small, refuse_not_a_log
 from klogtool.log.topicconfig import ConfigSource, TopicConfig
 
 if TYPE_CHECKING:
@@ -276,11 +276,7 @@ def _refuse_non_kafka(log: Path) -> None:
         scanner = SegmentScanner(buf, check_crc=False, stop_on_crc=False)
         if next(iter(scanner), None) is not None:
             return
-        bad = not_a_log(scanner.result) if scanner.result is not None else None
-    if bad is not None:
-        raise InputError(
-            f"not a Kafka log segment: {bad}", path=str(log), position=0, code=Code.NOT_A_LOG
-        )
+    refuse_not_a_log(scanner.result, str(log))
 
 
 def load_partition(path: Path, *, scan_all: bool = False) -> PartitionView:

@@ -5,7 +5,7 @@ A :class:`RecordFilter` answers two questions. :meth:`RecordFilter.skips_batch` 
 batch header only (offsets, timestamps, producer id, control-ness), so a walk can pass over a
 batch without decompressing it; :meth:`RecordFilter.matches` looks at one record. The
 transactional state needs the whole partition (a header pass, see
-:func:`klogtool.log.read.finder.transaction_states`): the walkers hold that, and the filter only
+:func:`klogtool.log.txnstates.transaction_states`): the walkers hold that, and the filter only
 says which states it keeps (:attr:`RecordFilter.transactions`).
 
 The filters' options are a table here, :data:`FILTER_OPTIONS`, without click: find's command

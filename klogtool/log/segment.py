@@ -16,7 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
+from klogtool.codes import Code
+from klogtool.errors import InputError
 from klogtool.formats import engine
+from klogtool.formats.records import ScanResult, not_a_log
 
 STDIN = "-"
 
@@ -98,3 +101,12 @@ class Walked:
 def phase_walk(report: Phases | None, phase: str, total: int) -> Walked:
     """A :class:`Walked` for one phase of a :data:`Phases` report of ``total`` bytes."""
     return Walked(None if report is None else lambda n: report(phase, n, total))
+
+
+def refuse_not_a_log(result: ScanResult | None, path: str) -> None:
+    """A ``.log`` from which no entry can be read (a PNG under a segment's name) is no Kafka
+    file: the reading commands that report a partition as a whole end there (exit 3)."""
+    if result is not None and (bad := not_a_log(result)) is not None:
+        raise InputError(
+            f"not a Kafka log segment: {bad}", path=path, position=0, code=Code.NOT_A_LOG
+        )

@@ -108,3 +108,44 @@ def test_a_hand_replayed_history() -> None:
     ]
     assert got == [AbortedTxn(0, 1, 0, 2, 1), AbortedTxn(0, 1, 5, 6, 7)]
     assert replay.open == {}
+
+
+def _state_reference(steps: list[Step], off: int) -> str:
+    """How the batch at ``off`` ended, read from the whole history: a transactional data batch
+    by its producer's next marker (still open without one), a marker by its own type."""
+    pid, kind = steps[off]
+    if kind == "plain":
+        return "none"
+    if kind != "data":
+        return "aborted" if kind == "abort" else "committed"
+    for p, k in steps[off + 1 :]:
+        if p == pid and k in ("commit", "abort"):
+            return "aborted" if k == "abort" else "committed"
+    return "open"
+
+
+@settings(max_examples=100, deadline=None)
+@given(steps=steps_strategy, cuts=st.lists(st.integers(1, 39), max_size=3))
+def test_transaction_states_agree_with_the_whole_history(
+    steps: list[Step], cuts: list[int]
+) -> None:
+    """find --transaction, export's --where and stats read each batch's state from
+    txnstates (one header replay over the partition's segments)."""
+    import tempfile
+    from pathlib import Path
+
+    from klogtool.log import layout
+    from klogtool.log.txnstates import transaction_states
+
+    batches = [_batch(pid, kind, off) for off, (pid, kind) in enumerate(steps)]
+    bounds = sorted({0, len(batches), *(c for c in cuts if c < len(batches))})
+    with tempfile.TemporaryDirectory() as d:
+        segments = []
+        for lo, hi in zip(bounds, bounds[1:], strict=False):
+            log = Path(d) / f"{lo:020d}.log"
+            log.write_bytes(b"".join(bytes(b.data) for b in batches[lo:hi]))
+            segments.append(layout.SegmentFiles(lo, log=log))
+        states = transaction_states(segments, DEFAULT_LIMITS)
+        assert [states.state(b) for b in batches] == [
+            _state_reference(steps, off) for off in range(len(steps))
+        ]

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from klogtool.formats import DEFAULT_LIMITS
-from klogtool.log import layout
-from klogtool.log.check import segment_checks
+from klogtool.log import layout, segment_checks
 from klogtool.log.check.verifier import Verifier
 
 TXN = Path(__file__).resolve().parents[2] / "fixtures" / "logs" / "logdir" / "txn-0"

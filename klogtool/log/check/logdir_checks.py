@@ -14,9 +14,9 @@ from klogtool.formats.errors import FormatError
 from klogtool.formats.limits import ReadLimits
 from klogtool.log import layout, pool
 from klogtool.log.check.partition_checks import PartitionChecks
-from klogtool.log.check.segment_checks import Stats
 from klogtool.log.findings import Finding
 from klogtool.log.segment import read_small
+from klogtool.log.segment_checks import Stats
 
 # A checkpoint entry beyond the partition's log end: (severity, code, message).
 _CHECKPOINT_BEYOND_END = {

@@ -9,11 +9,10 @@ from pathlib import Path
 from klogtool.codes import Code
 from klogtool.formats import checkpoint
 from klogtool.formats.errors import FormatError
-from klogtool.formats.snapshot import parse_snapshot
 from klogtool.log import layout
-from klogtool.log.check.segment_checks import SegmentChecks, SegmentSummary
 from klogtool.log.findings import Finding
 from klogtool.log.segment import read_small
+from klogtool.log.segment_checks import SegmentChecks, SegmentSummary
 from klogtool.log.txnreplay import TxnReplay
 
 
@@ -56,7 +55,7 @@ class PartitionChecks(SegmentChecks):
                 "the broker completes or removes it on load",
             )
         for p in part.snapshots:
-            yield from self._snapshot(p, leo)
+            yield from self.check_snapshot(p, leo)
         for p in part.kraft_snapshots:
             yield from self._kraft_snapshot(p)
         if part.partition_metadata is not None:
@@ -127,43 +126,6 @@ class PartitionChecks(SegmentChecks):
             missing_index_ok=True,
             check_base=False,
         )
-
-    def _snapshot(self, path: Path, leo: int | None) -> Iterator[Finding]:
-        self.stats.files += 1
-        try:
-            snap = parse_snapshot(read_small(path), check_crc=False)
-        except FormatError as e:
-            yield Finding(
-                "error",
-                Code.SNAPSHOT_CORRUPT,
-                str(path),
-                e.position,
-                None,
-                f"producer snapshot cannot be read: {e} (the broker deletes it and "
-                f"rebuilds producer state by scanning the log)",
-            )
-            return
-        if not snap.crc_valid:
-            yield Finding(
-                "error",
-                Code.SNAPSHOT_CRC_MISMATCH,
-                str(path),
-                2,
-                None,
-                f"Snapshot is corrupt (CRC is no longer valid). Stored crc: "
-                f"{snap.crc}. Computed crc: {snap.computed_crc}",
-            )
-        offset = layout.offset_from_name(path)
-        if leo is not None and offset is not None and offset > leo:
-            yield Finding(
-                "warning",
-                Code.SNAPSHOT_BEYOND_LOG_END,
-                str(path),
-                None,
-                offset,
-                f"producer snapshot at offset {offset} is beyond the log end offset "
-                f"{leo}; the broker deletes it",
-            )
 
     def _leader_epochs(
         self, path: Path, summaries: list[SegmentSummary], leo: int | None

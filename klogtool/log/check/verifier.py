@@ -2,7 +2,7 @@
 
 Verify accepts what the broker accepts (docs/kafka-rules.md: Loading and recovery, Index
 rebuild). The checks are in three levels, each a class :class:`Verifier` inherits:
-:mod:`~klogtool.log.check.segment_checks` (one pass over a segment's mmapped bytes, its index
+:mod:`~klogtool.log.segment_checks` (one pass over a segment's mmapped bytes, its index
 files merged into the walk, so memory stays flat however large the segment),
 :mod:`~klogtool.log.check.partition_checks` and :mod:`~klogtool.log.check.logdir_checks`.
 Finding codes and their severities are in ``klogtool/codes.py``: an ``error`` means the data is
@@ -19,9 +19,9 @@ from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.log import layout
 from klogtool.log.check.logdir_checks import LogDirChecks
-from klogtool.log.check.segment_checks import SegmentSummary, Stats
 from klogtool.log.files import detect_kind, kafka_dirs
 from klogtool.log.findings import Finding
+from klogtool.log.segment_checks import SegmentSummary, Stats
 from klogtool.log.txnreplay import TxnReplay
 
 __all__ = ["SegmentSummary", "Stats", "Verifier"]
@@ -72,7 +72,7 @@ class Verifier(LogDirChecks):
         elif kind == layout.KRAFT_SNAPSHOT:
             yield from self._kraft_snapshot(path)
         elif kind == layout.SNAPSHOT:
-            yield from self._snapshot(path, None)
+            yield from self.check_snapshot(path, None)
         else:
             self.stats.files += 1
             yield from self._text_file(path, kind)

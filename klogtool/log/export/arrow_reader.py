@@ -48,9 +48,9 @@ from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner, not_a_l
 from klogtool.log.export import native_columns
 from klogtool.log.export.spec import ReadOptions, arrow_schema
 from klogtool.log.objects import batch_object
-from klogtool.log.read.finder import TransactionStates, segment_transaction_states
 from klogtool.log.segment import mapped
 from klogtool.log.splits import SegmentRange, Split, plan_splits
+from klogtool.log.txnstates import TransactionStates, segment_transaction_states
 
 if TYPE_CHECKING:
     import pyarrow as pa

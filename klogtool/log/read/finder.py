@@ -22,7 +22,7 @@ How the records are reached:
   decoding a record; a batch whose max timestamp is below ``from_time`` is skipped the same way.
 * Transactional states (``committed``/``aborted``/``open``, ``none`` for records outside any
   transaction) come from a header pass over the partition first, through
-  :class:`klogtool.log.read.transactions.TransactionScanner` (only when that filter is used).
+  :func:`klogtool.log.txnstates.transaction_states` (only when that filter is used).
 
 Memory stays flat: segments are mmapped and released behind the walk; ``newest_first`` keeps
 only the positions of the candidate batches of one segment and reads them again backwards.
@@ -33,7 +33,6 @@ with one process.
 
 from __future__ import annotations
 
-import bisect
 import os
 import pickle
 import struct
@@ -52,8 +51,6 @@ from klogtool.errors import InputError
 from klogtool.formats import index
 from klogtool.formats.batch import Batch, Record
 from klogtool.formats.errors import FormatError
-from klogtool.formats.limits import ReadLimits
-from klogtool.formats.payloads.control import ABORT, decode_control_record
 from klogtool.formats.records import (
     CLEAN,
     CORRUPT,
@@ -70,17 +67,13 @@ from klogtool.log.findings import Finding
 from klogtool.log.objects import batch_object
 from klogtool.log.pool import fork_context, processes
 from klogtool.log.read.dumper import DumpOptions, internal_decoder, record_object
-from klogtool.log.read.transactions import PartitionInput, TransactionScanner
 from klogtool.log.record_filter import (
-    ABORTED,
-    COMMITTED,
     MAX_OFFSET,
-    NONE,
-    OPEN,
     RecordFilter,
     past,
 )
 from klogtool.log.segment import mapped, read_small
+from klogtool.log.txnstates import TransactionStates, transaction_states
 
 
 class FindFile(TypedDict):
@@ -135,8 +128,6 @@ class _Transaction(TypedDict):
 # ** items only when every key it may lack comes from one of them (an empty dict: no cost).
 _NO_TRANSACTION: _Transaction = {}
 
-_STATE_CODES = {COMMITTED: 0, ABORTED: 1, OPEN: 2}
-_STATE_NAMES = {v: k for k, v in _STATE_CODES.items()}
 PROGRESS_STEP = 4 << 20  # bytes between progress updates inside one segment
 _TIME_ENTRY = struct.Struct(">qi")
 _OFFSET_ENTRY = struct.Struct(">ii")
@@ -252,85 +243,6 @@ def _dir_target(path: Path, display: str) -> Target:
         tuple(str(Path(display) / s.log.name) for s in segs if s.log is not None),
         sum(s.log.stat().st_size for s in segs if s.log is not None),
     )
-
-
-# -- transactional state --------------------------------------------------------------------------
-class TransactionStates:
-    """Per producer: its transactions' first offsets, end offsets and states (compact arrays)."""
-
-    def __init__(self, limits: ReadLimits) -> None:
-        self.limits = limits
-        self.by_pid: dict[int, tuple[array[int], array[int], bytearray]] = {}
-
-    def add(self, pid: int, first: int, end: int, state: str) -> None:
-        firsts, ends, states = self.by_pid.setdefault(pid, (array("q"), array("q"), bytearray()))
-        firsts.append(first)
-        ends.append(end)
-        states.append(_STATE_CODES[state])
-
-    def state(self, batch: Batch) -> str:
-        if batch.magic < 2 or not batch.is_transactional or batch.producer_id < 0:
-            return NONE
-        if batch.is_control:
-            try:
-                rec = next(iter(batch.records(self.limits.max_batch_bytes)))
-                ctl = decode_control_record(rec.key, rec.value)
-            except (FormatError, StopIteration):
-                return NONE
-            return ABORTED if ctl.type_id == ABORT else COMMITTED
-        found = self.by_pid.get(batch.producer_id)
-        if found is None:
-            return OPEN
-        firsts, ends, states = found
-        offset = batch.base_offset
-        i = bisect.bisect_right(firsts, offset) - 1
-        if i >= 0 and offset <= ends[i]:
-            return _STATE_NAMES[states[i]]
-        return OPEN
-
-
-def transaction_states(target: Target, limits: ReadLimits) -> TransactionStates:
-    """Every transaction of ``target``, from the producer-state rules of the transactions
-    command (a header pass; control records only are decoded)."""
-    txns = TransactionStates(limits)
-    scanner = TransactionScanner(
-        now_ms=0, older_than_ms=MAX_OFFSET, limits=limits, use_coordinator=False
-    )
-    part = PartitionInput(
-        Path(target.display), target.display, target.topic, target.partition, target.segments
-    )
-    for obj in scanner.partition_objects(part):
-        if obj["type"] != "transaction":
-            continue
-        marker = obj["marker_offset"]
-        end = marker if obj["state"] != OPEN and marker is not None else MAX_OFFSET
-        txns.add(obj["producer_id"], obj["first_offset"], end, obj["state"])
-    return txns
-
-
-def segment_transaction_states(log_path: str, limits: ReadLimits) -> TransactionStates:
-    """The transactions of the partition that the segment ``log_path`` belongs to (of the
-    segment alone when its directory is not a partition's). Kept per process for the last few
-    partitions, as long as their ``.log`` files are unchanged."""
-    directory = Path(log_path).parent
-    if layout.parse_partition_dir_name(directory.name) is not None:
-        target = _dir_target(directory, str(directory))
-    else:
-        target = resolve_targets([log_path])[0]
-    signature = tuple(
-        (str(s.log), st.st_size, st.st_mtime_ns)
-        for s in target.segments
-        if s.log is not None
-        for st in (s.log.stat(),)
-    )
-    states = _STATES_CACHE.pop((signature, limits), None) or transaction_states(target, limits)
-    _STATES_CACHE[(signature, limits)] = states  # the most recent last
-    while len(_STATES_CACHE) > 8:
-        del _STATES_CACHE[next(iter(_STATES_CACHE))]
-    return states
-
-
-_STATES_CACHE: dict[tuple[Any, ...], TransactionStates] = {}
 
 
 # -- index lookups ------------------------------------------------------------------------------
@@ -457,7 +369,9 @@ class Finder:
         self.counts.partitions += 1
         opts = self.opts
         limits = opts.dump.limits
-        self._txns = transaction_states(target, limits) if self.where.transactions else None
+        self._txns = (
+            transaction_states(target.segments, limits) if self.where.transactions else None
+        )
         order = range(len(target.segments))
         for i in reversed(order) if opts.newest_first else order:
             files = target.segments[i]

@@ -29,7 +29,7 @@ One pass over every record, with memory that does not grow with the data:
   goes when it is a tombstone (null value) of a v2 batch whose delete horizon (KIP-534) is at or
   before ``now``; records of aborted transactions go (the cleaner discards them first, so they
   neither supersede nor count as keys). Which transactions aborted comes from a header pass
-  (:func:`klogtool.log.read.finder.transaction_states`). Not counted: transaction markers (the
+  (:func:`klogtool.log.txnstates.transaction_states`). Not counted: transaction markers (the
   cleaner keeps one until its transaction's data is gone and ``delete.retention.ms`` passed),
   and the cleaner's bounds (active segment, last stable offset,
   ``min.compaction.lag.ms``, the dirty ratio): it is what could go, not what the next
@@ -65,15 +65,10 @@ from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
 from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.formats.v2 import RECORD_BATCH_OVERHEAD, DefaultBatch
 from klogtool.log.pool import processes
-from klogtool.log.read.finder import (
-    Progress,
-    Target,
-    TransactionStates,
-    resolve_targets,
-    transaction_states,
-)
+from klogtool.log.read.finder import Progress, Target, resolve_targets
 from klogtool.log.record_filter import ABORTED
-from klogtool.log.segment import mapped
+from klogtool.log.segment import mapped, refuse_not_a_log
+from klogtool.log.txnstates import TransactionStates, transaction_states
 
 if TYPE_CHECKING:
     from klogtool import events
@@ -671,7 +666,7 @@ def partition_stats(
     st = PartitionStats(target.display, target.topic, target.partition)
     st.top_keys = TopCounter(options.heavy_counters)
     sampler = sampler or _Sampler(options.sample_fraction, options.sample_bytes)
-    txns = transaction_states(target, options.limits)
+    txns = transaction_states(target.segments, options.limits)
     for files, display in zip(target.segments, target.seg_displays, strict=True):
         assert files.log is not None
         st.segments += 1
@@ -693,6 +688,7 @@ def partition_stats(
                     advance(0, st.records - before)
             advance(len(buf) - reported, 0)
             result = scanner.result
+            refuse_not_a_log(result, str(files.log))  # as the transactions scan did
             if result is not None and result.end not in (CLEAN, ZERO_FILL):
                 st.unreadable_bytes += result.size - result.stopped_at
                 st.problems.append(

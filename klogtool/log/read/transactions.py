@@ -57,12 +57,12 @@ from klogtool.formats.payloads.transaction_state import (
     decode_transaction_state,
     transaction_state_name,
 )
-from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner, not_a_log
+from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.formats.snapshot import ProducerEntry, parse_snapshot
 from klogtool.log import layout
 from klogtool.log.files import partition_dirs_of
 from klogtool.log.findings import Finding
-from klogtool.log.segment import mapped, read_small
+from klogtool.log.segment import mapped, read_small, refuse_not_a_log
 from klogtool.log.txnreplay import TxnReplay
 
 if TYPE_CHECKING:
@@ -398,14 +398,7 @@ class TransactionScanner:
                             producer_id=pid,
                         )
                 result = scanner.result
-            if result is not None and (bad := not_a_log(result)) is not None:
-                # a .log that is no Kafka file at all ends the run, as in every command
-                raise InputError(
-                    f"not a Kafka log segment: {bad}",
-                    path=log_path,
-                    position=0,
-                    code=Code.NOT_A_LOG,
-                )
+            refuse_not_a_log(result, log_path)  # ends the run, as in every command
             if result is not None and result.end not in (CLEAN, ZERO_FILL):
                 yield finding(
                     "warning",

@@ -4,7 +4,7 @@ slow to load — read-only.
 Nothing here decides anything on its own: the per-segment answers come from the dry-run
 planners of the writing commands (:func:`klogtool.log.rewrite.cleaner.plan_compaction` with
 ``simulate``, :func:`klogtool.log.rewrite.retention.plan_retention`), index health from the
-verifier's own segment walk (:meth:`klogtool.log.check.verifier.Verifier.verify_segment`, index
+verifier's own segment walk (:meth:`klogtool.log.segment_checks.SegmentChecks.verify_segment`, index
 findings only, like ``rebuild-index --check``), and leftover temporary files from
 :func:`klogtool.log.atomic.complete_interrupted` run with a dry-run :class:`FileOps` (it
 reports what the broker's loader would do and changes nothing). No lock is taken and no file
@@ -23,13 +23,13 @@ from klogtool.formats.errors import FormatError
 from klogtool.formats.limits import ReadLimits
 from klogtool.log import layout
 from klogtool.log.atomic import FileOps, complete_interrupted
-from klogtool.log.check.verifier import SegmentSummary, Verifier
 from klogtool.log.findings import Finding
 from klogtool.log.indexcheck import about_index
 from klogtool.log.partition import PartitionView, load_partition
 from klogtool.log.rewrite.cleaner import CompactionPlan, SegmentStats, plan_compaction
 from klogtool.log.rewrite.retention import RetentionPlan, SegmentDecision, plan_retention
 from klogtool.log.segment import Phases
+from klogtool.log.segment_checks import SegmentChecks, SegmentSummary
 from klogtool.log.topicconfig import TopicConfig
 from klogtool.log.txnreplay import TxnReplay
 
@@ -235,9 +235,9 @@ def explain_partition(
     for s in segments:
         s.snapshot_at_end = s.upper_bound in snap_set
     snapshot_problems: list[Finding] = []
-    checker = Verifier(limits)
+    checker = SegmentChecks(limits)
     for p in view.snapshots:
-        snapshot_problems += list(checker._snapshot(p, view.log_end_offset))
+        snapshot_problems += list(checker.check_snapshot(p, view.log_end_offset))
     part = layout.scan_partition_dir(path)
     leftovers = [p.name for p in part.leftovers]
     on_load = complete_interrupted(FileOps(dry_run=True), path) if leftovers else []
@@ -278,7 +278,7 @@ def _segments(
 ) -> list[SegmentExplain]:
     by_base_c = {s.base_offset: s for s in compaction.segments} if compaction else {}
     by_base_r = {d.base_offset: d for d in retention.decisions} if retention else {}
-    verifier = Verifier(limits)
+    verifier = SegmentChecks(limits)
     txns = TxnReplay()  # transactions open across segments, as verify carries them
     prev_last: int | None = None
     out: list[SegmentExplain] = []

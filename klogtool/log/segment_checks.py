@@ -24,12 +24,13 @@ from klogtool.formats.records import (
     SegmentScanner,
     not_a_log,
 )
+from klogtool.formats.snapshot import parse_snapshot
 from klogtool.formats.v2 import DefaultBatch
 from klogtool.log import layout
 from klogtool.log.findings import Finding, FindingCounts
 from klogtool.log.indexcheck import SegmentIndexCheck, index_alone
 from klogtool.log.record_filter import first_offset
-from klogtool.log.segment import mapped
+from klogtool.log.segment import mapped, read_small
 from klogtool.log.txnreplay import TxnReplay
 
 if TYPE_CHECKING:
@@ -391,6 +392,44 @@ class SegmentChecks:
                 summary.last_offset,
                 f"{err}; the {invalid} bytes from here to the end cannot be read "
                 f"(recovery truncates the segment here and deletes later segments)",
+            )
+
+    def check_snapshot(self, path: Path, leo: int | None) -> Iterator[Finding]:
+        """A producer snapshot: readable, its CRC, not past the log end offset ``leo``."""
+        self.stats.files += 1
+        try:
+            snap = parse_snapshot(read_small(path), check_crc=False)
+        except FormatError as e:
+            yield Finding(
+                "error",
+                Code.SNAPSHOT_CORRUPT,
+                str(path),
+                e.position,
+                None,
+                f"producer snapshot cannot be read: {e} (the broker deletes it and "
+                f"rebuilds producer state by scanning the log)",
+            )
+            return
+        if not snap.crc_valid:
+            yield Finding(
+                "error",
+                Code.SNAPSHOT_CRC_MISMATCH,
+                str(path),
+                2,
+                None,
+                f"Snapshot is corrupt (CRC is no longer valid). Stored crc: "
+                f"{snap.crc}. Computed crc: {snap.computed_crc}",
+            )
+        offset = layout.offset_from_name(path)
+        if leo is not None and offset is not None and offset > leo:
+            yield Finding(
+                "warning",
+                Code.SNAPSHOT_BEYOND_LOG_END,
+                str(path),
+                None,
+                offset,
+                f"producer snapshot at offset {offset} is beyond the log end offset "
+                f"{leo}; the broker deletes it",
             )
 
     def _index_alone(self, path: Path, kind: str, base: int) -> Iterator[Finding]:
