@@ -59,7 +59,7 @@ except ImportError:  # run from a checkout without installing
 
 from bench_formats import cached_segment_ok  # noqa: E402  (bench/ is on sys.path[0])
 
-from klogtool.formats import codecs, engine, v2  # noqa: E402
+from klogtool.formats import codecs, engine, engine_stats, v2  # noqa: E402
 from klogtool.formats.batch import Record  # noqa: E402
 from klogtool.formats.records import SegmentScanner  # noqa: E402
 from klogtool.log.export import native_columns  # noqa: E402
@@ -834,6 +834,20 @@ def print_cli(results: list[CliResult], runs: int, startup: float | None) -> Non
 
 
 # -- main -----------------------------------------------------------------------------------
+def _stats_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {r: n - before.get(r, 0) for r, n in after.items() if n != before.get(r, 0)}
+
+
+def print_handbacks(rows: list[tuple[str, str, dict[str, int]]]) -> None:
+    """The batches the native engine handed back to the python engine while each segment's
+    in-process operations ran (``klogtool.formats.engine_stats``), per reason."""
+    print("\nHand-backs to the python engine during the in-process runs (per reason):")
+    for shape, codec, delta in rows:
+        total = sum(delta.values())
+        reasons = ", ".join(f"{r} {n}" for r, n in sorted(delta.items(), key=lambda rn: -rn[1]))
+        print(f"  {shape:<6} {codec:<7} {total:>7}{': ' + reasons if reasons else ''}")
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--runs", type=int, default=5, help="timed runs per in-process operation")
@@ -897,6 +911,7 @@ def main(argv: list[str] | None = None) -> int:
     ops, skipped = available_ops()
     segs: list[Segment] = []
     results: list[Result] = []
+    handbacks: list[tuple[str, str, dict[str, int]]] = []
     for shape in args.shapes:
         for codec in args.codecs:
             path = segment_file(partition_dir(args.out, shape, codec, counts[shape]))
@@ -904,7 +919,9 @@ def main(argv: list[str] | None = None) -> int:
                 seg = describe(shape, codec, path, memoryview(f.read()))
             segs.append(seg)
             print(f"  timing {shape} {codec} ...", file=sys.stderr)
+            before = engine_stats()
             res = bench_segment(seg, args.runs, ops)
+            handbacks.append((shape, codec, _stats_delta(before, engine_stats())))
             for op, why in skipped.items():
                 res.append(Result(seg, op, error=why))
             results.extend(res)
@@ -922,6 +939,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print_segments(segs)
     print_results(results, args.runs)
+    print_handbacks(handbacks)
     if cli:
         print_cli(cli, args.cli_runs, startup)
     total = time.perf_counter() - t_start

@@ -59,6 +59,9 @@ def reencode_v2(
 def watch_mapping(view: _Readable, path: str) -> int | None: ...
 def unwatch_mapping(slot: int) -> None: ...
 
+# (reason, batches handed back) of every reason, in a fixed order
+def handbacks() -> list[tuple[str, int]]: ...
+
 # -- dump-segments' lines (log/read/native_render.py) ----------------------------------------
 def render_records(
     batch: _Readable,

@@ -10,7 +10,8 @@ the Spark source) uses the names below; ``klogtool.log`` may also use the module
   decompress), ``CODEC_NAMES``, ``CODEC_IDS``, :func:`available_codecs` (``codecs.py``).
 - Payload decoders: ``BYTE_DECODERS``, ``INTERNAL_DECODERS`` (``payloads/``).
 - Errors: :class:`FormatError` and its subclasses (``errors.py``).
-- Engines: ``engine`` (``engine.py``), the one seam to the native engine.
+- Engines: ``engine`` (``engine.py``), the one seam to the native engine;
+  :func:`engine_stats`, the batches it handed back to the python engine, per reason.
 
 Names load lazily (PEP 562), so importing one costs only its module: start-up stays fast.
 """
@@ -54,6 +55,8 @@ _EXPORTS = {
     "BYTE_DECODERS": "payloads",
     "INTERNAL_DECODERS": "payloads",
     "UNIMPLEMENTED_DECODERS": "payloads",
+    # engines
+    "engine_stats": "engine",
 }
 _MODULES = ("engine",)
 
@@ -87,6 +90,7 @@ __all__ = [
     "available_codecs",
     "encode_batch",
     "engine",
+    "engine_stats",
     "read_batch",
 ]  # the names above (tests/test_layers.py checks it)
 
@@ -108,6 +112,7 @@ if TYPE_CHECKING:
         Codec,
         available_codecs,
     )
+    from klogtool.formats.engine import engine_stats
     from klogtool.formats.errors import (
         CodecUnavailableError,
         CorruptRecordError,

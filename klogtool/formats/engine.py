@@ -63,6 +63,7 @@ class NativeModule(Protocol):
     ) -> _stub.Reencoded | None: ...
     def watch_mapping(self, view: _Readable, path: str) -> int | None: ...
     def unwatch_mapping(self, slot: int) -> None: ...
+    def handbacks(self) -> list[tuple[str, int]]: ...
 
     # the adapters': log/rewrite/native_clean, log/read/native_render, log/export/native_columns
     @property
@@ -121,6 +122,7 @@ def call(where: str, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -
     try:
         return fn(*args, **kwargs)
     except OverflowError:  # PyO3's conversion of the arguments, before the function runs
+        _handed_back("argument-range")
         return None
     except BaseException as e:
         if type(e).__name__ == "PanicException":
@@ -239,6 +241,7 @@ def legacy_scan(raw: bytes | memoryview, magic: int, where: str) -> tuple[int, i
     engine."""
     if _active is None:
         return None
+    _handed_back("v0v1-wrapper")  # the python engine decompressed this wrapper
     result: tuple[int, int, int] | None = call(where, _active.legacy_scan, raw, magic)
     return result
 
@@ -279,6 +282,58 @@ def reencode_v2(
     )
     return result
 
+
+# -- hand-backs ------------------------------------------------------------------------------
+# The native engine counts the batches its kernels answer None for, per reason (its `handback`
+# module); the seam counts what never reaches a kernel: an argument past the native integer
+# types, and every v0/v1 wrapper, whose decompression (codecs, limits, offset shift) is the
+# python engine's while the native engine walks the inner set.
+_py_handbacks: dict[str, int] = {}
+
+
+def _handed_back(reason: str) -> None:
+    _py_handbacks[reason] = _py_handbacks.get(reason, 0) + 1
+
+
+def engine_stats() -> dict[str, int]:
+    """Batches the native engine has handed back to the python engine in this process, per
+    reason (``control-batch``, ``lz4-block-checksum``, ``size-limit``, ``malformed``, ...;
+    docs/engines.md lists them), reasons with a count only. Empty under the python engine
+    or without the native module: nothing is handed back (every batch is read in Python)."""
+    counts: dict[str, int] = {}
+    if _native is not None:
+        counts = {reason: n for reason, n in _native.handbacks() if n}
+    for reason, n in _py_handbacks.items():
+        counts[reason] = counts.get(reason, 0) + n
+    return counts
+
+
+def stats_line() -> str:
+    """``klogtool engine: N batches handed back: reason n, ...`` (most first), what
+    ``KLOGTOOL_ENGINE_STATS=1`` prints on stderr at exit."""
+    if _active is None:
+        return "klogtool engine: python (no native engine in use: nothing handed back)"
+    counts = sorted(engine_stats().items(), key=lambda rn: (-rn[1], rn[0]))
+    total = sum(n for _, n in counts)
+    line = f"klogtool engine: {total} batch{'' if total == 1 else 'es'} handed back"
+    if counts:
+        line += ": " + ", ".join(f"{reason} {n}" for reason, n in counts)
+    return line
+
+
+def _print_stats() -> None:
+    import sys
+
+    try:
+        print(stats_line(), file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # stderr closed
+        pass
+
+
+if os.environ.get("KLOGTOOL_ENGINE_STATS", "").strip() not in ("", "0"):
+    import atexit
+
+    atexit.register(_print_stats)
 
 _chosen = os.environ.get("KLOGTOOL_ENGINE", "").strip().lower()
 if _chosen:

@@ -10,6 +10,8 @@
 //! same streams.
 #![forbid(unsafe_code)]
 
+use crate::handback::{note, Reason};
+
 pub const NONE: u8 = 0;
 pub const GZIP: u8 = 1;
 pub const SNAPPY: u8 = 2;
@@ -33,7 +35,11 @@ const GZIP_MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];
 
 /// One gzip member with a plain 10-byte header (what Java's GZIPOutputStream and zlib write).
 fn gzip(data: &[u8], limit: usize) -> Option<Vec<u8>> {
-    if data.len() < 18 || data[..3] != GZIP_MAGIC || data[3] != 0 {
+    if data.len() < 18 || data[..3] != GZIP_MAGIC {
+        return None;
+    }
+    if data[3] != 0 {
+        note(Reason::GzipHeaderFields);
         return None; // header flags (name, comment, extra, header CRC): the reference's job
     }
     // The trailer's ISIZE (the last 4 bytes of a single member) sizes the output at once; it
@@ -73,6 +79,7 @@ fn streamed_member(data: &[u8], hint: usize, limit: usize) -> Option<Vec<u8>> {
     loop {
         if out.len() == out.capacity() {
             if out.len() > limit {
+                note(Reason::SizeLimit);
                 return None;
             }
             out.reserve((out.len().max(4096)).min(limit + 1 - out.len()));
@@ -82,6 +89,7 @@ fn streamed_member(data: &[u8], hint: usize, limit: usize) -> Option<Vec<u8>> {
             .decompress_vec(&body[consumed..], &mut out, flate2::FlushDecompress::None)
             .ok()?;
         if out.len() > limit {
+            note(Reason::SizeLimit);
             return None;
         }
         match status {
@@ -105,6 +113,7 @@ fn streamed_member(data: &[u8], hint: usize, limit: usize) -> Option<Vec<u8>> {
     }
     let rest = &data[end + 8..];
     if rest.len() >= 10 && rest[..3] == GZIP_MAGIC {
+        note(Reason::GzipMultiMember);
         return None; // another member follows
     }
     Some(out)
@@ -129,6 +138,7 @@ fn snappy(data: &[u8], limit: usize) -> Option<Vec<u8>> {
         let size = i32::from_be_bytes(data[pos..pos + 4].try_into().ok()?);
         pos += 4;
         if data[pos - 4..pos] == XERIAL_MAGIC[..4] {
+            note(Reason::SnappyConcatenated);
             return None; // a concatenated stream
         }
         let size = usize::try_from(size).ok()?;
@@ -144,6 +154,7 @@ fn snappy(data: &[u8], limit: usize) -> Option<Vec<u8>> {
 fn snappy_block(block: &[u8], limit: usize, out: &mut Vec<u8>) -> Option<()> {
     let declared = snap::raw::decompress_len(block).ok()?;
     if declared > limit - out.len() {
+        note(Reason::SizeLimit);
         return None;
     }
     let start = out.len();
@@ -166,6 +177,16 @@ fn lz4_frame(data: &[u8], limit: usize) -> Option<Vec<u8>> {
     let flg = data[4];
     let bd = data[5];
     // version 01, independent blocks, no block checksum, no content size, no dictionary
+    if flg & 0xe3 == 0x60 && bd & 0x8f == 0 {
+        if flg & 0x08 != 0 {
+            note(Reason::Lz4ContentSize);
+            return None;
+        }
+        if flg & 0x10 != 0 {
+            note(Reason::Lz4BlockChecksum);
+            return None;
+        }
+    }
     if flg & 0xfb != 0x60 || bd & 0x8f != 0 {
         return None;
     }
@@ -198,6 +219,7 @@ fn lz4_frame(data: &[u8], limit: usize) -> Option<Vec<u8>> {
         let budget = limit - out.len();
         if word & LZ4_UNCOMPRESSED != 0 {
             if size > budget {
+                note(Reason::SizeLimit);
                 return None;
             }
             out.extend_from_slice(block);
@@ -206,14 +228,32 @@ fn lz4_frame(data: &[u8], limit: usize) -> Option<Vec<u8>> {
         // The reference decodes into min(max block, budget) bytes of room: so does this, as
         // liblz4's end-of-buffer rules depend on the room given.
         let cap = max_block.min(budget);
-        if cap == 0 {
-            return None;
-        }
         let start = out.len();
         out.resize(start + cap, 0);
-        let cap_i32 = i32::try_from(cap).ok()?;
-        let n = lz4::block::decompress_to_buffer(block, Some(cap_i32), &mut out[start..]).ok()?;
+        let n = i32::try_from(cap)
+            .ok()
+            .filter(|&c| c > 0)
+            .and_then(|c| lz4::block::decompress_to_buffer(block, Some(c), &mut out[start..]).ok());
+        let Some(n) = n else {
+            lz4_refused(block, max_block, budget);
+            return None;
+        };
         out.truncate(start + n);
+    }
+}
+
+/// Why a compressed block did not decode into the `budget` left: too big, or corrupt (the
+/// reference's question, asked the same way: with room for a whole block, at most 4 MiB).
+fn lz4_refused(block: &[u8], max_block: usize, budget: usize) {
+    if budget >= max_block {
+        return; // it had a whole block's room: corrupt
+    }
+    let mut room = vec![0u8; max_block];
+    let whole = i32::try_from(max_block)
+        .ok()
+        .and_then(|c| lz4::block::decompress_to_buffer(block, Some(c), &mut room).ok());
+    if whole.is_some_and(|n| n > budget) {
+        note(Reason::SizeLimit);
     }
 }
 
@@ -235,6 +275,7 @@ fn zstd(data: &[u8], limit: usize) -> Option<Vec<u8>> {
     let bound = zstd_frames_bound(data)?;
     // Past the limit the reference streams until it passes it: leave that case to it.
     if bound > limit as u64 {
+        note(Reason::SizeLimit);
         return None;
     }
     let mut out = Vec::with_capacity(bound as usize);

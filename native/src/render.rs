@@ -235,6 +235,7 @@ fn render<L: Lines>(
         Source::V2(batch_bytes) => {
             let header = batch::parse_header(batch_bytes)?;
             if header.attributes & 0x20 != 0 {
+                crate::handback::note(crate::handback::Reason::ControlBatch);
                 return None;
             }
             let mut lines = make(if header.log_append_time() {
@@ -259,7 +260,11 @@ fn render<L: Lines>(
             lines
         }
     };
-    (!lines.refused()).then_some(lines)
+    if lines.refused() {
+        crate::handback::note(crate::handback::Reason::RenderedInPython);
+        return None;
+    }
+    Some(lines)
 }
 
 /// Text lines (`dump-segments --deep-iteration`, text format).

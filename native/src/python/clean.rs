@@ -6,6 +6,7 @@ use pyo3::types::PyBytes;
 
 use super::Bytes;
 use crate::compact;
+use crate::handback;
 
 /// The log cleaner's offset map (key digest -> last offset), with the decisions that read it.
 /// It behaves as the `dict` the Python cleaner uses (`len`, `map[digest] = offset`,
@@ -64,7 +65,11 @@ impl OffsetMap {
         let bytes = Bytes::get(batch)?;
         let data = bytes.as_slice();
         let inner = &mut self.inner;
-        let added = py.detach(|| inner.add(data, max_batch_bytes, first_dirty, capacity));
+        let added = py.detach(|| {
+            handback::kernel(handback::Kernel::MapKeys, data, || {
+                inner.add(data, max_batch_bytes, first_dirty, capacity)
+            })
+        });
         Ok(added.map(|a| (a.full, a.latest)))
     }
 
@@ -82,8 +87,11 @@ impl OffsetMap {
         let bytes = Bytes::get(batch)?;
         let data = bytes.as_slice();
         let inner = &self.inner;
-        let done =
-            py.detach(|| inner.retain(data, max_batch_bytes, latest_offset, keep_tombstones));
+        let done = py.detach(|| {
+            handback::kernel(handback::Kernel::Retain, data, || {
+                inner.retain(data, max_batch_bytes, latest_offset, keep_tombstones)
+            })
+        });
         Ok(done.map(|d| {
             (
                 PyBytes::new(py, &d.keep),

@@ -7,6 +7,7 @@ use pyo3::types::PyDict;
 
 use super::{wrapper, Bytes};
 use crate::columns;
+use crate::handback;
 
 /// Record columns of many v2 batches, in Arrow's layout.
 #[pyclass(module = "klogtool._native")]
@@ -37,7 +38,11 @@ impl Columns {
         let bytes = Bytes::get(batch)?;
         let data = bytes.as_slice();
         let inner = &mut self.inner;
-        Ok(py.detach(|| inner.add(data, index, (skip, limit))))
+        Ok(py.detach(|| {
+            handback::kernel(handback::Kernel::Columns, data, || {
+                inner.add(data, index, (skip, limit))
+            })
+        }))
     }
 
     /// As `add`, for a v0/v1 wrapper's decompressed inner set (None also when a record's CRC
@@ -58,7 +63,11 @@ impl Columns {
         let data = bytes.as_slice();
         let w = wrapper(magic, shift, fixed_timestamp);
         let inner = &mut self.inner;
-        Ok(py.detach(|| inner.add_legacy(data, &w, index, (skip, limit))))
+        Ok(py.detach(|| {
+            handback::kernel(handback::Kernel::LegacyColumns, data, || {
+                inner.add_legacy(data, &w, index, (skip, limit))
+            })
+        }))
     }
 
     fn __len__(&self) -> usize {

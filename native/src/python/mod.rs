@@ -25,6 +25,7 @@ use crate::batch::{self, Sink};
 use crate::columns as column_kernel;
 use crate::encode;
 use crate::guard;
+use crate::handback;
 use crate::legacy;
 use crate::scan;
 
@@ -95,7 +96,11 @@ fn check_v2(
 ) -> PyResult<Option<(usize, bool, i64)>> {
     let bytes = Bytes::get(batch)?;
     let data = bytes.as_slice();
-    Ok(py.detach(|| column_kernel::check(data, max_batch_bytes)))
+    Ok(py.detach(|| {
+        handback::kernel(handback::Kernel::Check, data, || {
+            column_kernel::check(data, max_batch_bytes)
+        })
+    }))
 }
 
 /// Python tuples `(offset, timestamp, key, value, headers, sequence, attributes)` of records,
@@ -175,17 +180,25 @@ fn records_v2<'py>(
     let bytes = Bytes::get(batch)?;
     // A list holds the whole batch: past this many records the Python decoder, which yields
     // them a chunk at a time, keeps memory bounded instead.
-    match batch::parse_header(bytes.as_slice()) {
-        Some(h) if (0..=MAX_LISTED_RECORDS).contains(&h.records_count) => {}
-        _ => return Ok(None),
-    }
+    let data = bytes.as_slice();
     let mut rows = Rows {
         py,
         rows: Vec::new(),
         error: None,
     };
     // Python objects are made as the records decode: the GIL stays held.
-    if batch::decode(bytes.as_slice(), max_batch_bytes, &mut rows).is_none() {
+    let decoded = handback::kernel(handback::Kernel::Records, data, || {
+        match batch::parse_header(data) {
+            Some(h) if (0..=MAX_LISTED_RECORDS).contains(&h.records_count) => {}
+            Some(h) if h.records_count > MAX_LISTED_RECORDS => {
+                handback::note(handback::Reason::ManyRecords);
+                return None;
+            }
+            _ => return None,
+        }
+        batch::decode(data, max_batch_bytes, &mut rows)
+    });
+    if decoded.is_none() {
         return Ok(None);
     }
     if let Some(e) = rows.error {
@@ -204,7 +217,11 @@ fn legacy_scan(
 ) -> PyResult<Option<(usize, i64, i64)>> {
     let bytes = Bytes::get(raw)?;
     let data = bytes.as_slice();
-    Ok(py.detach(|| legacy::scan(data, magic)))
+    Ok(py.detach(|| {
+        handback::kernel(handback::Kernel::LegacyScan, data, || {
+            legacy::scan(data, magic)
+        })
+    }))
 }
 
 fn wrapper(magic: u8, shift: i64, fixed_timestamp: Option<i64>) -> legacy::Wrapper {
@@ -232,7 +249,12 @@ fn records_legacy<'py>(
         error: None,
     };
     let w = wrapper(magic, shift, fixed_timestamp);
-    if legacy::decode(bytes.as_slice(), &w, &mut rows).is_none() {
+    let data = bytes.as_slice();
+    if handback::kernel(handback::Kernel::LegacyRecords, data, || {
+        legacy::decode(data, &w, &mut rows)
+    })
+    .is_none()
+    {
         return Ok(None);
     }
     if let Some(e) = rows.error {
@@ -262,8 +284,11 @@ fn reencode_v2<'py>(
     let mask = keep.map(Bytes::get).transpose()?;
     let data = bytes.as_slice();
     let mask = mask.as_ref().map(Bytes::as_slice);
-    let done =
-        py.detach(|| encode::reencode(data, max_batch_bytes, mask, base_offset, base_timestamp));
+    let done = py.detach(|| {
+        handback::kernel(handback::Kernel::Reencode, data, || {
+            encode::reencode(data, max_batch_bytes, mask, base_offset, base_timestamp)
+        })
+    });
     Ok(done.map(|d| {
         (
             PyBytes::new(py, &d.area),
@@ -291,6 +316,13 @@ fn watch_mapping(view: &Bound<'_, PyAny>, path: &str) -> PyResult<Option<usize>>
     ))
 }
 
+/// `(reason, count)` of the batches the native engine has handed back to the python engine
+/// in this process, every reason in a fixed order (see `handback`).
+#[pyfunction]
+fn handbacks() -> Vec<(&'static str, u64)> {
+    handback::counts()
+}
+
 /// Forget a mapping `watch_mapping` remembered.
 #[pyfunction]
 fn unwatch_mapping(slot: usize) {
@@ -304,6 +336,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unwatch_mapping, m)?)?;
     m.add_function(wrap_pyfunction!(crc32c_of, m)?)?;
     m.add_function(wrap_pyfunction!(crc_ahead, m)?)?;
+    m.add_function(wrap_pyfunction!(handbacks, m)?)?;
     m.add_function(wrap_pyfunction!(legacy_scan, m)?)?;
     m.add_function(wrap_pyfunction!(records_legacy, m)?)?;
     m.add_function(wrap_pyfunction!(records_v2, m)?)?;

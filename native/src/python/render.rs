@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 use super::columns::{Buffer, Column};
 use super::{wrapper, Bytes};
 use crate::columns;
+use crate::handback;
 use crate::render;
 
 /// What `render_records` returns: the lines, the number of records, their first and last
@@ -40,13 +41,17 @@ pub(super) fn render_records<'py>(
         true => render::Payload::parse(name),
         false => Some(render::Payload::Omit),
     };
+    let bytes = Bytes::get(batch)?;
     let (Some(key), Some(value)) = (parse(key_decoder), parse(value_decoder)) else {
+        handback::note(handback::Reason::RenderedInPython);
+        handback::count(handback::Kernel::Render, bytes.as_slice());
         return Ok(None);
     };
     if !matches!(format, "jsonl" | "text" | "kafka") {
+        handback::note(handback::Reason::RenderedInPython);
+        handback::count(handback::Kernel::Render, bytes.as_slice());
         return Ok(None);
     }
-    let bytes = Bytes::get(batch)?;
     let source = match inner {
         None => render::Source::V2(bytes.as_slice()),
         Some((magic, shift, fixed)) => {
@@ -54,25 +59,28 @@ pub(super) fn render_records<'py>(
         }
     };
     let out = |n| RENDERED.get(n);
+    let data = bytes.as_slice();
     let rendered = py.detach(|| {
-        let lines = match format {
-            "kafka" => render::kafka(source, max_batch_bytes, &out, print_data, key, value)
-                .map(|k| (k.out, k.records, k.first, k.last, k.breaks)),
-            "text" => render::text(source, max_batch_bytes, &out, print_data, key, value)
+        handback::kernel(handback::Kernel::Render, data, || {
+            let lines = match format {
+                "kafka" => render::kafka(source, max_batch_bytes, &out, print_data, key, value)
+                    .map(|k| (k.out, k.records, k.first, k.last, k.breaks)),
+                "text" => render::text(source, max_batch_bytes, &out, print_data, key, value)
+                    .map(|(out, n)| (out, n, None, None, Vec::new())),
+                _ => render::jsonl(
+                    source,
+                    max_batch_bytes,
+                    &out,
+                    position,
+                    print_data,
+                    key,
+                    value,
+                )
                 .map(|(out, n)| (out, n, None, None, Vec::new())),
-            _ => render::jsonl(
-                source,
-                max_batch_bytes,
-                &out,
-                position,
-                print_data,
-                key,
-                value,
-            )
-            .map(|(out, n)| (out, n, None, None, Vec::new())),
-        };
-        // UTF-8 by construction (made of valid UTF-8 strings); checked all the same
-        lines.filter(|l| std::str::from_utf8(&l.0).is_ok())
+            };
+            // UTF-8 by construction (made of valid UTF-8 strings); checked all the same
+            lines.filter(|l| std::str::from_utf8(&l.0).is_ok())
+        })
     });
     let Some((out, n, first, last, breaks)) = rendered else {
         return Ok(None);

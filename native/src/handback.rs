@@ -1,0 +1,157 @@
+//! Why the native engine handed a batch back to the Python engine, counted per reason.
+//!
+//! A kernel that answers `None` leaves the batch to the Python engine. So that a slow path
+//! cannot hide, the code that refuses a batch for a specific reason (an lz4 block checksum that
+//! does not hold, a control batch, output past the bound, ...) notes it with [`note`] just
+//! before it returns `None`; anything not noted is `malformed`. The binding runs every kernel
+//! through [`kernel`], which resets the note on entry and, when the kernel answers `None`,
+//! counts one hand-back for the reason noted. The cost on the path that succeeds is one
+//! thread-local write per batch; the counters are process-wide atomics, touched only on a
+//! hand-back. One batch asked of several kernels in a row (dump-segments' renderer, then the
+//! records of the batch it refused, as the python renderer reads them) counts once: a
+//! hand-back of the same bytes (address and length) as the thread's last one, by another
+//! kernel, is not counted again. (The same kernel refusing the same address and length again
+//! is another batch: a fresh buffer where the last one was freed.)
+#![forbid(unsafe_code)]
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Why a batch was handed back. The names are what `KLOGTOOL_ENGINE_STATS=1` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Reason {
+    /// Anything the reference must judge: a bad length, varint, record count, checksum,
+    /// codec stream... (the Python engine reports the error).
+    Malformed = 0,
+    /// Decompressed output (or a batch) past `--max-batch-bytes`.
+    SizeLimit,
+    /// A control batch (dump-segments renders its records decoded, in Python).
+    ControlBatch,
+    /// A batch of more records than `records_v2` lists at once (Python decodes it a chunk at
+    /// a time).
+    ManyRecords,
+    /// A payload decoder, format or payload only the Python renderer writes exactly (the
+    /// `json` decoder, UTF-8 that needs `backslashreplace`).
+    RenderedInPython,
+    /// An lz4 frame with a content size.
+    Lz4ContentSize,
+    /// An lz4 frame with block checksums.
+    Lz4BlockChecksum,
+    /// A gzip member with optional header fields (FEXTRA, FNAME, FCOMMENT, FHCRC).
+    GzipHeaderFields,
+    /// gzip data of several members.
+    GzipMultiMember,
+    /// Concatenated xerial snappy streams.
+    SnappyConcatenated,
+}
+
+const REASONS: usize = 10;
+
+/// The printed names, in `Reason` order.
+pub const NAMES: [&str; REASONS] = [
+    "malformed",
+    "size-limit",
+    "control-batch",
+    "over-4096-records",
+    "rendered-in-python",
+    "lz4-content-size",
+    "lz4-block-checksum",
+    "gzip-header-fields",
+    "gzip-multi-member",
+    "snappy-concatenated-xerial",
+];
+
+static COUNTS: [AtomicU64; REASONS] = [const { AtomicU64::new(0) }; REASONS];
+
+thread_local! {
+    static NOTED: Cell<Reason> = const { Cell::new(Reason::Malformed) };
+    /// (address, length, kernel) of the thread's last hand-back.
+    static LAST: Cell<(usize, usize, Kernel)> = const { Cell::new((0, 0, Kernel::None)) };
+}
+
+/// The kernels, told apart so that a batch one refused and another is then asked for counts
+/// once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    None,
+    Check,
+    Records,
+    LegacyScan,
+    LegacyRecords,
+    Reencode,
+    Render,
+    Columns,
+    LegacyColumns,
+    MapKeys,
+    Retain,
+}
+
+/// The batch being read is refused for `reason` (call it just before answering `None`).
+#[inline]
+pub fn note(reason: Reason) {
+    NOTED.with(|n| n.set(reason));
+}
+
+/// `f()`, a kernel reading `data`; when it answers `None`, one hand-back is counted for the
+/// reason noted meanwhile (`malformed` if none was).
+#[inline]
+pub fn kernel<T>(who: Kernel, data: &[u8], f: impl FnOnce() -> Option<T>) -> Option<T> {
+    NOTED.with(|n| n.set(Reason::Malformed));
+    let out = f();
+    if out.is_none() {
+        count(who, data);
+    }
+    out
+}
+
+/// Count a hand-back of `data` by `who` for the reason noted (once for the same bytes that
+/// another kernel refused just before).
+pub fn count(who: Kernel, data: &[u8]) {
+    let key = (data.as_ptr() as usize, data.len(), who);
+    let (addr, len, last) = LAST.with(|l| l.replace(key));
+    if (addr, len) == (key.0, key.1) && last != who {
+        return;
+    }
+    let reason = NOTED.with(Cell::get);
+    COUNTS[reason as usize].fetch_add(1, Ordering::Relaxed);
+}
+
+/// `(name, count)` of every reason, in `Reason` order.
+pub fn counts() -> Vec<(&'static str, u64)> {
+    NAMES
+        .iter()
+        .zip(COUNTS.iter())
+        .map(|(name, c)| (*name, c.load(Ordering::Relaxed)))
+        .collect()
+}
+
+/// The reason noted on this thread since the last kernel began (for tests).
+pub fn noted() -> Reason {
+    NOTED.with(Cell::get)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_the_noted_reason_once_per_batch() {
+        let before = counts()[Reason::Lz4BlockChecksum as usize].1;
+        let data = vec![1u8; 10];
+        let refuse = || -> Option<()> {
+            note(Reason::Lz4BlockChecksum);
+            None
+        };
+        assert!(kernel(Kernel::Render, &data, refuse).is_none());
+        // the same bytes asked of another kernel: not counted again
+        assert!(kernel(Kernel::Records, &data, refuse).is_none());
+        assert_eq!(counts()[Reason::Lz4BlockChecksum as usize].1, before + 1);
+        // the same kernel again: another batch where the last one was
+        assert!(kernel(Kernel::Records, &data, refuse).is_none());
+        assert_eq!(counts()[Reason::Lz4BlockChecksum as usize].1, before + 2);
+        // A success leaves nothing behind: the next kernel starts from `malformed`.
+        assert_eq!(kernel(Kernel::Check, &data, || Some(1)), Some(1));
+        assert_eq!(noted(), Reason::Malformed);
+    }
+}

@@ -1,0 +1,372 @@
+"""The batches the native engine hands back to the python engine, and why.
+
+Producers write framings beside the plain ones klogtool's own encoder writes: lz4 frames with a
+content size (kafka-python) or block checksums, gzip members with header fields or several
+members, concatenated xerial snappy streams. Each such well-formed batch must decode to the
+python engine's records without a hand-back (``engine_stats`` says), and each malformed variant
+must be handed back, for a reason that names it, and fail with the python engine's exact error.
+``KLOGTOOL_ENGINE_STATS=1`` prints the counts at exit.
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+import struct
+import zlib
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import lz4.frame
+import pytest
+from support.cli import run_subprocess
+from support.fuzz import fuzz
+
+import klogtool.formats
+from klogtool.formats import codecs, engine, engine_stats, v2
+from klogtool.formats.batch import Record
+from klogtool.formats.crc import crc32c
+from klogtool.formats.errors import FormatError
+from klogtool.formats.records import SegmentScanner
+
+MAX = 64 << 20
+
+RECORDS = [
+    Record(offset=i, timestamp=1_700_000_000_000 + i, key=b"k%d" % i, value=b"value %d " % i * 20)
+    for i in range(300)
+]
+# incompressible values: lz4 stores such blocks uncompressed (the high bit of the size word)
+NOISE = [
+    Record(offset=i, timestamp=i, key=None, value=random.Random(i).randbytes(3000))
+    for i in range(60)
+]
+
+
+def _area(records: list[Record]) -> bytes:
+    return v2.encode_batch(records, base_offset=0)[61:]
+
+
+def _batch(codec: int, payload: bytes, records: list[Record] = RECORDS) -> bytes:
+    """A v2 batch of ``records`` whose compressed records area is ``payload``."""
+    plain = v2.encode_batch(records, base_offset=0)
+    out = bytearray(plain[:61]) + payload
+    struct.pack_into(">i", out, 8, len(out) - 12)  # the batch length
+    struct.pack_into(">h", out, 21, codec)  # the attributes
+    struct.pack_into(">I", out, 17, crc32c(out[21:]))
+    return bytes(out)
+
+
+# -- lz4 ---------------------------------------------------------------------------------------
+
+
+def _lz4(area: bytes, **options: object) -> bytes:
+    """What lz4.frame writes with ``options`` (independent blocks, as Kafka reads them)."""
+    return bytes(lz4.frame.compress(area, block_linked=False, **options))
+
+
+def _lz4_descriptor_end(frame: bytes) -> int:
+    return 6 + (8 if frame[4] & 0x08 else 0)
+
+
+def _lz4_rehash(frame: bytearray) -> bytes:
+    """``frame`` with its header checksum made right again."""
+    end = _lz4_descriptor_end(bytes(frame))
+    frame[end] = (codecs.xxh32(bytes(frame[4:end])) >> 8) & 0xFF
+    return bytes(frame)
+
+
+def _lz4_content_size(area: bytes, size: int) -> bytes:
+    frame = bytearray(_lz4(area, store_size=True))
+    struct.pack_into("<Q", frame, 6, size)
+    return _lz4_rehash(frame)
+
+
+def _lz4_bad_block_checksum(area: bytes) -> bytes:
+    frame = bytearray(_lz4(area, store_size=False, block_checksum=True))
+    start = _lz4_descriptor_end(bytes(frame)) + 1
+    (word,) = struct.unpack_from("<I", frame, start)
+    frame[start + 4 + (word & 0x7FFFFFFF)] ^= 1  # the first block's checksum
+    return bytes(frame)
+
+
+# -- gzip --------------------------------------------------------------------------------------
+
+
+def _gzip_member(
+    data: bytes,
+    *,
+    extra: bytes | None = None,
+    name: bytes | None = None,
+    comment: bytes | None = None,
+    hcrc: bool = False,
+    flags: int = 0,
+    header_crc: int | None = None,
+) -> bytes:
+    """One gzip member with the optional header fields given (RFC 1952)."""
+    flags |= (4 if extra is not None else 0) | (8 if name is not None else 0)
+    flags |= (16 if comment is not None else 0) | (2 if hcrc else 0)
+    head = b"\x1f\x8b\x08" + bytes([flags]) + b"\x00\x00\x00\x00\x00\xff"
+    if extra is not None:
+        head += struct.pack("<H", len(extra)) + extra
+    if name is not None:
+        head += name + b"\x00"
+    if comment is not None:
+        head += comment + b"\x00"
+    if hcrc:
+        crc = zlib.crc32(head) & 0xFFFF if header_crc is None else header_crc
+        head += struct.pack("<H", crc)
+    deflater = zlib.compressobj(6, zlib.DEFLATED, -15)
+    body = deflater.compress(data) + deflater.flush()
+    return head + body + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
+
+
+def _gzip_file(data: bytes) -> bytes:
+    """What Python's gzip module writes for a named file (FNAME, an mtime)."""
+    import io
+
+    out = io.BytesIO()
+    with gzip.GzipFile(filename="records.bin", mode="wb", fileobj=out, mtime=1) as f:
+        f.write(data)
+    return out.getvalue()
+
+
+def _halves(area: bytes, make: Callable[[bytes], bytes]) -> bytes:
+    half = len(area) // 2
+    return make(area[:half]) + make(area[half:])
+
+
+# -- snappy ------------------------------------------------------------------------------------
+
+
+def _xerial(data: bytes) -> bytes:
+    return codecs.compress(codecs.SNAPPY, data, magic=2)
+
+
+def _xerial_header(version: int = 1) -> bytes:
+    return codecs._XERIAL_MAGIC + struct.pack(">ii", version, 1)
+
+
+# -- the shapes --------------------------------------------------------------------------------
+
+Shape = Callable[[], bytes]
+
+# well-formed: the python engine reads them, and so must the native engine, without a hand-back
+WELL_FORMED: dict[str, Shape] = {
+    # kafka-python's producer: FLG 0x68 (content size), 64 KiB blocks
+    "lz4 content size": lambda: _batch(codecs.LZ4, _lz4(_area(RECORDS), store_size=True)),
+    "lz4 block checksums": lambda: _batch(
+        codecs.LZ4, _lz4(_area(RECORDS), store_size=False, block_checksum=True)
+    ),
+    "lz4 every option, 256 KiB blocks": lambda: _batch(
+        codecs.LZ4,
+        _lz4(
+            _area(RECORDS),
+            store_size=True,
+            block_checksum=True,
+            content_checksum=True,
+            block_size=lz4.frame.BLOCKSIZE_MAX256KB,
+        ),
+    ),
+    "lz4 uncompressed blocks with checksums": lambda: _batch(
+        codecs.LZ4, _lz4(_area(NOISE), store_size=True, block_checksum=True), NOISE
+    ),
+    # Kafka (and the python engine) skip the content size without checking it
+    "lz4 a content size that is wrong": lambda: _batch(
+        codecs.LZ4, _lz4_content_size(_area(RECORDS), 12345)
+    ),
+    "gzip a file name (python's gzip module)": lambda: _batch(
+        codecs.GZIP, _gzip_file(_area(RECORDS))
+    ),
+    "gzip every header field": lambda: _batch(
+        codecs.GZIP,
+        _gzip_member(
+            _area(RECORDS), extra=b"AB\x02\x00xy", name=b"n", comment=b"a comment", hcrc=True
+        ),
+    ),
+    "gzip FTEXT": lambda: _batch(codecs.GZIP, _gzip_member(_area(RECORDS), flags=1)),
+    "gzip two members": lambda: _batch(codecs.GZIP, _halves(_area(RECORDS), gzip.compress)),
+    "gzip the same member twice": lambda: _batch(
+        codecs.GZIP, gzip.compress(_area(RECORDS[:150])) * 2, RECORDS[:150] * 2
+    ),
+    "gzip three members, with header fields": lambda: _batch(
+        codecs.GZIP,
+        _gzip_member(_area(RECORDS)[:100], name=b"a", hcrc=True)
+        + _gzip_member(_area(RECORDS)[100:5000], comment=b"b")
+        + _gzip_member(_area(RECORDS)[5000:], extra=b""),
+    ),
+    "gzip an empty member after one": lambda: _batch(
+        codecs.GZIP, gzip.compress(_area(RECORDS)) + gzip.compress(b"")
+    ),
+    "gzip bytes after the members that do not start one": lambda: _batch(
+        codecs.GZIP, _halves(_area(RECORDS), gzip.compress) + b"\x1f\x8b\x08 short"
+    ),
+    "snappy two xerial streams": lambda: _batch(codecs.SNAPPY, _halves(_area(RECORDS), _xerial)),
+    "snappy a header again, then chunks": lambda: _batch(
+        codecs.SNAPPY,
+        _xerial(_area(RECORDS)[:999]) + _xerial_header(5) + _xerial(_area(RECORDS)[999:])[16:],
+    ),
+    "snappy a magic that stops the stream": lambda: _batch(
+        codecs.SNAPPY, _xerial(_area(RECORDS)) + b"\x82SNAxxxxxxxxxxxx"
+    ),
+}
+
+# The shapes the native engine still hands back, and the reason it gives.
+HANDED_BACK: dict[str, str] = {
+    "lz4 content size": "lz4-content-size",
+    "lz4 block checksums": "lz4-block-checksum",
+    "lz4 every option, 256 KiB blocks": "lz4-content-size",
+    "lz4 uncompressed blocks with checksums": "lz4-content-size",
+    "lz4 a content size that is wrong": "lz4-content-size",
+    "gzip a file name (python's gzip module)": "gzip-header-fields",
+    "gzip every header field": "gzip-header-fields",
+    "gzip FTEXT": "gzip-header-fields",
+    "gzip two members": "gzip-multi-member",
+    "gzip the same member twice": "gzip-multi-member",
+    "gzip three members, with header fields": "gzip-header-fields",
+    "gzip an empty member after one": "gzip-multi-member",
+    "gzip bytes after the members that do not start one": "gzip-multi-member",
+    "snappy two xerial streams": "snappy-concatenated-xerial",
+    "snappy a header again, then chunks": "snappy-concatenated-xerial",
+    "snappy a magic that stops the stream": "snappy-concatenated-xerial",
+}
+
+# malformed: the python engine rejects them; the native engine hands them back, saying why
+MALFORMED: dict[str, tuple[Shape, str]] = {
+    "lz4 a block checksum that does not hold": (
+        lambda: _batch(codecs.LZ4, _lz4_bad_block_checksum(_area(RECORDS))),
+        "lz4-block-checksum",
+    ),
+    "lz4 a frame cut before its end mark": (
+        lambda: _batch(codecs.LZ4, _lz4(_area(RECORDS), store_size=True)[:-4]),
+        "lz4-content-size",
+    ),
+    "gzip a header CRC that does not hold": (
+        lambda: _batch(codecs.GZIP, _gzip_member(_area(RECORDS), hcrc=True, header_crc=1)),
+        "gzip-header-fields",
+    ),
+    "gzip a second member cut short": (
+        lambda: _batch(codecs.GZIP, _halves(_area(RECORDS), gzip.compress)[:-3]),
+        "gzip-multi-member",
+    ),
+    "gzip a second member whose CRC does not hold": (
+        lambda: _batch(
+            codecs.GZIP, _halves(_area(RECORDS), gzip.compress)[:-8] + b"\0\0\0\0" + b"\0\0\0\0"
+        ),
+        "gzip-multi-member",
+    ),
+    "snappy a concatenated header of an old version": (
+        lambda: _batch(codecs.SNAPPY, _xerial(_area(RECORDS)) + _xerial_header(0)),
+        "snappy-concatenated-xerial",
+    ),
+    "snappy a concatenated header cut short": (
+        lambda: _batch(codecs.SNAPPY, _xerial(_area(RECORDS)) + _xerial_header()[:10]),
+        "snappy-concatenated-xerial",
+    ),
+}
+
+
+def _b(v: bytes | memoryview | None) -> bytes | None:
+    return None if v is None else bytes(v)
+
+
+def _read(data: bytes, limit: int = MAX) -> list[tuple] | tuple:
+    """The batch's records under the engine in use, or its error."""
+    (batch,) = SegmentScanner(memoryview(data))
+    try:
+        return [
+            (r.offset, r.timestamp, _b(r.key), _b(r.value), tuple(r.headers))
+            for r in batch.records(limit)
+        ]
+    except FormatError as e:
+        return (type(e).__name__, e.code, str(e), e.position)
+
+
+def _delta(before: dict[str, int]) -> dict[str, int]:
+    after = engine_stats()
+    return {r: n - before.get(r, 0) for r, n in after.items() if n != before.get(r, 0)}
+
+
+@pytest.mark.parametrize("shape", WELL_FORMED)
+def test_a_producers_framing_reads_alike_without_a_handback(
+    shape: str, klogtool_engine: str
+) -> None:
+    data = WELL_FORMED[shape]()
+    with engine.using(engine.PYTHON):
+        expected = _read(data)
+    assert isinstance(expected, list) and expected, expected
+    before = engine_stats()
+    assert _read(data) == expected
+    handed_back = _delta(before)
+    if klogtool_engine == engine.PYTHON:
+        assert handed_back == {}
+    elif shape in HANDED_BACK:
+        assert handed_back == {HANDED_BACK[shape]: 1}
+    else:
+        assert handed_back == {}, "a well-formed batch was handed back"
+        stats: Counter = Counter()  # and its columns, lines and re-encoding agree too
+        fuzz.compare_engines(next(iter(SegmentScanner(memoryview(data)))), stats)
+        assert stats["native-agreed"] == 1, stats
+
+
+@pytest.mark.parametrize("shape", MALFORMED)
+def test_a_malformed_framing_is_handed_back_with_its_reason(
+    shape: str, klogtool_engine: str
+) -> None:
+    make, reason = MALFORMED[shape]
+    data = make()
+    with engine.using(engine.PYTHON):
+        expected = _read(data)
+    assert isinstance(expected, tuple), "the python engine read it"
+    before = engine_stats()
+    assert _read(data) == expected  # the python engine's exact error, message and position
+    assert _delta(before) == ({} if klogtool_engine == engine.PYTHON else {reason: 1})
+
+
+def test_output_past_the_limit_is_handed_back_as_such(klogtool_engine: str) -> None:
+    data = _batch(codecs.GZIP, gzip.compress(_area(RECORDS)))
+    with engine.using(engine.PYTHON):
+        expected = _read(data, limit=1000)
+    assert expected[0] == "LimitExceededError"
+    before = engine_stats()
+    assert _read(data, limit=1000) == expected
+    assert _delta(before) == ({} if klogtool_engine == engine.PYTHON else {"size-limit": 1})
+
+
+def test_engine_stats_is_public() -> None:
+    assert "engine_stats" in klogtool.formats.__all__
+    assert klogtool.formats.engine_stats is engine.engine_stats
+
+
+def _segment(tmp_path: Path, data: bytes) -> Path:
+    part = tmp_path / "t-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(data)
+    return part / "00000000000000000000.log"
+
+
+def test_stats_are_printed_at_exit_when_asked(
+    tmp_path: Path, klogtool_engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seg = _segment(tmp_path, _batch(codecs.GZIP, gzip.compress(_area(RECORDS))))
+    args = ("dump-segments", "--deep-iteration", "--max-batch-bytes", "1000", str(seg))
+    monkeypatch.delenv("KLOGTOOL_ENGINE_STATS", raising=False)
+    assert "klogtool engine:" not in run_subprocess(*args).stderr
+    monkeypatch.setenv("KLOGTOOL_ENGINE_STATS", "1")
+    last = run_subprocess(*args).stderr.splitlines()[-1]
+    if klogtool_engine == engine.NATIVE:
+        assert last == "klogtool engine: 1 batch handed back: size-limit 1"
+    else:
+        assert last.startswith("klogtool engine: python")
+    seg.write_bytes(_batch(codecs.GZIP, gzip.compress(_area(RECORDS))))
+    last = run_subprocess("dump-segments", "--deep-iteration", str(seg)).stderr.splitlines()[-1]
+    if klogtool_engine == engine.NATIVE:
+        assert last == "klogtool engine: 0 batches handed back"
+
+
+def test_nothing_is_counted_on_the_plain_framings(klogtool_engine: str) -> None:
+    for codec in (codecs.GZIP, codecs.SNAPPY, codecs.LZ4, codecs.ZSTD):
+        data = v2.encode_batch(RECORDS, compression=codec)
+        before = engine_stats()
+        assert _read(data)
+        assert _delta(before) == {}
