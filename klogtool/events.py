@@ -493,6 +493,10 @@ class FindRecord(DumpSegmentsRecord):
     topic: str | None
     partition: int | None
     segment: str
+    size: int  # bytes of key, value and headers (what --min-size, --largest go by)
+    producer_id: int  # the batch's producer id, epoch and partition leader epoch (-1: none)
+    producer_epoch: int
+    partition_leader_epoch: int
     transaction: NotRequired[str]  # with --transaction: committed, aborted, open or none
 
 

@@ -374,9 +374,14 @@ def test_jsonl_records_are_dump_segments_records(decoder: str) -> None:
     )
     found = jsonl(out)
     assert code == 0 and found
+    batch_at = {o["position"]: o for o in jsonl(dump) if o["type"] == "batch"}
     for o in found:
         assert (o.pop("topic"), o.pop("partition")) == ("v2-none", 0)
         assert o.pop("segment") == log
+        o.pop("size")  # what find adds: the payload size, and the batch's producer fields
+        batch = batch_at[o["position"]]
+        for field in ("producer_id", "producer_epoch", "partition_leader_epoch"):
+            assert o.pop(field) == batch[field]
     assert found == [o for o in jsonl(dump) if o["type"] == "record"]
 
 
@@ -465,3 +470,137 @@ def test_help_has_the_exit_status() -> None:
     code, out, _ = run("find", "--help")
     assert code == 0
     assert "0 when records were found; 1 when none were; 3 when an input" in " ".join(out.split())
+
+
+# -- sizes, the largest records, producer fields, --merge (issue 27) ----------------------------
+def _size(r: Rec) -> int:
+    """The payload bytes of a record as written: key, value, header names and values."""
+    return (
+        len(r.key or b"")
+        + len(r.value or b"")
+        + sum(len(k.encode()) + len(v or b"") for k, v in r.headers)
+    )
+
+
+def test_size_filters_and_the_size_field(logdir: tuple[Path, list[Rec]]) -> None:
+    d, truth = logdir
+    sizes = sorted({_size(r) for r in truth})
+    lo, hi = sizes[len(sizes) // 3], sizes[2 * len(sizes) // 3]
+    objs, _ = find([d], min_size=lo, max_size=hi)
+    assert offsets(objs) == expect(truth, lambda r: lo <= _size(r) <= hi)
+    assert 0 < len(offsets(objs)) < len(truth)
+    objs, _ = find([d], min_size=hi + 1)
+    assert offsets(objs) == expect(truth, lambda r: _size(r) > hi)
+    by_offset = {(r.topic, r.offset): _size(r) for r in truth}
+    objs, _ = find([d])
+    records = [o for o in objs if o["type"] == "record"]
+    assert [o["size"] for o in records] == [by_offset[o["topic"], o["offset"]] for o in records]
+    # the same options in --where (export, the Spark source) and on find's command line
+    code, out, _ = run("find", "--format", "jsonl", "--min-size", f"{hi + 1}", str(d))
+    assert [(o["topic"], o["offset"]) for o in jsonl(out)] == expect(truth, lambda r: _size(r) > hi)
+    code, _, err = run("find", "--min-size", "lots", str(d))
+    assert code == 2 and "not a size: 'lots'" in err
+
+
+def test_largest_agrees_with_sorting_every_match(logdir: tuple[Path, list[Rec]]) -> None:
+    d, truth = logdir
+    ranked = sorted(truth, key=lambda r: -_size(r))  # stable: the first met first among equals
+    for n in (1, 5, len(truth) + 3):
+        objs, finder = find([d], largest=n)
+        assert offsets(objs) == [(r.topic, r.offset) for r in ranked[:n]]
+        assert finder.counts.matches == len(truth)  # all were looked at
+    objs, _ = find([d], largest=4, key=b"k-1", jobs=2)
+    assert offsets(objs) == [(r.topic, r.offset) for r in ranked if r.key == b"k-1"][:4]
+    code, out, _ = run("find", "--largest", "2", "--format", "jsonl", str(d))
+    assert code == 0 and [(o["topic"], o["offset"]) for o in jsonl(out)] == [
+        (r.topic, r.offset) for r in ranked[:2]
+    ]
+    for bad in (["--largest", "2", "--limit", "3"], ["--largest", "2", "--format", "kafka"]):
+        code, _, err = run("find", *bad, str(d))
+        assert code == 2 and "--largest" in err
+
+
+def test_records_carry_their_batch_producer_and_leader_epoch(tmp_path: Path) -> None:
+    """Checked against kafka-python's reader of the same bytes (an independent decoder)."""
+    from kafka.record.default_records import DefaultRecordBatch
+
+    d = tmp_path / "t-0"
+    d.mkdir()
+    batches = [
+        encode_batch(
+            [Record(o, T0 + o, b"k", b"v")],
+            producer_id=pid,
+            producer_epoch=epoch,
+            base_sequence=seq,
+            partition_leader_epoch=leader,
+        )
+        for o, (pid, epoch, seq, leader) in enumerate(
+            [(-1, -1, -1, 0), (42, 3, 0, 5), (42, 3, 1, 6), (9000, 0, 17, 6)]
+        )
+    ]
+    (d / "00000000000000000000.log").write_bytes(b"".join(batches))
+    objs, _ = find([d])
+    got = [
+        (o["producer_id"], o["producer_epoch"], o["sequence"], o["partition_leader_epoch"])
+        for o in objs
+        if o["type"] == "record"
+    ]
+    want = []
+    for raw in batches:
+        b = DefaultRecordBatch(raw)
+        leader = struct.unpack_from(">i", raw, 12)[0]  # kafka-python does not expose it
+        seq = [-1 if b.base_sequence < 0 else b.base_sequence + i for i, _ in enumerate(b)]
+        want += [(b.producer_id, b.producer_epoch, s, leader) for s in seq]
+    assert got == want
+
+
+def _merge_dir(tmp_path: Path, stamps: list[list[int]]) -> Path:
+    """Partitions m-0, m-1, ... whose records have the given timestamps, one batch each."""
+    d = tmp_path / "merge"
+    for p, ts in enumerate(stamps):
+        part = d / f"m-{p}"
+        part.mkdir(parents=True)
+        data = b"".join(
+            encode_batch([Record(o, t, b"p%d" % p, b"o%d" % o)]) for o, t in enumerate(ts)
+        )
+        (part / "00000000000000000000.log").write_bytes(data)
+    return d
+
+
+def test_merge_orders_partitions_by_timestamp(tmp_path: Path) -> None:
+    stamps = [[T0 + x for x in s] for s in ([0, 5, 5, 9, 30], [1, 5, 6, 7], [], [2, 40, 41])]
+    d = _merge_dir(tmp_path, stamps)
+    parts = [d / f"m-{p}" for p in range(len(stamps))]
+    every = [(t, p, o) for p, s in enumerate(stamps) for o, t in enumerate(s)]
+
+    def got(objs: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
+        return [
+            (o["timestamp"], o["partition"], o["offset"]) for o in objs if o["type"] == "record"
+        ]
+
+    objs, finder = find(parts, merge=True)
+    assert got(objs) == sorted(every)  # ties: the partition named first
+    assert [o["type"] for o in objs] == ["record"] * len(every) + ["summary"]
+    assert finder.counts.matches == len(every) and finder.counts.partitions == len(stamps)
+    objs, _ = find(parts, merge=True, newest_first=True, limit=5)
+    assert got(objs) == sorted(every, key=lambda x: (-x[0], x[1], -x[2]))[:5]
+    objs, _ = find(parts, merge=True, from_time=T0 + 6)
+    assert got(objs) == sorted(x for x in every if x[0] >= T0 + 6)
+    code, out, _ = run("find", "--merge", "--format", "jsonl", *map(str, parts))
+    assert code == 0 and got(jsonl(out)) == sorted(every)
+    code, _, err = run("find", "--merge", "--format", "kafka", *map(str, parts))
+    assert code == 2 and "--merge" in err
+
+
+def test_merge_keeps_each_partitions_own_order(logdir: tuple[Path, list[Rec]]) -> None:
+    """Timestamps that go back (CreateTime) inside a partition: every match is shown once, and
+    each partition's records in its own order."""
+    d, truth = logdir
+    objs, _ = find([d / "events-0", d / "other-1"], merge=True, value_regex="odd")
+    shown = offsets(objs)
+    assert sorted(shown) == sorted(
+        expect(truth, lambda r: r.value is not None and b"odd" in r.value)
+    )
+    for topic in ("events", "other"):
+        mine = [o for t, o in shown if t == topic]
+        assert mine == sorted(mine)

@@ -64,14 +64,11 @@ def format_option(*extra: str) -> Callable[[F], F]:
 
 
 def parse_size(text: str) -> int:
-    """``64M``, ``1G``, ``4096`` → bytes."""
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    t = text.strip().lower().removesuffix("b").removesuffix("i")
-    mult = units.get(t[-1:], 1)
-    digits = t[:-1] if t[-1:] in units else t
-    if not digits.isdigit():
-        raise click.BadParameter(f"not a size: {text!r} (e.g. 4096, 64M, 1G)")
-    return int(digits) * mult
+    """``64M``, ``1G``, ``4096`` → bytes (record_filter.parse_size, as click's error)."""
+    try:
+        return record_filter.parse_size(text)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
 
 
 def _size(_c: click.Context, _p: click.Parameter, v: str | None) -> int | None:

@@ -44,6 +44,19 @@ if TYPE_CHECKING:
     help="Stop after N records.",
 )
 @click.option(
+    "--largest",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Only the N largest matching records (bytes of key, value and headers), largest "
+    "first: what to chase after a RecordTooLargeException. Memory holds N records.",
+)
+@click.option(
+    "--merge",
+    is_flag=True,
+    help="Read the partitions side by side and print their records in timestamp order (a "
+    "streaming merge; each partition keeps its own order where its timestamps go back).",
+)
+@click.option(
     "--scan",
     is_flag=True,
     help="Ignore .index and .timeindex: walk every batch header (brute force).",
@@ -65,6 +78,8 @@ def command(
     where: RecordFilter,
     newest_first: bool,
     limit: int | None,
+    largest: int | None,
+    merge: bool,
     scan: bool,
     print_data: bool,
     key_decoder: str | None,
@@ -89,17 +104,27 @@ def command(
     warning says so. Problems met on the way are reported on stderr.
 
     Partitions are searched by --jobs processes; the output is in PATH order either way.
+    --merge reads them side by side in one process instead (no --jobs), all their records in
+    timestamp order (newest first with --newest-first). --largest N prints only the N
+    largest matches, largest first, after the whole search; --min-size and --max-size
+    select records by the same size (the bytes of key, value and headers).
 
     Exit status: 0 when records were found; 1 when none were; 3 when an input cannot be read
     (missing, not a Kafka file) or a segment is damaged where records could be (a corrupt
     batch or tail, a CRC mismatch; a torn tail, as a crash leaves it, is only a warning).
     """
+    if fmt == "kafka" and (merge or largest):
+        raise click.UsageError("--merge and --largest print records only: not --format kafka")
+    if largest and limit:
+        raise click.UsageError("--largest N keeps the N largest of all matches: no --limit")
     default = "base64" if fmt in ("json", "jsonl") else "utf8"
     kd = key_decoder or default
     options = FindOptions(
         where=where,
         newest_first=newest_first,
         limit=limit,
+        largest=largest,
+        merge=merge,
         use_indexes=not scan,
         dump=DumpOptions(
             deep=True,

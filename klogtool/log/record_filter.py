@@ -47,6 +47,8 @@ class RecordFilter:
     producer_ids: frozenset[int] = frozenset()
     transactions: frozenset[str] = frozenset()  # subset of TXN_STATES; empty = any
     control: bool | None = None  # True: control records only; False: none; None: both
+    min_size: int | None = None  # record_size() at least
+    max_size: int | None = None  # record_size() at most
 
     def __post_init__(self) -> None:
         unknown = self.transactions - set(TXN_STATES)
@@ -70,6 +72,8 @@ class RecordFilter:
             or self.offsets
             or self.from_time is not None
             or self.to_time is not None
+            or self.min_size is not None
+            or self.max_size is not None
         )
 
     @cached_property
@@ -115,6 +119,12 @@ class RecordFilter:
             rec.value is None or value_re.search(bytes(rec.value)) is None
         ):
             return False
+        if self.min_size is not None or self.max_size is not None:
+            size = record_size(rec)
+            if self.min_size is not None and size < self.min_size:
+                return False
+            if self.max_size is not None and size > self.max_size:
+                return False
         for name, value in self.headers:
             if not any(
                 k == name and (value is None or (v is not None and bytes(v) == value))
@@ -122,6 +132,15 @@ class RecordFilter:
             ):
                 return False
         return True
+
+
+def record_size(rec: Record) -> int:
+    """A record's payload bytes: its key, value and header names and values, what a producer
+    serialised (the size ``--min-size``, ``--max-size`` and ``find --largest`` go by)."""
+    size = (0 if rec.key is None else len(rec.key)) + (0 if rec.value is None else len(rec.value))
+    for k, v in rec.headers:
+        size += len(k.encode()) + (0 if v is None else len(v))
+    return size
 
 
 def past(batch: Batch, offset: int) -> bool:
@@ -168,6 +187,18 @@ def parse_offset_range(text: str) -> tuple[int, int]:
     if not sep or start > end:
         raise ValueError("expected FROM:TO with FROM <= TO, e.g. 100:200")
     return start, end
+
+
+def parse_size(text: str) -> int:
+    """A size: ``4096``, ``64K``, ``64M``, ``1G`` (also ``64MiB``, ``64mb``: powers of 1024) in
+    bytes. Raises ValueError with the message a user sees."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    t = text.strip().lower().removesuffix("b").removesuffix("i")
+    mult = units.get(t[-1:], 1)
+    digits = t[:-1] if t[-1:] in units else t
+    if not digits.isdigit():
+        raise ValueError(f"not a size: {text!r} (e.g. 4096, 64M, 1G)")
+    return int(digits) * mult
 
 
 def _header(text: str) -> tuple[str, bytes | None]:
@@ -285,6 +316,20 @@ FILTER_OPTIONS = (
         "none for records outside any transaction. Repeatable: any may match.",
         choices=TXN_STATES,
         multiple=True,
+    ),
+    FilterOption(
+        "--min-size",
+        "min_size",
+        "Records of at least SIZE bytes of key, value and headers (4096, 64K, 1M).",
+        metavar="SIZE",
+        parse=parse_size,
+    ),
+    FilterOption(
+        "--max-size",
+        "max_size",
+        "Records of at most SIZE bytes of key, value and headers.",
+        metavar="SIZE",
+        parse=parse_size,
     ),
     FilterOption(
         "--control",

@@ -72,7 +72,7 @@ from klogtool.log import column_kinds, splits
 from klogtool.log.check import fleet_verify
 from klogtool.log.export import arrow_reader as core
 from klogtool.log.export import spec
-from klogtool.log.record_filter import parse_where
+from klogtool.log.record_filter import parse_size, parse_where
 
 _DEFAULT_SPLIT = str(splits.DEFAULT_TARGET_SPLIT_BYTES)
 NAME = "kafka-segments"
@@ -102,16 +102,6 @@ def struct_type(cols: Sequence[tuple[str, str]]) -> StructType:
     return StructType([StructField(name, spark_type(kind)) for name, kind in cols])
 
 
-def _size(text: str) -> int:
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    t = text.strip().lower().removesuffix("b").removesuffix("i")
-    mult = units.get(t[-1:], 1)
-    digits = t[:-1] if t[-1:] in units else t
-    if not digits.isdigit():
-        raise ValueError(f"not a size: {text!r} (e.g. 4096, 64M, 1G)")
-    return int(digits) * mult
-
-
 def _bool(text: str, name: str) -> bool:
     t = text.strip().lower()
     if t in ("true", "1", "yes"):
@@ -127,7 +117,7 @@ def _options(options: Any) -> dict[str, str]:
 
 
 def _limits(options: dict[str, str]) -> ReadLimits:
-    size = _size(options.get("maxbatchbytes", str(DEFAULT_MAX_BATCH_BYTES)))
+    size = parse_size(options.get("maxbatchbytes", str(DEFAULT_MAX_BATCH_BYTES)))
     if size <= 0:
         raise ValueError("maxBatchBytes must be positive")
     return ReadLimits(size)
@@ -207,7 +197,9 @@ class KafkaSegmentsReader(DataSourceReader):
         self.opts = read_options(options)
         _check_schema(schema, spec.columns(self.opts))
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
-        self.target = _size(options.get("targetsplitbytes", str(splits.DEFAULT_TARGET_SPLIT_BYTES)))
+        self.target = parse_size(
+            options.get("targetsplitbytes", str(splits.DEFAULT_TARGET_SPLIT_BYTES))
+        )
         self.min_splits = int(options.get("minsplits", "1"))
         self.prune = splits.where_prune(self.opts.where)
 
@@ -310,7 +302,9 @@ class FindingsReader(DataSourceReader):
         self.paths = paths_of(options) if "splits" not in options else []
         self.deep = _bool(options.get("deep", "false"), "deep")
         self.limits = _limits(options)
-        self.target = _size(options.get("targetsplitbytes", str(splits.DEFAULT_TARGET_SPLIT_BYTES)))
+        self.target = parse_size(
+            options.get("targetsplitbytes", str(splits.DEFAULT_TARGET_SPLIT_BYTES))
+        )
         self.min_splits = int(options.get("minsplits", "1"))
         _check_schema(schema, fleet_verify.FINDINGS_COLUMNS)
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")

@@ -33,6 +33,7 @@ with one process.
 
 from __future__ import annotations
 
+import heapq
 import os
 import pickle
 import struct
@@ -41,7 +42,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
@@ -71,6 +72,7 @@ from klogtool.log.record_filter import (
     MAX_OFFSET,
     RecordFilter,
     past,
+    record_size,
 )
 from klogtool.log.segment import mapped, read_small
 from klogtool.log.txnstates import TransactionStates, transaction_states
@@ -142,6 +144,10 @@ class FindOptions:
     limit: int | None = None
     use_indexes: bool = True  # False: scan every batch header (no seeks)
     dump: DumpOptions = DumpOptions(deep=True, print_data=True)
+    # the N largest matches only (record_size), largest first, instead of every match
+    largest: int | None = None
+    # the partitions read side by side, their matches merged by timestamp (not by --jobs)
+    merge: bool = False
 
 
 @dataclass(frozen=True)
@@ -354,15 +360,23 @@ class Finder:
     def run(self, targets: list[Target], *, jobs: int = 1) -> Iterator[FindObject]:
         """The objects of ``targets``, in their order, then a ``summary``; with ``jobs > 1``
         partitions are searched in worker processes."""
-        if jobs > 1 and len(targets) > 1:
-            yield from self._parallel(targets, jobs)
+        if self.opts.merge and len(targets) > 1:
+            found = self._merged(targets)
+        elif jobs > 1 and len(targets) > 1:
+            found = self._parallel(targets, jobs)
         else:
-            for t in targets:
-                try:
-                    yield from self.search(t)
-                except _Stop:
-                    break
+            found = self._in_order(targets)
+        if self.opts.largest is not None:
+            found = self._largest(found, self.opts.largest)
+        yield from found
         yield self.counts.as_obj()
+
+    def _in_order(self, targets: list[Target]) -> Iterator[FindObject]:
+        for t in targets:
+            try:
+                yield from self.search(t)
+            except _Stop:
+                break
 
     def search(self, target: Target) -> Iterator[FindObject]:
         """One partition's objects (raises :class:`_Stop` when the limit is reached)."""
@@ -659,22 +673,20 @@ class Finder:
     def _record_obj(self, seg: _Segment, batch: Batch, rec: Record) -> events.FindRecord:
         # where first, then dump-segments' record (its "type" keeps the first place)
         record = record_object(batch, rec, seg.decoder, self.opts.dump)
-        if self._txns is not None:
-            return {
-                "type": "record",
-                "topic": seg.target.topic,
-                "partition": seg.target.partition,
-                **record,
-                "segment": seg.display,
-                "transaction": self._txns.state(batch),
-            }
+        txn: _Transaction = (
+            _NO_TRANSACTION if self._txns is None else {"transaction": self._txns.state(batch)}
+        )
         return {
             "type": "record",
             "topic": seg.target.topic,
             "partition": seg.target.partition,
             **record,
             "segment": seg.display,
-            **_NO_TRANSACTION,
+            "size": record_size(rec),
+            "producer_id": batch.producer_id,
+            "producer_epoch": batch.producer_epoch,
+            "partition_leader_epoch": batch.partition_leader_epoch,
+            **txn,
         }
 
     # -- bookkeeping ------------------------------------------------------------------------------
@@ -687,6 +699,60 @@ class Finder:
             self.counts.errors += 1
         else:
             self.counts.warnings += 1
+
+    # -- --merge and --largest ------------------------------------------------------------------
+    def _merged(self, targets: list[Target]) -> Iterator[FindObject]:
+        """A k-way merge: each partition searched by its own Finder (its own transaction states
+        and offset order), one record of each held at a time, the earliest timestamp shown
+        first (newest first: the latest). A partition whose timestamps go back (producers'
+        clocks) keeps its own order. Findings pass through as they are met; the file and batch
+        objects, which a merged stream cannot place, are left out."""
+        sign = -1 if self.opts.newest_first else 1
+        each = replace(self.opts, limit=None, largest=None)
+        finders = [
+            Finder(each, should_stop=self.should_stop, progress=self.progress) for _ in targets
+        ]
+        streams = [f.search(t) for f, t in zip(finders, targets, strict=True)]
+        heads: list[tuple[int, int, events.FindRecord]] = []
+
+        def pull(i: int) -> Iterator[FindObject]:
+            """Findings up to stream i's next record, which goes into ``heads``."""
+            for obj in streams[i]:
+                if obj["type"] == "record":
+                    heapq.heappush(heads, (sign * obj["timestamp"], i, obj))
+                    return
+                if obj["type"] == "finding":
+                    yield obj
+
+        try:
+            for i in range(len(streams)):
+                yield from pull(i)
+            while heads:
+                _, i, rec = heapq.heappop(heads)
+                yield from self._emit(rec)
+                yield from pull(i)
+        except _Stop:
+            pass
+        finally:
+            for f in finders:
+                f.counts.matches = 0  # counted here, as they are shown (the limit is global)
+                self.counts.add(f.counts)
+
+    def _largest(self, found: Iterator[FindObject], n: int) -> Iterator[FindObject]:
+        """The ``n`` largest records of ``found`` by :func:`record_size` (the first met first
+        among equals), largest first, after the findings met on the way; memory holds ``n``."""
+        kept: list[tuple[int, int, events.FindRecord]] = []  # a min-heap: (size, -seq, record)
+        for seq, obj in enumerate(found):
+            if obj["type"] == "finding":
+                yield obj
+            elif obj["type"] == "record":
+                item = (obj["size"], -seq, obj)
+                if len(kept) < n:
+                    heapq.heappush(kept, item)
+                elif item[:2] > kept[0][:2]:
+                    heapq.heapreplace(kept, item)
+        for _size, _seq, rec in sorted(kept, key=lambda k: k[:2], reverse=True):
+            yield rec
 
     # -- a process pool ---------------------------------------------------------------------------
     def _parallel(self, targets: list[Target], jobs: int) -> Iterator[FindObject]:
