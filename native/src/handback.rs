@@ -34,9 +34,7 @@ pub enum Reason {
     /// A payload decoder, format or payload only the Python renderer writes exactly (the
     /// `json` decoder, UTF-8 that needs `backslashreplace`).
     RenderedInPython,
-    /// An lz4 frame with a content size.
-    Lz4ContentSize,
-    /// An lz4 frame with block checksums.
+    /// An lz4 block checksum that does not hold.
     Lz4BlockChecksum,
     /// A gzip member with optional header fields (FEXTRA, FNAME, FCOMMENT, FHCRC).
     GzipHeaderFields,
@@ -46,7 +44,7 @@ pub enum Reason {
     SnappyConcatenated,
 }
 
-const REASONS: usize = 10;
+const REASONS: usize = 9;
 
 /// The printed names, in `Reason` order.
 pub const NAMES: [&str; REASONS] = [
@@ -55,7 +53,6 @@ pub const NAMES: [&str; REASONS] = [
     "control-batch",
     "over-4096-records",
     "rendered-in-python",
-    "lz4-content-size",
     "lz4-block-checksum",
     "gzip-header-fields",
     "gzip-multi-member",
