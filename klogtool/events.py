@@ -92,6 +92,25 @@ class DiffDifference(TypedDict):
     explained_by: str | None
 
 
+class DescribeEpoch(TypedDict):
+    """One leader epoch of a partition (describe --epochs): the leader-epoch-checkpoint's start
+    for it beside its batches' (klogtool.log.epochs)."""
+
+    type: Literal["epoch"]
+    path: str
+    topic: str | None
+    partition: int | None
+    epoch: int  # -1: batches of message format 0/1 (no epoch)
+    checkpoint_start_offset: int | None  # null: no checkpoint entry for it
+    start_offset: int | None  # its first batch's base offset; null: no batch of it left
+    last_offset: int | None
+    first_timestamp: int | None
+    batches: int
+    records: int
+    bytes: int
+    same_start: bool | None  # the two starts are equal; null: nothing to compare
+
+
 class DumpSegmentsEpochEntry(TypedDict):
     """A leader-epoch-checkpoint entry."""
 
@@ -633,7 +652,8 @@ class StatsStats(TypedDict):
     producers: dict[str, Any]
     keys: dict[str, Any]
     problems: list[Any]
-    what_if: NotRequired[dict[str, Any] | None]
+    what_if: NotRequired[dict[str, Any] | None]  # the total's
+    epochs: NotRequired[list[Any]]  # a whole partition's leader epochs (describe --epochs')
 
 
 class CompactSummary(TypedDict):
@@ -884,6 +904,7 @@ Event: TypeAlias = (
     | DumpSegmentsCheckpointEntry
     | DiffDifference
     | DumpSegmentsEpochEntry
+    | DescribeEpoch
     | DumpSegmentsFile
     | DumpSegmentsFinding
     | RebuildIndexFinding
@@ -960,6 +981,7 @@ EVENT_TYPES: dict[tuple[str, str], type[Any]] = {
     ("dump-segments", "checkpoint_entry"): DumpSegmentsCheckpointEntry,
     ("diff", "difference"): DiffDifference,
     ("dump-segments", "epoch_entry"): DumpSegmentsEpochEntry,
+    ("describe", "epoch"): DescribeEpoch,
     ("dump-segments", "file"): DumpSegmentsFile,
     ("dump-segments", "finding"): DumpSegmentsFinding,
     ("rebuild-index", "finding"): RebuildIndexFinding,

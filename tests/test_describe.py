@@ -103,3 +103,72 @@ def test_compact_and_diff_say_the_log_range_alike(tmp_path: Path) -> None:
     assert "; log 0..4 (log end 5), now " in out  # was 0..5
     code, out, _ = run("diff", str(part), str(part), cwd=tmp_path)
     assert "  offsets 0..4 (log end 5)  " in out
+
+
+def test_epochs_agree_with_kafka_pythons_reading_of_every_batch(tmp_path: Path) -> None:
+    """describe --epochs against a reference: each batch read by kafka-python (an independent
+    decoder), its epoch from the header bytes, runs cut where the epoch changes."""
+    import struct
+
+    from kafka.record.default_records import DefaultRecordBatch
+    from support.rewrite import write_partition
+
+    from klogtool.formats.batch import Record
+    from klogtool.formats.checkpoint import EpochEntry, encode_leader_epoch_checkpoint
+    from klogtool.formats.v2 import encode_batch
+
+    part = tmp_path / "t-0"
+    epochs = [0, 0, 1, 1, 1, 4, 4, 6]  # epochs 2, 3 and 5 wrote nothing
+    raws, offset = [], 0
+    for b, e in enumerate(epochs):  # b + 1 records each: offsets 0, 1-2, 3-5, 6-9, 10-14, ...
+        recs = [
+            Record(o, 1_700_000_000_000 + o, b"k", b"v" * o) for o in range(offset, offset + b + 1)
+        ]
+        raws.append(encode_batch(recs, partition_leader_epoch=e))
+        offset += b + 1
+    write_partition(part, [(0, raws[:4]), (10, raws[4:])])
+    ckpt = [EpochEntry(0, 0), EpochEntry(1, 6), EpochEntry(2, 14), EpochEntry(4, 16)]
+    (part / "leader-epoch-checkpoint").write_bytes(encode_leader_epoch_checkpoint(ckpt))
+    want: list[list[int]] = []  # [epoch, start, last, batches, records, bytes]
+    for raw in raws:
+        b = DefaultRecordBatch(raw)
+        epoch = struct.unpack_from(">i", raw, 12)[0]
+        offsets = [r.offset for r in b]
+        if want and want[-1][0] == epoch:
+            want[-1][2:] = [offsets[-1], want[-1][3] + 1, want[-1][4] + len(offsets),
+                            want[-1][5] + len(raw)]  # fmt: skip
+        else:
+            want.append([epoch, offsets[0], offsets[-1], 1, len(offsets), len(raw)])
+    code, out, err = run("describe", "--epochs", "--format", "jsonl", str(part))
+    assert code == 0, err
+    rows = [o for o in jsonl(out) if o["type"] == "epoch"]
+    got = [[r[k] for k in ("epoch", "start_offset", "last_offset", "batches", "records", "bytes")]
+           for r in rows if r["start_offset"] is not None]  # fmt: skip
+    assert got == want
+    # beside the checkpoint: epoch 1 starts at 6 there but its first batch is at 3; epoch 2
+    # has no batch; epoch 6 has no checkpoint entry
+    assert [(r["epoch"], r["checkpoint_start_offset"], r["start_offset"], r["same_start"])
+            for r in rows] == [
+        (0, 0, 0, True), (1, 6, 3, False), (2, 14, None, None), (4, 16, 15, False),
+        (6, None, 28, False),
+    ]  # fmt: skip
+    code, out, _ = run("describe", "--epochs", str(part))
+    assert "leader epochs (checkpoint present)" in out and "3 ≠" in out
+    (part / "leader-epoch-checkpoint").unlink()
+    code, out, _ = run("describe", "--epochs", "--format", "jsonl", str(part))
+    assert {o["same_start"] for o in jsonl(out) if o["type"] == "epoch"} == {None}
+
+
+@needs_corpus
+def test_epochs_of_real_broker_partitions() -> None:
+    """Every partition of the real brokers' log dirs: the batches' epochs run by run, and
+    where a checkpoint is present, its starts are the first batches' (these brokers saw no
+    unclean election)."""
+    code, out, err = run("describe", "--epochs", "--format", "jsonl", str(CORPUS))
+    assert code == 0, err
+    rows = [o for o in jsonl(out) if o["type"] == "epoch"]
+    assert len(rows) > 20
+    for r in rows:
+        if r["start_offset"] is not None:
+            assert r["records"] >= r["batches"] > 0 and r["last_offset"] >= r["start_offset"]
+    assert sum(r["same_start"] is True for r in rows) > 20

@@ -173,17 +173,55 @@ def test_diverged_at_an_epoch_boundary(tmp_path: Path) -> None:
     assert pd.truncation["offset"] == 15 and pd.truncation["offsets_truncated"] == 10
     assert not pd.truncation_misses_divergence
     assert pd.common_batches == 3
-    assert pd.epochs["a"] == {
+    assert {k: v for k, v in pd.epochs["a"].items() if k != "timeline"} == {
         "source": "leader-epoch-checkpoint",
         "entries": [[0, 0], [1, 10], [3, 20]],
     }
+    assert _timeline(pd.epochs["a"]) == [
+        (0, 0, 0, 9, 10, True),
+        (1, 10, 10, 19, 10, True),
+        (3, 20, 20, 29, 10, True),
+    ]
+    assert _timeline(pd.epochs["b"]) == [
+        (0, 0, 0, 9, 10, True),
+        (1, 10, 10, 14, 5, True),
+        (2, 15, 15, 24, 10, True),
+    ]
+
+
+def _timeline(epochs: dict[str, Any]) -> list[tuple[Any, ...]]:
+    keys = ("epoch", "checkpoint_start_offset", "start_offset", "last_offset", "records")
+    return [(*(r[k] for k in keys), r["same_start"]) for r in epochs["timeline"]]
+
+
+def test_the_timeline_shows_where_checkpoint_and_batches_disagree(tmp_path: Path) -> None:
+    """Epoch 1's batches have no checkpoint entry; the checkpoint's epoch 2 has no batch (a
+    leader elected that wrote nothing, or whose writes were truncated); epoch 3 starts at 22
+    in the checkpoint but its first batch is at 20. Both are shown, in offset order."""
+    batches = [(0, 9, 0, ""), (10, 19, 1, ""), (20, 29, 3, "")]
+    a = replica(tmp_path / "a", batches, [(0, 0), (2, 15), (3, 22)])
+    b = replica(tmp_path / "b", batches, None)
+    pd = verdict(a, b)
+    assert _timeline(pd.epochs["a"]) == [
+        (0, 0, 0, 9, 10, True),
+        (1, None, 10, 19, 10, False),
+        (2, 15, None, None, 0, None),
+        (3, 22, 20, 29, 10, False),
+    ]
+    assert [r[-1] for r in _timeline(pd.epochs["b"])] == [None, None, None]  # no checkpoint
+    code, out, _ = run("diff", str(a), str(b))
+    assert (
+        "leader epochs: 0 from 0 (10 records), 1 from 10 (10 records) not in the checkpoint, "
+        "2 at 15 (no batch), 3 from 20 (10 records) ≠ checkpoint 22"
+    ) in out
 
 
 def test_epochs_come_from_the_batches_without_a_checkpoint(tmp_path: Path) -> None:
     a = replica(tmp_path / "a", LEADER_1, None)
     b = replica(tmp_path / "b", FOLLOWER_1, None)
     pd = verdict(a, b)
-    assert pd.epochs["b"] == {"source": "batches", "entries": [[0, 0], [1, 10], [2, 15]]}
+    assert pd.epochs["b"]["source"] == "batches"
+    assert pd.epochs["b"]["entries"] == [[0, 0], [1, 10], [2, 15]]
     assert pd.truncation is not None and pd.truncation["offset"] == 15
 
 

@@ -21,6 +21,7 @@ from support.rewrite import write_partition
 
 from klogtool.formats import encode_batch
 from klogtool.formats.batch import Record
+from klogtool.formats.checkpoint import EpochEntry, encode_leader_epoch_checkpoint
 from klogtool.formats.codecs import NONE, ZSTD
 from klogtool.log.read.stats_html import area_chart, render
 
@@ -259,8 +260,17 @@ def _hard_logdir(root: Path) -> Path:
                 )
                 for i in range(n)
             ]
-            batches.append(encode_batch(recs, compression=ZSTD if b % 2 else NONE))
+            batches.append(
+                encode_batch(
+                    recs, compression=ZSTD if b % 2 else NONE, partition_leader_epoch=b // 10
+                )
+            )
         write_partition(part, [(0, batches)])
+        (part / "leader-epoch-checkpoint").write_bytes(
+            encode_leader_epoch_checkpoint([EpochEntry(e, e * 100) for e in range(4)])
+            if p == 0
+            else b"junk\n"  # unreadable: the batches' epochs alone
+        )
     return logdir
 
 
@@ -332,3 +342,23 @@ def test_a_partial_time_bucket_is_not_drawn_as_traffic_stopping() -> None:
     assert "left out" in svg and 'class="partial"' not in svg
     line = re.search(r'<polyline points="([^"]+)"', svg)
     assert line and len(line.group(1).split()) == 9  # the whole buckets only
+
+
+def test_the_leader_epochs_section(tmp_path: Path) -> None:
+    """Each whole partition's epochs, the checkpoint's start beside the first batch's."""
+    logdir = _hard_logdir(tmp_path)
+    report = tmp_path / "report.html"
+    code, out, err = run("stats", "--format", "jsonl", "--html", str(report), str(logdir))
+    assert code == 0, err
+    first = jsonl(out)[0]
+    assert [(e["epoch"], e["checkpoint_start_offset"], e["start_offset"], e["records"])
+            for e in first["epochs"]] == [
+        (0, 0, 0, 100), (1, 100, 100, 100), (2, 200, 200, 100), (3, 300, 300, 100),
+        (4, None, 400, 2),  # not in the checkpoint
+    ]  # fmt: skip
+    assert {e["same_start"] for e in jsonl(out)[1]["epochs"]} == {None}  # junk checkpoint
+    page = report.read_text()
+    section = page[page.index("<h2>Leader epochs</h2>") :]
+    cells = re.findall(r"<td>([^<]*)</td>", section)  # the path cell (HTML) left out
+    assert cells[:6] == ["0", "0", "0", "99", "2023-11-14 22:13:20.000Z", "100"]
+    assert cells[7 * 4 : 7 * 4 + 3] == ["4", "-", "400 ≠"]  # epoch 4: not in the checkpoint

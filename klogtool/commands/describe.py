@@ -9,15 +9,23 @@ import click
 from klogtool.commands._options import format_option, paths_argument, warn_if_a_broker_runs
 from klogtool.commands._text import log_offsets
 from klogtool.log import layout
+from klogtool.log.epochs import NO_EPOCH, EpochTimeline
 from klogtool.log.read.describe import describe
-from klogtool.output import with_iso
+from klogtool.output import Output, with_iso
 
 
 @click.command("describe")
 @paths_argument
 @format_option()
+@click.option(
+    "--epochs",
+    is_flag=True,
+    help="Also each partition's leader-epoch timeline: every epoch's start in the "
+    "leader-epoch-checkpoint beside its batches' own (first and last offset, first "
+    "timestamp, batches, records, bytes). Reads every batch header.",
+)
 @click.pass_obj
-def command(settings: Any, paths: tuple[str, ...], fmt: str) -> None:
+def command(settings: Any, paths: tuple[str, ...], fmt: str, epochs: bool) -> None:
     """One line per partition: size, segments, offset range, newest timestamp, index health.
 
     PATH is a log directory, a partition directory, or a directory of log directories. Only
@@ -27,15 +35,25 @@ def command(settings: Any, paths: tuple[str, ...], fmt: str) -> None:
     its batches when an index is missing, as the broker rebuilds it; else the file's
     modification time, marked mtime).
 
+    --epochs adds each partition's leader epochs, from the leader-epoch-checkpoint and from
+    the partition leader epoch every v2 batch carries: they disagree after some failures (an
+    unclean election, a lost checkpoint write), and both are shown; "≠" marks an epoch whose
+    checkpoint start is not its first batch's offset.
+
     Exit status: 0 described, 3 a PATH holds no partition or cannot be read.
     """
     out = settings.output(fmt, progress=False)
     warn_if_a_broker_runs(out, paths)
     rows = []
-    for s in describe(list(paths)):
+    timelines = []
+    for s in describe(list(paths), epochs=epochs):
         if fmt != "text":
             out.emit(s.as_obj())
+            for e in s.epochs.rows if s.epochs is not None else ():
+                out.emit(e.as_obj(s.path, s.topic, s.partition))
             continue
+        if s.epochs is not None:
+            timelines.append((s.path, s.epochs))
         newest = "-" if s.newest_timestamp is None else with_iso(s.newest_timestamp)
         if s.timestamp_source == "mtime":
             newest += " mtime"
@@ -56,7 +74,41 @@ def command(settings: Any, paths: tuple[str, ...], fmt: str) -> None:
             rows,
             left=frozenset({"newest timestamp", "indexes"}),
         )
+    for path, timeline in timelines:
+        _show_epochs(out, path, timeline)
     out.close()
+
+
+def _show_epochs(out: Output, path: str, timeline: EpochTimeline) -> None:
+    rows = [
+        [
+            "-" if e.epoch == NO_EPOCH else str(e.epoch),
+            "-" if e.checkpoint_start_offset is None else f"{e.checkpoint_start_offset:,}",
+            ("-" if e.start_offset is None else f"{e.start_offset:,}")
+            + (" ≠" if e.same_start is False else ""),
+            "-" if e.last_offset is None else f"{e.last_offset:,}",
+            "-" if e.first_timestamp is None else with_iso(e.first_timestamp),
+            f"{e.batches:,}",
+            f"{e.records:,}",
+            f"{e.bytes:,}",
+        ]
+        for e in timeline.rows
+    ]
+    out.table(
+        f"{path}: leader epochs (checkpoint {timeline.checkpoint})",
+        [
+            "epoch",
+            "checkpoint start",
+            "first batch",
+            "last offset",
+            "first timestamp",
+            "batches",
+            "records",
+            "bytes",
+        ],  # fmt: skip
+        rows,
+        left=frozenset({"first timestamp"}),
+    )
 
 
 # Shown in the man page's EXAMPLES section: (what it does, the command lines).
@@ -66,6 +118,13 @@ EXAMPLES: list[tuple[str, list[str]]] = [
         [
             "klogtool describe /var/lib/kafka/data",
             "klogtool describe --format jsonl /var/lib/kafka > partitions.jsonl",
+        ],
+    ),
+    (
+        "Which leader wrote which offsets of a partition, on two replicas after an unclean "
+        "election:",
+        [
+            "klogtool describe --epochs /data/broker1/orders-3 /data/broker2/orders-3",
         ],
     ),
 ]

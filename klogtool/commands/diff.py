@@ -261,6 +261,25 @@ def _value(v: Any) -> str:
     return "null" if v is None else str(v)
 
 
+def _timeline_text(rows: list[dict[str, Any]], most: int = 8) -> str:
+    """``3 from 120 (40 records)`` per epoch, the checkpoint's start where it differs, the
+    first and last few when there are more than ``most``."""
+    parts = []
+    for r in rows:
+        epoch = "no epoch" if r["epoch"] < 0 else str(r["epoch"])
+        if r["start_offset"] is None:
+            parts.append(f"{epoch} at {r['checkpoint_start_offset']} (no batch)")
+            continue
+        part = f"{epoch} from {r['start_offset']} ({plural(r['records'], 'record')})"
+        if r["same_start"] is False:
+            ckpt = r["checkpoint_start_offset"]
+            part += " not in the checkpoint" if ckpt is None else f" ≠ checkpoint {ckpt}"
+        parts.append(part)
+    if len(parts) > most:
+        parts = [*parts[:3], f"… {len(parts) - 6} more …", *parts[-3:]]
+    return ", ".join(parts)
+
+
 def partition_text(p: PartitionDiff) -> list[str]:
     v = p.verdict
     if v in (ONLY_IN_A, ONLY_IN_B):
@@ -283,6 +302,8 @@ def partition_text(p: PartitionDiff) -> list[str]:
             f"  {side}: {path}  offsets {log_offsets(start, end)}  epochs from "
             f"{epochs.get('source')}{where}"
         )
+        if epochs.get("timeline"):
+            lines.append(f"     leader epochs: {_timeline_text(epochs['timeline'])}")
     if p.lagging is not None:
         lines.append(
             f"  {p.lagging} lags by {p.lag_offsets:,} offsets ({p.lag_records:,} records, "

@@ -3,7 +3,8 @@
 What an operator runs first on a broker's disk: per partition its size, segment count, offset
 range, newest timestamp and index health. Only what the broker reads when it loads a
 partition is read: the file sizes, the indexes (the broker's sanity checks) and the batch
-headers of the last segment (for the log end offset); no record is decoded.
+headers of the last segment (for the log end offset); no record is decoded. The leader-epoch
+timeline (``epochs``) reads every batch header.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from klogtool.errors import InputError
 from klogtool.formats import index
 from klogtool.formats.errors import FormatError
 from klogtool.log import layout
+from klogtool.log.epochs import EpochTimeline, partition_timeline
 from klogtool.log.files import partition_dirs_of
 from klogtool.log.partition import SegmentInfo, load_partition
 from klogtool.log.segment import read_small
@@ -43,6 +45,7 @@ class PartitionSummary:
     indexes: str  # "ok", or what is missing or fails the broker's sanity check
     log_end_clean: bool  # the last segment ends on a whole batch
     state: str | None  # delete / future / stray (layout.partition_dir_state), None when live
+    epochs: EpochTimeline | None = None  # with describe(epochs=True)
 
     def as_obj(self) -> events.DescribePartition:
         """The ``partition`` object."""
@@ -64,15 +67,19 @@ class PartitionSummary:
         }
 
 
-def describe(paths: list[str]) -> Iterator[PartitionSummary]:
+def describe(paths: list[str], *, epochs: bool = False) -> Iterator[PartitionSummary]:
     """A summary of every partition PATHs stand for (partition dirs, log dirs, or a directory
-    of log dirs), in the order given. Raises InputError (exit 3) for a PATH with none."""
+    of log dirs), in the order given. Raises InputError (exit 3) for a PATH with none. With
+    ``epochs``, each one's leader-epoch timeline too (every batch header is read)."""
     for arg in paths:
         found = list(_partitions(Path(arg), arg))
         if not found:
             raise InputError("no partition directories in it", path=arg, code=Code.NO_KAFKA_FILES)
         for path, display in found:
-            yield summarise(path, display)
+            summary = summarise(path, display)
+            if epochs:
+                summary.epochs = partition_timeline(path)
+            yield summary
 
 
 def _partitions(path: Path, display: str) -> Iterator[tuple[Path, str]]:

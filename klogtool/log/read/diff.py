@@ -40,7 +40,7 @@ from __future__ import annotations
 import hashlib
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,6 +55,7 @@ from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
 from klogtool.formats.payloads.control import ABORT
 from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner, not_a_log
 from klogtool.log import layout, pool
+from klogtool.log.epochs import EpochRuns, read_checkpoint, timeline
 from klogtool.log.files import classify_dir
 from klogtool.log.partition import PartitionView, load_partition
 from klogtool.log.segment import mapped, read_small
@@ -539,6 +540,7 @@ class _Side:
         except FormatError as e:
             raise InputError(str(e), path=display, position=e.position, code=e.code) from e
         self.batch_epochs = EpochCache()
+        self.epoch_runs = EpochRuns()  # the leader-epoch timeline, from the batches' side
         self.end_offset: int | None = None  # after the last whole batch
         self.first_offset: int | None = None
         self.tails: list[dict[str, Any]] = []  # torn tails and corruption (where a walk stopped)
@@ -580,6 +582,7 @@ class _Side:
                         if self.first_offset is None:
                             self.first_offset = base
                         self.end_offset = last + 1
+                        self.epoch_runs.add(batch, base)
                         if batch.magic >= 2:
                             self.batch_epochs.assign(batch.partition_leader_epoch, base)
                             self.max_batch_epoch = max(
@@ -1196,7 +1199,12 @@ def diff_partition(pair: Pair, options: DiffOptions) -> Iterator[Difference | Pa
     for name, s in ((A, sa), (B, sb)):
         cache, source, notes = s.epoch_cache()
         caches[name] = cache
-        pd.epochs[name] = {"source": source, "entries": cache.as_list()}
+        entries, _ = read_checkpoint(s.view.leader_epoch_checkpoint)
+        pd.epochs[name] = {
+            "source": source,
+            "entries": cache.as_list(),
+            "timeline": [asdict(r) for r in timeline(entries, s.epoch_runs.runs)],
+        }
         pd.notes += notes
         if s.tails:
             pd.notes.append(

@@ -51,7 +51,7 @@ import hashlib
 import heapq
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from klogtool.formats import codecs
@@ -64,9 +64,11 @@ from klogtool.formats.errors import FormatError
 from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
 from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.formats.v2 import RECORD_BATCH_OVERHEAD, DefaultBatch
+from klogtool.log.epochs import EpochRow, EpochRuns, read_checkpoint, timeline
+from klogtool.log.layout import LEADER_EPOCH_CHECKPOINT
 from klogtool.log.pool import processes
 from klogtool.log.read.finder import Progress, Target, resolve_targets
-from klogtool.log.record_filter import ABORTED
+from klogtool.log.record_filter import ABORTED, first_offset
 from klogtool.log.segment import mapped, refuse_not_a_log
 from klogtool.log.txnstates import TransactionStates, transaction_states
 
@@ -396,6 +398,9 @@ class PartitionStats:
     bytes_uncompressed: int = 0
     unreadable_bytes: int = 0
     problems: list[str] = field(default_factory=list)
+    # a whole partition's leader-epoch timeline (klogtool.log.epochs); None for a total or
+    # for segments named one by one
+    epochs: list[EpochRow] | None = None
     codecs: dict[str, list[int]] = field(default_factory=dict)  # name: [batches, records, bytes]
     magics: dict[int, int] = field(default_factory=dict)  # magic: batches
     key_sizes: SizeHistogram = field(default_factory=SizeHistogram)
@@ -609,6 +614,8 @@ class PartitionStats:
         }
         if scope == "total":
             obj["what_if"] = what_if
+        elif self.epochs is not None:
+            obj["epochs"] = [asdict(e) for e in self.epochs]
         return obj
 
 
@@ -667,6 +674,7 @@ def partition_stats(
     st.top_keys = TopCounter(options.heavy_counters)
     sampler = sampler or _Sampler(options.sample_fraction, options.sample_bytes)
     txns = transaction_states(target.segments, options.limits)
+    runs = EpochRuns()
     for files, display in zip(target.segments, target.seg_displays, strict=True):
         assert files.log is not None
         st.segments += 1
@@ -675,6 +683,7 @@ def partition_stats(
             reported = 0
             for batch in scanner:
                 before = st.records
+                runs.add(batch, first_offset(batch))
                 try:
                     _batch(st, batch, options, sampler, txns)
                 except FormatError as e:
@@ -695,6 +704,9 @@ def partition_stats(
                     f"{display}:{result.stopped_at}: the last {result.size - result.stopped_at} "
                     f"bytes cannot be read ({result.error or result.end})"
                 )
+    if target.whole and target.segments and target.segments[0].log is not None:
+        entries, _ = read_checkpoint(target.segments[0].log.parent / LEADER_EPOCH_CHECKPOINT)
+        st.epochs = timeline(entries, runs.runs)
     st.finish()
     return st
 

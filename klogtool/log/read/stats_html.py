@@ -689,8 +689,61 @@ def render(
             )
             + "</div>"
         )
+    h += _epochs_section(partitions)
     h.append("</body></html>\n")
     return "".join(h)
+
+
+MAX_EPOCH_ROWS = 500
+
+
+def _epochs_section(partitions: list[events.StatsStats]) -> list[str]:
+    """Each whole partition's leader epochs: the leader-epoch-checkpoint's start beside the
+    batches' own (klogtool.log.epochs); "≠" where they differ."""
+    rows = [
+        [
+            _path_html(o["path"]),
+            "-" if e["epoch"] < 0 else str(e["epoch"]),
+            _num(e["checkpoint_start_offset"]),
+            _num(e["start_offset"]) + (" ≠" if e["same_start"] is False else ""),
+            _num(e["last_offset"]),
+            iso(e["first_timestamp"]),
+            f"{e['records']:,}",
+            human_bytes(e["bytes"]),
+        ]
+        for o in partitions
+        for e in o.get("epochs") or ()
+    ]
+    if not rows:
+        return []
+    more = len(rows) - MAX_EPOCH_ROWS
+    note = (
+        "The leader-epoch-checkpoint's start of each epoch beside its first batch's offset "
+        "(the epoch every v2 batch carries); ≠ where they differ, - where one side has none."
+    )
+    if more > 0:
+        note += f" The first {MAX_EPOCH_ROWS:,} rows of {len(rows):,} (all in JSON Lines)."
+    return [
+        "<h2>Leader epochs</h2>",
+        '<div class="wide">'
+        + _table(
+            [
+                "partition",
+                "epoch",
+                "checkpoint start",
+                "first batch",
+                "last offset",
+                "first timestamp",
+                "records",
+                "on disk",
+            ],  # fmt: skip
+            rows[:MAX_EPOCH_ROWS],
+            left=frozenset({0}),
+            raw=frozenset({0}),
+        )
+        + "</div>",
+        f'<p class="note">{escape(note)}</p>',
+    ]
 
 
 def _num(x: float | None) -> str:
