@@ -397,6 +397,7 @@ class DiffPartitionDiff(TypedDict):
     differences: int
     differences_shown: int
     notes: list[Any]
+    lost: dict[str, Any] | None  # the follower's offsets the leader does not hold
     ok: bool
 
 
@@ -708,6 +709,7 @@ class DiffSummary(TypedDict):
     only_in_b: int
     differences: int
     ok: bool
+    lost_export: NotRequired[dict[str, Any]]  # --export-lost: dest, format, records, partitions
 
 
 class DumpSegmentsSummary(TypedDict):

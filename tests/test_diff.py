@@ -761,3 +761,97 @@ def test_a_batch_failing_its_crc_is_named_a_corrupt_copy(tmp_path: Path) -> None
     objs = jsonl(out)
     assert objs[0]["b"]["crc_valid"] is False and objs[0]["a"]["crc_valid"] is True
     assert any("1 batch fails its CRC" in n for n in objs[-2]["notes"])
+
+
+# -- what the follower loses (issue 27) -------------------------------------------------------
+def _reference_lost(part: Path, start: int) -> list[tuple[int, bytes, bytes, int]]:
+    """The follower's records from ``start`` on, read by kafka-python (an independent reader)
+    from its segment bytes: (offset, key, value, producer id)."""
+    from kafka.record import MemoryRecords
+
+    out = []
+    for log in sorted(part.glob("*.log")):
+        records = MemoryRecords(log.read_bytes())
+        while (b := records.next_batch()) is not None:
+            out += [(r.offset, r.key, r.value, b.producer_id) for r in b if r.offset >= start]
+    return out
+
+
+@pytest.mark.parametrize("to", ["jsonl", "parquet"])
+def test_export_lost_writes_what_the_follower_truncates(tmp_path: Path, to: str) -> None:
+    a = replica(tmp_path / "a", LEADER_1, [(0, 0), (1, 10), (3, 20)], segment_starts=(0, 10))
+    b = replica(tmp_path / "b", FOLLOWER_1, [(0, 0), (1, 10), (2, 15)])
+    dest = tmp_path / "lost"
+    code, out, err = run(
+        "diff", "--format", "jsonl", "--export-lost", to, str(dest), str(a), str(b)
+    )
+    assert code == 1, err
+    (pd,) = [o for o in jsonl(out) if o["type"] == "partition-diff"]
+    assert pd["lost"] == {
+        "side": "b", "path": str(b), "from_offset": 15, "to_offset": 24, "offsets": 10
+    }  # fmt: skip
+    (summary,) = [o for o in jsonl(out) if o["type"] == "summary"]
+    assert summary["lost_export"] == {
+        "dest": str(dest), "format": to, "records": 10, "partitions": 1
+    }  # fmt: skip
+    want = _reference_lost(b, 15)
+    if to == "jsonl":
+        import base64
+        import json
+
+        rows = [
+            json.loads(x) for f in sorted(dest.glob("*.json")) for x in f.read_text().splitlines()
+        ]
+        got = [(r["offset"], base64.b64decode(r["key"]), base64.b64decode(r["value"]),
+                r["producer_id"]) for r in rows]  # fmt: skip
+    else:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(dest)
+        got = list(
+            zip(
+                *(table.column(c).to_pylist() for c in ("offset", "key", "value", "producer_id")),
+                strict=True,
+            )
+        )
+    assert sorted(got) == want and len(want) == 10
+    assert (dest / "_SUCCESS").exists()
+    # a DEST that holds something is refused, before anything is written
+    code, _, err = run("diff", "--export-lost", to, str(dest), str(a), str(b))
+    assert code == 4 and "not empty" in err
+
+
+def test_nothing_lost_is_an_empty_dataset(tmp_path: Path) -> None:
+    a = replica(tmp_path / "a", LEADER_1, [(0, 0), (1, 10), (3, 20)])
+    b = replica(tmp_path / "b", LEADER_1[:3], [(0, 0), (1, 10)])  # a lagging follower
+    code, out, err = run("diff", "--export-lost", "parquet", str(tmp_path / "l"), str(a), str(b))
+    assert code == 1 and "0 records that the leader does not hold" in out
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(tmp_path / "l").num_rows == 0
+
+
+def test_three_replicas_each_against_the_leader(tmp_path: Path) -> None:
+    """a leads; b diverged (truncates to 15, loses 15..24); c lags (loses nothing). With b
+    named leader, a and c are judged against b."""
+    a = replica(tmp_path / "a", LEADER_1, [(0, 0), (1, 10), (3, 20)])
+    b = replica(tmp_path / "b", FOLLOWER_1, [(0, 0), (1, 10), (2, 15)])
+    c = replica(tmp_path / "c", LEADER_1[:3], [(0, 0), (1, 10)])
+    code, out, _ = run("diff", "--format", "jsonl", str(a), str(b), str(c))
+    verdicts = [o for o in jsonl(out) if o["type"] == "partition-diff"]
+    assert [(o["b"], o["verdict"], o["truncation"]["offset"]) for o in verdicts] == [
+        (str(b), DIVERGED, 15),
+        (str(c), PREFIX, 15),
+    ]
+    code, out, _ = run("diff", str(a), str(b), str(c))
+    assert f"=== leader a: {a}  follower b: {b}" in out and f"follower c: {c}" in out
+    table = out[out.index("against leader a") :]
+    assert "b" in table and "15" in table and str(c) not in table
+    code, out, _ = run("diff", "--leader", "b", "--format", "jsonl", str(a), str(b), str(c))
+    verdicts = [o for o in jsonl(out) if o["type"] == "partition-diff"]
+    assert [(o["a"], o["b"]) for o in verdicts] == [(str(b), str(a)), (str(b), str(c))]
+    assert all(o["truncation"]["leader"] == "a" for o in verdicts)  # the leader's side
+    code, _, err = run("diff", "--leader", "d", str(a), str(b), str(c))
+    assert code == 2 and "one of a, b, c" in err
+    code, _, err = run("diff", str(a))
+    assert code == 2 and "2 to 26 replicas" in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -15,6 +16,14 @@ from klogtool.commands._options import (
 from klogtool.commands._text import log_offsets
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
 from klogtool.formats import ReadLimits
+from klogtool.log.export.exporter import (
+    FORMATS,
+    Destination,
+    LocalJob,
+    check_local_dest,
+    export_ranges,
+)
+from klogtool.log.export.spec import ReadOptions
 from klogtool.log.read.diff import (
     CHANGED,
     DIFFERENT_START,
@@ -32,7 +41,7 @@ from klogtool.log.read.diff import (
     accepted,
     diff,
 )
-from klogtool.output import plural, to_json
+from klogtool.output import Output, plural, to_json
 from klogtool.shown import click_callback as shown_paths
 
 if TYPE_CHECKING:
@@ -68,14 +77,14 @@ def _epilog(examples: list[tuple[str, list[str]]]) -> str:
 
 
 @click.command("diff", epilog=_epilog(EXAMPLES))
-@click.argument("a", metavar="A", callback=shown_paths)
-@click.argument("b", metavar="B", callback=shown_paths)
+@click.argument("replicas", nargs=-1, required=True, metavar="A B [C...]", callback=shown_paths)
 @click.option(
     "--leader",
-    type=click.Choice(("a", "b")),
     default="a",
     show_default=True,
-    help="The side treated as the leader when working out where the follower truncates.",
+    metavar="a|b|c...",
+    help="The replica treated as the leader (a: the first named, b: the second, ...) when "
+    "working out where the followers truncate.",
 )
 @click.option("--deep", is_flag=True, help="Name the record fields that differ in changed batches.")
 @click.option(
@@ -98,19 +107,30 @@ def _epilog(examples: list[tuple[str, list[str]]]) -> str:
     metavar="N",
     help="Show at most N differences per partition (all are counted); 0 shows every one.",
 )
+@click.option(
+    "--export-lost",
+    "export_lost",
+    type=(click.Choice(FORMATS), str),
+    default=None,
+    metavar="parquet|jsonl DEST",
+    help="Write the records each follower holds that the leader does not (what it truncates, "
+    "and past a truncation that misses the divergence, what only it has) to DEST, as export "
+    "writes them: offsets, timestamps, keys, values, headers, producer ids. DEST must be "
+    "empty or new.",
+)
 @format_option()
 @read_limits_option
 @jobs_option
 @click.pass_obj
 def command(
     settings: Settings,
-    a: str,
-    b: str,
+    replicas: tuple[str, ...],
     leader: str,
     deep: bool,
     allow_lag: bool,
     allow_compaction: bool,
     max_differences: int,
+    export_lost: tuple[str, str] | None,
     fmt: str,
     limits: ReadLimits,
     jobs: int,
@@ -119,7 +139,9 @@ def command(
 
     A and B are two partition directories (the leader's and a follower's copy after an
     unclean leader election, or a partition before and after a repair), or two log
-    directories (their partitions are paired by name). Read-only.
+    directories (their partitions are paired by name). Read-only. With three or more
+    replicas, the leader (--leader) is compared with each of the others, and a table says
+    where each follower truncates against it.
 
     Per partition the verdict is one of: identical; prefix (one side lags: by how many
     offsets, records and bytes); diverged at offset X, with each side's leader epoch there
@@ -149,12 +171,68 @@ def command(
     equal-modulo-compaction with --allow-compaction), 1 diverged, truncated (the leader
     lags) or otherwise different, 3 an input cannot be read.
     """
+    names = [chr(ord("a") + i) for i in range(len(replicas))]
+    if len(replicas) < 2 or len(replicas) > 26:
+        raise click.UsageError("give 2 to 26 replicas: A B [C...]")
+    if leader not in names:
+        raise click.BadParameter(
+            f"{leader!r}: one of {', '.join(names)} (the replicas named)", param_hint="--leader"
+        )
     out = settings.output(fmt, progress=False)
-    warn_if_a_broker_runs(out, [a, b])
-    options = DiffOptions(leader=leader, deep=deep, max_differences=max_differences, limits=limits)
+    warn_if_a_broker_runs(out, list(replicas))
+    lead = names.index(leader)
+    pairs: list[tuple[str, str, str, str | None]]  # (a, b, the leader's side, follower)
+    if len(replicas) == 2:  # sides a and b as named
+        pairs = [(replicas[0], replicas[1], leader, None)]
+    else:  # the leader against each follower, the leader as side a
+        pairs = [(replicas[lead], r, "a", names[i]) for i, r in enumerate(replicas) if i != lead]
     summary = DiffSummary()
+    lost: list[tuple[str, dict[str, Any]]] = []  # (follower, its lost range)
+    for a, b, side, follower in pairs:
+        if follower is not None and fmt == "text":
+            out.line(f"=== leader {leader}: {a}  follower {follower}: {b}")
+        options = DiffOptions(
+            leader=side, deep=deep, max_differences=max_differences, limits=limits
+        )
+        for item in _show(diff(a, b, options, jobs=jobs), out, fmt, summary, allow_lag,
+                          allow_compaction):  # fmt: skip
+            if item.lost is not None:
+                lost.append((follower or item.lost["side"], item.lost))
+    if len(replicas) > 2 and fmt == "text":
+        _truncation_points(out, leader, lost)
+    exported = None
+    if export_lost is not None:
+        exported = _export_lost(export_lost, lost, list(replicas), limits)
+    if fmt == "text":
+        if exported is not None:
+            out.line(
+                f"{plural(exported['records'], 'record')} that the leader does not hold "
+                f"written to {exported['dest']} ({exported['format']}, "
+                f"{plural(exported['partitions'], 'partition')})"
+            )
+        counts = ", ".join(f"{n} {v}" for v, n in summary.by_verdict.items() if n)
+        noun = "partition" if summary.partitions == 1 else "partitions"
+        out.line(f"klogtool diff: {summary.partitions} {noun}" + (f": {counts}" if counts else ""))
+    else:
+        obj = summary.as_obj()
+        if exported is not None:
+            obj["lost_export"] = exported
+        out.emit(obj)
+    out.close()
+    click.get_current_context().exit(EXIT_OK if summary.ok else EXIT_FINDINGS)
+
+
+def _show(
+    items: Iterator[Difference | PartitionDiff],
+    out: Output,
+    fmt: str,
+    summary: DiffSummary,
+    allow_lag: bool,
+    allow_compaction: bool,
+) -> Iterator[PartitionDiff]:
+    """Print one pair's differences and verdicts; the verdicts come back to the caller."""
     current: str | None = None
-    for item in diff(a, b, options, jobs=jobs):
+    for item in items:
         if isinstance(item, Difference):
             if fmt != "text":
                 out.emit(item.as_obj())
@@ -169,20 +247,51 @@ def command(
         summary.count(item, ok)
         if fmt != "text":
             out.emit(item.as_obj(ok=ok))
-            continue
-        if item.partition != current:
-            out.line(f"== {item.partition}")
-        current = None
-        for line in partition_text(item):
-            out.line(line)
-    if fmt == "text":
-        counts = ", ".join(f"{n} {v}" for v, n in summary.by_verdict.items() if n)
-        noun = "partition" if summary.partitions == 1 else "partitions"
-        out.line(f"klogtool diff: {summary.partitions} {noun}" + (f": {counts}" if counts else ""))
-    else:
-        out.emit(summary.as_obj())
-    out.close()
-    click.get_current_context().exit(EXIT_OK if summary.ok else EXIT_FINDINGS)
+        else:
+            if item.partition != current:
+                out.line(f"== {item.partition}")
+            current = None
+            for line in partition_text(item):
+                out.line(line)
+        yield item
+
+
+def _truncation_points(out: Output, leader: str, lost: list[tuple[str, dict[str, Any]]]) -> None:
+    rows = [
+        [follower, r["path"], f"{r['from_offset']:,}", f"{r['offsets']:,}"] for follower, r in lost
+    ]
+    out.table(
+        f"against leader {leader}: what each follower holds that the leader does not",
+        ["follower", "partition", "from offset", "offsets"],
+        rows,
+        left=frozenset({"partition"}),
+    )
+
+
+def _export_lost(
+    to_dest: tuple[str, str],
+    lost: list[tuple[str, dict[str, Any]]],
+    inputs: list[str],
+    limits: ReadLimits,
+) -> dict[str, Any]:
+    """The lost records, written as export writes them (one dataset, all partitions)."""
+    to, dest = to_dest
+    decoder = "binary" if to == "parquet" else "base64"
+    destination = Destination(dest, inputs=inputs)
+    check_local_dest(destination)
+    destination.prepare()
+    read = ReadOptions(
+        limits=limits, on_corrupt="report", key_decoder=decoder, value_decoder=decoder
+    )
+    try:
+        rows = export_ranges(
+            [(r["path"], r["from_offset"]) for _, r in lost], LocalJob(to, destination.work, read)
+        )
+    except BaseException:
+        destination.abort()
+        raise
+    destination.commit()
+    return {"dest": dest, "format": to, "records": rows, "partitions": len(lost)}
 
 
 def _batch_text(info: dict[str, Any]) -> str:

@@ -24,7 +24,7 @@ import shutil
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ from klogtool.errors import InputError, RefusedError
 from klogtool.log.export.arrow_reader import read_split
 from klogtool.log.export.spec import ReadOptions, arrow_schema
 from klogtool.log.pool import processes
+from klogtool.log.record_filter import MAX_OFFSET, RecordFilter
 from klogtool.log.splits import DEFAULT_TARGET_SPLIT_BYTES, Split, plan_splits, where_prune
 
 if TYPE_CHECKING:
@@ -396,20 +397,40 @@ def export_local(
                 for fut in pending:
                     fut.cancel()
                 raise
-    if not splits and job.to == "parquet":
+    _finish(job, empty=not splits)
+    return splits
+
+
+def export_ranges(ranges: Sequence[tuple[str, int]], job: LocalJob) -> int:
+    """Write into ``job.work`` the records of each ``(path, offset)``: a partition dir's (or a
+    segment's) records from ``offset`` on, in one process, whatever ``job.read.where`` says
+    (each range is its own offset filter). The rows written. ``diff --export-lost`` writes
+    the records a follower holds that its leader does not this way."""
+    os.makedirs(job.work, exist_ok=True)
+    rows = planned = 0
+    for path, start in ranges:
+        where = RecordFilter(offsets=(start, MAX_OFFSET))
+        one = replace(job, read=replace(job.read, where=where))
+        for split in plan_splits([path], prune=where_prune(where)):
+            rows += write_split(one, replace(split, index=planned))
+            planned += 1
+    _finish(job, empty=planned == 0)
+    return rows
+
+
+def _finish(job: LocalJob, *, empty: bool) -> None:
+    if empty and job.to == "parquet":
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         # An empty result still says what its columns are (Spark writes one such file too).
         schema = arrow_schema(job.read, job.columns)
         keep = [schema.field(n) for n in schema.names if n not in job.partition_by]
-        import pyarrow as pa
-
         pq.write_table(
             pa.schema(keep).empty_table(),
             Path(job.work) / f"part-00000-{uuid.uuid4()}-c000.snappy.parquet",
         )
     Path(job.work, "_SUCCESS").touch()
-    return splits
 
 
 def check_local_dest(dest: Destination) -> None:

@@ -377,6 +377,9 @@ class PartitionDiff:
     differences: int = 0
     differences_shown: int = 0
     notes: list[str] = field(default_factory=list)
+    # the follower's records that the leader does not hold: from where the histories part (or
+    # the truncation offset, if lower) to the follower's log end (see :func:`lost_range`)
+    lost: dict[str, Any] | None = None
 
     def as_obj(self, *, ok: bool) -> events.DiffPartitionDiff:
         """The ``partition-diff`` object (``ok``: whether the verdict counts as agreement under
@@ -405,6 +408,7 @@ class PartitionDiff:
             "differences": self.differences,
             "differences_shown": self.differences_shown,
             "notes": self.notes,
+            "lost": self.lost,
             "ok": ok,
         }
 
@@ -1268,15 +1272,17 @@ def diff_partition(pair: Pair, options: DiffOptions) -> Iterator[Difference | Pa
         )
         t.election = election
         pd.truncation = t.as_obj()
+        cut, end = t.offset, sf.log_end_offset
         if pd.lagging == leader and pd.verdict in (PREFIX, MODULO_COMPACTION):
             # at most to the leader's log end: a fetch past it is out of range, and the
             # follower truncates to the leader's log end offset
-            cut, end = min(t.offset, sl.log_end_offset), sf.log_end_offset
+            cut = min(t.offset, sl.log_end_offset)
             pd.notes.append(
                 f"the leader ({leader}) lags: follower {follower} truncates to {cut} and "
                 f"discards {end - cut:,} offsets ({cut}..{end - 1}) that {leader} does not "
                 "have; --allow-lag accepts only a lagging follower"
             )
+        pd.lost = lost_range(pd, follower, cut, sf.log_start_offset, end)
         if pd.diverged_at is not None and t.offset > pd.diverged_at:
             pd.truncation_misses_divergence = True
             why = (
@@ -1289,6 +1295,25 @@ def diff_partition(pair: Pair, options: DiffOptions) -> Iterator[Difference | Pa
                 f"divergence at {pd.diverged_at}: the replicas would stay different ({why})"
             )
     yield pd
+
+
+def lost_range(
+    pd: PartitionDiff, follower: str, cut: int, log_start: int, log_end: int
+) -> dict[str, Any] | None:
+    """The follower's offsets that the leader's history does not hold: from its truncation
+    offset ``cut`` (or from where the histories part, if lower: past a truncation that misses
+    the divergence the follower keeps records the leader does not have) to its log end. None
+    when there are none. What ``diff --export-lost`` writes out."""
+    start = max(cut if pd.diverged_at is None else min(cut, pd.diverged_at), log_start)
+    if start >= log_end:
+        return None
+    return {
+        "side": follower,
+        "path": pd.a if follower == A else pd.b,
+        "from_offset": start,
+        "to_offset": log_end - 1,
+        "offsets": log_end - start,
+    }
 
 
 def diff(
