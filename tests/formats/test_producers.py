@@ -104,11 +104,14 @@ def test_records_are_what_the_producer_sent(name: str) -> None:
             assert batch.base_sequence == next_offset  # one producer, one partition
         else:
             assert batch.producer_id == -1
+        timestamps = []
         for record in batch.records():
             assert record.offset == next_offset
             records.append((record.key, record.value, record.headers))
+            timestamps.append(record.timestamp)
             next_offset += 1
         assert next_offset == batch.next_offset
+        assert batch.max_timestamp == max(timestamps)  # as a broker leaves it
     assert canonical(records) == (entry["records"], entry["sha256"])
 
 
