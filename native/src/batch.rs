@@ -157,6 +157,7 @@ fn sequence_at(base: i32, delta: i64) -> i32 {
     wrapped as i32
 }
 
+#[inline(always)]
 fn length_field<'a>(buf: &'a [u8], pos: &mut usize, end: usize) -> Option<Option<&'a [u8]>> {
     let len = varint(buf, pos, 5)?;
     if len == -1 {
@@ -172,6 +173,9 @@ fn length_field<'a>(buf: &'a [u8], pos: &mut usize, end: usize) -> Option<Option
     Some(Some(bytes))
 }
 
+// Inlining hints: without them a change elsewhere in the crate (the codecs growing) moved
+// LLVM's choices and check_v2 lost 4 ns a record (1,018 -> 1,400 ns a 100-record batch).
+#[inline]
 fn walk<S: Sink>(area: &[u8], count: usize, h: &Header, sink: &mut S) -> Option<()> {
     let mut pos = 0usize;
     let mut headers: Vec<(&str, Option<&[u8]>)> = Vec::new();

@@ -351,6 +351,7 @@ impl Check {
 }
 
 impl Sink for Check {
+    #[inline]
     fn record(&mut self, r: &Record<'_>) {
         self.count += 1;
         if self.prev.is_some_and(|p| r.offset <= p) || r.offset < self.lo || r.offset > self.hi {

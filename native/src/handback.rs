@@ -3,11 +3,12 @@
 //! A kernel that answers `None` leaves the batch to the Python engine. So that a slow path
 //! cannot hide, the code that refuses a batch for a specific reason (an lz4 block checksum that
 //! does not hold, a control batch, output past the bound, ...) notes it with [`note`] just
-//! before it returns `None`; anything not noted is `malformed`. The binding runs every kernel
-//! through [`kernel`], which resets the note on entry and, when the kernel answers `None`,
-//! counts one hand-back for the reason noted. The cost on the path that succeeds is one
-//! thread-local write per batch; the counters are process-wide atomics, touched only on a
-//! hand-back. One batch asked of several kernels in a row (dump-segments' renderer, then the
+//! before it returns `None`, on a path that ends in a hand-back (never on one that may still
+//! succeed); anything not noted is `malformed`. The binding runs every kernel through
+//! [`kernel`], which, when the kernel answers `None`, counts one hand-back for the reason noted
+//! and takes the note. The path that succeeds touches neither a thread-local nor a counter
+//! (the counters are process-wide atomics, touched only on a
+//! hand-back). One batch asked of several kernels in a row (dump-segments' renderer, then the
 //! records of the batch it refused, as the python renderer reads them) counts once: a
 //! hand-back of the same bytes (address and length) as the thread's last one, by another
 //! kernel, is not counted again. (The same kernel refusing the same address and length again
@@ -31,20 +32,23 @@ pub enum Reason {
     /// A batch of more records than `records_v2` lists at once (Python decodes it a chunk at
     /// a time).
     ManyRecords,
-    /// A payload decoder, format or payload only the Python renderer writes exactly (the
-    /// `json` decoder, UTF-8 that needs `backslashreplace`).
-    RenderedInPython,
+    /// A payload decoder or rendering the native renderer does not have (`json`): every batch
+    /// of the run.
+    RenderDecoder,
+    /// A payload only the Python renderer writes exactly (UTF-8 that needs
+    /// `backslashreplace`, kafka's U+FFFD): that batch.
+    RenderPayload,
     /// An lz4 block checksum that does not hold.
     Lz4BlockChecksum,
-    /// A gzip member with optional header fields (FEXTRA, FNAME, FCOMMENT, FHCRC).
+    /// A gzip header CRC that does not hold, or reserved header flags.
     GzipHeaderFields,
-    /// gzip data of several members.
+    /// A second or later gzip member the reference must judge.
     GzipMultiMember,
-    /// Concatenated xerial snappy streams.
+    /// A concatenated xerial header cut short or of a version below 1.
     SnappyConcatenated,
 }
 
-const REASONS: usize = 9;
+const REASONS: usize = 10;
 
 /// The printed names, in `Reason` order.
 pub const NAMES: [&str; REASONS] = [
@@ -52,7 +56,8 @@ pub const NAMES: [&str; REASONS] = [
     "size-limit",
     "control-batch",
     "over-4096-records",
-    "rendered-in-python",
+    "render-decoder",
+    "render-payload",
     "lz4-block-checksum",
     "gzip-header-fields",
     "gzip-multi-member",
@@ -94,7 +99,6 @@ pub fn note(reason: Reason) {
 /// reason noted meanwhile (`malformed` if none was).
 #[inline]
 pub fn kernel<T>(who: Kernel, data: &[u8], f: impl FnOnce() -> Option<T>) -> Option<T> {
-    NOTED.with(|n| n.set(Reason::Malformed));
     let out = f();
     if out.is_none() {
         count(who, data);
@@ -105,12 +109,13 @@ pub fn kernel<T>(who: Kernel, data: &[u8], f: impl FnOnce() -> Option<T>) -> Opt
 /// Count a hand-back of `data` by `who` for the reason noted (once for the same bytes that
 /// another kernel refused just before).
 pub fn count(who: Kernel, data: &[u8]) {
+    // the note is taken, so the next kernel starts from `malformed`
+    let reason = NOTED.with(|n| n.replace(Reason::Malformed));
     let key = (data.as_ptr() as usize, data.len(), who);
     let (addr, len, last) = LAST.with(|l| l.replace(key));
     if (addr, len) == (key.0, key.1) && last != who {
         return;
     }
-    let reason = NOTED.with(Cell::get);
     COUNTS[reason as usize].fetch_add(1, Ordering::Relaxed);
 }
 
@@ -123,7 +128,7 @@ pub fn counts() -> Vec<(&'static str, u64)> {
         .collect()
 }
 
-/// The reason noted on this thread since the last kernel began (for tests).
+/// The reason noted on this thread and not yet counted (for tests).
 pub fn noted() -> Reason {
     NOTED.with(Cell::get)
 }
@@ -147,7 +152,8 @@ mod tests {
         // the same kernel again: another batch where the last one was
         assert!(kernel(Kernel::Records, &data, refuse).is_none());
         assert_eq!(counts()[Reason::Lz4BlockChecksum as usize].1, before + 2);
-        // A success leaves nothing behind: the next kernel starts from `malformed`.
+        // A hand-back takes its note: the next kernel starts from `malformed`.
+        assert_eq!(noted(), Reason::Malformed);
         assert_eq!(kernel(Kernel::Check, &data, || Some(1)), Some(1));
         assert_eq!(noted(), Reason::Malformed);
     }

@@ -261,7 +261,7 @@ fn render<L: Lines>(
         }
     };
     if lines.refused() {
-        crate::handback::note(crate::handback::Reason::RenderedInPython);
+        crate::handback::note(crate::handback::Reason::RenderPayload);
         return None;
     }
     Some(lines)

@@ -387,3 +387,24 @@ def _records_of(data: bytes) -> list[Record]:
     """Records whose uncompressed batch has ``data``'s header fields (count, deltas)."""
     (count,) = struct.unpack_from(">i", data, 57)
     return RECORDS if count == len(RECORDS) else NOISE if count == len(NOISE) else RECORDS[:150] * 2
+
+
+def test_dump_segments_says_why_it_rendered_in_python(tmp_path: Path, klogtool_engine: str) -> None:
+    """The json decoder (every batch), and payloads only the python renderer writes exactly
+    (that batch), are counted apart."""
+    from support.cli import run
+
+    plain = v2.encode_batch(RECORDS[:10], base_offset=0)
+    binary = v2.encode_batch(
+        [Record(offset=10, timestamp=0, key=b"\xff\xfe", value=b"\x80")], base_offset=10
+    )
+    seg = _segment(tmp_path, plain + binary)
+    before = engine_stats()
+    code, _, _ = run("dump-segments", "--print-data", "--value-decoder", "json", str(seg))
+    assert code == 0
+    native = klogtool_engine == engine.NATIVE
+    assert _delta(before) == ({"render-decoder": 2} if native else {})
+    before = engine_stats()
+    code, _, _ = run("dump-segments", "--print-data", str(seg))  # text: backslashreplace
+    assert code == 0
+    assert _delta(before) == ({"render-payload": 1} if native else {})

@@ -43,12 +43,12 @@ pub(super) fn render_records<'py>(
     };
     let bytes = Bytes::get(batch)?;
     let (Some(key), Some(value)) = (parse(key_decoder), parse(value_decoder)) else {
-        handback::note(handback::Reason::RenderedInPython);
+        handback::note(handback::Reason::RenderDecoder);
         handback::count(handback::Kernel::Render, bytes.as_slice());
         return Ok(None);
     };
     if !matches!(format, "jsonl" | "text" | "kafka") {
-        handback::note(handback::Reason::RenderedInPython);
+        handback::note(handback::Reason::RenderDecoder);
         handback::count(handback::Kernel::Render, bytes.as_slice());
         return Ok(None);
     }
