@@ -107,6 +107,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "describe",
         "One line per partition: size, segments, offset range, newest timestamp, index health.",
     ),
+    "groups": (
+        "groups",
+        "Consumer groups as a broker's disk left them: kafka-consumer-groups.sh --describe, "
+        "offline.",
+    ),
     "diff": (
         "diff",
         "Compare two copies of a partition, or two log dirs, and say where they diverge.",

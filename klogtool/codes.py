@@ -106,6 +106,11 @@ class Code(StrEnum):
         "a batch's max timestamp is not the largest of its records' timestamps",
     )
     BAD_CONTROL_RECORD = "bad-control-record", (E,), "a control batch's record does not decode"
+    BAD_COORDINATOR_RECORD = (
+        "bad-coordinator-record",
+        (W,),
+        "a __consumer_offsets record that does not decode (groups leaves it out)",
+    )
 
     # -- a segment and its neighbours ----------------------------------------------------------
     DECODER_NOT_IMPLEMENTED = (

@@ -111,6 +111,61 @@ class DescribeEpoch(TypedDict):
     same_start: bool | None  # the two starts are equal; null: nothing to compare
 
 
+class GroupsGroup(TypedDict):
+    """A consumer group as __consumer_offsets leaves it (klogtool.log.read.groups)."""
+
+    type: Literal["group"]
+    group: str
+    kind: str  # classic, or consumer (KIP-848)
+    protocol_type: str | None
+    protocol: str | None
+    generation: int | None  # the classic generation, or the KIP-848 group epoch
+    leader: str | None
+    state_timestamp: int | None
+    members: list[Any]
+    offsets: int
+    pending_offsets: int
+    metadata_deleted: bool
+
+
+class GroupsOffset(TypedDict):
+    """A group's committed offset of one topic partition, beside the data partition."""
+
+    type: Literal["offset"]
+    group: str
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int | None
+    expired: bool
+    pending: bool  # in a transaction whose marker is not in the log
+    end_offset: int | None  # the high watermark (or the end at --at); null: data not given
+    end_source: str | None
+    lag: int | None
+    committed_timestamp: int | None
+    newest_timestamp: int | None
+    time_lag_ms: int | None
+    member_id: str | None
+    client_id: str | None
+    client_host: str | None
+
+
+class GroupsSummary(TypedDict):
+    """The last object: counts for the run."""
+
+    type: Literal["summary"]
+    groups: int
+    offsets: int
+    pending_offsets: int
+    offsets_partitions: int
+    records: int
+    total_lag: int
+    warnings: int
+
+
 class DumpSegmentsEpochEntry(TypedDict):
     """A leader-epoch-checkpoint entry."""
 
@@ -183,6 +238,10 @@ class TransactionsFinding(_TransactionsFindingPlace, TransactionsFindingDetails)
 
 class TruncateRecoveryFinding(FindingObject):
     """Something wrong or worth a warning at a place in a file (codes.md)."""
+
+
+class GroupsFinding(FindingObject):
+    """A __consumer_offsets record that does not decode (left out of the replay)."""
 
 
 class VerifyFinding(FindingObject):
@@ -907,6 +966,10 @@ Event: TypeAlias = (
     | DiffDifference
     | DumpSegmentsEpochEntry
     | DescribeEpoch
+    | GroupsGroup
+    | GroupsOffset
+    | GroupsSummary
+    | GroupsFinding
     | DumpSegmentsFile
     | DumpSegmentsFinding
     | RebuildIndexFinding
@@ -984,6 +1047,10 @@ EVENT_TYPES: dict[tuple[str, str], type[Any]] = {
     ("diff", "difference"): DiffDifference,
     ("dump-segments", "epoch_entry"): DumpSegmentsEpochEntry,
     ("describe", "epoch"): DescribeEpoch,
+    ("groups", "group"): GroupsGroup,
+    ("groups", "offset"): GroupsOffset,
+    ("groups", "summary"): GroupsSummary,
+    ("groups", "finding"): GroupsFinding,
     ("dump-segments", "file"): DumpSegmentsFile,
     ("dump-segments", "finding"): DumpSegmentsFinding,
     ("rebuild-index", "finding"): RebuildIndexFinding,

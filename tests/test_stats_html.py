@@ -362,3 +362,22 @@ def test_the_leader_epochs_section(tmp_path: Path) -> None:
     cells = re.findall(r"<td>([^<]*)</td>", section)  # the path cell (HTML) left out
     assert cells[:6] == ["0", "0", "0", "99", "2023-11-14 22:13:20.000Z", "100"]
     assert cells[7 * 4 : 7 * 4 + 3] == ["4", "-", "400 ≠"]  # epoch 4: not in the checkpoint
+
+
+def test_the_consumer_groups_section(tmp_path: Path) -> None:
+    """With a __consumer_offsets partition among its inputs the report shows where each group
+    stood: the same offsets klogtool groups gives."""
+    from test_groups import scenario
+
+    logdir, _ = scenario(tmp_path)
+    report = tmp_path / "report.html"
+    code, _, err = run("stats", "--html", str(report), str(logdir))
+    assert code == 0, err
+    page = report.read_text()
+    section = page[page.index("<h2>Consumer groups</h2>") : page.index("<h2>Leader epochs</h2>")]
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", section)
+    assert cells[:9] == ["g1", "t", "0", "30", "35", "5", "4.0s", "client-m1", ""]
+    assert "pending" in cells and "expired" in cells
+    code, out, _ = run("groups", "--format", "jsonl", str(logdir))
+    assert section.count("<tr>") - 1 == sum(o["type"] == "offset" for o in jsonl(out))
+    assert layout_problems(_browser(), page, tmp_path) == []  # laid out by Chromium

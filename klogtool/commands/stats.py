@@ -24,6 +24,12 @@ from klogtool.formats import ReadLimits
 from klogtool.log import layout
 from klogtool.log.partition import PlanInputs
 from klogtool.log.read import stats as lib
+from klogtool.log.read.groups import (
+    CONSUMER_OFFSETS,
+    GroupOptions,
+    consumer_groups,
+    offsets_of,
+)
 from klogtool.log.read.stats_html import (
     display_key,
     heavy_count,
@@ -185,10 +191,16 @@ def command(
             + " ".join(paths)
             + (f" (topic {', '.join(topics)})" if topics else "")
         )
+        groups = None
+        if any(p.topic == CONSUMER_OFFSETS for p in parts):  # where the groups stood
+            found_groups = consumer_groups(list(paths), GroupOptions(limits=limits))
+            groups = [found_groups.offset_obj(g, c) for g in found_groups.groups
+                      for c in offsets_of(g)]  # fmt: skip
         page = render(
             total_obj,
             [p.as_obj() for p in parts],
             what_if,
+            groups=groups,
             title=title,
             generated=f"generated {iso(int(time.time() * 1000))} for now = {iso(clock)} "
             f"by klogtool stats",

@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from html import escape
 from typing import TYPE_CHECKING, Any
 
+from klogtool.log.read.transactions import format_duration
+
 if TYPE_CHECKING:
     from klogtool import events
 
@@ -463,8 +465,10 @@ def render(
     *,
     title: str,
     generated: str,
+    groups: list[events.GroupsOffset] | None = None,
 ) -> str:
-    """The whole page for the ``total`` stats object, its ``partitions`` and the what-if."""
+    """The whole page for the ``total`` stats object, its ``partitions`` and the what-if;
+    with ``groups``, where each consumer group stood (``klogtool groups``' offsets)."""
     v, s, t, p, k = (
         total["volume"],
         total["sizes"],
@@ -689,12 +693,62 @@ def render(
             )
             + "</div>"
         )
+    h += _groups_section(groups or [])
     h += _epochs_section(partitions)
     h.append("</body></html>\n")
     return "".join(h)
 
 
-MAX_EPOCH_ROWS = 500
+MAX_ROWS = 500  # of a table of the page (JSON Lines has them all)
+
+
+def _groups_section(offsets: list[events.GroupsOffset]) -> list[str]:
+    """Each consumer group's committed offsets beside the data (klogtool.log.read.groups)."""
+    if not offsets:
+        return []
+    rows = [
+        [
+            o["group"],
+            o["topic"],
+            str(o["partition"]),
+            f"{o['offset']:,}",
+            _num(o["end_offset"]),
+            _num(o["lag"]),
+            format_duration(o["time_lag_ms"]),
+            o["client_id"] or "-",
+            " ".join(n for n, on in (("expired", o["expired"]), ("pending", o["pending"])) if on),
+        ]
+        for o in offsets[:MAX_ROWS]
+    ]
+    groups = len({o["group"] for o in offsets})
+    note = (
+        f"{groups:,} group{'' if groups == 1 else 's'} replayed from __consumer_offsets; lag "
+        "against each data partition's high watermark, time lag from the newest record back "
+        "to the one at the committed offset ('-': its data partition is not in these log dirs)."
+    )
+    if len(offsets) > MAX_ROWS:
+        note += f" The first {MAX_ROWS:,} of {len(offsets):,} (klogtool groups shows all)."
+    return [
+        "<h2>Consumer groups</h2>",
+        '<div class="wide">'
+        + _table(
+            [
+                "group",
+                "topic",
+                "partition",
+                "committed",
+                "log end",
+                "lag",
+                "time lag",
+                "client",
+                "note",
+            ],  # fmt: skip
+            rows,
+            left=frozenset({0, 1, 7, 8}),
+        )
+        + "</div>",
+        f'<p class="note">{escape(note)}</p>',
+    ]
 
 
 def _epochs_section(partitions: list[events.StatsStats]) -> list[str]:
@@ -716,13 +770,13 @@ def _epochs_section(partitions: list[events.StatsStats]) -> list[str]:
     ]
     if not rows:
         return []
-    more = len(rows) - MAX_EPOCH_ROWS
+    more = len(rows) - MAX_ROWS
     note = (
         "The leader-epoch-checkpoint's start of each epoch beside its first batch's offset "
         "(the epoch every v2 batch carries); ≠ where they differ, - where one side has none."
     )
     if more > 0:
-        note += f" The first {MAX_EPOCH_ROWS:,} rows of {len(rows):,} (all in JSON Lines)."
+        note += f" The first {MAX_ROWS:,} rows of {len(rows):,} (all in JSON Lines)."
     return [
         "<h2>Leader epochs</h2>",
         '<div class="wide">'
@@ -737,7 +791,7 @@ def _epochs_section(partitions: list[events.StatsStats]) -> list[str]:
                 "records",
                 "on disk",
             ],  # fmt: skip
-            rows[:MAX_EPOCH_ROWS],
+            rows[:MAX_ROWS],
             left=frozenset({0}),
             raw=frozenset({0}),
         )

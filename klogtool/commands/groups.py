@@ -1,0 +1,186 @@
+"""``klogtool groups``: where every consumer group was when the disk was copied."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import click
+
+from klogtool.commands._options import (
+    format_option,
+    parse_now,
+    paths_argument,
+    read_limits_option,
+    warn_if_a_broker_runs,
+)
+from klogtool.errors import EXIT_FINDINGS, EXIT_OK
+from klogtool.formats import ReadLimits
+from klogtool.log.read.groups import GroupOptions, consumer_groups, group_obj, offsets_of
+from klogtool.log.read.transactions import format_duration
+from klogtool.output import Output, diagnostic_line, plural, with_iso
+
+if TYPE_CHECKING:
+    from klogtool.cli import Settings
+    from klogtool.log.read.groups import Group, GroupsResult
+
+
+def _regex(_c: click.Context, _p: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    for v in values:
+        try:
+            re.compile(v)
+        except re.error as e:
+            raise click.BadParameter(f"not a regular expression: {e}") from None
+    return values
+
+
+@click.command("groups")
+@paths_argument
+@click.option(
+    "--group",
+    "groups",
+    multiple=True,
+    metavar="REGEX",
+    callback=_regex,
+    help="Only groups whose whole name matches REGEX (repeatable: any may match).",
+)
+@click.option(
+    "--at",
+    metavar="TIME",
+    callback=lambda _c, _p, v: parse_now(v),
+    help="Replay the commits written up to TIME (milliseconds since the epoch or ISO-8601), "
+    "and measure lag against the records written up to then.",
+)
+@format_option()
+@read_limits_option
+@click.pass_obj
+def command(
+    settings: Settings,
+    paths: tuple[str, ...],
+    groups: tuple[str, ...],
+    at: int | None,
+    fmt: str,
+    limits: ReadLimits,
+) -> None:
+    """Consumer groups as a broker's disk left them: kafka-consumer-groups.sh --describe, offline.
+
+    PATH is a log directory, a partition directory or a directory of log directories; the
+    __consumer_offsets partitions among them are replayed as the group coordinator loads them
+    (offset commits and their tombstones; group metadata: protocol, generation, members and
+    their assignments, for classic and KIP-848 consumer groups; transactional offset commits
+    applied at their COMMIT marker, dropped at ABORT, shown as pending without one; offsets
+    whose expire timestamp has passed marked expired).
+
+    For each committed offset whose data partition is in the log dirs given: the lag (its
+    high watermark from replication-offset-checkpoint, as the tool's LOG-END-OFFSET, minus the
+    committed offset) and the time lag (the newest record's timestamp minus the timestamp of
+    the record at the committed offset). With --at, only what was written up to that moment
+    is replayed, and lag is measured against the records written up to then.
+
+    Exit status: 0 groups shown; 1 none found (or none matches --group); 3 an input cannot be
+    read, or holds no __consumer_offsets partition.
+    """
+    out = settings.output(fmt, progress=False)
+    warn_if_a_broker_runs(out, paths)
+    result = consumer_groups(list(paths), GroupOptions(limits=limits, groups=groups, at=at))
+    for f in result.findings:
+        if fmt == "text":
+            out.stderr_line(diagnostic_line(f.as_obj()))
+        else:
+            out.emit(f.as_obj())
+    every = [(g, c) for g in result.groups for c in offsets_of(g)]
+    pending = sum(c.pending for _, c in every)
+    total_lag = sum(max(0, c.lag or 0) for _, c in every if not c.pending)
+    if fmt != "text":
+        for g in result.groups:
+            out.emit(group_obj(g))
+            for c in offsets_of(g):
+                out.emit(result.offset_obj(g, c))
+    if fmt == "text":
+        for g in result.groups:
+            _show_group(out, result, g)
+        out.line(
+            f"klogtool groups: {plural(len(result.groups), 'group')}, "
+            f"{plural(len(every) - pending, 'committed offset')}"
+            + (f", {pending} pending in open transactions" if pending else "")
+            + f", total lag {total_lag:,}"
+        )
+    else:
+        out.emit(
+            {
+                "type": "summary",
+                "groups": len(result.groups),
+                "offsets": len(every) - pending,
+                "pending_offsets": pending,
+                "offsets_partitions": result.offsets_partitions,
+                "records": result.records,
+                "total_lag": total_lag,
+                "warnings": len(result.findings),
+            }
+        )
+    out.close()
+    click.get_current_context().exit(EXIT_OK if result.groups else EXIT_FINDINGS)
+
+
+def _show_group(out: Output, result: GroupsResult, g: Group) -> None:
+    what = [g.kind]
+    if g.protocol_type:
+        what.append(f"protocol type {g.protocol_type}")
+    if g.protocol:
+        what.append(f"assignor {g.protocol}")
+    if g.generation is not None:
+        what.append(f"{'generation' if g.kind == 'classic' else 'epoch'} {g.generation}")
+    what.append(plural(len(g.members), "member"))
+    if g.state_timestamp is not None and g.state_timestamp >= 0:
+        what.append(f"state since {with_iso(g.state_timestamp)}")
+    if g.metadata_deleted:
+        what.append("metadata deleted")
+    table = []
+    for c in offsets_of(g):
+        owner = g.owner(c.topic, c.partition, result.topic_ids)
+        notes = [n for n, on in (("expired", c.expired), ("pending", c.pending)) if on]
+        table.append(
+            [
+                c.topic,
+                str(c.partition),
+                f"{c.offset:,}",
+                "-" if c.end_offset is None else f"{c.end_offset:,}",
+                "-" if c.lag is None else f"{c.lag:,}",
+                format_duration(c.time_lag_ms),
+                "-" if owner is None else owner.member_id,
+                "-" if owner is None or owner.client_host is None else owner.client_host,
+                "-" if owner is None or owner.client_id is None else owner.client_id,
+                " ".join(notes),
+            ]
+        )
+    out.table(
+        f"Consumer group '{g.group}' ({', '.join(what)})",
+        [
+            "TOPIC",
+            "PARTITION",
+            "CURRENT-OFFSET",
+            "LOG-END-OFFSET",
+            "LAG",
+            "TIME-LAG",
+            "CONSUMER-ID",
+            "HOST",
+            "CLIENT-ID",
+            "NOTE",
+        ],  # fmt: skip
+        table,
+        left=frozenset({"CONSUMER-ID", "HOST", "CLIENT-ID", "NOTE"}),
+        lesser=("NOTE", "HOST", "CONSUMER-ID", "CLIENT-ID"),
+    )
+
+
+# Shown in the man page's EXAMPLES section: (what it does, the command lines).
+EXAMPLES: list[tuple[str, list[str]]] = [
+    (
+        "Every group of a broker's log dirs, with its lag against the partitions there:",
+        ["klogtool groups /var/lib/kafka/data"],
+    ),
+    (
+        "One group as it was at a moment, as JSON Lines:",
+        ["klogtool groups --group 'billing-.*' --at 2024-05-01T12:00:00Z --format jsonl /data"],
+    ),
+]

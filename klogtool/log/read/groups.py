@@ -1,0 +1,433 @@
+"""Consumer groups as a broker's disk left them: ``__consumer_offsets`` replayed, offline.
+
+Where every group was when the disk was copied (or at a moment, ``at``), like
+``kafka-consumer-groups.sh --describe``: the group coordinator's replay of its log
+(``GroupMetadataManager``/``OffsetMetadataManager``), then each committed offset set beside the
+data partition it belongs to, when that partition is in the log dirs given.
+
+The replay, in offset order per ``__consumer_offsets`` partition:
+
+* an offset commit (record types 0 and 1) sets the group's offset for a topic partition, a
+  tombstone deletes it; a group metadata record (type 2) sets the classic group's protocol,
+  generation, leader and members, a tombstone deletes the group; KIP-848 groups (types 3, 5
+  and 8) give their epoch, members and assignments.
+* records of a transactional batch wait for their producer's marker: COMMIT applies them, ABORT
+  drops them (``TxnOffsetCommit``); those still waiting at the end are shown as ``pending``.
+* an offset whose commit carries an expire timestamp (value version 1) at or before the
+  moment of the replay is ``expired`` (the broker deletes it on its next expiration pass).
+
+Lag per partition = the data partition's high watermark (``replication-offset-checkpoint``;
+its log end offset if there is no entry) minus the committed offset, as the tool computes it
+against ``ListOffsets(latest)``; with ``at``, the end is the first offset written after that
+moment. The time lag is the newest record's timestamp minus that of the record at the
+committed offset (the next one the group would read).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from klogtool.codes import Code
+from klogtool.errors import InputError
+from klogtool.formats.errors import FormatError
+from klogtool.formats.limits import ReadLimits
+from klogtool.formats.payloads.consumer_offsets import decode_consumer_offsets
+from klogtool.formats.records import SegmentScanner
+from klogtool.log import layout
+from klogtool.log.files import partition_dirs_of
+from klogtool.log.findings import Finding
+from klogtool.log.partition import load_partition
+from klogtool.log.read.dumper import DumpOptions
+from klogtool.log.read.finder import Finder, FindOptions, Target, resolve_targets
+from klogtool.log.record_filter import MAX_OFFSET, RecordFilter
+from klogtool.log.segment import mapped
+from klogtool.log.txnreplay import end_marker
+
+if TYPE_CHECKING:
+    from klogtool import events
+
+CONSUMER_OFFSETS = "__consumer_offsets"
+_OFFSET_COMMIT = (0, 1)
+_GROUP_METADATA = 2
+_CONSUMER_GROUP_METADATA = 3
+_CONSUMER_GROUP_MEMBER = 5
+_CONSUMER_GROUP_ASSIGNMENT = 8
+
+
+@dataclass
+class Member:
+    member_id: str
+    client_id: str | None
+    client_host: str | None
+    group_instance_id: str | None = None
+    assignment: list[tuple[str, int]] = field(default_factory=list)  # (topic or topic id, p)
+
+
+@dataclass
+class Committed:
+    """A group's committed offset for one topic partition, and where the data stood."""
+
+    group: str
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int | None
+    expired: bool = False
+    pending: bool = False  # in a transaction whose marker is not in the log
+    # beside the data partition, when it is in the log dirs given
+    end_offset: int | None = None
+    end_source: str | None = None
+    lag: int | None = None
+    committed_timestamp: int | None = None  # of the record at the committed offset
+    newest_timestamp: int | None = None  # of the last record below the end
+    time_lag_ms: int | None = None
+
+
+@dataclass
+class Group:
+    group: str
+    kind: str = "classic"  # classic (types 0-2), or consumer (KIP-848)
+    protocol_type: str | None = None
+    protocol: str | None = None
+    generation: int | None = None  # the classic generation, or the KIP-848 group epoch
+    leader: str | None = None
+    state_timestamp: int | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    offsets: dict[tuple[str, int], Committed] = field(default_factory=dict)
+    pending: list[Committed] = field(default_factory=list)
+    metadata_deleted: bool = False  # a tombstone removed its metadata
+
+    def owner(self, topic: str, partition: int, topic_ids: dict[str, str]) -> Member | None:
+        for m in self.members.values():
+            for t, p in m.assignment:
+                if p == partition and topic_ids.get(t, t) == topic:
+                    return m
+        return None
+
+
+@dataclass(frozen=True)
+class GroupOptions:
+    limits: ReadLimits
+    groups: tuple[str, ...] = ()  # regular expressions: a group is kept when any matches
+    at: int | None = None  # replay the records written up to this moment (ms) only
+
+
+@dataclass
+class GroupsResult:
+    groups: list[Group]
+    findings: list[Finding]
+    offsets_partitions: int  # __consumer_offsets partitions replayed
+    records: int  # of them, applied
+    topic_ids: dict[str, str]  # topic id -> name (partition.metadata of the data partitions)
+
+    def offset_obj(self, g: Group, c: Committed) -> events.GroupsOffset:
+        owner = g.owner(c.topic, c.partition, self.topic_ids)
+        return {
+            "type": "offset",
+            "group": c.group,
+            "topic": c.topic,
+            "partition": c.partition,
+            "offset": c.offset,
+            "leader_epoch": c.leader_epoch,
+            "metadata": c.metadata,
+            "commit_timestamp": c.commit_timestamp,
+            "expire_timestamp": c.expire_timestamp,
+            "expired": c.expired,
+            "pending": c.pending,
+            "end_offset": c.end_offset,
+            "end_source": c.end_source,
+            "lag": c.lag,
+            "committed_timestamp": c.committed_timestamp,
+            "newest_timestamp": c.newest_timestamp,
+            "time_lag_ms": c.time_lag_ms,
+            "member_id": None if owner is None else owner.member_id,
+            "client_id": None if owner is None else owner.client_id,
+            "client_host": None if owner is None else owner.client_host,
+        }
+
+
+def group_obj(g: Group) -> events.GroupsGroup:
+    return {
+        "type": "group",
+        "group": g.group,
+        "kind": g.kind,
+        "protocol_type": g.protocol_type,
+        "protocol": g.protocol,
+        "generation": g.generation,
+        "leader": g.leader,
+        "state_timestamp": g.state_timestamp,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "assignment": [[t, p] for t, p in m.assignment],
+            }
+            for m in g.members.values()
+        ],
+        "offsets": len(g.offsets),
+        "pending_offsets": len(g.pending),
+        "metadata_deleted": g.metadata_deleted,
+    }
+
+
+def consumer_groups(paths: list[str], options: GroupOptions) -> GroupsResult:
+    """Replay every ``__consumer_offsets`` partition PATHs hold (log dirs, partition dirs, or
+    directories of log dirs) and set each committed offset beside its data partition, when
+    that is among them. Raises InputError (exit 3) when PATHs hold no ``__consumer_offsets``."""
+    offsets_dirs: list[tuple[Path, str]] = []
+    data: dict[tuple[str, int], Path] = {}
+    for arg in paths:
+        for path, display in partition_dirs_of(Path(arg), arg):
+            parsed = layout.parse_partition_dir_name(path.name)
+            if parsed is None or layout.partition_dir_state(path.name) is not None:
+                continue  # -delete, -future, -stray: not what the broker serves
+            if parsed[0] == CONSUMER_OFFSETS:
+                offsets_dirs.append((path, display))
+            else:
+                data.setdefault(parsed, path)
+    if not offsets_dirs:
+        raise InputError(
+            f"no {CONSUMER_OFFSETS} partition in it: no group to show",
+            path=" ".join(paths),
+            code=Code.NO_KAFKA_FILES,
+        )
+    replay = _Replay(options)
+    for path, display in sorted(offsets_dirs, key=lambda x: x[0].name):
+        replay.partition(path, display)
+    keep = [re.compile(g) for g in options.groups]
+    groups = [
+        g
+        for name, g in sorted(replay.groups.items())
+        if (g.offsets or g.members or g.pending or g.protocol_type is not None)
+        and (not keep or any(k.fullmatch(name) for k in keep))
+    ]
+    topic_ids = _topic_ids(data.values())
+    moment = options.at if options.at is not None else replay.last_time  # the copy's time
+    for g in groups:
+        for c in g.offsets.values():
+            c.expired = c.expire_timestamp is not None and 0 <= c.expire_timestamp <= moment
+            part = data.get((c.topic, c.partition))
+            if part is not None:
+                _lag(c, part, options)
+    return GroupsResult(groups, replay.findings, len(offsets_dirs), replay.applied, topic_ids)
+
+
+class _Replay:
+    """The coordinator's replay of its partitions' records, groups keyed by name."""
+
+    def __init__(self, options: GroupOptions) -> None:
+        self.options = options
+        self.groups: dict[str, Group] = {}
+        self.findings: list[Finding] = []
+        self.applied = 0
+        self.last_time = -1  # the newest record timestamp replayed
+
+    def partition(self, path: Path, display: str) -> None:
+        pending: dict[int, list[tuple[Any, int, int]]] = {}  # producer -> (record, offset, ts)
+        at = self.options.at if self.options.at is not None else MAX_OFFSET
+        for seg in load_partition(path).segments:
+            seg_display = str(Path(display) / seg.log.name)
+            with mapped(seg.log) as buf:
+                for batch in SegmentScanner(buf, check_crc=False):
+                    if batch.max_timestamp > at and batch.magic >= 1:
+                        return  # written after the moment asked for
+                    if batch.is_control:
+                        aborted = end_marker(batch, self.options.limits)
+                        waiting = pending.pop(batch.producer_id, [])
+                        if aborted is False:
+                            for rec, offset, ts in waiting:
+                                self._apply(rec, offset, ts, seg_display, batch.position)
+                        continue
+                    try:
+                        records = list(batch.records(self.options.limits.max_batch_bytes))
+                    except FormatError as e:
+                        self._finding(seg_display, e.position, batch.last_offset, str(e))
+                        continue
+                    for rec in records:
+                        if batch.is_transactional:
+                            pending.setdefault(batch.producer_id, []).append(
+                                (rec, rec.offset, rec.timestamp)
+                            )
+                        else:
+                            self._apply(rec, rec.offset, rec.timestamp, seg_display, batch.position)
+        for waiting in pending.values():
+            for rec, offset, ts in waiting:
+                self._apply(rec, offset, ts, display, None, pending=True)
+
+    def _finding(self, path: str, position: int | None, offset: int | None, why: str) -> None:
+        self.findings.append(
+            Finding(
+                "warning",
+                Code.BAD_COORDINATOR_RECORD,
+                path,
+                position,
+                offset,
+                f"a {CONSUMER_OFFSETS} record that does not decode is left out: {why}",
+            )
+        )
+
+    def _group(self, name: str) -> Group:
+        g = self.groups.get(name)
+        if g is None:
+            g = self.groups[name] = Group(name)
+        return g
+
+    def _apply(
+        self,
+        rec: Any,
+        offset: int,
+        ts: int,
+        path: str,
+        position: int | None,
+        *,
+        pending: bool = False,
+    ) -> None:
+        try:
+            cr = decode_consumer_offsets(rec.key, rec.value)
+        except FormatError as e:
+            self._finding(path, position, offset, str(e))
+            return
+        if cr.is_unknown or cr.key is None:
+            return
+        self.applied += 1
+        self.last_time = max(self.last_time, ts)
+        t, key, value = cr.record_type, cr.key, cr.value
+        if t in _OFFSET_COMMIT:
+            g = self._group(key["group"])
+            tp = (key["topic"], key["partition"])
+            if value is None:
+                g.offsets.pop(tp, None)
+                return
+            c = Committed(
+                key["group"],
+                key["topic"],
+                key["partition"],
+                value["offset"],
+                value.get("leaderEpoch", -1),
+                value.get("metadata", ""),
+                value.get("commitTimestamp", -1),
+                value.get("expireTimestamp") if cr.value_version == 1 else None,
+                pending=pending,
+            )
+            if pending:
+                g.pending.append(c)
+            else:
+                g.offsets[tp] = c
+        elif t == _GROUP_METADATA:
+            g = self._group(key["group"])
+            if value is None:
+                g.protocol_type = g.protocol = g.leader = None
+                g.generation = None
+                g.members = {}
+                g.metadata_deleted = True
+                return
+            g.kind, g.metadata_deleted = "classic", False
+            g.protocol_type = value.get("protocolType")
+            g.protocol = value.get("protocol")
+            g.generation = value.get("generation")
+            g.leader = value.get("leader")
+            g.state_timestamp = value.get("currentStateTimestamp", -1)
+            g.members = {}
+            for m in value.get("members") or ():
+                assignment = m.get("assignment")
+                parts: list[tuple[str, int]] = []
+                if isinstance(assignment, dict):
+                    for tp_ in assignment.get("assignedPartitions") or ():
+                        parts += [(tp_["topic"], p) for p in tp_.get("partitions") or ()]
+                g.members[m["memberId"]] = Member(
+                    m["memberId"],
+                    m.get("clientId"),
+                    m.get("clientHost"),
+                    m.get("groupInstanceId"),
+                    parts,
+                )
+        elif t == _CONSUMER_GROUP_METADATA:
+            g = self._group(key["GroupId"])
+            g.kind = "consumer"
+            if value is None:
+                g.metadata_deleted, g.generation, g.members = True, None, {}
+                return
+            g.generation = value.get("Epoch")
+            g.protocol_type = "consumer"
+        elif t == _CONSUMER_GROUP_MEMBER:
+            g = self._group(key["GroupId"])
+            g.kind = "consumer"
+            if value is None:
+                g.members.pop(key["MemberId"], None)
+                return
+            m = g.members.setdefault(key["MemberId"], Member(key["MemberId"], None, None))
+            m.client_id, m.client_host = value.get("ClientId"), value.get("ClientHost")
+            m.group_instance_id = value.get("InstanceId")
+        elif t == _CONSUMER_GROUP_ASSIGNMENT:
+            g = self._group(key["GroupId"])
+            m = g.members.setdefault(key["MemberId"], Member(key["MemberId"], None, None))
+            m.assignment = []
+            for tp_ in (value or {}).get("AssignedPartitions") or ():
+                m.assignment += [(str(tp_["TopicId"]), p) for p in tp_.get("Partitions") or ()]
+
+
+def _topic_ids(parts: Any) -> dict[str, str]:
+    """Topic id -> name, from the data partitions' ``partition.metadata`` files (KIP-848
+    assignments name topics by id)."""
+    from klogtool.formats import checkpoint
+    from klogtool.log.segment import read_small
+
+    out: dict[str, str] = {}
+    for p in parts:
+        parsed = layout.parse_partition_dir_name(p.name)
+        f = p / layout.PARTITION_METADATA
+        if parsed is None or not f.is_file():
+            continue
+        try:
+            out[checkpoint.parse_partition_metadata(read_small(f)).topic_id] = parsed[0]
+        except (OSError, FormatError):
+            continue
+    return out
+
+
+def _lag(c: Committed, part: Path, options: GroupOptions) -> None:
+    view = load_partition(part)
+    (target,) = resolve_targets([str(part)])
+    if options.at is None:
+        c.end_offset, c.end_source = view.high_watermark()
+    else:  # the log end at that moment: the first offset written after it
+        after = _first(target, RecordFilter(from_time=options.at + 1), options.limits)
+        c.end_offset = view.log_end_offset if after is None else after[0]
+        c.end_source = "records written up to --at"
+    c.lag = c.end_offset - c.offset
+    at_committed = _first(target, RecordFilter(offsets=(c.offset, MAX_OFFSET)), options.limits)
+    if c.end_offset > 0:
+        last = RecordFilter(offsets=(c.end_offset - 1, c.end_offset - 1))
+        newest = _first(target, last, options.limits)
+        c.newest_timestamp = None if newest is None else newest[1]
+    if at_committed is not None and at_committed[0] < c.end_offset:
+        c.committed_timestamp = at_committed[1]
+    if c.lag <= 0:
+        c.time_lag_ms = 0
+    elif c.committed_timestamp is not None and c.newest_timestamp is not None:
+        c.time_lag_ms = max(0, c.newest_timestamp - c.committed_timestamp)
+
+
+def _first(target: Target, where: RecordFilter, limits: ReadLimits) -> tuple[int, int] | None:
+    """(offset, timestamp) of the first record of ``target`` that ``where`` selects, found as
+    find finds it (the indexes first)."""
+    finder = Finder(
+        FindOptions(where=where, limit=1, dump=DumpOptions(print_data=False, limits=limits))
+    )
+    for obj in finder.run([target]):
+        if obj["type"] == "record":
+            return obj["offset"], obj["timestamp"]
+    return None
+
+
+def offsets_of(g: Group) -> list[Committed]:
+    """A group's committed offsets by topic and partition, then its pending ones."""
+    return sorted(g.offsets.values(), key=lambda c: (c.topic, c.partition)) + g.pending
