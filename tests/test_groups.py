@@ -213,6 +213,10 @@ def test_text_group_filter_and_at(tmp_path: Path) -> None:
         ("g1", 2): 3,
     }
     assert offsets["g1", 0]["end_offset"] == 1 and offsets["g1", 0]["lag"] == -9
+    # up to T0 + 7: g4's transactional commit is written, its marker never is: pending
+    code, out, _ = run("groups", "--at", str(T0 + 7), "--format", "jsonl", str(logdir))
+    pending = [(o["group"], o["offset"]) for o in jsonl(out) if o.get("pending")]
+    assert pending == [("g4", 22)]
     code, _, err = run("groups", "--group", "nope", str(logdir))
     assert code == 1
     code, _, err = run("groups", "--group", "(", str(logdir))

@@ -26,12 +26,14 @@ committed offset (the next one the group would read).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from klogtool.codes import Code
 from klogtool.errors import InputError
+from klogtool.formats.batch import Batch, Record
 from klogtool.formats.errors import FormatError
 from klogtool.formats.limits import ReadLimits
 from klogtool.formats.payloads.consumer_offsets import decode_consumer_offsets
@@ -231,36 +233,39 @@ class _Replay:
         self.last_time = -1  # the newest record timestamp replayed
 
     def partition(self, path: Path, display: str) -> None:
-        pending: dict[int, list[tuple[Any, int, int]]] = {}  # producer -> (record, offset, ts)
+        pending: dict[int, list[Record]] = {}  # producer -> its records waiting for a marker
+        for seg_display, batch in self._batches(path, display):
+            if batch.is_control:
+                aborted = end_marker(batch, self.options.limits)
+                waiting = pending.pop(batch.producer_id, [])
+                if aborted is False:
+                    for rec in waiting:
+                        self._apply(rec, seg_display, batch.position)
+                continue
+            try:
+                records = list(batch.records(self.options.limits.max_batch_bytes))
+            except FormatError as e:
+                self._finding(seg_display, e.position, batch.last_offset, str(e))
+                continue
+            if batch.is_transactional:
+                pending.setdefault(batch.producer_id, []).extend(records)
+                continue
+            for rec in records:
+                self._apply(rec, seg_display, batch.position)
+        for waiting in pending.values():
+            for rec in waiting:
+                self._apply(rec, display, None, pending=True)
+
+    def _batches(self, path: Path, display: str) -> Iterator[tuple[str, Batch]]:
+        """The partition's batches in offset order, up to the first written after ``at``."""
         at = self.options.at if self.options.at is not None else MAX_OFFSET
         for seg in load_partition(path).segments:
             seg_display = str(Path(display) / seg.log.name)
             with mapped(seg.log) as buf:
                 for batch in SegmentScanner(buf, check_crc=False):
-                    if batch.max_timestamp > at and batch.magic >= 1:
-                        return  # written after the moment asked for
-                    if batch.is_control:
-                        aborted = end_marker(batch, self.options.limits)
-                        waiting = pending.pop(batch.producer_id, [])
-                        if aborted is False:
-                            for rec, offset, ts in waiting:
-                                self._apply(rec, offset, ts, seg_display, batch.position)
-                        continue
-                    try:
-                        records = list(batch.records(self.options.limits.max_batch_bytes))
-                    except FormatError as e:
-                        self._finding(seg_display, e.position, batch.last_offset, str(e))
-                        continue
-                    for rec in records:
-                        if batch.is_transactional:
-                            pending.setdefault(batch.producer_id, []).append(
-                                (rec, rec.offset, rec.timestamp)
-                            )
-                        else:
-                            self._apply(rec, rec.offset, rec.timestamp, seg_display, batch.position)
-        for waiting in pending.values():
-            for rec, offset, ts in waiting:
-                self._apply(rec, offset, ts, display, None, pending=True)
+                    if batch.max_timestamp > at:
+                        return
+                    yield seg_display, batch
 
     def _finding(self, path: str, position: int | None, offset: int | None, why: str) -> None:
         self.findings.append(
@@ -281,24 +286,17 @@ class _Replay:
         return g
 
     def _apply(
-        self,
-        rec: Any,
-        offset: int,
-        ts: int,
-        path: str,
-        position: int | None,
-        *,
-        pending: bool = False,
+        self, rec: Record, path: str, position: int | None, *, pending: bool = False
     ) -> None:
         try:
             cr = decode_consumer_offsets(rec.key, rec.value)
         except FormatError as e:
-            self._finding(path, position, offset, str(e))
+            self._finding(path, position, rec.offset, str(e))
             return
         if cr.is_unknown or cr.key is None:
             return
         self.applied += 1
-        self.last_time = max(self.last_time, ts)
+        self.last_time = max(self.last_time, rec.timestamp)
         t, key, value = cr.record_type, cr.key, cr.value
         if t in _OFFSET_COMMIT:
             g = self._group(key["group"])
