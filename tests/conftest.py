@@ -31,6 +31,7 @@ ONE_ENGINE = (
     "tests/test_output_tables.py",
     "tests/test_codes.py",
     "tests/test_events.py",
+    "tests/test_wheel.py",  # runs the wheel's CLI in another environment
 )
 
 
