@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from klogtool.shown import click_callback as shown_paths
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings
+    from klogtool.formats import SchemaRegistry
     from klogtool.output import Output
 
 F = Callable[..., Any]
@@ -88,21 +89,66 @@ def size_option(*decls: str, default: str | None = None, help: str) -> Callable[
 
 
 def payload_decoder_options(f: F) -> F:
-    """--key-decoder and --value-decoder, as dump-segments and find show payloads."""
+    """--key-decoder and --value-decoder, as dump-segments and find show payloads, and
+    --schemas for the confluent decoder."""
     from klogtool.formats import BYTE_DECODERS
 
+    choices = BYTE_DECODERS + ("confluent",)
+    f = schemas_option(f)
     f = click.option(
         "--value-decoder",
-        type=click.Choice(BYTE_DECODERS),
+        type=click.Choice(choices),
         default=None,
-        help="How to render values and header values [default: as --key-decoder].",
+        help="How to render values and header values [default: as --key-decoder]; "
+        "confluent: Confluent's wire format, decoded with the schema registry's schemas "
+        "(header values then in base64).",
     )(f)
     return click.option(
         "--key-decoder",
-        type=click.Choice(BYTE_DECODERS),
+        type=click.Choice(choices),
         default=None,
         help="How to render keys [default: utf8 for text/kafka, base64 for json].",
     )(f)
+
+
+def schemas_option(f: F) -> F:
+    """--schemas DIR|FILE: where the confluent decoder's schemas are."""
+    return click.option(
+        "--schemas",
+        metavar="DIR|FILE",
+        default=None,
+        help="The schemas of --key-decoder/--value-decoder confluent: a _schemas partition "
+        "dir, a log dir holding one, or a JSON/JSON Lines file of schema objects [default: "
+        "the _schemas partition in the log dirs of the PATHs].",
+    )(f)
+
+
+def confluent_schemas(
+    paths: Sequence[str], schemas: str | None, decoders: Sequence[str], limits: ReadLimits
+) -> SchemaRegistry | None:
+    """The schema registry's schemas when a decoder is confluent (klogtool.log.schemas), else
+    None; --schemas without the confluent decoder is a usage error."""
+    if "confluent" not in decoders:
+        if schemas is not None:
+            raise click.UsageError("--schemas is for --key-decoder/--value-decoder confluent")
+        return None
+    from klogtool.log.schemas import load_schemas
+
+    return load_schemas(list(paths), schemas, limits)
+
+
+def confluent_notice(out: Output, registry: SchemaRegistry | None, decoders: Sequence[str]) -> None:
+    """Where the confluent decoder's schemas came from (-v), or a warning that none were
+    found."""
+    if "confluent" not in decoders:
+        return
+    if registry is None:
+        out.warn(
+            "no _schemas partition found beside the PATHs (--schemas names one): Confluent "
+            "payloads show their schema id and raw bytes"
+        )
+    else:
+        out.info(f"{len(registry)} schemas from {registry.source}")
 
 
 def internal_decoder_option(f: F) -> F:

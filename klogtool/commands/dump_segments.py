@@ -12,6 +12,8 @@ import click
 
 from klogtool.codes import Code
 from klogtool.commands._options import (
+    confluent_notice,
+    confluent_schemas,
     format_option,
     internal_decoder_option,
     jobs_for,
@@ -213,6 +215,7 @@ def command(
     print_data: bool,
     key_decoder: str | None,
     value_decoder: str | None,
+    schemas: str | None,
     decoder: str,
     max_bytes: int | None,
     offsets: tuple[int, int] | None,
@@ -257,11 +260,14 @@ def command(
     native_render = fmt in ("jsonl", "text") or (fmt == "kafka" and not out.data_is_terminal)
     # --skip-record-metadata: the payloads alone, from the record objects
     native_render = native_render and not payloads_only
+    vd = value_decoder or kd
+    registry = confluent_schemas(paths, schemas, (kd, vd), limits)
+    confluent_notice(out, registry, (kd, vd))
     opts = DumpOptions(
         deep=deep or print_data,
         print_data=print_data,
         key_decoder=kd,
-        value_decoder=value_decoder or kd,
+        value_decoder=vd,
         decoder=decoder,
         kafka_text=fmt == "kafka",
         max_bytes=max_bytes,
@@ -272,6 +278,7 @@ def command(
         stdin_kind=stdin_kind,
         rendered_records=fmt if native_render else None,
         threads=jobs_for(jobs, log_bytes),
+        schemas=registry,
     )
     first_bad: events.DumpSegmentsFinding | None = None
     renderer = KafkaRenderer(out, payloads_only) if fmt == "kafka" else None
@@ -660,6 +667,15 @@ EXAMPLES: list[tuple[str, list[str]]] = [
             "klogtool dump-segments --format jsonl --offsets 1000:1999 orders-3",
             "cat 00000000000000000000.log | klogtool dump-segments -",
             "cat 00000000000000000000.index | klogtool dump-segments --kind index -",
+        ],
+    ),
+    (
+        "Values in Confluent's wire format as JSON (schema id, subject, the decoded Avro, "
+        "Protobuf or JSON Schema payload), with the _schemas topic of another copy:",
+        [
+            "klogtool dump-segments --print-data --value-decoder confluent orders-3",
+            "klogtool dump-segments --print-data --value-decoder confluent "
+            "--schemas /copy/broker1/_schemas-0 orders-3",
         ],
     ),
 ]

@@ -10,10 +10,13 @@ import click
 
 from klogtool.commands._options import (
     chosen_engine,
+    confluent_notice,
+    confluent_schemas,
     dry_run_option,
     format_option,
     paths_argument,
     read_limits_option,
+    schemas_option,
     size_option,
     spark_options,
     warn_if_a_broker_runs,
@@ -90,8 +93,12 @@ def _partition_by(_c: click.Context, _p: click.Parameter, value: str) -> tuple[s
     "--value-decoder",
     type=click.Choice(PAYLOAD_DECODERS),
     default=None,
-    help="How values and header values are written [default: as --key-decoder].",
+    help="How values and header values are written [default: as --key-decoder]; "
+    "confluent writes the raw bytes and beside them value_decoded (key_decoded for "
+    "--key-decoder confluent): the payload decoded from Confluent's wire format, as JSON "
+    "text (--engine local).",
 )
+@schemas_option
 @click.option(
     "--level",
     type=click.Choice(LEVELS),
@@ -145,6 +152,7 @@ def command(
     partition_by: tuple[str, ...],
     key_decoder: str | None,
     value_decoder: str | None,
+    schemas: str | None,
     level: str,
     where: str | None,
     verify: bool,
@@ -181,6 +189,9 @@ def command(
         kd, vd = ("base64" if d == "binary" else d for d in (kd, vd))
     if where is not None and level != "records":
         raise click.BadOptionUsage("where", "--where selects records: it needs --level records")
+    if "confluent" in (kd, vd) and engine != "local":
+        raise click.UsageError("--key-decoder/--value-decoder confluent runs with --engine local")
+    registry = confluent_schemas(paths, schemas, (kd, vd), limits)
     read = ReadOptions(
         where=parse_where(where) if where is not None else None,
         level=level,
@@ -189,9 +200,11 @@ def command(
         on_corrupt=on_corrupt,
         key_decoder=kd,
         value_decoder=vd,
+        schemas=registry,
     )
     out = settings.output(fmt)
     warn_if_a_broker_runs(out, paths)
+    confluent_notice(out, registry, (kd, vd))
     segments = list_segments(list(paths))
     input_bytes = sum(s.size for s in segments)
     destination = Destination(
@@ -324,6 +337,13 @@ EXAMPLES: list[tuple[str, list[str]]] = [
         "The same on a Spark cluster (paths every node sees):",
         [
             "klogtool export /mnt/kafka --to parquet hdfs:///backup/kafka --master yarn",
+        ],
+    ),
+    (
+        "Confluent-framed values decoded to JSON text in a value_decoded column, beside the "
+        "raw bytes (the schemas from the _schemas topic in the same log dir):",
+        [
+            "klogtool export orders-0 --to parquet out/ --value-decoder confluent",
         ],
     ),
 ]

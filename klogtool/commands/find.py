@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 import click
 
 from klogtool.commands._options import (
+    confluent_notice,
+    confluent_schemas,
     format_option,
     internal_decoder_option,
     jobs_option,
@@ -84,6 +86,7 @@ def command(
     print_data: bool,
     key_decoder: str | None,
     value_decoder: str | None,
+    schemas: str | None,
     decoder: str,
     fmt: str,
     limits: ReadLimits,
@@ -119,6 +122,8 @@ def command(
         raise click.UsageError("--largest N keeps the N largest of all matches: no --limit")
     default = "base64" if fmt in ("json", "jsonl") else "utf8"
     kd = key_decoder or default
+    vd = value_decoder or kd
+    registry = confluent_schemas(paths, schemas, (kd, vd), limits)
     options = FindOptions(
         where=where,
         newest_first=newest_first,
@@ -130,14 +135,16 @@ def command(
             deep=True,
             print_data=print_data,
             key_decoder=kd,
-            value_decoder=value_decoder or kd,
+            value_decoder=vd,
             decoder=decoder,
             kafka_text=fmt == "kafka",
             limits=limits,
+            schemas=registry,
         ),
     )
     out = settings.output("text" if fmt == "kafka" else fmt)
     warn_if_a_broker_runs(out, paths)
+    confluent_notice(out, registry, (kd, vd))
     renderer = KafkaRenderer(out) if fmt == "kafka" else None
     targets = resolve_targets(list(paths))
     # a bar only when the records go to a file or a pipe: on a terminal they are the progress
@@ -206,6 +213,14 @@ EXAMPLES: list[tuple[str, list[str]]] = [
         "Offsets 1000 to 1999 whose value matches a pattern, with no index trusted:",
         [
             "klogtool find --offsets 1000:1999 --value-regex 'status\":\"FAILED' --scan orders-3",
+        ],
+    ),
+    (
+        "Values in Confluent's wire format (Avro, Protobuf, JSON Schema) as JSON, with the "
+        "schemas of the _schemas topic in the same log dir, or of a file of schema objects:",
+        [
+            "klogtool find --value-decoder confluent --key 'cust-42' /var/lib/kafka/data",
+            "klogtool find --value-decoder confluent --schemas schemas.jsonl orders-3",
         ],
     ),
 ]

@@ -8,7 +8,9 @@ the Spark source) uses the names below; ``klogtool.log`` may also use the module
   (``records.py``: the walk over a ``.log`` buffer), ``encode_batch`` (``v2.py``).
 - Codecs: the registry ``CODECS`` of :class:`Codec` (id, name, levels, compress and
   decompress), ``CODEC_NAMES``, ``CODEC_IDS``, :func:`available_codecs` (``codecs.py``).
-- Payload decoders: ``BYTE_DECODERS``, ``INTERNAL_DECODERS`` (``payloads/``).
+- Payload decoders: ``BYTE_DECODERS``, ``INTERNAL_DECODERS`` (``payloads/``); Confluent's
+  wire format: ``CONFLUENT_DECODER``, :class:`SchemaRegistry`, :func:`decode_confluent`
+  (``payloads/confluent.py``).
 - Errors: :class:`FormatError` and its subclasses (``errors.py``).
 - Engines: ``engine`` (``engine.py``), the one seam to the native engine;
   :func:`engine_stats`, the batches it handed back to the python engine, per reason.
@@ -55,6 +57,9 @@ _EXPORTS = {
     "BYTE_DECODERS": "payloads",
     "INTERNAL_DECODERS": "payloads",
     "UNIMPLEMENTED_DECODERS": "payloads",
+    "CONFLUENT_DECODER": "payloads",
+    "SchemaRegistry": "payloads",
+    "decode_confluent": "payloads",
     # engines
     "engine_stats": "engine",
 }
@@ -66,6 +71,7 @@ __all__ = [
     "CODECS",
     "CODEC_IDS",
     "CODEC_NAMES",
+    "CONFLUENT_DECODER",
     "CREATE_TIME",
     "Codec",
     "CodecUnavailableError",
@@ -81,6 +87,7 @@ __all__ = [
     "ReadLimits",
     "Record",
     "ScanResult",
+    "SchemaRegistry",
     "SegmentScanner",
     "TIMESTAMP_TYPE_NAMES",
     "TruncatedError",
@@ -88,6 +95,7 @@ __all__ = [
     "UnsupportedError",
     "ZSTD",
     "available_codecs",
+    "decode_confluent",
     "encode_batch",
     "engine",
     "engine_stats",
@@ -126,8 +134,11 @@ if TYPE_CHECKING:
     from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
     from klogtool.formats.payloads import (
         BYTE_DECODERS,
+        CONFLUENT_DECODER,
         INTERNAL_DECODERS,
         UNIMPLEMENTED_DECODERS,
+        SchemaRegistry,
+        decode_confluent,
     )
     from klogtool.formats.records import ScanResult, SegmentScanner, read_batch
     from klogtool.formats.v2 import encode_batch

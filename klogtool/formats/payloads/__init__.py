@@ -37,6 +37,12 @@ Names accepted by ``--key-decoder`` / ``--value-decoder`` / ``--decoder``:
   "UNKNOWN", "apiKey": k, ..., "unknown": True}``). A decoder listed in
   :data:`UNIMPLEMENTED_DECODERS` (none at the moment) raises
   :class:`~klogtool.formats.errors.UnsupportedError` with code ``decoder-not-implemented``.
+* Confluent's wire format (:mod:`.confluent`): ``confluent`` (:data:`CONFLUENT_DECODER`),
+  not a byte decoder because it needs the schemas: :func:`decode_confluent` ``(payload,
+  registry)`` gives ``{"schema_id", "subject", "version", "type", "value"}`` (Avro, JSON
+  Schema and Protobuf payloads as JSON), or the schema id, ``error`` and ``raw`` (base64);
+  :class:`SchemaRegistry` is the id → schema map, :meth:`SchemaRegistry.replay` rebuilds it
+  from a ``_schemas`` partition's records.
 * :func:`auto_decoder_for_topic` picks the internal decoder for ``__consumer_offsets``,
   ``__transaction_state`` and ``__cluster_metadata`` (topic names or ``<topic>-<n>`` partition
   directory names), else None.
@@ -59,6 +65,12 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from klogtool.formats.errors import CorruptRecordError, FormatError, UnsupportedError
+from klogtool.formats.payloads.confluent import (
+    CONFLUENT_DECODER,
+    Schema,
+    SchemaRegistry,
+    decode_confluent,
+)
 from klogtool.formats.payloads.control import ControlRecord, decode_control_record
 
 if TYPE_CHECKING:
@@ -89,14 +101,18 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "BYTE_DECODERS",
+    "CONFLUENT_DECODER",
     "DECODERS",
     "INTERNAL_DECODERS",
     "UNIMPLEMENTED_DECODERS",
     "ControlRecord",
     "CoordinatorRecord",
     "MetadataRecord",
+    "Schema",
+    "SchemaRegistry",
     "auto_decoder_for_topic",
     "decode_bytes",
+    "decode_confluent",
     "decode_consumer_offsets",
     "decode_control_record",
     "decode_internal",

@@ -44,6 +44,7 @@ from klogtool.errors import InputError
 from klogtool.formats import codecs, payloads
 from klogtool.formats.batch import Batch, NativeWrapper, Record, record_fields
 from klogtool.formats.errors import FormatError
+from klogtool.formats.payloads.confluent import CONFLUENT_DECODER, decode_confluent
 from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner, not_a_log
 from klogtool.log.export import native_columns
 from klogtool.log.export.spec import ReadOptions, arrow_schema
@@ -167,6 +168,18 @@ def _payload_array(items: Sequence[Any], decoder: str, typ: pa.DataType) -> pa.A
     if decoder == "binary":
         return _binary_array(items, typ)
     return pa.array([payloads.decode_bytes(decoder, x) for x in items], typ)
+
+
+def _confluent_array(items: Sequence[Any], opts: ReadOptions) -> pa.Array:
+    """The ``*_decoded`` column: each payload decoded from Confluent's wire format, as JSON
+    text (null for a null payload)."""
+    import pyarrow as pa
+
+    texts = []
+    for x in items:
+        obj = decode_confluent(x, opts.schemas)
+        texts.append(None if obj is None else json.dumps(obj, ensure_ascii=False))
+    return pa.array(texts, pa.string())
 
 
 def _headers_array(headers: Sequence[tuple[Any, ...]], decoder: str, typ: pa.DataType) -> pa.Array:
@@ -605,11 +618,16 @@ class _RangeReader:
             "sequence": pa.array(cols[5], pa.int32()),
             "batch_index": pa.array(p.batch_index, pa.int32()),
         }
-        if "key" in names:
-            arrays["key"] = _payload_array(cols[2], opts.key_decoder, self.schema.field("key").type)
-        if "value" in names:
-            typ = self.schema.field("value").type
-            arrays["value"] = _payload_array(cols[3], opts.value_decoder, typ)
+        for name, decoder, items in (
+            ("key", opts.key_decoder, cols[2]),
+            ("value", opts.value_decoder, cols[3]),
+        ):
+            if decoder == CONFLUENT_DECODER:
+                if f"{name}_decoded" in names:
+                    arrays[f"{name}_decoded"] = _confluent_array(items, opts)
+                decoder = "binary"
+            if name in names:
+                arrays[name] = _payload_array(items, decoder, self.schema.field(name).type)
         if "headers" in names:
             typ = self.schema.field("headers").type
             arrays["headers"] = _headers_array(cols[4], opts.value_decoder, typ)

@@ -5,10 +5,11 @@ data source derives its Spark schema from the same column kinds."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
+from klogtool.formats.payloads.confluent import CONFLUENT_DECODER, SchemaRegistry
 from klogtool.log.column_kinds import (
     BINARY,
     BOOLEAN,
@@ -32,8 +33,11 @@ ON_CORRUPT = ("fail", "skip", "report")
 
 
 # How keys and values leave the reader: raw bytes, or text rendered by a payload decoder;
-# ``none`` drops the column.
-PAYLOAD_DECODERS = ("binary", "utf8", "base64", "hex", "none")
+# ``none`` drops the column; ``confluent`` keeps the raw bytes and adds ``key_decoded`` /
+# ``value_decoded`` beside them: the JSON text of the payload decoded from Confluent's wire
+# format with ReadOptions.schemas (klogtool.formats.payloads.confluent.decode_confluent).
+PAYLOAD_DECODERS = ("binary", "utf8", "base64", "hex", "none", CONFLUENT_DECODER)
+RAW_DECODERS = ("binary", CONFLUENT_DECODER)  # the column holds the bytes
 
 
 _EXTRAS = [
@@ -95,6 +99,8 @@ class ReadOptions:
     max_offset: int | None = None
     min_timestamp_us: int | None = None
     where: RecordFilter | None = None  # find's filters: only the records they select
+    # the schema registry's schemas for the confluent decoder (None: schema ids only)
+    schemas: SchemaRegistry | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -116,10 +122,11 @@ def columns(opts: ReadOptions) -> list[tuple[str, str]]:
         cols = list(BATCH_COLUMNS)
     else:
         cols = []
-        if opts.key_decoder != "none":
-            cols.append(("key", BINARY if opts.key_decoder == "binary" else STRING))
-        if opts.value_decoder != "none":
-            cols.append(("value", BINARY if opts.value_decoder == "binary" else STRING))
+        for name, decoder in (("key", opts.key_decoder), ("value", opts.value_decoder)):
+            if decoder != "none":
+                cols.append((name, BINARY if decoder in RAW_DECODERS else STRING))
+            if decoder == CONFLUENT_DECODER:
+                cols.append((f"{name}_decoded", STRING))
         cols += [
             ("topic", STRING),
             ("partition", INT),
@@ -128,7 +135,7 @@ def columns(opts: ReadOptions) -> list[tuple[str, str]]:
             ("timestampType", INT),
             (
                 "headers",
-                HEADERS_BINARY if opts.value_decoder in ("binary", "none") else HEADERS_STRING,
+                HEADERS_BINARY if opts.value_decoder in ("none", *RAW_DECODERS) else HEADERS_STRING,
             ),
         ]
         cols += _EXTRAS

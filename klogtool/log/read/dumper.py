@@ -20,6 +20,7 @@ from klogtool.formats.batch import (
 )
 from klogtool.formats.errors import FormatError
 from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
+from klogtool.formats.payloads.confluent import CONFLUENT_DECODER, SchemaRegistry, decode_confluent
 from klogtool.formats.payloads.control import decode_control_record
 from klogtool.formats.records import CLEAN, CORRUPT, TORN_TAIL, ZERO_FILL, SegmentScanner, not_a_log
 from klogtool.formats.snapshot import parse_snapshot
@@ -84,6 +85,13 @@ class DumpOptions:
     # path; see native_render.render_records for the other fields).
     rendered_records: str | None = None
     threads: int = 1  # threads rendering records natively (the GIL is released meanwhile)
+    # the schemas of the confluent key/value decoder (klogtool.log.schemas), None: none found
+    schemas: SchemaRegistry | None = None
+
+    @property
+    def confluent(self) -> bool:
+        """Whether keys or values decode as Confluent's wire format (not natively)."""
+        return CONFLUENT_DECODER in (self.key_decoder, self.value_decoder)
 
 
 def finding(
@@ -214,7 +222,11 @@ class Dumper:
         decoder = self._internal_decoder(f)
         lo, hi = opts.offsets if opts.offsets else (None, None)
         # the native renderer writes whole batches of plain records
-        rendering = opts.rendered_records if deep and decoder is None and lo is None else None
+        rendering = (
+            opts.rendered_records
+            if deep and decoder is None and lo is None and not opts.confluent
+            else None
+        )
         # it releases the GIL: threads render the batches ahead, the output keeps its order
         threads = opts.threads if rendering is not None and engine.name() == engine.NATIVE else 1
         with mapped(f.path) as buf:
@@ -557,6 +569,8 @@ def record_object(
     batch: Batch, rec: Record, decoder: str | None, opts: DumpOptions
 ) -> events.DumpSegmentsRecord:
     """The docs/output.md record object of ``rec`` (of ``batch``), as dump-segments shows it."""
+    # header values are never in Confluent's wire format: with it they show in base64
+    header_decoder = "base64" if opts.value_decoder == CONFLUENT_DECODER else opts.value_decoder
     obj: events.DumpSegmentsRecord = {
         "type": "record",
         "offset": rec.offset,
@@ -566,7 +580,7 @@ def record_object(
         "value_size": -1 if rec.value is None else len(rec.value),
         "sequence": rec.sequence,
         "headers": [
-            {"key": k, "value": payloads.decode_bytes(opts.value_decoder, v)}
+            {"key": k, "value": payloads.decode_bytes(header_decoder, v)}
             if opts.print_data
             else {"key": k}
             for k, v in rec.headers
@@ -588,7 +602,10 @@ def record_object(
     if not opts.print_data:
         return obj
     try:
-        if decoder is None and opts.kafka_text:
+        if decoder is None and opts.confluent:
+            obj["key"] = _payload(opts.key_decoder, rec.key, opts)
+            obj["value"] = _payload(opts.value_decoder, rec.value, opts)
+        elif decoder is None and opts.kafka_text:
             # kafka-dump-log's StringDecoder: malformed UTF-8 becomes U+FFFD
             obj["key"] = payloads.kafka_dump_text(opts.key_decoder, rec.key, None, 0)[0]
             obj["value"] = payloads.kafka_dump_text(opts.value_decoder, None, rec.value, 0)[1]
@@ -605,6 +622,15 @@ def record_object(
         obj["key"] = obj["value"] = None
         obj["decode_error"] = f"{decoder or opts.value_decoder}: {e}"
     return obj
+
+
+def _payload(name: str, data: Any, opts: DumpOptions) -> Any:
+    """A key or value under a decoder that may be ``confluent`` (kafka text: compact JSON)."""
+    if name == CONFLUENT_DECODER:
+        return decode_confluent(data, opts.schemas)
+    if opts.kafka_text:
+        return payloads.kafka_dump_text(name, data, data, 0)[0]
+    return payloads.decode_bytes(name, data)
 
 
 def _text_entries(kind: str, name: str, data: bytes) -> Iterator[Obj]:
