@@ -136,6 +136,27 @@ class Columns:
     def payload_bytes(self) -> int: ...
     def take(self) -> ColumnBuffers: ...
 
+# -- find's record filters (formats/engine.py, for log/read/finder.py) -----------------------
+# records in the batch, indexes of the matching records, their rows
+Matched: TypeAlias = tuple[int, list[int], list[Row]]
+
+@final
+class FindFilter:
+    """find's exact key, header, offset, time and size conditions (all must hold), decided
+    per record on whole v2 batches."""
+
+    def __init__(
+        self,
+        key: bytes | None,
+        headers: list[tuple[str, bytes | None]],
+        offsets: tuple[int, int] | None,
+        from_time: int | None,
+        to_time: int | None,
+        min_size: int | None,
+        max_size: int | None,
+    ) -> None: ...
+    def matches(self, batch: _Readable, max_batch_bytes: int) -> Matched | None: ...
+
 # -- the cleaner's offset map (log/rewrite/native_clean.py) ----------------------------------
 @final
 class OffsetMap:

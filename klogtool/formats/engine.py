@@ -64,6 +64,8 @@ class NativeModule(Protocol):
     def watch_mapping(self, view: _Readable, path: str) -> int | None: ...
     def unwatch_mapping(self, slot: int) -> None: ...
     def handbacks(self) -> list[tuple[str, int]]: ...
+    @property
+    def FindFilter(self) -> type[_stub.FindFilter]: ...
 
     # the adapters': log/rewrite/native_clean, log/read/native_render, log/export/native_columns
     @property
@@ -228,6 +230,59 @@ def records_v2(data: memoryview, max_batch_bytes: int, position: int) -> list[Ro
         return None
     rows: list[Row] | None = call(f"byte {position}", _active.records_v2, data, max_batch_bytes)
     return rows
+
+
+# find's native conditions: key, headers, offsets, from_time, to_time, min_size, max_size
+# (record_filter.RecordFilter.native_spec)
+FindSpec = tuple[
+    bytes | None,
+    list[tuple[str, bytes | None]],
+    tuple[int, int] | None,
+    int | None,
+    int | None,
+    int | None,
+    int | None,
+]
+
+
+class FindMatcher:
+    """find's record-level conditions held by the native engine (made once per search by
+    :func:`find_matcher`): :meth:`matches` decides them per record on a whole v2 batch."""
+
+    __slots__ = ("_filter",)
+
+    def __init__(self, native_filter: _stub.FindFilter):
+        self._filter = native_filter
+
+    def matches(
+        self, data: memoryview | bytes, max_batch_bytes: int, position: int
+    ) -> tuple[int, list[int], list[Row]] | None:
+        """``(records in the batch, indexes of the matching records, their rows)`` of a
+        whole well-formed v2 batch, or None: read it with the python engine (``position``,
+        the batch's, names it if the engine fails)."""
+        result: tuple[int, list[int], list[Row]] | None = call(
+            f"byte {position}", self._filter.matches, data, max_batch_bytes
+        )
+        return result
+
+
+def find_matcher(spec: FindSpec) -> FindMatcher | None:
+    """A :class:`FindMatcher` of ``spec`` under the native engine, else None."""
+    if _active is None:
+        return None
+    key, headers, offsets, from_time, to_time, min_size, max_size = spec
+    native_filter = call(
+        "find's filter",
+        _active.FindFilter,
+        key,
+        headers,
+        offsets,
+        from_time,
+        to_time,
+        min_size,
+        max_size,
+    )
+    return None if native_filter is None else FindMatcher(native_filter)
 
 
 # Row, then the message's stored CRC-32 and whether it holds (v0/v1)

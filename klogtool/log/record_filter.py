@@ -25,6 +25,7 @@ from functools import cached_property
 from typing import Any
 
 from klogtool.formats.batch import LOG_APPEND_TIME, Batch, Record
+from klogtool.formats.engine import FindSpec
 from klogtool.formats.errors import FormatError
 
 COMMITTED, ABORTED, OPEN, NONE = "committed", "aborted", "open", "none"
@@ -83,6 +84,34 @@ class RecordFilter:
     @cached_property
     def _value_re(self) -> re.Pattern[bytes] | None:
         return re.compile(self.value_regex.encode()) if self.value_regex else None
+
+    def native_spec(self) -> FindSpec | None:
+        """The record-level conditions as the native engine's find kernel takes them (key,
+        headers, offsets, from_time, to_time, min_size, max_size; ``engine.find_matcher``), or
+        None when :meth:`matches` must decide in Python: a regex (``re`` and Rust's regex
+        differ), a header name that is not UTF-8-encodable, a bound past 64 bits, a key or
+        header value given as something other than ``bytes`` (the library API)."""
+        if self.key_regex or self.value_regex:
+            return None
+        if self.key is not None and type(self.key) is not bytes:
+            return None
+        headers: list[tuple[str, bytes | None]] = []
+        for name, value in self.headers:
+            if type(name) is not str or (value is not None and type(value) is not bytes):
+                return None
+            try:
+                name.encode()
+            except UnicodeEncodeError:  # a lone surrogate: matches no decoded header name
+                return None
+            headers.append((name, value))
+        times = (self.from_time, self.to_time)
+        ints = [t for t in times if t is not None] + list(self.offsets or ())
+        if any(type(v) is not int or not -(1 << 63) <= v < 1 << 63 for v in ints):
+            return None
+        sizes = (self.min_size, self.max_size)
+        if any(s is not None and (type(s) is not int or not 0 <= s < 1 << 63) for s in sizes):
+            return None
+        return (self.key, headers, self.offsets, *times, *sizes)
 
     def skips_batch(self, batch: Batch) -> bool:
         """True when no record of ``batch`` can match, judged from its header alone."""

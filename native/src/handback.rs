@@ -87,6 +87,7 @@ pub enum Kernel {
     LegacyColumns,
     MapKeys,
     Retain,
+    Find,
 }
 
 /// The batch being read is refused for `reason` (call it just before answering `None`).

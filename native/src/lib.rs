@@ -1,6 +1,7 @@
 //! klogtool's native engine: Kafka record batches decoded into columns.
 //!
-//! `codecs`, `batch`, `handback`, `legacy`, `columns`, `compact`, `encode`, `render` and `scan` are plain safe Rust (`#![forbid(unsafe_code)]`) and are
+//! `codecs`, `batch`, `handback`, `legacy`, `columns`, `compact`, `encode`, `find`, `render` and
+//! `scan` are plain safe Rust (`#![forbid(unsafe_code)]`) and are
 //! what `cargo test` exercises; `python` (built with the `python` feature, by maturin) is the
 //! thin PyO3 binding that klogtool's format layer imports as `klogtool._native`. `guard`
 //! turns the SIGBUS of a mapped file that shrinks into klogtool's one-line error (the POSIX
@@ -11,6 +12,7 @@ pub mod codecs;
 pub mod columns;
 pub mod compact;
 pub mod encode;
+pub mod find;
 pub mod guard;
 pub mod handback;
 pub mod legacy;

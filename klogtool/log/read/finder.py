@@ -49,7 +49,7 @@ from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 from klogtool import events
 from klogtool.codes import Code
 from klogtool.errors import InputError
-from klogtool.formats import index
+from klogtool.formats import engine, index
 from klogtool.formats.batch import Batch, Record
 from klogtool.formats.errors import FormatError
 from klogtool.formats.records import (
@@ -62,6 +62,7 @@ from klogtool.formats.records import (
     read_batch,
     sniff_magic,
 )
+from klogtool.formats.v2 import DefaultBatch
 from klogtool.log import layout
 from klogtool.log.files import InputFile, detect_kind, partition_dirs_of
 from klogtool.log.findings import Finding
@@ -351,6 +352,7 @@ class Finder:
         self.where = options.where
         self._txns: TransactionStates | None = None
         self._records_reported = 0
+        self._matcher: tuple[object, engine.FindMatcher | None] | None = None
 
     # -- entry points ---------------------------------------------------------------------------
     def objects(self, paths: list[str], *, jobs: int = 1) -> Iterator[FindObject]:
@@ -593,17 +595,11 @@ class Finder:
 
     def _batch(self, seg: _Segment, batch: Batch, reverse: bool = False) -> Iterator[FindObject]:
         """The matching records of one candidate batch (newest first with ``reverse``)."""
-        opts, where = self.opts, self.where
-        record_level = where.record_level
         self.counts.batches_decoded += 1
         matched: list[events.FindRecord] = []
         first = True
         try:
-            for rec in batch.records(opts.dump.limits.max_batch_bytes):
-                self.counts.records += 1
-                self._records_reported += 1
-                if record_level and not where.matches(rec):
-                    continue
+            for rec in self._matching(batch):
                 obj = self._record_obj(seg, batch, rec)
                 if reverse:
                     matched.append(obj)
@@ -627,6 +623,64 @@ class Finder:
             yield from self._heads(seg, batch)
             for obj in reversed(matched):
                 yield from self._emit(obj)
+
+    def _matching(self, batch: Batch) -> Iterator[Record]:
+        """The records of ``batch`` that match, each counted (with the records before it) as it
+        is reached. Under the native engine the record-level filters of a v2 batch are decided
+        in Rust and only the matching records are made (``engine.find_matcher``); a batch it
+        hands back, a v0/v1 batch and a regex filter go through :meth:`RecordFilter.matches`."""
+        max_batch_bytes = self.opts.dump.limits.max_batch_bytes
+        where = self.where
+        if not where.record_level:
+            for rec in batch.records(max_batch_bytes):
+                self.counts.records += 1
+                self._records_reported += 1
+                yield rec
+            return
+        found = None
+        if isinstance(batch, DefaultBatch):
+            matcher = self._native_matcher()
+            if matcher is not None:
+                found = matcher.matches(batch.data, max_batch_bytes, batch.position)
+        if found is None:
+            for rec in batch.records(max_batch_bytes):
+                self.counts.records += 1
+                self._records_reported += 1
+                if where.matches(rec):
+                    yield rec
+            return
+        count, indexes, rows = found
+        counted = 0  # as the python path counts: each record when it is reached
+        new = object.__new__  # as v2's records: fill the slots, no __init__ call
+        for i, (offset, timestamp, key, value, headers, sequence, attributes) in zip(
+            indexes, rows, strict=True
+        ):
+            self.counts.records += i + 1 - counted
+            self._records_reported += i + 1 - counted
+            counted = i + 1
+            r = new(Record)
+            r.offset = offset
+            r.timestamp = timestamp
+            r.key = key
+            r.value = value
+            r.headers = headers
+            r.sequence = sequence
+            r.attributes = attributes
+            r.crc = None
+            r.crc_valid = None
+            yield r
+        self.counts.records += count - counted
+        self._records_reported += count - counted
+
+    def _native_matcher(self) -> engine.FindMatcher | None:
+        """The native engine's matcher of ``where`` (made once per engine in use), or None."""
+        module = engine.native_module()
+        if module is None:
+            return None
+        if self._matcher is None or self._matcher[0] is not module:
+            spec = self.where.native_spec()
+            self._matcher = (module, None if spec is None else engine.find_matcher(spec))
+        return self._matcher[1]
 
     def _heads(self, seg: _Segment, batch: Batch) -> list[FindFile | events.DumpSegmentsBatch]:
         """The ``file`` object (first match of the segment) and ``batch`` object to send."""

@@ -1,20 +1,21 @@
 //! The PyO3 binding: the module `klogtool._native`. Only `klogtool/formats/engine.py` imports
 //! it; the adapters outside the format layer reach it through that module's `native_module()`:
 //! `klogtool/log/rewrite/native_clean.py` (`clean`), `klogtool/log/read/native_render.py`
-//! (`render`) and `klogtool/log/export/native_columns.py` (`columns`). Its types are described
-//! for mypy in `klogtool/_native.pyi`.
+//! (`render`) and `klogtool/log/export/native_columns.py` (`columns`); `find` is reached
+//! through `engine.py` itself. Its types are described for mypy in `klogtool/_native.pyi`.
 //!
 //! Every entry point returns `None` where the Python engine must read a batch itself (see
 //! `batch`); nothing here raises a format error. A Rust panic surfaces as PyO3's
 //! `PanicException`, which klogtool reports as an internal error (exit 70) naming the file.
 //!
 //! This file holds the format kernels' entry points (CRC, check, records, legacy, re-encode,
-//! the mapping guard) and the module itself; `clean` the cleaner's offset map, `render` the
-//! dump-segments lines, `columns` export's record columns and the `Buffer` that hands memory
-//! to Python.
+//! the mapping guard) and the module itself; `clean` the cleaner's offset map, `find` find's
+//! record filters, `render` the dump-segments lines, `columns` export's record columns and
+//! the `Buffer` that hands memory to Python.
 
 mod clean;
 mod columns;
+mod find;
 mod render;
 
 use pyo3::buffer::PyUntypedBuffer;
@@ -345,6 +346,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<columns::Columns>()?;
     m.add_class::<columns::Buffer>()?;
     m.add_class::<clean::OffsetMap>()?;
+    m.add_class::<find::FindFilter>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
