@@ -64,6 +64,14 @@ EXAMPLES: list[tuple[str, list[str]]] = [
             "klogtool diff --format jsonl /data/kafka /backup/kafka > diff.jsonl",
         ],
     ),
+    (
+        "After an unclean election: three replicas against the new leader (b), and the "
+        "records the others lose written out for the application team:",
+        [
+            "klogtool diff --leader b --export-lost parquet lost/ r1/orders-3 r2/orders-3 "
+            "r3/orders-3",
+        ],
+    ),
 ]
 
 

@@ -223,4 +223,12 @@ EXAMPLES: list[tuple[str, list[str]]] = [
             "klogtool find --value-decoder confluent --schemas schemas.jsonl orders-3",
         ],
     ),
+    (
+        "The 10 largest records of a topic (after a RecordTooLargeException), and every "
+        "partition's records of the last hour merged in time order:",
+        [
+            "klogtool find --largest 10 --min-size 512K /var/lib/kafka/data",
+            "klogtool find --merge --from-time 2024-05-01T11:00:00Z orders-0 orders-1 orders-2",
+        ],
+    ),
 ]
