@@ -13,7 +13,9 @@ scanner mode and every record decoded; the only exceptions allowed are
 With the native engine active (the default where it is built) the fuzzer is also a
 differential test: every v2 batch goes to both engines, and wherever the native engine decodes
 a batch (rather than handing it back) its records, record count, offset check and largest
-timestamp must equal the python engine's, which must not have raised.
+timestamp must equal the python engine's, which must not have raised; so must the records
+find's native filter keeps (a random filter a batch) equal those ``RecordFilter.matches``
+keeps.
 
 Case ``i`` of seed ``S`` depends on nothing else, so ``--seed S --start i --iterations 1``
 replays it (``--save DIR`` writes the failing input there). ``tests/formats/test_fuzz.py`` runs
@@ -57,6 +59,7 @@ from klogtool.formats.records import SegmentScanner, read_batch  # noqa: E402
 from klogtool.log.export import native_columns  # noqa: E402
 from klogtool.log.read import native_render  # noqa: E402
 from klogtool.log.read.dumper import Dumper, DumpOptions  # noqa: E402
+from klogtool.log.record_filter import RecordFilter  # noqa: E402
 from klogtool.output import render_text, to_json  # noqa: E402
 
 MAX_BATCH_BYTES = 1 << 20  # small, so a decompression bomb is cheap to detect
@@ -554,6 +557,7 @@ def compare_engines(batch, stats: Counter) -> None:
             batch.base_offset <= o <= batch.last_offset for o in offsets
         )
         assert checked == (len(expected), in_order, max([-1, *(r[1] for r in expected)])), checked
+    compare_find(batch, stats, expected, error, random.Random(batch.crc))
     if got is None:
         return
     stats["native-agreed"] += 1
@@ -561,6 +565,62 @@ def compare_engines(batch, stats: Counter) -> None:
     compare_lines(batch, stats, rendering="text")
     compare_kafka(batch, stats)
     compare_reencode(batch, stats, random.Random(batch.crc))
+
+
+_I64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def _clamp(v: int) -> int:
+    return min(max(v, _I64[0]), _I64[1])
+
+
+def _random_filter(rng: random.Random, recs: list[tuple]) -> RecordFilter:
+    """find's native conditions, mostly taken from one of ``recs`` so that some match."""
+    pick = rng.choice(recs) if recs else None
+    kw: dict = {}
+    if rng.random() < 0.5:
+        key = pick[2] if pick is not None and rng.random() < 0.8 else None
+        kw["key"] = key if key is not None else b"k"
+    if pick is not None and pick[4] and rng.random() < 0.5:
+        name, value = rng.choice(pick[4])
+        kw["headers"] = ((name, value if rng.random() < 0.5 else None),)
+    if pick is not None and rng.random() < 0.3:
+        kw["offsets"] = (_clamp(pick[0] - rng.randint(0, 3)), _clamp(pick[0] + rng.randint(0, 3)))
+    if pick is not None and rng.random() < 0.3:
+        kw["from_time"] = _clamp(pick[1] - rng.randint(0, 1000))
+    if pick is not None and rng.random() < 0.3:
+        kw["to_time"] = _clamp(pick[1] + rng.randint(0, 1000))
+    if rng.random() < 0.2:
+        kw["min_size"] = rng.randint(0, 64)
+    if rng.random() < 0.2:
+        kw["max_size"] = rng.randint(0, 256)
+    return RecordFilter(**kw)
+
+
+def compare_find(
+    batch, stats: Counter, expected: list[tuple] | None, error: FormatError | None, rng
+) -> None:
+    """find's native filter (``engine.find_matcher``) on a v2 batch: the records
+    ``RecordFilter.matches`` keeps of the python engine's records, with their indexes and the
+    batch's record count, or a hand-back; never an answer where the python engine raised."""
+    where = _random_filter(rng, expected or [])
+    spec = where.native_spec()
+    assert spec is not None, where
+    matcher = engine.find_matcher(spec)
+    assert matcher is not None, "the native engine is not active"
+    found = matcher.matches(batch.data, MAX_BATCH_BYTES, batch.position)
+    if found is None:
+        stats["find-handed-back"] += 1
+        return
+    assert error is None, f"the find kernel accepted what the python engine rejects: {error}"
+    assert expected is not None
+    count, indexes, rows = found
+    want = [(i, r) for i, r in enumerate(expected) if where.matches(Record(*r))]
+    assert count == len(expected), "the find kernel counted other records"
+    assert indexes == [i for i, _ in want], f"the find kernel matched other records: {where}"
+    assert list(rows) == [r for _, r in want], "the find kernel made other records"
+    stats["find-agreed"] += 1
+    stats["find-matched"] += len(rows)
 
 
 def _legacy_read(batch, engine_name: str) -> list[tuple] | tuple:
