@@ -55,7 +55,7 @@ pub const NAMES: [&str; REASONS] = [
     "malformed",
     "size-limit",
     "control-batch",
-    "over-4096-records",
+    "many-records",
     "render-decoder",
     "render-payload",
     "lz4-block-checksum",

@@ -167,8 +167,10 @@ impl Sink for Rows<'_> {
     }
 }
 
-/// The most records `records_v2` returns as one list.
-const MAX_LISTED_RECORDS: i32 = 4096;
+/// The most records `records_v2` returns as one list: about 16 MB of tuples besides the
+/// payloads. Real producers write batches of 10,000 records and more (every client's default
+/// `batch.size` allows it for small records); past this the Python decoder, a chunk at a time.
+const MAX_LISTED_RECORDS: i32 = 65_536;
 
 /// The records of a whole v2 batch as `(offset, timestamp, key, value, headers, sequence,
 /// attributes)` tuples (payloads as bytes), or None: decode it in Python.
