@@ -16,7 +16,10 @@ Options (all optional):
 - ``targetSplitBytes``: bin-packing target (default 128 MiB); ``minSplits``: at least this
   many splits when there is enough data (default 1);
 - ``keyDecoder`` / ``valueDecoder``: ``binary`` (default) | ``utf8`` | ``base64`` | ``hex`` |
-  ``none`` (a text decoder makes the column a string; ``none`` drops it);
+  ``none`` (a text decoder makes the column a string; ``none`` drops it) | ``confluent``
+  (the bytes, and ``key_decoded``/``value_decoded`` beside them: here with no schemas, so
+  each shows its schema id and an error; ``klogtool export --engine local`` decodes them,
+  docs/confluent.md);
 - ``deep``: with ``level=findings``, ``verify --deep``;
 - ``where``: only the records ``klogtool find`` would select, as find's options in one
   string (``--key customer-42 --from-time 2024-05-01``); with ``level=records``.
