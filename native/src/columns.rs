@@ -25,6 +25,17 @@ impl Default for Spares {
     }
 }
 
+/// The spares of the four payload columns, one set for the whole process: every builder
+/// (a new one per export split or Spark task) takes the buffers that Python gave back to the
+/// ones before it. Per builder they went away with it, and each new builder's first chunks
+/// were fresh memory again: with glibc's malloc, ~16 MB buffers freed in another order than
+/// they were made go back to the kernel, so 4-16k minor page faults and up to 3x the time a
+/// pass (`bench/bench_alloc.py`). At most two buffers a column stay, as before.
+pub fn shared_spares() -> [Spares; 4] {
+    static SHARED: std::sync::OnceLock<[Spares; 4]> = std::sync::OnceLock::new();
+    SHARED.get_or_init(Default::default).clone()
+}
+
 impl Spares {
     pub fn new(keep: usize, largest: usize) -> Self {
         Spares {
@@ -106,6 +117,15 @@ impl Binary {
         }
     }
 
+    /// Empty, its data in a spare buffer when there is one (a new builder's first chunk then
+    /// grows in memory already touched).
+    fn from_spares(spares: &Spares) -> Self {
+        Binary {
+            data: spares.get(0),
+            ..Binary::new()
+        }
+    }
+
     fn push(&mut self, v: Option<&[u8]>) {
         self.validity.push(v.is_some());
         if let Some(bytes) = v {
@@ -184,24 +204,28 @@ impl Columns {
         .zip(&self.spares)
         {
             b.offsets.reserve(old.offsets.len());
-            b.data = spares.get(old.data.len());
+            if b.data.capacity() < old.data.len() {
+                spares.give(std::mem::take(&mut b.data));
+                b.data = spares.get(old.data.len());
+            }
         }
         std::mem::replace(self, fresh)
     }
 
     pub fn new(max_batch_bytes: usize) -> Self {
+        let spares = shared_spares();
         Columns {
             offsets: Vec::new(),
             timestamps: Vec::new(),
             sequences: Vec::new(),
             batch_index: Vec::new(),
-            keys: Binary::new(),
-            values: Binary::new(),
+            keys: Binary::from_spares(&spares[0]),
+            values: Binary::from_spares(&spares[1]),
             header_validity: Bitmap::default(),
             header_offsets: vec![0],
-            header_keys: Binary::new(),
-            header_values: Binary::new(),
-            spares: Default::default(),
+            header_keys: Binary::from_spares(&spares[2]),
+            header_values: Binary::from_spares(&spares[3]),
+            spares,
             batch: 0,
             max_batch_bytes,
             bad_crc: false,
@@ -368,4 +392,21 @@ pub fn check(batch_bytes: &[u8], max_batch_bytes: usize) -> Option<(usize, bool,
     let mut check = Check::new(header.base_offset, header.last_offset()?);
     batch::decode(batch_bytes, max_batch_bytes, &mut check)?;
     Some((check.count, check.ok, check.max_timestamp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_builder_reuses_what_python_gave_back_to_an_earlier_one() {
+        let first = Columns::new(1 << 20);
+        let given = Vec::with_capacity(1 << 20);
+        let at = given.as_ptr();
+        first.spares[1].give(given); // Python dropped a values buffer of the first builder
+        drop(first);
+        let second = Columns::new(1 << 20);
+        assert_eq!(second.values.data.as_ptr(), at); // its values grow in that memory
+        assert!(second.values.data.capacity() >= 1 << 20);
+    }
 }
