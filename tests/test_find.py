@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from support.cli import generator, jsonl, run
-from support.paths import LOGDIR, LOGS
+from support.paths import CORPUS, LOGDIR, LOGS, needs_corpus
 
 from klogtool.formats import codecs
 from klogtool.formats.batch import LOG_APPEND_TIME, Record
@@ -604,3 +604,23 @@ def test_merge_keeps_each_partitions_own_order(logdir: tuple[Path, list[Rec]]) -
     for topic in ("events", "other"):
         mine = [o for t, o in shown if t == topic]
         assert mine == sorted(mine)
+
+
+@needs_corpus
+def test_largest_on_a_real_brokers_partition() -> None:
+    """find --largest on records a real broker wrote, against kafka-python's reading of every
+    record of the partition (sizes: key, value, header names and values)."""
+    from kafka.record import MemoryRecords
+
+    part = CORPUS / "iechenyb__data" / "kafka-logs" / "test-0921-0"
+    sizes = []
+    for log in sorted(part.glob("*.log")):
+        records = MemoryRecords(log.read_bytes())
+        while (b := records.next_batch()) is not None:
+            for r in b:
+                head = sum(len(k.encode()) + len(v or b"") for k, v in r.headers)
+                sizes.append(len(r.key or b"") + len(r.value or b"") + head)
+    code, out, err = run("find", "--largest", "7", "--format", "jsonl", str(part))
+    assert code == 0, err
+    assert [o["size"] for o in jsonl(out)] == sorted(sizes, reverse=True)[:7]
+    assert len(sizes) == 1521
