@@ -196,7 +196,7 @@ class DefaultBatch(Batch):
     def records(self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> Iterator[Record]:
         rows = engine.records_v2(self.data, max_batch_bytes, self.position)
         if rows is not None:  # the native engine decoded it (payloads are bytes then)
-            return _from_rows(rows)
+            return records_of_rows(rows)
         count = self.records_count
         if count < 0:
             raise CorruptRecordError(
@@ -235,7 +235,8 @@ class DefaultBatch(Batch):
         return chain.from_iterable(chunks)
 
 
-def _from_rows(rows: list[engine.Row]) -> Iterator[Record]:
+def records_of_rows(rows: Iterable[engine.Row]) -> Iterator[Record]:
+    """The native engine's record tuples (``records_v2``, find's matcher) as Records."""
     new = object.__new__  # as in _decode_fast: fill the slots, no __init__ call
     for offset, timestamp, key, value, headers, sequence, attributes in rows:
         r = new(Record)

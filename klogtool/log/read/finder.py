@@ -62,7 +62,7 @@ from klogtool.formats.records import (
     read_batch,
     sniff_magic,
 )
-from klogtool.formats.v2 import DefaultBatch
+from klogtool.formats.v2 import DefaultBatch, records_of_rows
 from klogtool.log import layout
 from klogtool.log.files import InputFile, detect_kind, partition_dirs_of
 from klogtool.log.findings import Finding
@@ -651,23 +651,10 @@ class Finder:
             return
         count, indexes, rows = found
         counted = 0  # as the python path counts: each record when it is reached
-        new = object.__new__  # as v2's records: fill the slots, no __init__ call
-        for i, (offset, timestamp, key, value, headers, sequence, attributes) in zip(
-            indexes, rows, strict=True
-        ):
+        for i, r in zip(indexes, records_of_rows(rows), strict=True):
             self.counts.records += i + 1 - counted
             self._records_reported += i + 1 - counted
             counted = i + 1
-            r = new(Record)
-            r.offset = offset
-            r.timestamp = timestamp
-            r.key = key
-            r.value = value
-            r.headers = headers
-            r.sequence = sequence
-            r.attributes = attributes
-            r.crc = None
-            r.crc_valid = None
             yield r
         self.counts.records += count - counted
         self._records_reported += count - counted
