@@ -213,12 +213,15 @@ def consumer_groups(paths: list[str], options: GroupOptions) -> GroupsResult:
     ]
     topic_ids = _topic_ids(data.values())
     moment = options.at if options.at is not None else replay.last_time  # the copy's time
+    ends: dict[Path, _End] = {}  # each data partition's end, read once for every group
     for g in groups:
         for c in g.offsets.values():
             c.expired = c.expire_timestamp is not None and 0 <= c.expire_timestamp <= moment
             part = data.get((c.topic, c.partition))
             if part is not None:
-                _lag(c, part, options)
+                if part not in ends:
+                    ends[part] = _end(part, options)
+                _lag(c, ends[part], options.limits)
     return GroupsResult(groups, replay.findings, len(offsets_dirs), replay.applied, topic_ids)
 
 
@@ -391,22 +394,37 @@ def _topic_ids(parts: Any) -> dict[str, str]:
     return out
 
 
-def _lag(c: Committed, part: Path, options: GroupOptions) -> None:
+@dataclass(frozen=True)
+class _End:
+    """Where a data partition ends for the lag: the offset, where it came from, the newest
+    record's timestamp below it, and the partition to look records up in."""
+
+    offset: int
+    source: str
+    newest_timestamp: int | None
+    target: Target
+
+
+def _end(part: Path, options: GroupOptions) -> _End:
     view = load_partition(part)
     (target,) = resolve_targets([str(part)])
     if options.at is None:
-        c.end_offset, c.end_source = view.high_watermark()
+        offset, source = view.high_watermark()
     else:  # the log end at that moment: the first offset written after it
         after = _first(target, RecordFilter(from_time=options.at + 1), options.limits)
-        c.end_offset = view.log_end_offset if after is None else after[0]
-        c.end_source = "records written up to --at"
-    c.lag = c.end_offset - c.offset
-    at_committed = _first(target, RecordFilter(offsets=(c.offset, MAX_OFFSET)), options.limits)
-    if c.end_offset > 0:
-        last = RecordFilter(offsets=(c.end_offset - 1, c.end_offset - 1))
-        newest = _first(target, last, options.limits)
-        c.newest_timestamp = None if newest is None else newest[1]
-    if at_committed is not None and at_committed[0] < c.end_offset:
+        offset = view.log_end_offset if after is None else after[0]
+        source = "records written up to --at"
+    newest = None
+    if offset > 0:
+        newest = _first(target, RecordFilter(offsets=(offset - 1, offset - 1)), options.limits)
+    return _End(offset, source, None if newest is None else newest[1], target)
+
+
+def _lag(c: Committed, end: _End, limits: ReadLimits) -> None:
+    c.end_offset, c.end_source, c.newest_timestamp = end.offset, end.source, end.newest_timestamp
+    c.lag = end.offset - c.offset
+    at_committed = _first(end.target, RecordFilter(offsets=(c.offset, MAX_OFFSET)), limits)
+    if at_committed is not None and at_committed[0] < end.offset:
         c.committed_timestamp = at_committed[1]
     if c.lag <= 0:
         c.time_lag_ms = 0
