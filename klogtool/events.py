@@ -783,6 +783,15 @@ class DumpSegmentsSummary(TypedDict):
     warnings: int
 
 
+class ExportSummaryOptional(TypedDict, total=False):
+    """The fields of export's summary that only some runs have (see ExportSummary)."""
+
+    error_rows: int
+    splits: int
+    records_per_second: int
+    input_mb_per_second: float
+
+
 class ExportSummary(TypedDict):
     """The last object: counts for the run."""
 

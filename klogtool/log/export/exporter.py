@@ -194,38 +194,28 @@ def summary_obj(
     --on-corrupt report, whose error rows are counted; ``splits`` shown when there are some;
     the rates when time was measured and the rows are known."""
     files, size = (written.files, written.bytes) if written is not None else (None, None)
-    obj: events.ExportSummary
+    errors: events.ExportSummaryOptional = {}
     if report:
-        obj = {
-            "type": "summary",
-            "destination": destination,
-            "format": to,
-            "rows": rows,
-            "files": files,
-            "bytes": size,
-            "error_rows": written.error_rows if written is not None else 0,
-            "segments": segments,
-            "input_bytes": input_bytes,
-            "seconds": round(seconds, 3),
-        }
-    else:
-        obj = {
-            "type": "summary",
-            "destination": destination,
-            "format": to,
-            "rows": rows,
-            "files": files,
-            "bytes": size,
-            "segments": segments,
-            "input_bytes": input_bytes,
-            "seconds": round(seconds, 3),
-        }
+        errors["error_rows"] = written.error_rows if written is not None else 0
+    tail: events.ExportSummaryOptional = {}
     if splits:
-        obj["splits"] = splits
+        tail["splits"] = splits
     if seconds > 0 and rows is not None:
-        obj["records_per_second"] = round(rows / seconds)
-        obj["input_mb_per_second"] = round(input_bytes / seconds / 1e6, 1)
-    return obj
+        tail["records_per_second"] = round(rows / seconds)
+        tail["input_mb_per_second"] = round(input_bytes / seconds / 1e6, 1)
+    return {
+        "type": "summary",
+        "destination": destination,
+        "format": to,
+        "rows": rows,
+        "files": files,
+        "bytes": size,
+        **errors,
+        "segments": segments,
+        "input_bytes": input_bytes,
+        "seconds": round(seconds, 3),
+        **tail,
+    }
 
 
 def data_files(root: str) -> Iterator[Path]:
