@@ -207,6 +207,11 @@ def get_session(
     if quiet:
         key = "spark.driver.extraJavaOptions"
         settings[key] = (settings.get(key, "") + " " + quiet_java_options()).strip()
+    if "spark.pyspark.python" in settings:
+        # PySpark hands the JVM the workers' Python from PYSPARK_PYTHON, read when the context
+        # starts; the conf alone is only applied by spark-submit starting a Python driver, so
+        # without this the executors (and the planning worker) would run python3.
+        os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"]
     if is_local(master) or is_loopback(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         if "spark.pyspark.python" not in settings:
