@@ -30,6 +30,26 @@ def paths_argument(f: F) -> F:
     )(f)
 
 
+def local_paths(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A writing command's PATH callback: object storage is read, never written (exit 2)."""
+    from klogtool.log.storage import is_remote
+
+    for v in [value] if isinstance(value, str) else value or ():
+        if is_remote(v):
+            raise click.BadParameter(
+                f"{v}: klogtool changes only local files; the reading commands take URIs "
+                "(copy the directory to a local disk to repair or rewrite it)"
+            )
+    return shown_paths(ctx, param, value)
+
+
+def local_paths_argument(f: F) -> F:
+    """PATH... of a command that changes files: local paths only."""
+    return click.argument(
+        "paths", nargs=-1, required=True, metavar="PATH...", callback=local_paths
+    )(f)
+
+
 def warn_if_a_broker_runs(out: Output, paths: Iterable[str]) -> None:
     """A read-only command on a log dir whose ``.lock`` a running broker holds: say so once
     per log dir (its active segments may change while they are read)."""

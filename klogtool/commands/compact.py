@@ -10,8 +10,8 @@ import click
 
 from klogtool import events
 from klogtool.commands._options import (
+    local_paths_argument,
     partition_plan_options,
-    paths_argument,
     read_limits_option,
     size_option,
     writing_options,
@@ -41,7 +41,7 @@ _OVERRIDES = (
 
 
 @click.command("compact")
-@paths_argument
+@local_paths_argument
 @click.option(
     "--delete-retention-ms",
     type=int,

@@ -8,6 +8,7 @@ import click
 
 from klogtool.commands._options import (
     index_interval_option,
+    local_paths,
     parse_size,
     read_limits_option,
     writing_options,
@@ -24,12 +25,11 @@ from klogtool.log.rewrite.converter import (
     convert,
 )
 from klogtool.output import Output, label
-from klogtool.shown import click_callback as shown_paths
 
 
 @click.command("convert-format")
-@click.argument("src", metavar="SRC", callback=shown_paths)
-@click.argument("dest", metavar="DEST", required=False, callback=shown_paths)
+@click.argument("src", metavar="SRC", callback=local_paths)
+@click.argument("dest", metavar="DEST", required=False, callback=local_paths)
 @click.option(
     "--to-magic",
     type=click.IntRange(0, 2),

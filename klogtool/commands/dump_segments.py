@@ -25,7 +25,7 @@ from klogtool.commands._options import (
 )
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.formats import ReadLimits
-from klogtool.log import layout
+from klogtool.log import layout, storage
 from klogtool.log.files import STDIN_KINDS, total_log_bytes
 from klogtool.log.read.dumper import Dumper, DumpOptions
 from klogtool.log.read.dumper import Obj as DumpObject
@@ -374,7 +374,7 @@ class KafkaRenderer:
 
     def _file(self, obj: Obj) -> None:
         self.path = obj["path"]
-        self.abs_path = os.path.abspath(self.path)
+        self.abs_path = storage.absolute(self.path)
         self.kind = obj["kind"]
         self.base = obj.get("base_offset", 0)
         self.last_record_offset = -1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +17,7 @@ from klogtool.commands._options import (
 from klogtool.commands._text import log_offsets
 from klogtool.errors import EXIT_OK
 from klogtool.formats import ReadLimits
-from klogtool.log import layout
+from klogtool.log import layout, storage
 from klogtool.log.rewrite.explain import PartitionExplain, explain_partition
 from klogtool.log.rewrite.retention import human_ms
 from klogtool.log.topicconfig import config_sources
@@ -72,8 +71,8 @@ def command(
     """
     out = settings.output(fmt)
     warn_if_a_broker_runs(out, [path])
-    p = Path(path)
-    name = Path(os.path.abspath(p)).name  # "." from inside the partition dir: its own name
+    p = storage.path_of(path)
+    name = Path(storage.absolute(p)).name  # "." from inside the partition dir: its own name
     parsed = layout.parse_partition_dir_name(name)
     topic = parsed[0] if parsed else None
     with out.phases(f"explaining {name}") as report:
@@ -118,7 +117,7 @@ def _iso(ms: int) -> str:
 
 
 def _text(out: Output, ex: PartitionExplain) -> None:
-    name = Path(os.path.abspath(ex.path)).name
+    name = Path(storage.absolute(ex.path)).name
     rows = []
     details: list[str] = []
     for s in ex.segments:

@@ -10,7 +10,7 @@ from klogtool.codes import Code
 from klogtool.commands._options import (
     index_interval_option,
     jobs_option,
-    paths_argument,
+    local_paths_argument,
     read_limits_option,
     writing_options,
 )
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 
 @click.command("rebuild-index")
-@paths_argument
+@local_paths_argument
 @click.option(
     "--check",
     is_flag=True,

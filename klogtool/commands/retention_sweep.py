@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from klogtool import events
-from klogtool.commands._options import partition_plan_options, paths_argument, writing_options
+from klogtool.commands._options import local_paths_argument, partition_plan_options, writing_options
 from klogtool.commands._writing import WritingRun
 from klogtool.log.rewrite.retention import RetentionPlan, RetentionResult, sweep_partition
 from klogtool.output import Output, format_ts, plural
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 @click.command("retention-sweep")
-@paths_argument
+@local_paths_argument
 @click.option(
     "--retention-ms",
     type=int,

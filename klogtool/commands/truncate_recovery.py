@@ -11,7 +11,7 @@ import click
 from klogtool.commands._options import (
     index_interval_option,
     jobs_option,
-    paths_argument,
+    local_paths_argument,
     read_limits_option,
     writing_options,
 )
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 
 @click.command("truncate-recovery")
-@paths_argument
+@local_paths_argument
 @click.option(
     "--from-recovery-point",
     is_flag=True,

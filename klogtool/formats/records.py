@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import mmap
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -142,6 +142,8 @@ class SegmentScanner:
     ``stop_on_crc``: stop at the first CRC mismatch (recovery) or yield it and walk on (dump,
     verify), the framing being intact. ``strict``: see the module docstring.
     ``base_position``: file position of ``buf[0]``, added to every reported position.
+    ``need``: called with file positions ``(start, end)`` before those bytes are read, for a
+    buffer whose bytes arrive on demand (a segment in object storage).
     """
 
     def __init__(
@@ -153,8 +155,10 @@ class SegmentScanner:
         strict: bool = True,
         base_position: int = 0,
         max_bytes: int | None = None,
+        need: Callable[[int, int], None] | None = None,
     ):
         self.buf = buf if isinstance(buf, memoryview) else memoryview(buf)
+        self.need = need
         self.check_crc = check_crc
         self.stop_on_crc = stop_on_crc
         self.strict = strict
@@ -177,18 +181,25 @@ class SegmentScanner:
         unpack_prefix = ENTRY_PREFIX.unpack_from
         # a large segment's CRCs are computed ahead, on another core; the pages walked past
         # leave the process (a walk over a mapped segment keeps a flat RSS)
-        prefetch = crc_prefetch(buf[:n]) if self.check_crc else None
+        need = self.need
+        prefetch = crc_prefetch(buf[:n]) if self.check_crc and need is None else None
         release = ReleaseBehind(buf)
         try:
             while True:
                 remaining = n - pos
                 if remaining == 0:
                     break
+                if need is not None:  # the entry's prefix, or the tail that is shorter
+                    need(base + pos, base + pos + min(remaining, HEADER_SIZE_UP_TO_MAGIC))
                 if remaining < HEADER_SIZE_UP_TO_MAGIC:
                     end = ZERO_FILL if is_zero(buf[:n], pos) else TORN_TAIL
                     break
                 offset, size, magic = unpack_prefix(buf, pos)
+                if need is not None:  # the whole entry, or all that is left of the buffer
+                    need(base + pos, base + min(n, pos + LOG_OVERHEAD + max(size, 0)))
                 if size < MIN_RECORD_SIZE:
+                    if need is not None:
+                        need(base + pos, base + n)  # the zero check reads to the end
                     if is_zero(buf[:n], pos):
                         end = ZERO_FILL
                         break

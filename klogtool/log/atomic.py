@@ -29,7 +29,7 @@ from pathlib import Path
 
 from klogtool.codes import Code
 from klogtool.errors import InputError, RefusedError
-from klogtool.log import layout
+from klogtool.log import layout, storage
 
 CRASH_ENV = "KLOGTOOL_CRASH_AFTER_OPS"
 LOCK_FILE = ".lock"
@@ -643,7 +643,7 @@ def log_dir_of(path: Path) -> Path:
     a partition dir (its parent is the log dir), whatever stray ``.lock`` or
     ``meta.properties`` it holds; a JBOD log dir named like a partition is a log dir.
     """
-    path = Path(os.path.abspath(path))
+    path = storage.as_path(storage.absolute(path))
     if path.is_file():
         path = path.parent
     if path.is_dir() and layout.looks_like_partition_dir(path):

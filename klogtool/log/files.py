@@ -19,7 +19,7 @@ from klogtool.errors import InputError
 from klogtool.formats import checkpoint
 from klogtool.formats.errors import FormatError
 from klogtool.formats.snapshot import parse_snapshot
-from klogtool.log import layout
+from klogtool.log import layout, storage
 from klogtool.log.segment import STDIN
 
 
@@ -54,7 +54,7 @@ def expand(paths: list[str], *, stdin_kind: str = layout.LOG) -> Iterator[InputF
                 spool.flush()
                 yield InputFile(Path(spool.name), stdin_kind, STDIN)
             continue
-        path = Path(arg)
+        path = storage.path_of(arg)
         if not path.exists():
             raise InputError("no such file or directory", path=arg, code=Code.NOT_FOUND)
         if path.is_dir():
@@ -95,7 +95,7 @@ def kafka_dirs(path: Path, display: str) -> Iterator[KafkaDir]:
     below = layout.log_dirs_under(path)
     if below:
         for d in below:
-            yield from kafka_dirs(d, str(Path(display) / d.relative_to(path)))
+            yield from kafka_dirs(d, storage.child(display, d.relative_to(path)))
         return
     logdir = classify_dir(path, display)
     if logdir is None and not layout.scan_partition_dir(path).files():
@@ -113,7 +113,7 @@ def partition_dirs_of(path: Path, display: str) -> Iterator[tuple[Path, str]]:
         if d.logdir is None:
             yield d.path, d.display
         else:
-            yield from ((p, str(Path(d.display) / p.name)) for p in d.logdir.partitions)
+            yield from ((p, storage.child(d.display, p.name)) for p in d.logdir.partitions)
 
 
 def _expand_dir(path: Path, display: str) -> Iterator[InputFile]:
@@ -121,14 +121,14 @@ def _expand_dir(path: Path, display: str) -> Iterator[InputFile]:
         if d.logdir is None:
             part = layout.scan_partition_dir(d.path)
             for f in part.files():
-                yield InputFile(f, layout.file_kind(f), str(Path(d.display) / f.name))
+                yield InputFile(f, layout.file_kind(f), storage.child(d.display, f.name))
             continue
         for f in d.logdir.files:
             kind = layout.file_kind(f)
             if kind not in (layout.LOCK, layout.LEFTOVER):
-                yield InputFile(f, kind, str(Path(d.display) / f.name))
+                yield InputFile(f, kind, storage.child(d.display, f.name))
         for p in d.logdir.partitions:
-            yield from _expand_dir(p, str(Path(d.display) / p.name))
+            yield from _expand_dir(p, storage.child(d.display, p.name))
 
 
 _PREFIX = struct.Struct(">qi4xb")
@@ -146,7 +146,7 @@ def detect_kind(path: Path) -> str:
         if inner != layout.UNKNOWN:
             return inner
     try:
-        with open(path, "rb") as f:
+        with path.open("rb") as f:
             head = f.read(1 << 16)
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", path=str(path), code=Code.UNREADABLE) from e
@@ -175,7 +175,7 @@ def total_log_bytes(paths: list[str]) -> int:
     """Bytes of the .log files under PATHs (for progress bars); 0 where unknown."""
     total = 0
     for arg in paths:
-        p = Path(arg)
+        p = storage.path_of(arg)
         if p.is_file():
             total += p.stat().st_size
         elif p.is_dir():

@@ -7,13 +7,13 @@ the callers that open the files (a name alone is never trusted to mean a valid f
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from klogtool.codes import Code
 from klogtool.errors import InputError
+from klogtool.log import storage
 
 LOG = "log"
 INDEX = "index"
@@ -180,7 +180,7 @@ class PartitionDir:
 
 def scan_partition_dir(path: Path) -> PartitionDir:
     # the name of the directory itself: "." or "sub/.." named from inside keep theirs
-    parsed = parse_partition_dir_name(Path(os.path.abspath(path)).name)
+    parsed = parse_partition_dir_name(Path(storage.absolute(path)).name)
     part = PartitionDir(path, *(parsed or (None, None)))
     segments: dict[int, SegmentFiles] = {}
     for child in sorted(path.iterdir()):

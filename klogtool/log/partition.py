@@ -6,7 +6,6 @@ compaction planners. Batch headers only: records are never decoded here.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -17,7 +16,7 @@ from klogtool.errors import InputError
 from klogtool.formats import checkpoint, index
 from klogtool.formats.errors import FormatError
 from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
-from klogtool.log import layout
+from klogtool.log import layout, storage
 from klogtool.log.atomic import FileOps, log_dir_of
 from klogtool.log.segment import mapped, read_small, refuse_not_a_log
 from klogtool.log.topicconfig import ConfigSource, TopicConfig
@@ -134,7 +133,9 @@ class PlanInputs:
 
         if partition_dir is None and self.metadata_dir is None:
             return None
-        log_dir = Path(os.path.abspath(partition_dir)).parent if partition_dir else Path(".")
+        log_dir = (
+            storage.as_path(storage.absolute(partition_dir)).parent if partition_dir else Path(".")
+        )
         if log_dir not in self._hosts:
             self._hosts[log_dir] = load_for(log_dir, self.metadata_dir)
         return self._hosts[log_dir]
@@ -289,7 +290,7 @@ def load_partition(path: Path, *, scan_all: bool = False) -> PartitionView:
             orphans += [p for p in (seg.index, seg.timeindex, seg.txnindex) if p is not None]
             continue
         try:
-            st = os.stat(seg.log)
+            st = seg.log.stat()
         except OSError as e:
             raise InputError(f"cannot read: {e.strerror}", path=str(seg.log)) from e
         _refuse_non_kafka(seg.log)

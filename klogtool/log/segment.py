@@ -19,14 +19,20 @@ from typing import BinaryIO
 from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import engine
+from klogtool.formats.batch import LOG_OVERHEAD
 from klogtool.formats.records import ScanResult, not_a_log
+from klogtool.log import storage
 
 STDIN = "-"
 
 
 @contextmanager
-def mapped(path: Path | str) -> Iterator[memoryview]:
-    """A read-only view of a file's bytes (``-`` = stdin, spooled to a temp file first)."""
+def mapped(path: Path | str, *, lazy: bool = False) -> Iterator[memoryview]:
+    """A read-only view of a file's bytes (``-`` = stdin, spooled to a temp file first).
+
+    A file in object storage is fetched into a temporary file first, in large ranged reads;
+    with ``lazy`` only as the reader asks for ranges (:func:`need`): a reader that seeks by an
+    index must ask for every range it reads, and walk with ``SegmentScanner(need=...)``."""
     if str(path) == STDIN:
         with tempfile.TemporaryFile() as spool:
             shutil.copyfileobj(sys.stdin.buffer, spool, 1 << 20)
@@ -34,8 +40,52 @@ def mapped(path: Path | str) -> Iterator[memoryview]:
             with _map_fd(spool, "-") as view:
                 yield view
         return
+    if isinstance(path, str):
+        path = storage.as_path(path)
+    if isinstance(path, storage.RemotePath):
+        with tempfile.TemporaryFile(prefix="klogtool-") as spooled:
+            remote = storage.Spool(path, spooled)
+            if not lazy:
+                remote.fill()
+            with _map_fd(spooled, str(path)) as view:
+                key = id(view.obj)
+                if lazy:
+                    _SPOOLS[key] = remote
+                try:
+                    yield view
+                finally:
+                    _SPOOLS.pop(key, None)
+        return
     with open(path, "rb") as f, _map_fd(f, str(path)) as view:
         yield view
+
+
+_SPOOLS: dict[int, storage.Spool] = {}  # the views of remote files mapped now, by mapping
+
+
+def need(view: memoryview, start: int, end: int) -> None:
+    """Make the bytes ``[start, end)`` of a file mapped by :func:`mapped` readable (they
+    always are, but for a remote file mapped ``lazy``); ``view`` may be a slice of it, the
+    positions are the file's."""
+    spool = _SPOOLS.get(id(view.obj))
+    if spool is not None:
+        spool.need(start, end)
+
+
+def need_entry(view: memoryview, position: int) -> None:
+    """:func:`need` for the whole log entry (batch) at ``position`` of the file ``view`` maps."""
+    spool = _SPOOLS.get(id(view.obj))
+    if spool is not None:
+        spool.need(position, position + LOG_OVERHEAD)
+        size = int.from_bytes(view[position + 8 : position + LOG_OVERHEAD], "big", signed=True)
+        spool.need(position, position + LOG_OVERHEAD + max(size, 0))
+
+
+def fetcher(view: memoryview) -> Callable[[int, int], None] | None:
+    """:func:`need` for ``view`` as ``SegmentScanner``'s ``need``, or None for a file that
+    needs none."""
+    spool = _SPOOLS.get(id(view.obj))
+    return None if spool is None else spool.need
 
 
 @contextmanager

@@ -5,14 +5,13 @@ to batches), and segments a record filter's offsets or times rule out."""
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from klogtool.codes import Code
 from klogtool.errors import InputError
-from klogtool.log import layout
+from klogtool.log import layout, storage
 from klogtool.log.files import expand
 from klogtool.log.record_filter import RecordFilter
 from klogtool.log.segment import STDIN
@@ -109,7 +108,7 @@ def list_segments(paths: Sequence[str]) -> list[SegmentFile]:
             raise InputError(
                 "reading a segment from stdin is not supported here", path=arg, code=Code.STDIN
             )
-        is_file = Path(arg).is_file()
+        is_file = storage.path_of(arg).is_file()
         for f in expand([arg]):
             # KRaft snapshots (<offset>-<epoch>.checkpoint) are record batches too: exported
             if f.kind not in (layout.LOG, layout.KRAFT_SNAPSHOT):
@@ -121,8 +120,8 @@ def list_segments(paths: Sequence[str]) -> list[SegmentFile]:
                         code=Code.NOT_A_SEGMENT,
                     )
                 continue
-            path = os.path.abspath(f.path)
-            parsed = layout.parse_partition_dir_name(Path(path).parent.name)
+            path = storage.absolute(f.path)
+            parsed = layout.parse_partition_dir_name(f.path.parent.name)
             found.append(
                 SegmentFile(
                     path=path,

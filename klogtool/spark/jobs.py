@@ -19,6 +19,7 @@ from pyspark.sql import functions as F  # noqa: N812 (the usual name)
 from klogtool.codes import Code
 from klogtool.errors import KlogtoolError
 from klogtool.formats import ReadLimits
+from klogtool.log import storage
 from klogtool.log.check.fleet_verify import (
     FleetVerifier,
     UnitResult,
@@ -35,7 +36,7 @@ Progress = Callable[[int], None]
 
 def read(spark: SparkSession, paths: Sequence[str], options: dict[str, str]) -> DataFrame:
     """``spark.read.format("kafka-segments")`` over PATHs (made absolute here)."""
-    absolute = [os.path.abspath(p) for p in paths]
+    absolute = [storage.absolute(p) for p in paths]
     reader = spark.read.format(NAME).options(**options)
     return reader.load(absolute[0] if len(absolute) == 1 else absolute)
 
@@ -78,7 +79,7 @@ def export(
     target = options.get("targetSplitBytes")
     return len(
         plan_splits(
-            [os.path.abspath(p) for p in paths],
+            [storage.absolute(p) for p in paths],
             target_split_bytes=int(target) if target else DEFAULT_TARGET_SPLIT_BYTES,
             min_splits=int(options["minSplits"]),
         )

@@ -26,7 +26,7 @@ from klogtool.codes import Code
 from klogtool.errors import InputError, KlogtoolError
 from klogtool.formats.errors import FormatError
 from klogtool.formats.limits import ReadLimits
-from klogtool.log import layout
+from klogtool.log import layout, storage
 from klogtool.log.check.verifier import Stats, Verifier
 from klogtool.log.column_kinds import INT, LONG, STRING
 from klogtool.log.files import detect_kind, kafka_dirs
@@ -110,11 +110,11 @@ def plan(paths: Sequence[str]) -> VerifyPlan:
 
     def unit(kind: str, path: Path, size: int) -> int:
         i = len(p.units)
-        p.units.append(VerifyUnit(i, kind, os.path.abspath(path), str(path), size))
+        p.units.append(VerifyUnit(i, kind, storage.absolute(path), str(path), size))
         return i
 
     for arg in paths:
-        path = Path(arg)
+        path = storage.path_of(arg)
         try:
             if not path.exists():
                 raise InputError("no such file or directory", path=str(path), code=Code.NOT_FOUND)
@@ -147,11 +147,11 @@ def run_unit(unit: VerifyUnit, limits: ReadLimits, *, deep: bool = False) -> Uni
     v = Verifier(limits, deep=deep)
     res = UnitResult(display=unit.display, stats=v.stats)
     base = unit.path if unit.kind == PARTITION else os.path.dirname(unit.path)
-    shown = unit.display if unit.kind == PARTITION else str(Path(unit.display).parent)
+    shown = unit.display if unit.kind == PARTITION else str(storage.as_path(unit.display).parent)
     found: list[Finding] = []
     try:
         if unit.kind == PARTITION:
-            res.bounds = _drain(v.verify_partition(Path(unit.path)), found)
+            res.bounds = _drain(v.verify_partition(storage.as_path(unit.path)), found)
         else:
             _drain(v.verify([unit.path]), found)
     except KlogtoolError as e:
@@ -169,7 +169,7 @@ def run_unit(unit: VerifyUnit, limits: ReadLimits, *, deep: bool = False) -> Uni
     def display(p: str | None) -> str | None:
         if p is None or not (p == base or p.startswith(base + os.sep)):
             return p
-        return str(Path(shown) / os.path.relpath(p, base))
+        return storage.child(shown, os.path.relpath(p, base))
 
     res.findings = [
         Finding(f.severity, f.code, display(f.path) or "", f.position, f.offset, f.message)

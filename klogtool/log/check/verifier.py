@@ -17,7 +17,7 @@ from pathlib import Path
 
 from klogtool.codes import Code
 from klogtool.errors import InputError
-from klogtool.log import layout
+from klogtool.log import layout, storage
 from klogtool.log.check.logdir_checks import LogDirChecks
 from klogtool.log.files import detect_kind, kafka_dirs
 from klogtool.log.findings import Finding
@@ -33,7 +33,7 @@ class Verifier(LogDirChecks):
     def verify(self, paths: list[str]) -> Iterator[Finding]:
         for arg in paths:
             files_before = self.stats.files
-            for f in self._path(Path(arg)):
+            for f in self._path(storage.path_of(arg)):
                 self.stats.count(f)
                 yield f
             if self.stats.files == files_before:

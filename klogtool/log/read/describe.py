@@ -18,7 +18,7 @@ from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import index
 from klogtool.formats.errors import FormatError
-from klogtool.log import layout
+from klogtool.log import layout, storage
 from klogtool.log.epochs import EpochTimeline, partition_timeline
 from klogtool.log.files import partition_dirs_of
 from klogtool.log.partition import SegmentInfo, load_partition
@@ -72,7 +72,7 @@ def describe(paths: list[str], *, epochs: bool = False) -> Iterator[PartitionSum
     of log dirs), in the order given. Raises InputError (exit 3) for a PATH with none. With
     ``epochs``, each one's leader-epoch timeline too (every batch header is read)."""
     for arg in paths:
-        found = list(_partitions(Path(arg), arg))
+        found = list(_partitions(storage.path_of(arg), arg))
         if not found:
             raise InputError("no partition directories in it", path=arg, code=Code.NO_KAFKA_FILES)
         for path, display in found:

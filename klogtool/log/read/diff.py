@@ -54,7 +54,7 @@ from klogtool.formats.errors import FormatError
 from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
 from klogtool.formats.payloads.control import ABORT
 from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner, not_a_log
-from klogtool.log import layout, pool
+from klogtool.log import layout, pool, storage
 from klogtool.log.epochs import EpochRuns, read_checkpoint, timeline
 from klogtool.log.files import classify_dir
 from klogtool.log.partition import PartitionView, load_partition
@@ -473,7 +473,7 @@ class Pair:
 
 
 def _kind_of(arg: str) -> tuple[str, Path]:
-    path = Path(arg)
+    path = storage.path_of(arg)
     if not path.exists():
         raise InputError("no such file or directory", path=arg, code=Code.NOT_FOUND)
     if not path.is_dir():
@@ -510,8 +510,8 @@ def pair_partitions(a: str, b: str) -> list[Pair]:
                 name,
                 names_a.get(name),
                 names_b.get(name),
-                str(Path(a) / name) if name in names_a else None,
-                str(Path(b) / name) if name in names_b else None,
+                storage.child(a, name) if name in names_a else None,
+                storage.child(b, name) if name in names_b else None,
             )
         )
     return pairs
@@ -559,7 +559,7 @@ class _Side:
         return self.view.log_start_offset
 
     def _segment_display(self, log: Path) -> str:
-        return str(Path(self.display) / log.name)
+        return storage.child(self.display, log.name)
 
     def batches(self) -> Iterator[_Ref]:
         for seg in self.view.segments:

@@ -63,7 +63,7 @@ from klogtool.formats.records import (
     sniff_magic,
 )
 from klogtool.formats.v2 import DefaultBatch, records_of_rows
-from klogtool.log import layout
+from klogtool.log import layout, storage
 from klogtool.log.files import InputFile, detect_kind, partition_dirs_of
 from klogtool.log.findings import Finding
 from klogtool.log.objects import batch_object
@@ -75,7 +75,7 @@ from klogtool.log.record_filter import (
     past,
     record_size,
 )
-from klogtool.log.segment import mapped, read_small
+from klogtool.log.segment import fetcher, mapped, need, need_entry, read_small
 from klogtool.log.txnstates import TransactionStates, transaction_states
 
 
@@ -205,7 +205,7 @@ def resolve_targets(paths: list[str]) -> list[Target]:
     Raises :class:`InputError` (exit 3) for what is missing or not Kafka's."""
     out: list[Target] = []
     for arg in paths:
-        path = Path(arg)
+        path = storage.path_of(arg)
         if not path.exists():
             raise InputError("no such file or directory", path=arg, code=Code.NOT_FOUND)
         if path.is_dir():
@@ -224,7 +224,7 @@ def resolve_targets(paths: list[str]) -> list[Target]:
         if log is None:
             raise InputError("no .log beside this index", path=arg, code=Code.NOT_FOUND)
         parsed = layout.parse_partition_dir_name(log.resolve().parent.name)
-        display = arg if kind == layout.LOG else str(Path(arg).with_name(log.name))
+        display = arg if kind == layout.LOG else str(storage.as_path(arg).with_name(log.name))
         out.append(
             Target(
                 display,
@@ -247,7 +247,7 @@ def _dir_target(path: Path, display: str) -> Target:
         part.topic,
         part.partition,
         segs,
-        tuple(str(Path(display) / s.log.name) for s in segs if s.log is not None),
+        tuple(storage.child(display, s.log.name) for s in segs if s.log is not None),
         sum(s.log.stat().st_size for s in segs if s.log is not None),
     )
 
@@ -422,7 +422,8 @@ class Finder:
                 self.counts.segments_skipped += 1
                 self._advance(seg.files.log.stat().st_size)
                 return
-        with mapped(seg.files.log) as buf:
+        # a remote segment: only the chunks this walk reads are fetched
+        with mapped(seg.files.log, lazy=True) as buf:
             self.counts.bytes += len(buf)
             start = self._start_position(seg, buf, next_base, last)
             if start is None:
@@ -447,6 +448,7 @@ class Finder:
         offset_index: _Index | str | None = None
         if where.from_time is not None:
             times = _load_index(seg.files.timeindex, base, time=True)
+            need(buf, 0, 17)  # sniff_magic's bytes
             if isinstance(times, _Index) and times.n == 0 and sniff_magic(buf) != 0:
                 times = "the .timeindex is empty"
             if isinstance(times, str):
@@ -495,6 +497,7 @@ class Finder:
             return 0
         pos = idx.value(i)
         try:
+            need_entry(buf, pos)
             batch = read_batch(buf, pos)
             first = batch.header_offset
         except FormatError as e:
@@ -532,7 +535,11 @@ class Finder:
         where = self.where
         hi = where.offsets[1] if where.offsets else MAX_OFFSET
         scanner = SegmentScanner(
-            buf[start:], check_crc=False, stop_on_crc=False, base_position=start
+            buf[start:],
+            check_crc=False,
+            stop_on_crc=False,
+            base_position=start,
+            need=fetcher(buf),
         )
         reported = start
         for batch in scanner:

@@ -38,7 +38,7 @@ from klogtool.formats.errors import FormatError
 from klogtool.formats.limits import ReadLimits
 from klogtool.formats.payloads.consumer_offsets import decode_consumer_offsets
 from klogtool.formats.records import SegmentScanner
-from klogtool.log import layout
+from klogtool.log import layout, storage
 from klogtool.log.files import partition_dirs_of
 from klogtool.log.findings import Finding
 from klogtool.log.partition import load_partition
@@ -187,7 +187,7 @@ def consumer_groups(paths: list[str], options: GroupOptions) -> GroupsResult:
     offsets_dirs: list[tuple[Path, str]] = []
     data: dict[tuple[str, int], Path] = {}
     for arg in paths:
-        for path, display in partition_dirs_of(Path(arg), arg):
+        for path, display in partition_dirs_of(storage.path_of(arg), arg):
             parsed = layout.parse_partition_dir_name(path.name)
             if parsed is None or layout.partition_dir_state(path.name) is not None:
                 continue  # -delete, -future, -stray: not what the broker serves
@@ -263,7 +263,7 @@ class _Replay:
         """The partition's batches in offset order, up to the first written after ``at``."""
         at = self.options.at if self.options.at is not None else MAX_OFFSET
         for seg in load_partition(path).segments:
-            seg_display = str(Path(display) / seg.log.name)
+            seg_display = storage.child(display, seg.log.name)
             with mapped(seg.log) as buf:
                 for batch in SegmentScanner(buf, check_crc=False):
                     if batch.max_timestamp > at:

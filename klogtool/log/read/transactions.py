@@ -59,7 +59,7 @@ from klogtool.formats.payloads.transaction_state import (
 )
 from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.formats.snapshot import ProducerEntry, parse_snapshot
-from klogtool.log import layout
+from klogtool.log import layout, storage
 from klogtool.log.files import partition_dirs_of
 from klogtool.log.findings import Finding
 from klogtool.log.segment import mapped, read_small, refuse_not_a_log
@@ -204,7 +204,7 @@ def abort_command(
 def resolve_partitions(paths: list[str]) -> Iterator[PartitionInput]:
     """The partitions PATH arguments stand for: partition dirs, log dirs, or ``.log`` files."""
     for arg in paths:
-        path = Path(arg)
+        path = storage.path_of(arg)
         if not path.exists():
             raise InputError("no such file or directory", path=arg, code=Code.NOT_FOUND)
         if path.is_file():

@@ -1,0 +1,438 @@
+"""PATH arguments that are URIs: log dirs, partition dirs and segments in object storage.
+
+``s3://``, ``gs://``, ``abfs://``, ``hdfs://`` (any scheme pyarrow's file systems know) become
+a :class:`RemotePath`: a ``pathlib.Path`` whose directory questions are answered from a
+listing made once per prefix, and whose bytes come in ranged reads. The rest of the log layer
+walks it exactly like a local directory; only opening a file's bytes differs
+(:func:`klogtool.log.segment.mapped`). ``file://`` URIs are plain local paths.
+
+Requests are what a user pays for, so: a PATH's prefix is listed once, recursively
+(``ListObjectsV2``, a thousand keys a request); a directory outside it is listed once, one
+level; small files are one GET; a segment is read in :data:`CHUNK` ranges, into a temporary
+file (memory stays flat), either whole or only the chunks a read touches (``find``'s index
+seeks). Transient errors are retried with back-off; credentials come from the file system's
+standard chain (environment, profile, instance metadata) and are never shown.
+"""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+import io
+import os
+import re
+import stat as statmod
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PosixPath
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
+
+CHUNK = 8 << 20  # bytes a ranged read of a segment fetches (large sequential reads)
+RETRIES = 4  # attempts of a ranged read after the file system's own retries gave up
+BACKOFF = 0.25  # seconds before the first retry; doubled each time
+
+_URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def scheme(arg: str) -> str | None:
+    """The URI scheme of a PATH argument (lower case), or None for a plain path."""
+    m = _URI.match(arg)
+    return m[1].lower() if m else None
+
+
+def is_remote(arg: str | Path) -> bool:
+    """True for a PATH in object storage or HDFS (a URI other than ``file://``)."""
+    if isinstance(arg, RemotePath):
+        return True
+    s = scheme(str(arg)) if isinstance(arg, str) else None
+    return s is not None and s != "file"
+
+
+def path_of(arg: str) -> Path:
+    """The path a PATH argument names: a :class:`RemotePath` for a URI, else a local path
+    (``file:///x`` is ``/x``). Every reading command turns its PATHs into paths here; a
+    remote PATH's whole tree is listed now, at once."""
+    path = as_path(arg)
+    if isinstance(path, RemotePath):
+        path.store.prefetch(path.key)
+    return path
+
+
+def as_path(arg: str) -> Path:
+    """The path a string names, as :func:`path_of` but listing nothing (a path made by
+    klogtool: a display, a split's segment in a worker)."""
+    s = scheme(arg)
+    if s is None:
+        return Path(arg)
+    if s == "file":
+        return Path(arg[len("file://") :] or "/")
+    return RemotePath(arg)
+
+
+def absolute(path: str | Path) -> str:
+    """A path as a string another process can open: absolute, or the URI."""
+    p = as_path(path) if isinstance(path, str) else path
+    return str(p) if isinstance(p, RemotePath) else os.path.abspath(p)
+
+
+def child(display: str, name: str | Path) -> str:
+    """How to show ``name`` (a name or relative path) inside the directory shown as
+    ``display``."""
+    return str(as_path(display) / name)
+
+
+class RemotePath(PosixPath):
+    """A file or directory in object storage, by its URI (``s3://bucket/key``).
+
+    Questions about the tree (``exists``, ``is_dir``, ``iterdir``, ``stat``) are answered from
+    the listing of its :class:`Store`; ``open``/``read_bytes`` read through it. Anything that
+    would change the tree raises ``EROFS``: klogtool only reads object storage. Its string is
+    the URI; an ``os`` call on it finds no local file (a URI is no local path)."""
+
+    __slots__ = ()
+
+    # parts are ("s3:", "bucket", "key", ...): the URI with its "//" collapsed
+    def __str__(self) -> str:
+        parts = self.parts
+        return parts[0] + "//" + "/".join(parts[1:])
+
+    def __fspath__(self) -> str:
+        return str(self)
+
+    def __repr__(self) -> str:
+        return f"RemotePath({str(self)!r})"
+
+    def as_posix(self) -> str:
+        return str(self)
+
+    def as_uri(self) -> str:
+        return str(self)
+
+    @property
+    def store(self) -> Store:
+        return Store.of(self.parts[0][:-1], self.parts[1] if len(self.parts) > 1 else "")
+
+    @property
+    def key(self) -> str:
+        """The path inside the store's file system."""
+        return self.store.key_of(self.parts[2:])
+
+    # -- the tree, from listings --------------------------------------------------------------
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        entry = self.store.entry(self.key)
+        if entry is None:
+            raise FileNotFoundError(errno.ENOENT, "no such object or prefix", str(self))
+        return entry.stat()
+
+    def lstat(self) -> os.stat_result:
+        return self.stat()
+
+    def is_symlink(self) -> bool:
+        return False
+
+    def iterdir(self) -> Generator[RemotePath, None, None]:
+        for name in self.store.children(self.key, str(self)):
+            yield self / name
+
+    def glob(self, pattern: str) -> Iterator[RemotePath]:  # type: ignore[override]
+        for name in self.store.children(self.key, str(self)):
+            if fnmatch.fnmatchcase(name, pattern):
+                yield self / name
+
+    def rglob(self, pattern: str) -> Iterator[RemotePath]:  # type: ignore[override]
+        for child_path in self.iterdir():
+            if fnmatch.fnmatchcase(child_path.name, pattern):
+                yield child_path
+            if child_path.is_dir():
+                yield from child_path.rglob(pattern)
+
+    def resolve(self, strict: bool = False) -> RemotePath:
+        return self
+
+    def absolute(self) -> RemotePath:
+        return self
+
+    def expanduser(self) -> RemotePath:
+        return self
+
+    def samefile(self, other_path: Any) -> bool:
+        return str(self) == str(other_path)
+
+    # -- bytes --------------------------------------------------------------------------------
+    def open(self, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if mode not in ("r", "rb"):
+            raise _read_only(self)
+        size = self.stat().st_size
+        raw = _RangeFile(self.store, self.key, size, str(self))
+        if mode == "rb":
+            return io.BufferedReader(raw, 1 << 16)
+        return io.TextIOWrapper(io.BufferedReader(raw, 1 << 16), *args, **kwargs)
+
+    def read_bytes(self) -> bytes:
+        size = self.stat().st_size
+        return self.store.read(self.key, 0, size, str(self))
+
+    def read_text(self, encoding: str | None = None, errors: str | None = None) -> str:
+        return self.read_bytes().decode(encoding or "utf-8", errors or "strict")
+
+    # -- never written ------------------------------------------------------------------------
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise _read_only(self)
+
+    mkdir = touch = unlink = rmdir = rename = replace = chmod = lchmod = _refuse
+    write_bytes = write_text = symlink_to = hardlink_to = owner = group = _refuse
+    readlink = _refuse
+
+
+def _read_only(path: Path) -> OSError:
+    return OSError(errno.EROFS, "klogtool only reads object storage", str(path))
+
+
+@dataclass
+class Entry:
+    """A listed object (``size``) or prefix (``size`` None)."""
+
+    size: int | None
+    mtime: float = 0.0
+
+    def stat(self) -> os.stat_result:
+        mode = statmod.S_IFDIR | 0o555 if self.size is None else statmod.S_IFREG | 0o444
+        t, ns = int(self.mtime), int(self.mtime * 1e9)
+        return os.stat_result(
+            (mode, 0, 0, 1, 0, 0, self.size or 0, t, t, t, self.mtime, self.mtime, self.mtime)
+            + (ns, ns, ns)
+        )
+
+
+@dataclass
+class Stats:
+    """What a process asked its stores for (``KLOGTOOL_STORAGE_STATS`` prints it)."""
+
+    listings: int = 0
+    reads: int = 0
+    bytes: int = 0
+    retries: int = 0
+
+
+@dataclass
+class Store:
+    """One bucket (or file system authority): its pyarrow file system and what was listed."""
+
+    scheme: str
+    authority: str
+    fs: pafs.FileSystem
+    root: str  # the file system's path of the bucket's top ("bucket" for s3 and gs)
+    dirs: dict[str, dict[str, Entry]] = field(default_factory=dict)  # complete listings
+    entries: dict[str, Entry] = field(default_factory=dict)  # every key seen
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    stats: Stats = field(default_factory=Stats)
+
+    @staticmethod
+    def of(scheme_name: str, authority: str) -> Store:
+        key = (scheme_name, authority)
+        with _REGISTRY_LOCK:
+            store = _REGISTRY.get(key)
+            if store is None:
+                store = _REGISTRY[key] = _open_store(scheme_name, authority)
+        return store
+
+    def key_of(self, parts: tuple[str, ...]) -> str:
+        return "/".join((self.root.rstrip("/"), *parts)) if parts else self.root.rstrip("/")
+
+    # -- listings -----------------------------------------------------------------------------
+    def entry(self, key: str) -> Entry | None:
+        """The object or prefix at ``key``, from a listing (its parent's, made now if none
+        covers it)."""
+        if key == self.root.rstrip("/"):
+            return Entry(None)
+        with self.lock:
+            if key not in self.entries:
+                parent = key.rpartition("/")[0]
+                if parent not in self.dirs:
+                    self._list(parent)
+            return self.entries.get(key)
+
+    def children(self, key: str, shown: str) -> list[str]:
+        found = self.entry(key)
+        if found is None:
+            raise FileNotFoundError(errno.ENOENT, "no such object or prefix", shown)
+        if found.size is not None:
+            raise NotADirectoryError(errno.ENOTDIR, "an object, not a prefix", shown)
+        with self.lock:
+            if key not in self.dirs:
+                self._list(key)
+            return sorted(self.dirs[key])
+
+    def prefetch(self, key: str) -> None:
+        """List everything under ``key`` at once: a PATH argument's whole tree, in a
+        thousand keys a request, instead of a listing per directory in it."""
+        with self.lock:
+            if key not in self.dirs and key not in self.entries:
+                self._list(key, recursive=True)
+
+    def _list(self, key: str, recursive: bool = False) -> None:
+        import pyarrow.fs as pafs
+
+        sel = pafs.FileSelector(key, allow_not_found=True, recursive=recursive)
+        try:
+            infos = _retrying(lambda: self.fs.get_file_info(sel), key, self.stats)
+        except NotADirectoryError:
+            infos = []  # an object's key: its parent's listing says what it is
+        finally:
+            self.stats.listings += 1
+        if not infos and recursive:
+            return  # an object or nothing: the parent's listing will say
+        self.dirs[key] = {}
+        if infos and key != self.root.rstrip("/"):
+            self.entries[key] = Entry(None)  # a prefix exists while keys are under it
+        for info in infos:
+            parent, _, name = info.path.rpartition("/")
+            is_dir = info.type == pafs.FileType.Directory
+            mtime = info.mtime.timestamp() if info.mtime is not None else 0.0
+            entry = Entry(None if is_dir else info.size, mtime)
+            self.entries[info.path] = entry
+            self.dirs.setdefault(parent, {})[name] = entry
+            if is_dir and recursive:
+                self.dirs.setdefault(info.path, {})  # complete: listed with its parent
+
+    # -- bytes --------------------------------------------------------------------------------
+    def read(self, key: str, start: int, end: int, shown: str) -> bytes:
+        """Bytes ``[start, end)`` of an object, in one ranged read (retried)."""
+        if end <= start:
+            return b""
+
+        def once() -> bytes:
+            with self.fs.open_input_file(key) as f:
+                return bytes(f.read_at(end - start, start))
+
+        data: bytes = _retrying(once, shown, self.stats)
+        self.stats.reads += 1
+        self.stats.bytes += len(data)
+        if len(data) != end - start:
+            raise OSError(
+                errno.EIO, f"read {len(data)} bytes of {end - start} at {start}: changed?", shown
+            )
+        return data
+
+
+_REGISTRY: dict[tuple[str, str], Store] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def _open_store(scheme_name: str, authority: str) -> Store:
+    uri = f"{scheme_name}://{authority}/"
+    try:
+        import pyarrow.fs as pafs
+    except ImportError:
+        raise OSError(
+            errno.ENOSYS, "reading URIs needs pyarrow: pip install 'klogtool[storage]'", uri
+        ) from None
+    try:
+        fs, root = pafs.FileSystem.from_uri(uri)
+    except (ValueError, OSError) as e:
+        raise OSError(errno.EINVAL, f"cannot open this file system: {e}", uri) from e
+    return Store(scheme_name, authority, fs, root)
+
+
+def forget() -> None:
+    """Drop every store and what it listed (a later read lists again)."""
+    with _REGISTRY_LOCK:
+        _REGISTRY.clear()
+
+
+def stores_stats() -> Stats:
+    """Requests and bytes of every store this process opened."""
+    total = Stats()
+    for store in list(_REGISTRY.values()):
+        total.listings += store.stats.listings
+        total.reads += store.stats.reads
+        total.bytes += store.stats.bytes
+        total.retries += store.stats.retries
+    return total
+
+
+def _transient(e: OSError) -> bool:
+    return not isinstance(e, (FileNotFoundError, PermissionError, IsADirectoryError))
+
+
+def _retrying(call: Callable[[], Any], shown: str, stats: Stats) -> Any:
+    delay = BACKOFF
+    for attempt in range(RETRIES):
+        try:
+            return call()
+        except OSError as e:
+            if not _transient(e) or attempt == RETRIES - 1:
+                raise OSError(e.errno or errno.EIO, _one_line(e), shown) from e
+            stats.retries += 1
+            time.sleep(delay)
+            delay *= 2
+    raise AssertionError("unreachable")
+
+
+def _one_line(e: OSError) -> str:
+    text = e.strerror or str(e)
+    return " ".join(text.split())
+
+
+class _RangeFile(io.RawIOBase):
+    """An object read through ranged reads (``open()`` of a :class:`RemotePath`)."""
+
+    def __init__(self, store: Store, key: str, size: int, shown: str):
+        self.store, self.key, self.size, self.shown = store, key, size, shown
+        self.pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.pos, io.SEEK_END: self.size}[whence]
+        self.pos = max(0, base + offset)
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def readinto(self, b: Any) -> int:
+        end = min(self.size, self.pos + len(b))
+        data = self.store.read(self.key, self.pos, end, self.shown)
+        b[: len(data)] = data
+        self.pos += len(data)
+        return len(data)
+
+
+# -- a segment's bytes in a temporary file ---------------------------------------------------------
+class Spool:
+    """A remote object's bytes in a temporary file of its size, fetched by :data:`CHUNK`
+    ranges: all at once (:meth:`fill`) or as a walk reaches them (:meth:`need`), so a read
+    seeking by an index fetches only the chunks around what it reads."""
+
+    def __init__(self, path: RemotePath, file: BinaryIO):
+        self.path = path
+        self.store = path.store
+        self.key = path.key
+        self.size = path.stat().st_size
+        self.file = file
+        self.fetched: set[int] = set()
+        file.truncate(self.size)  # sparse: unfetched chunks take no disk
+
+    def fill(self) -> None:
+        self.need(0, self.size)
+
+    def need(self, start: int, end: int) -> None:
+        """Make bytes ``[start, end)`` (clipped to the object) present."""
+        end = min(end, self.size)
+        first, last = start // CHUNK, (end - 1) // CHUNK
+        for i in range(first, last + 1):
+            if i not in self.fetched:
+                lo = i * CHUNK
+                data = self.store.read(self.key, lo, min(lo + CHUNK, self.size), str(self.path))
+                os.pwrite(self.file.fileno(), data, lo)
+                self.fetched.add(i)

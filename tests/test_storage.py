@@ -1,0 +1,211 @@
+"""Reading from object storage (issue 26): the fixtures uploaded to a real S3 API server on
+127.0.0.1 (tests/support/s3.py) read exactly as from the local disk — every golden, and every
+reading command — with the requests and bytes each read costs counted at the server."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from support.cli import generator, run
+from support.paths import LOGS
+from support.s3 import BUCKET, S3Server, s3_server  # noqa: F401  (the fixture)
+
+from klogtool.formats.batch import Record
+from klogtool.formats.v2 import encode_batch
+from klogtool.log import storage
+
+GEN = generator()
+CASES = GEN.golden_cases()
+
+
+@pytest.fixture(scope="module")
+def logs(s3_server: S3Server) -> str:  # noqa: F811
+    """fixtures/logs in the bucket: its URI."""
+    return s3_server.upload(LOGS, "fixtures")
+
+
+def _remote(args: tuple[str, ...], uri: str) -> list[str]:
+    """The command line with every PATH under fixtures/logs named by its URI."""
+    return [f"{uri}/{a}" if not a.startswith("-") and (LOGS / a).exists() else a for a in args]
+
+
+def _same(local: tuple[int, str, str], remote: tuple[int, str, str], uri: str) -> None:
+    code, out, err = remote
+    assert code == local[0]
+    assert _no_mtimes(out.replace(f"{uri}/", "")) == _no_mtimes(local[1])
+    assert err.replace(f"{uri}/", "") == local[2].replace(f"{LOGS}/", "")
+
+
+_MTIME = re.compile(r'"(\w+)":[0-9]+,"timestamp_source":"mtime"')
+
+
+def _no_mtimes(out: str) -> str:
+    """Output to compare: a time taken from a file's mtime is an object's upload time
+    (docs/storage.md), and a text table's columns are as wide as its longest path."""
+    return re.sub(" {2,}", "  ", _MTIME.sub(r'"\1":0,"timestamp_source":"mtime"', out))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_every_golden_reads_the_same_from_s3(case, logs: str) -> None:
+    """The same records, findings, byte positions and exit codes as from the local disk."""
+    _same(run(*case.args), run(*_remote(case.args, logs)), logs)
+
+
+READING = [
+    ("describe", "--format", "jsonl", "logdir"),
+    ("describe", "logdir/txn-0"),
+    (
+        "stats",
+        "--format",
+        "jsonl",
+        "--sample",
+        "0",
+        "--jobs",
+        "1",
+        "--now",
+        "1700000100000",
+        "logdir",
+    ),
+    ("transactions", "--format", "jsonl", "logdir"),
+    ("explain", "--format", "jsonl", "--now", "1700000100000", "logdir/v2-none-0"),
+    ("groups", "--format", "jsonl", "logdir"),
+    ("diff", "--format", "jsonl", "logdir/v2-none-0", "logdir/v2-zstd-0"),
+    ("find", "--format", "jsonl", "--jobs", "1", "--offsets", "18:20", "logdir/v2-lz4-0"),
+    ("find", "--format", "jsonl", "--jobs", "1", "--newest-first", "--key", "key-2", "logdir"),
+    ("find", "--format", "jsonl", "--from-time", "1700000020000", "logdir/v2-none-0"),
+    ("verify", "--format", "jsonl", "--deep", "logdir", "corrupt"),
+    ("dump-segments", "--format", "jsonl", "--deep-iteration", "corrupt"),
+    ("dump-segments", "--format", "jsonl", "logdir/v2-gzip-0/00000000000000000017.index"),
+]
+
+
+@pytest.mark.parametrize("args", READING, ids=[" ".join(a[:2]) for a in READING])
+def test_every_reading_command_reads_the_same_from_s3(args: tuple[str, ...], logs: str) -> None:
+    local = run(*args)
+    assert local[0] in (0, 1) and local[1], local  # a command line that reads something
+    _same(local, run(*_remote(args, logs)), logs)
+
+
+def test_a_tree_is_listed_once_and_each_file_read_once(s3_server: S3Server, logs: str) -> None:  # noqa: F811
+    s3_server.reset()
+    code, out, _ = run("verify", "--format", "jsonl", f"{logs}/logdir")
+    assert code == 0
+    lists = [r for r in s3_server.requests if r.method == "GET" and "list-type=2" in r.query]
+    assert len(lists) == 1, lists  # the whole log dir: one ListObjectsV2 (under 1,000 keys)
+    gets = [r for r in s3_server.requests if r.method == "GET" and r.path.startswith("/fixtures")]
+    assert len(gets) == len({r.path for r in gets})  # no object fetched twice
+    objects = {str(p.relative_to(LOGS)) for p in (LOGS / "logdir").rglob("*") if p.is_file()}
+    assert {r.path.removeprefix("/fixtures/") for r in gets} <= objects
+
+
+def test_a_transient_error_is_retried(s3_server: S3Server, logs: str) -> None:  # noqa: F811
+    seg = "logdir/v2-none-0/00000000000000000000.log"
+    local = run("dump-segments", "--format", "jsonl", seg)
+    s3_server.reset()
+    s3_server.fail += [(seg, 503), (seg, 500)]
+    remote = run("dump-segments", "--format", "jsonl", f"{logs}/{seg}")
+    _same(local, remote, logs)
+    assert [r.status for r in s3_server.requests if r.path.endswith(seg)].count(200) >= 1
+    assert not s3_server.fail  # both failures were served, and read past
+
+
+def test_a_missing_object_is_one_line_naming_it(s3_server: S3Server, logs: str) -> None:  # noqa: F811
+    code, out, err = run("dump-segments", f"{logs}/logdir/no-such-0")
+    assert code == 3 and out == ""
+    assert (
+        err == f"klogtool: error: {logs}/logdir/no-such-0: no such file or directory (not-found)\n"
+    )
+    assert "klogtool-test-secret" not in err
+
+
+def test_no_credential_is_ever_shown(s3_server: S3Server) -> None:  # noqa: F811
+    code, out, err = run("verify", "s3://no-such-bucket-here/logs")
+    assert code == 3 and len(err.splitlines()) == 1 and "s3://no-such-bucket-here" in err
+    for secret in s3_server.env.values():
+        if "secret" in secret or "key" in secret:
+            assert secret not in out + err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("compact", "--dry-run"),
+        ("retention-sweep", "--dry-run"),
+        ("rebuild-index", "--dry-run"),
+        ("truncate-recovery", "--dry-run"),
+        ("convert-format", "--to-magic", "2"),
+    ],
+)
+def test_writing_commands_refuse_uris(args: tuple[str, ...], logs: str, tmp_path: Path) -> None:
+    extra = [str(tmp_path / "out")] if args[0] == "convert-format" else []
+    code, out, err = run(*args, f"{logs}/logdir/v2-none-0", *extra)
+    assert code == 2 and out == ""
+    assert "klogtool changes only local files" in err
+
+
+# -- what a seek costs --------------------------------------------------------------------------
+SEGMENT_RECORDS = 5000  # of 2 KiB: ~10 MiB segments, more than a chunk each
+VALUE = 2048
+
+
+@pytest.fixture(scope="module")
+def big_partition(s3_server: S3Server, tmp_path_factory: pytest.TempPathFactory) -> str:  # noqa: F811
+    """A partition of four ~10 MiB segments with their indexes (rebuilt by klogtool)."""
+    part = tmp_path_factory.mktemp("big") / "big-0"
+    part.mkdir()
+    value = bytes(range(256)) * (VALUE // 256)
+    for s in range(4):
+        base = s * SEGMENT_RECORDS
+        with open(part / f"{base:020d}.log", "wb") as f:
+            for b in range(base, base + SEGMENT_RECORDS, 50):
+                recs = [
+                    Record(offset=o, timestamp=1_700_000_000_000 + o, key=b"k%d" % o, value=value)
+                    for o in range(b, b + 50)
+                ]
+                f.write(encode_batch(recs, base_offset=b))
+    code, _, err = run("rebuild-index", str(part))
+    assert code == 0, err
+    uri = s3_server.upload(part.parent, "big")
+    shutil.rmtree(part.parent)
+    return f"{uri}/big-0"
+
+
+def test_find_offsets_fetches_only_the_chunk_it_reads(
+    s3_server: S3Server,  # noqa: F811
+    big_partition: str,
+) -> None:
+    total = sum(r for r in _sizes(s3_server, "big/big-0/").values())
+    s3_server.reset()
+    code, out, err = run("find", "--format", "jsonl", "--offsets", "12345:12349", big_partition)
+    assert code == 0, err
+    offsets = [o["offset"] for o in map(json.loads, out.splitlines()) if o["type"] == "record"]
+    assert offsets == list(range(12345, 12350))
+    fetched = s3_server.fetched()
+    assert fetched <= storage.CHUNK + (1 << 20), (fetched, total)  # one chunk and an index
+    assert total > 4 * fetched
+    logs = [r for r in s3_server.requests if r.path.endswith(".log") and r.method == "GET"]
+    assert len(logs) == 1  # the one segment that holds the range, one ranged read
+
+
+def test_find_from_time_skips_the_segments_below_it(
+    s3_server: S3Server,  # noqa: F811
+    big_partition: str,
+) -> None:
+    s3_server.reset()
+    start = 1_700_000_000_000 + 3 * SEGMENT_RECORDS + 4990
+    code, out, err = run("find", "--format", "jsonl", "--from-time", str(start), big_partition)
+    assert code == 0, err
+    offsets = [o["offset"] for o in map(json.loads, out.splitlines()) if o["type"] == "record"]
+    assert offsets == list(range(3 * SEGMENT_RECORDS + 4990, 4 * SEGMENT_RECORDS))
+    logs = {r.path for r in s3_server.requests if r.path.endswith(".log") and r.method == "GET"}
+    assert logs == {f"/big/big-0/{3 * SEGMENT_RECORDS:020d}.log"}
+    assert s3_server.fetched() <= 2 * storage.CHUNK
+
+
+def _sizes(server: S3Server, prefix: str) -> dict[str, int]:
+    listed = server.client().list_objects_v2(Bucket=BUCKET, Prefix=prefix)
+    return {o["Key"]: o["Size"] for o in listed.get("Contents", [])}
