@@ -172,3 +172,20 @@ class OffsetMap:
     def retain(
         self, batch: _Readable, max_batch_bytes: int, latest_offset: int, keep_tombstones: bool
     ) -> Retained | None: ...
+
+# -- stats' per-record aggregates (log/read/native_stats.py) ----------------------------------
+# a record the python engine read: key, value length or None, timestamp, header count, header
+# bytes (names in characters, values in bytes)
+StatsRow: TypeAlias = tuple[bytes | None, int | None, int, int, int]
+
+@final
+class StatsRecords:
+    """One partition's per-record stats aggregates (sizes, time, keys, heaviest keys)."""
+
+    def __init__(self, now: int, exact_keys: int, heavy_counters: int) -> None: ...
+    def batch(
+        self, batch: _Readable, max_batch_bytes: int, aborted: bool, expired: bool
+    ) -> tuple[int, int] | None: ...
+    def area(self, limit: int) -> bytes: ...
+    def add_rows(self, rows: list[StatsRow], aborted: bool, expired: bool) -> None: ...
+    def finish(self) -> dict[str, object]: ...

@@ -25,6 +25,7 @@ STUB = PACKAGE / "_native.pyi"
 ADAPTERS = (
     PACKAGE / "log" / "rewrite" / "native_clean.py",
     PACKAGE / "log" / "read" / "native_render.py",
+    PACKAGE / "log" / "read" / "native_stats.py",
     PACKAGE / "log" / "export" / "native_columns.py",
 )
 NATIVE = "klogtool._native"

@@ -67,6 +67,7 @@ from klogtool.formats.v2 import RECORD_BATCH_OVERHEAD, DefaultBatch
 from klogtool.log.epochs import EpochRow, EpochRuns, read_checkpoint, timeline
 from klogtool.log.layout import LEADER_EPOCH_CHECKPOINT
 from klogtool.log.pool import processes
+from klogtool.log.read import native_stats
 from klogtool.log.read.finder import Progress, Target, resolve_targets
 from klogtool.log.record_filter import ABORTED, first_offset
 from klogtool.log.segment import mapped, refuse_not_a_log
@@ -675,6 +676,8 @@ def partition_stats(
     sampler = sampler or _Sampler(options.sample_fraction, options.sample_bytes)
     txns = transaction_states(target.segments, options.limits)
     runs = EpochRuns()
+    # the native engine: the record loop in Rust (klogtool/log/read/native_stats.py)
+    kernel = native_stats.records(options, target.display)
     for files, display in zip(target.segments, target.seg_displays, strict=True):
         assert files.log is not None
         st.segments += 1
@@ -685,7 +688,7 @@ def partition_stats(
                 before = st.records
                 runs.add(batch, first_offset(batch))
                 try:
-                    _batch(st, batch, options, sampler, txns)
+                    _batch(st, batch, options, sampler, txns, kernel, display)
                 except FormatError as e:
                     st.problems.append(
                         f"{display}:{batch.position}: cannot decode the records: {e} ({e.code})"
@@ -707,12 +710,20 @@ def partition_stats(
     if target.whole and target.segments and target.segments[0].log is not None:
         entries, _ = read_checkpoint(target.segments[0].log.parent / LEADER_EPOCH_CHECKPOINT)
         st.epochs = timeline(entries, runs.runs)
+    if kernel is not None:
+        native_stats.finish(kernel, st, target.display)
     st.finish()
     return st
 
 
 def _batch(
-    st: PartitionStats, batch: Batch, opts: StatsOptions, sampler: _Sampler, txns: TransactionStates
+    st: PartitionStats,
+    batch: Batch,
+    opts: StatsOptions,
+    sampler: _Sampler,
+    txns: TransactionStates,
+    kernel: native_stats.Records | None = None,
+    display: str = "",
 ) -> None:
     st.batches += 1
     size = batch.size
@@ -726,6 +737,9 @@ def _batch(
         st.control_records += n
         st.bytes_uncompressed += size
         _codec(st, codec, n, size)
+        return
+    if kernel is not None:
+        _batch_native(st, batch, opts, sampler, txns, kernel, display, codec)
         return
     if isinstance(batch, DefaultBatch):
         _v2_volume(st, batch, opts, sampler)
@@ -808,10 +822,17 @@ def _batch(
         assert st._hll is not None
         st._hll.add(h)
         st._expired_after += bit
+    _batch_counted(st, batch, codec, n, lat, pid, txn)
+
+
+def _batch_counted(
+    st: PartitionStats, batch: Batch, codec: str, n: int, lat: bool, pid: int, txn: bool
+) -> None:
+    """A batch's ``n`` records counted: what they add up to per batch."""
     st.records += n
     if lat:
         st.log_append_time += n
-    elif magic >= 1:
+    elif batch.magic >= 1:
         st.create_time += n
     if pid >= 0:
         st.idempotent_records += n
@@ -822,7 +843,75 @@ def _batch(
             prods[pid] = prods.get(pid, 0) + n
         else:
             st.producers_truncated = True
-    _codec(st, codec, n, size)
+    _codec(st, codec, n, batch.size)
+
+
+def _batch_native(
+    st: PartitionStats,
+    batch: Batch,
+    opts: StatsOptions,
+    sampler: _Sampler,
+    txns: TransactionStates,
+    kernel: native_stats.Records,
+    display: str,
+    codec: str,
+) -> None:
+    """``_batch`` past its control-batch case under the native engine: a v2 batch's records
+    counted in Rust; one the kernel refuses, and v0/v1 message sets, read here and their
+    records handed to the kernel (which holds the per-record aggregates)."""
+    magic = batch.magic
+    lat = batch.timestamp_type == LOG_APPEND_TIME
+    pid = batch.producer_id if magic >= 2 else -1
+    txn = batch.is_transactional
+    aborted = txn and txns.state(batch) == ABORTED
+    horizon = batch.delete_horizon_ms
+    expired = horizon is not None and horizon <= opts.now
+    where = f"{display}:{batch.position}"
+    max_bytes = opts.limits.max_batch_bytes
+    if isinstance(batch, DefaultBatch):
+        counted = native_stats.count_batch(kernel, batch.data, max_bytes, aborted, expired, where)
+        if counted is not None:
+            n, area_len = counted
+            size = batch.size
+            compressed = batch.compression != codecs.NONE
+            st.bytes_uncompressed += RECORD_BATCH_OVERHEAD + area_len if compressed else size
+            if sampler.wants(size):  # as _v2_volume samples
+                room = sampler.room
+                if compressed:
+                    piece: bytes | memoryview = native_stats.area(kernel, room, where)
+                else:
+                    area = batch.data[RECORD_BATCH_OVERHEAD:]
+                    piece = area if len(area) <= room else area[:room]
+                st.sample.append(bytes(piece))
+                st.sample_records += batch.count
+                sampler.took(size, len(piece))
+            _batch_counted(st, batch, codec, n, lat, pid, txn)
+            return
+        _v2_volume(st, batch, opts, sampler)
+    legacy_header = _LEGACY_HEADER.get(magic) if batch.compression != codecs.NONE else None
+    if magic < 2 and legacy_header is None:
+        st.bytes_uncompressed += batch.size
+    rows: list[native_stats.Row] = []
+    try:
+        for r in batch.records(max_bytes):
+            key, value, headers = r.key, r.value, r.headers
+            if legacy_header is not None:
+                st.bytes_uncompressed += LOG_OVERHEAD + legacy_header
+                st.bytes_uncompressed += (len(key) if key is not None else 0) + (
+                    len(value) if value is not None else 0
+                )
+            rows.append(
+                (
+                    None if key is None else bytes(key),
+                    None if value is None else len(value),
+                    r.timestamp,
+                    len(headers),
+                    sum(len(k) + (len(v) if v is not None else 0) for k, v in headers),
+                )
+            )
+    finally:  # the records read before a bad one count, as in the python loop
+        native_stats.add_rows(kernel, rows, aborted, expired, where)
+    _batch_counted(st, batch, codec, len(rows), lat, pid, txn)
 
 
 def _v2_volume(

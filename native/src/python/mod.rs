@@ -1,7 +1,8 @@
 //! The PyO3 binding: the module `klogtool._native`. Only `klogtool/formats/engine.py` imports
 //! it; the adapters outside the format layer reach it through that module's `native_module()`:
 //! `klogtool/log/rewrite/native_clean.py` (`clean`), `klogtool/log/read/native_render.py`
-//! (`render`) and `klogtool/log/export/native_columns.py` (`columns`); `find` is reached
+//! (`render`), `klogtool/log/read/native_stats.py` (`stats`) and
+//! `klogtool/log/export/native_columns.py` (`columns`); `find` is reached
 //! through `engine.py` itself. Its types are described for mypy in `klogtool/_native.pyi`.
 //!
 //! Every entry point returns `None` where the Python engine must read a batch itself (see
@@ -10,13 +11,14 @@
 //!
 //! This file holds the format kernels' entry points (CRC, check, records, legacy, re-encode,
 //! the mapping guard) and the module itself; `clean` the cleaner's offset map, `find` find's
-//! record filters, `render` the dump-segments lines, `columns` export's record columns and
-//! the `Buffer` that hands memory to Python.
+//! record filters, `stats` stats' per-record aggregates, `render` the dump-segments lines,
+//! `columns` export's record columns and the `Buffer` that hands memory to Python.
 
 mod clean;
 mod columns;
 mod find;
 mod render;
+mod stats;
 
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::prelude::*;
@@ -349,6 +351,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<columns::Buffer>()?;
     m.add_class::<clean::OffsetMap>()?;
     m.add_class::<find::FindFilter>()?;
+    m.add_class::<stats::StatsRecords>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,0 +1,616 @@
+//! `stats`' per-record aggregation (`klogtool/log/read/stats.py`, the record loop of `_batch`
+//! and the sketches it feeds), kept in Rust for a whole partition so that no record becomes a
+//! Python object: key, value, header and header-count sizes in log2 buckets, the time span,
+//! buckets and order, the key set (exact, then a HyperLogLog) and the heaviest keys
+//! (space-saving), with the Python engine's arithmetic and tie-breaking, so that the finished
+//! aggregates are equal to what the Python loop computes, number for number.
+//!
+//! A whole v2 batch is decoded by `batch::decode`; its records are held aside until the batch
+//! decoded to its end and only then counted, so a batch the kernel refuses (`None`: the Python
+//! engine reads it and hands its records in through [`State::record`]) leaves nothing behind.
+//! Batch-level counts (volume, codecs, producers, the what-if sample) stay in Python.
+#![forbid(unsafe_code)]
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+
+use blake2::digest::consts::U8;
+use blake2::{Blake2b, Digest};
+
+use crate::batch::{self, Header, Record, Sink};
+use crate::codecs;
+
+/// Log2 size buckets: sizes up to 2**40 bytes (`SIZE_BUCKETS`).
+pub const SIZE_BUCKETS: usize = 41;
+/// The most time buckets kept before their width doubles (`TIME_BUCKETS`).
+pub const TIME_BUCKETS: usize = 512;
+/// HyperLogLog registers: 2**14 (`HLL_P`).
+pub const HLL_P: u32 = 14;
+/// The bytes of a heavy key kept as its label.
+pub const LABEL_BYTES: usize = 64;
+
+/// `key_hash`: BLAKE2b with an 8-byte digest, read big-endian.
+pub fn key_hash(key: &[u8]) -> u64 {
+    let digest = Blake2b::<U8>::digest(key);
+    let mut out = [0u8; 8];
+    out.copy_from_slice(&digest);
+    u64::from_be_bytes(out)
+}
+
+fn bit_length(v: u64) -> u32 {
+    64 - v.leading_zeros()
+}
+
+/// Key hashes are uniform already: a map keyed by them needs no further hashing.
+#[derive(Default)]
+pub struct HashOfHash(u64);
+
+impl Hasher for HashOfHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+pub type HashMapOfHashes<V> = HashMap<u64, V, BuildHasherDefault<HashOfHash>>;
+
+/// `SizeHistogram`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sizes {
+    pub buckets: [u64; SIZE_BUCKETS],
+    pub count: u64,
+    pub nulls: u64,
+    pub total: u64,
+    pub min: Option<u64>,
+    pub max: Option<u64>,
+}
+
+impl Default for Sizes {
+    fn default() -> Self {
+        Sizes {
+            buckets: [0; SIZE_BUCKETS],
+            count: 0,
+            nulls: 0,
+            total: 0,
+            min: None,
+            max: None,
+        }
+    }
+}
+
+impl Sizes {
+    #[inline]
+    pub fn add(&mut self, n: u64) {
+        let b = (bit_length(n) as usize).min(SIZE_BUCKETS - 1);
+        self.buckets[b] += 1;
+        self.count += 1;
+        self.total = self.total.saturating_add(n);
+        if self.min.is_none_or(|m| n < m) {
+            self.min = Some(n);
+        }
+        if self.max.is_none_or(|m| n > m) {
+            self.max = Some(n);
+        }
+    }
+}
+
+/// `TimeBuckets`: records per bucket of `width` ms, the width doubled as needed.
+#[derive(Debug, Clone)]
+pub struct Times {
+    pub width: i64,
+    pub counts: HashMap<i64, u64>,
+}
+
+impl Default for Times {
+    fn default() -> Self {
+        Times {
+            width: 1000,
+            counts: HashMap::new(),
+        }
+    }
+}
+
+impl Times {
+    #[inline]
+    pub fn add(&mut self, ts: i64) {
+        *self.counts.entry(ts.div_euclid(self.width)).or_insert(0) += 1;
+        if self.counts.len() > TIME_BUCKETS {
+            self.widen();
+        }
+    }
+
+    fn widen(&mut self) {
+        loop {
+            let span = match (self.counts.keys().min(), self.counts.keys().max()) {
+                (Some(lo), Some(hi)) => hi.saturating_sub(*lo),
+                _ => 0,
+            };
+            if self.counts.len() <= TIME_BUCKETS && span <= 64 * TIME_BUCKETS as i64 {
+                return;
+            }
+            self.width = self.width.saturating_mul(2);
+            let mut widened = HashMap::with_capacity(self.counts.len());
+            for (i, n) in self.counts.drain() {
+                *widened.entry(i.div_euclid(2)).or_insert(0) += n;
+            }
+            self.counts = widened;
+        }
+    }
+}
+
+/// `HyperLogLog` over 64-bit hashes, 2**`HLL_P` registers.
+#[derive(Debug, Clone)]
+pub struct Hll {
+    pub registers: Vec<u8>,
+}
+
+impl Default for Hll {
+    fn default() -> Self {
+        Hll {
+            registers: vec![0; 1 << HLL_P],
+        }
+    }
+}
+
+impl Hll {
+    #[inline]
+    pub fn add(&mut self, h: u64) {
+        let q = 64 - HLL_P;
+        let i = (h >> q) as usize;
+        let rank = (q - bit_length(h & ((1u64 << q) - 1)) + 1) as u8;
+        if let Some(r) = self.registers.get_mut(i) {
+            if rank > *r {
+                *r = rank;
+            }
+        }
+    }
+}
+
+/// A counted heavy item: `(count, error, label)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counted {
+    pub count: u64,
+    pub error: u64,
+    pub label: Vec<u8>,
+}
+
+/// `TopCounter`: space-saving in `k` counters, its lightest item found through a lazy min-heap
+/// of `(count when pushed, item)` as Python's `heapq` holds them (the smallest pair first,
+/// whatever the heap's layout, so the same item is evicted).
+#[derive(Debug, Clone)]
+pub struct Top {
+    pub k: usize,
+    pub counts: HashMapOfHashes<Counted>,
+    pub floor: u64,
+    heap: BinaryHeap<Reverse<(u64, u64)>>,
+}
+
+impl Top {
+    pub fn new(k: usize) -> Self {
+        Top {
+            k,
+            counts: HashMapOfHashes::default(),
+            floor: 0,
+            heap: BinaryHeap::new(),
+        }
+    }
+
+    pub fn add(&mut self, h: u64, label: &[u8]) {
+        if let Some(c) = self.counts.get_mut(&h) {
+            c.count += 1;
+            return;
+        }
+        let base;
+        if self.counts.len() < self.k {
+            base = self.floor;
+            self.heap.push(Reverse((base + 1, h)));
+        } else {
+            loop {
+                // the lightest item: heap entries lag behind their counts
+                let Some(&Reverse((b, low))) = self.heap.peek() else {
+                    return; // k == 0: nothing is counted (the caller does not ask for that)
+                };
+                let current = self.counts.get(&low).map_or(b, |c| c.count);
+                self.heap.pop();
+                if current == b {
+                    self.counts.remove(&low);
+                    base = b;
+                    break;
+                }
+                self.heap.push(Reverse((current, low)));
+            }
+            self.heap.push(Reverse((base + 1, h)));
+            if base > self.floor {
+                self.floor = base;
+            }
+        }
+        let label = label[..label.len().min(LABEL_BYTES)].to_vec();
+        self.counts.insert(
+            h,
+            Counted {
+                count: base + 1,
+                error: base,
+                label,
+            },
+        );
+    }
+
+    /// `TopCounter.settle`: the counted items' true counts (`exact`) and a bound `floor` on
+    /// every other item.
+    pub fn settle(&mut self, exact: impl Fn(u64) -> u64, floor: u64) {
+        for (h, c) in self.counts.iter_mut() {
+            let truth = exact(*h);
+            c.count = truth.max(floor);
+            c.error = c.count - truth;
+        }
+        self.floor = floor;
+        self.heap = self
+            .counts
+            .iter()
+            .map(|(h, c)| Reverse((c.count, *h)))
+            .collect();
+    }
+}
+
+/// What a record brings to the aggregates, its key hashed and its label kept.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    timestamp: i64,
+    /// `(hash, length, where its label starts in `Held::labels`, label length)`
+    key: Option<(u64, u64, usize, usize)>,
+    value: Option<u64>,
+    header_count: u64,
+    header_bytes: u64,
+}
+
+/// One batch's records, held until the batch decoded to its end.
+struct Held {
+    records: Vec<Pending>,
+    labels: Vec<u8>,
+    /// Hash the keys (not for an aborted transaction's records: they are not keys).
+    hash: bool,
+}
+
+impl Sink for Held {
+    #[inline]
+    fn record(&mut self, r: &Record<'_>) {
+        let key = r.key.map(|k| {
+            let h = if self.hash { key_hash(k) } else { 0 };
+            let at = self.labels.len();
+            let label = &k[..k.len().min(LABEL_BYTES)];
+            self.labels.extend_from_slice(label);
+            (h, k.len() as u64, at, label.len())
+        });
+        let mut header_bytes = 0u64;
+        for (name, value) in r.headers {
+            // Python counts a header name in characters (`len` of its str)
+            let chars = if name.is_ascii() {
+                name.len()
+            } else {
+                name.chars().count()
+            };
+            header_bytes = header_bytes
+                .saturating_add(chars as u64)
+                .saturating_add(value.map_or(0, |v| v.len() as u64));
+        }
+        self.records.push(Pending {
+            timestamp: r.timestamp,
+            key,
+            value: r.value.map(|v| v.len() as u64),
+            header_count: r.headers.len() as u64,
+            header_bytes,
+        });
+    }
+}
+
+/// The per-record aggregates of one partition (`PartitionStats`' fields of the same names).
+pub struct State {
+    pub now: i64,
+    pub exact_keys: usize,
+    pub key_sizes: Sizes,
+    pub value_sizes: Sizes,
+    pub header_sizes: Sizes,
+    pub header_counts: Sizes,
+    pub tombstones: u64,
+    pub no_timestamp: u64,
+    pub out_of_order: u64,
+    pub future: u64,
+    pub first_timestamp: Option<i64>,
+    pub max_ts: i64,
+    prev_ts: i64,
+    pub times: Times,
+    pub aborted: u64,
+    pub keyless: u64,
+    pub keyed: u64,
+    /// The exact phase: key hash -> count * 2 + (its latest record is an expired tombstone).
+    pub keys: Option<HashMapOfHashes<u64>>,
+    pub hll: Option<Hll>,
+    pub expired_after: u64,
+    pub top: Top,
+    pub distinct_exact: bool,
+    pub top_exact: bool,
+    /// The last batch's decompressed records area (for the what-if sample).
+    pub area: Vec<u8>,
+}
+
+/// The finished key counts of the exact phase (`PartitionStats.finish`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExactKeys {
+    pub distinct: u64,
+    pub tombstones_expired: u64,
+}
+
+impl State {
+    pub fn new(now: i64, exact_keys: usize, heavy_counters: usize) -> Self {
+        State {
+            now,
+            exact_keys,
+            key_sizes: Sizes::default(),
+            value_sizes: Sizes::default(),
+            header_sizes: Sizes::default(),
+            header_counts: Sizes::default(),
+            tombstones: 0,
+            no_timestamp: 0,
+            out_of_order: 0,
+            future: 0,
+            first_timestamp: None,
+            max_ts: -1,
+            prev_ts: -1,
+            times: Times::default(),
+            aborted: 0,
+            keyless: 0,
+            keyed: 0,
+            keys: Some(HashMapOfHashes::default()),
+            hll: None,
+            expired_after: 0,
+            top: Top::new(heavy_counters),
+            distinct_exact: true,
+            top_exact: true,
+            area: Vec::new(),
+        }
+    }
+
+    /// Count a whole v2 batch's records (not a control batch: the caller counts those):
+    /// `(records, uncompressed records area bytes)`, or `None`: nothing was counted, the
+    /// Python engine reads the batch. The decompressed area stays in `self.area`.
+    pub fn batch(
+        &mut self,
+        data: &[u8],
+        max_batch_bytes: usize,
+        aborted: bool,
+        expired: bool,
+    ) -> Option<(usize, usize)> {
+        let header = batch::parse_header(data)?;
+        self.area.clear();
+        let mut held = Held {
+            records: Vec::with_capacity(usize::try_from(header.records_count).ok()?.min(1 << 16)),
+            labels: Vec::new(),
+            hash: !aborted,
+        };
+        let area_len;
+        if header.compression() == codecs::NONE {
+            area_len = data.len() - batch::HEADER_SIZE;
+            decoded(batch::decode(data, max_batch_bytes, &mut held))?;
+        } else {
+            let area = codecs::decompress(
+                header.compression(),
+                data.get(batch::HEADER_SIZE..)?,
+                max_batch_bytes,
+            )?;
+            area_len = area.len();
+            // the same batch uncompressed: its header with no codec, then the area
+            let mut plain = Vec::with_capacity(batch::HEADER_SIZE + area.len());
+            plain.extend_from_slice(data.get(..batch::HEADER_SIZE)?);
+            let length =
+                i32::try_from(batch::HEADER_SIZE - batch::LOG_OVERHEAD + area.len()).ok()?;
+            plain[8..12].copy_from_slice(&length.to_be_bytes());
+            plain[22] &= !0x07; // the low byte of the attributes: compression bits
+            plain.extend_from_slice(&area);
+            decoded(batch::decode(&plain, max_batch_bytes, &mut held))?;
+            self.area = area;
+        }
+        let n = held.records.len();
+        for p in &held.records {
+            let key = p
+                .key
+                .map(|(h, len, at, l)| (h, len, held.labels.get(at..at + l).unwrap_or(&[])));
+            self.add(
+                p.timestamp,
+                key,
+                p.value,
+                p.header_count,
+                p.header_bytes,
+                aborted,
+                expired,
+            );
+        }
+        Some((n, area_len))
+    }
+
+    /// One record (`_batch`'s loop body): its timestamp, key (hash, length, label), value
+    /// length, header count and header bytes.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn add(
+        &mut self,
+        ts: i64,
+        key: Option<(u64, u64, &[u8])>,
+        value: Option<u64>,
+        header_count: u64,
+        header_bytes: u64,
+        aborted: bool,
+        expired: bool,
+    ) {
+        match value {
+            None => {
+                self.value_sizes.nulls += 1;
+                self.tombstones += 1;
+            }
+            Some(v) => self.value_sizes.add(v),
+        }
+        self.header_counts.add(header_count);
+        self.header_sizes.add(header_bytes);
+        if ts < 0 {
+            self.no_timestamp += 1;
+        } else {
+            if ts < self.prev_ts {
+                self.out_of_order += 1;
+            }
+            self.prev_ts = ts;
+            if ts > self.max_ts {
+                self.max_ts = ts;
+            }
+            if self.first_timestamp.is_none_or(|f| ts < f) {
+                self.first_timestamp = Some(ts);
+            }
+            if ts > self.now {
+                self.future += 1;
+            }
+            self.times.add(ts);
+        }
+        if aborted {
+            self.aborted += 1;
+            match key {
+                Some((_, len, _)) => self.key_sizes.add(len),
+                None => self.key_sizes.nulls += 1,
+            }
+            return;
+        }
+        let Some((h, len, label)) = key else {
+            self.key_sizes.nulls += 1;
+            self.keyless += 1;
+            return;
+        };
+        self.key_sizes.add(len);
+        self.keyed += 1;
+        let bit = u64::from(value.is_none() && expired);
+        if let Some(keys) = self.keys.as_mut() {
+            let c = keys.get(&h).copied();
+            if c.is_some() || keys.len() < self.exact_keys {
+                keys.insert(h, c.map_or(2, |c| ((c >> 1) + 1) << 1) | bit);
+                self.top.add(h, label);
+                return;
+            }
+            self.switch_to_hll();
+        }
+        self.top.add(h, label);
+        if let Some(hll) = self.hll.as_mut() {
+            hll.add(h);
+        }
+        self.expired_after += bit;
+    }
+
+    /// `_to_hll`: past the exact bound the key set goes into a HyperLogLog.
+    fn switch_to_hll(&mut self) {
+        let Some(keys) = self.keys.take() else {
+            return;
+        };
+        let mut hll = Hll::default();
+        let mut expired = 0;
+        for (&h, &v) in &keys {
+            hll.add(h);
+            expired += v & 1;
+        }
+        settle_top(&mut self.top, &keys);
+        self.hll = Some(hll);
+        self.expired_after = expired;
+        self.distinct_exact = false;
+        self.top_exact = false;
+    }
+
+    /// `PartitionStats.finish`'s exact phase: the distinct keys and expired tombstones, the
+    /// heaviest keys settled; `None` past the exact phase (the HyperLogLog is estimated by the
+    /// caller, with Python's float arithmetic).
+    pub fn finish(&mut self) -> Option<ExactKeys> {
+        let keys = self.keys.take()?;
+        settle_top(&mut self.top, &keys);
+        Some(ExactKeys {
+            distinct: keys.len() as u64,
+            tombstones_expired: keys.values().map(|v| v & 1).sum(),
+        })
+    }
+}
+
+fn decoded(h: Option<Header>) -> Option<()> {
+    h.map(|_| ())
+}
+
+/// `_settle_top`: the counted keys' true counts, bounded below by the heaviest key without a
+/// counter.
+fn settle_top(top: &mut Top, keys: &HashMapOfHashes<u64>) {
+    let floor = keys
+        .iter()
+        .filter(|(h, _)| !top.counts.contains_key(h))
+        .map(|(_, v)| v >> 1)
+        .max()
+        .unwrap_or(0);
+    top.settle(|h| keys.get(&h).map_or(0, |v| v >> 1), floor);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_hash_is_blake2b_64() {
+        // hashlib.blake2b(b"key-00042", digest_size=8).digest().hex(), and of b""
+        assert_eq!(key_hash(b"key-00042"), 0xedd5_0cc4_c75b_7d4f);
+        assert_eq!(key_hash(b""), 0xe4a6_a057_7479_b2b4);
+    }
+
+    #[test]
+    fn sizes_use_log2_buckets() {
+        let mut s = Sizes::default();
+        for n in [0, 1, 2, 3, 4, 1 << 50] {
+            s.add(n);
+        }
+        assert_eq!(s.buckets[0], 1);
+        assert_eq!(s.buckets[1], 1);
+        assert_eq!(s.buckets[2], 2);
+        assert_eq!(s.buckets[3], 1);
+        assert_eq!(s.buckets[40], 1);
+        assert_eq!((s.min, s.max, s.count), (Some(0), Some(1 << 50), 6));
+    }
+
+    #[test]
+    fn times_widen_past_the_bound() {
+        let mut t = Times::default();
+        for i in 0..=TIME_BUCKETS as i64 {
+            t.add(i * 1000);
+        }
+        assert_eq!(t.width, 2000);
+        assert_eq!(t.counts.len(), TIME_BUCKETS / 2 + 1);
+        assert_eq!(t.counts.values().sum::<u64>(), TIME_BUCKETS as u64 + 1);
+    }
+
+    #[test]
+    fn top_evicts_the_lightest_smallest_hash_first() {
+        let mut t = Top::new(2);
+        t.add(5, b"a");
+        t.add(5, b"a");
+        t.add(9, b"b");
+        t.add(7, b"c"); // evicts 9 (count 1): 7 starts at 2 with error 1
+        assert!(!t.counts.contains_key(&9));
+        assert_eq!(t.counts[&7].count, 2);
+        assert_eq!(t.counts[&7].error, 1);
+        assert_eq!(t.floor, 1);
+        t.add(3, b"d"); // 5 and 7 both count 2: the smaller hash, 5, goes
+        assert!(!t.counts.contains_key(&5));
+        assert_eq!(t.counts[&3].count, 3);
+    }
+
+    #[test]
+    fn a_refused_batch_counts_nothing() {
+        let mut s = State::new(0, 10, 4);
+        assert!(s.batch(&[0u8; 70], 1 << 20, false, false).is_none());
+        assert_eq!(s.key_sizes.count + s.key_sizes.nulls, 0);
+    }
+}
