@@ -366,3 +366,24 @@ def _table(rows: list[str], title: str) -> list[str]:
     start = next(i for i, r in enumerate(rows) if r.startswith(title))
     end = next(i for i in range(start, len(rows)) if rows[i].startswith("└"))
     return rows[start : end + 1]
+
+
+def test_the_slow_levels_compress_a_spread_part_of_the_sample() -> None:
+    """zstd-19 (0.5-3 MB/s) compresses at most WHAT_IF_PART of the sample, areas spread over
+    it, its bytes scaled to the whole sample; the other rows compress all of it."""
+    rng = random.Random(3)
+    areas = [bytes(rng.choice(b"abcd") for _ in range(20_000)) for _ in range(40)]
+    part = stats._spread(areas, 800_000, 128 << 10)
+    assert sum(len(a) for a in part) == 128 << 10
+    picked = [next(i for i, a in enumerate(areas) if a[:100] == bytes(p[:100])) for p in part]
+    assert picked == sorted(picked) and picked[-1] - picked[0] >= 30  # spread, not the head
+    assert stats._spread(areas, 800_000, 1 << 20) == areas
+    st = stats.PartitionStats("p", batches=40, bytes_uncompressed=800_000 + 40 * 61)
+    st.sample = areas
+    what_if = stats.what_if(st)
+    assert what_if is not None
+    rows = {r["codec"]: r for r in what_if["codecs"]}
+    z19, z3 = rows["zstd-19"], rows["zstd-3"]
+    assert abs(z19["bytes"] * z19["ratio"] - 800_000) < 800  # scaled (the ratio is rounded)
+    assert 0.9 < z19["ratio"] / z3["ratio"] < 1.5
+    assert what_if["sample"]["bytes"] == 800_000

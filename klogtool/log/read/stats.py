@@ -39,7 +39,8 @@ One pass over every record, with memory that does not grow with the data:
 * What if: a sample of batches' uncompressed records areas (up to ``sample_bytes``, spread over
   the data by size; an area past the budget is cut at it) is compressed batch by batch with
   every codec (zstd at levels 1, 3, 9, 19) through :func:`klogtool.formats.codecs.compress`,
-  with the time it took; an area larger than :data:`WHAT_IF_PIECE` in pieces of that size.
+  with the time it took; an area larger than :data:`WHAT_IF_PIECE` in pieces of that size. The
+  slow levels compress a part of the sample spread over it (:data:`WHAT_IF_PART`).
 
 :func:`collect` gives one :class:`PartitionStats` per partition (with ``jobs > 1`` from a
 process pool), :func:`total` merges them, :func:`what_if` measures the sample.
@@ -92,6 +93,13 @@ SAMPLE_BYTES = 8 << 20
 WHAT_IF_PIECE = 1 << 20
 HLL_P = 14
 HLL_STANDARD_ERROR = 1.04 / (1 << HLL_P) ** 0.5
+# The rows of the slow levels compress at most this much of the sample, spread over it (their
+# ``bytes`` scaled to the whole sample, their ratio and speed measured on that part): zstd at
+# level 19 runs at 0.5-3 MB/s (3-18 s for the 8 MiB default sample; every other row together
+# takes well under a second), level 9 at 15-25 MB/s on JSON-like values. Batches are
+# compressed one by one, so a ratio is an average over batches: a part spread over the
+# sample estimates it as the whole does, less precisely.
+WHAT_IF_PART: dict[str, int] = {"zstd-9": 2 << 20, "zstd-19": 128 << 10}
 # (label, codec id, level): what each "what if" row compresses with
 WHAT_IF_CODECS: tuple[tuple[str, int, int | None], ...] = (
     ("gzip", codecs.GZIP, None),
@@ -1053,26 +1061,28 @@ def what_if(stats: PartitionStats, sample_bytes: int = SAMPLE_BYTES) -> Obj | No
     if taken:
         rows.append(WhatIf("none", taken, 1.0, 0.0, stats.bytes_uncompressed, taken))
     for label, codec, level in WHAT_IF_CODECS if taken else ():
+        part = _spread(sample, taken, WHAT_IF_PART.get(label, taken))
+        part_bytes = sum(len(a) for a in part)
         started = time.perf_counter()
         try:
             size = sum(
                 len(codecs.compress(codec, piece, magic=2, level=level))
-                for a in sample
+                for a in part
                 for piece in _pieces(a)
             )
         except FormatError as e:
-            rows.append(WhatIf(label, 0, 0.0, 0.0, 0, taken, error=str(e)))
+            rows.append(WhatIf(label, 0, 0.0, 0.0, 0, part_bytes, error=str(e)))
             continue
         seconds = time.perf_counter() - started
-        ratio = taken / size if size else 0.0
+        ratio = part_bytes / size if size else 0.0
         rows.append(
             WhatIf(
                 label,
-                size,
+                size if part_bytes == taken else round(size * taken / part_bytes),
                 ratio,
                 seconds,
                 overhead + round(data_bytes / ratio) if ratio else 0,
-                taken,
+                part_bytes,
             )
         )
     if not rows:
@@ -1081,7 +1091,28 @@ def what_if(stats: PartitionStats, sample_bytes: int = SAMPLE_BYTES) -> Obj | No
     return {"sample": described, "codecs": [r.as_obj() for r in rows]}
 
 
-def _pieces(area: bytes) -> Iterator[memoryview]:
+def _spread(sample: list[bytes], taken: int, budget: int) -> list[bytes | memoryview]:
+    """At most ``budget`` of the sample's ``taken`` bytes: areas spread evenly over it by
+    size (as :class:`_Sampler` spreads the sample over the data), the last one cut at the
+    budget; the whole sample when it fits."""
+    if taken <= budget:
+        return list(sample)
+    part: list[bytes | memoryview] = []
+    credit = 0.0
+    got = 0
+    for area in sample:
+        if got >= budget:
+            break
+        credit += budget / taken * len(area)
+        if credit > 0:
+            piece = memoryview(area)[: budget - got]
+            part.append(piece)
+            got += len(piece)
+            credit -= len(area)
+    return part
+
+
+def _pieces(area: bytes | memoryview) -> Iterator[memoryview]:
     """A records area in pieces of at most :data:`WHAT_IF_PIECE` bytes (views, no copies)."""
     view = memoryview(area)
     for i in range(0, len(view), WHAT_IF_PIECE):
