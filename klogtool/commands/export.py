@@ -207,9 +207,11 @@ def command(
     confluent_notice(out, registry, (kd, vd))
     segments = list_segments(list(paths))
     input_bytes = sum(s.size for s in segments)
-    destination = Destination(
-        dest, overwrite=overwrite, inputs=list(paths), direct=remote is not None
+    # executors on other machines (or a Spark Connect server) write DEST on their own
+    cluster = remote is not None or (
+        engine == "spark" and master is not None and not master.startswith("local")
     )
+    destination = Destination(dest, overwrite=overwrite, inputs=list(paths), direct=cluster)
     ncpu = os.cpu_count() or 1
     if dry_run:
         prune = where_prune(read.where)

@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path, PosixPath
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -78,6 +79,47 @@ def absolute(path: str | Path) -> str:
     """A path as a string another process can open: absolute, or the URI."""
     p = as_path(path) if isinstance(path, str) else path
     return str(p) if isinstance(p, RemotePath) else os.path.abspath(p)
+
+
+WRITABLE = frozenset({"s3", "gs", "gcs", "abfs", "abfss", "hdfs", "viewfs"})
+
+
+def writable(arg: str) -> bool:
+    """A URI whose file system pyarrow writes (export's DEST goes there by upload)."""
+    return scheme(arg) in WRITABLE
+
+
+def upload_tree(local: str, uri: str, *, marker: str) -> None:
+    """Every file under the directory ``local`` to the same names under ``uri``, ``marker``
+    last (readers take the tree as complete once it exists); objects under ``uri`` that the
+    tree does not hold are deleted before the marker is written (the tree replaces what was
+    there). Each file is one streamed upload (multipart for large ones), retried whole."""
+    top = RemotePath(uri.rstrip("/"))
+    store, key = top.store, top.key
+    old = store.objects_under(key)
+    names = sorted(
+        os.path.relpath(os.path.join(d, f), local) for d, _, fs in os.walk(local) for f in fs
+    )
+    new = {f"{key}/{n}" for n in names}
+    for rel in [n for n in names if n != marker]:
+        _retrying(
+            partial(_upload, store, os.path.join(local, rel), f"{key}/{rel}"), uri, store.stats
+        )
+    for stale in sorted(old - new):
+        _retrying(partial(store.fs.delete_file, stale), uri, store.stats)
+    if marker in names:
+        _retrying(
+            partial(_upload, store, os.path.join(local, marker), f"{key}/{marker}"),
+            uri,
+            store.stats,
+        )
+    forget()  # what was listed is stale now
+
+
+def _upload(store: Store, source: str, key: str) -> None:
+    with open(source, "rb") as f, store.fs.open_output_stream(key) as out:
+        while chunk := f.read(CHUNK):
+            out.write(chunk)
 
 
 def child(display: str, name: str | Path) -> str:
@@ -211,7 +253,7 @@ class Entry:
 
 @dataclass
 class Stats:
-    """What a process asked its stores for (``KLOGTOOL_STORAGE_STATS`` prints it)."""
+    """What a process asked its stores for (:func:`stats_line`)."""
 
     listings: int = 0
     reads: int = 0
@@ -274,6 +316,15 @@ class Store:
         with self.lock:
             if key not in self.dirs and key not in self.entries:
                 self._list(key, recursive=True)
+
+    def objects_under(self, key: str) -> set[str]:
+        """The keys of every object under ``key``, listed now."""
+        import pyarrow.fs as pafs
+
+        sel = pafs.FileSelector(key, allow_not_found=True, recursive=True)
+        infos = _retrying(lambda: self.fs.get_file_info(sel), key, self.stats)
+        self.stats.listings += 1
+        return {i.path for i in infos if i.type == pafs.FileType.File}
 
     def _list(self, key: str, recursive: bool = False) -> None:
         import pyarrow.fs as pafs
@@ -354,6 +405,31 @@ def stores_stats() -> Stats:
         total.bytes += store.stats.bytes
         total.retries += store.stats.retries
     return total
+
+
+def stats_line() -> str:
+    """What ``KLOGTOOL_STORAGE_STATS=1`` prints on stderr at exit (this process's requests;
+    a process pool's or Spark's workers count their own)."""
+    t = stores_stats()
+    return (
+        f"klogtool storage: {t.listings} listings, {t.reads} ranged reads, "
+        f"{t.bytes:,} bytes fetched, {t.retries} retries"
+    )
+
+
+def _print_stats() -> None:
+    import sys
+
+    try:
+        print(stats_line(), file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # stderr closed
+        pass
+
+
+if os.environ.get("KLOGTOOL_STORAGE_STATS", "").strip() not in ("", "0"):
+    import atexit
+
+    atexit.register(_print_stats)
 
 
 def _transient(e: OSError) -> bool:

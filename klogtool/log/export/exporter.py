@@ -21,6 +21,7 @@ import os
 import re
 import secrets
 import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, wait
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from klogtool.codes import Code
 from klogtool.errors import InputError, RefusedError
+from klogtool.log import storage
 from klogtool.log.export.arrow_reader import read_split
 from klogtool.log.export.spec import ReadOptions, arrow_schema
 from klogtool.log.pool import processes
@@ -84,9 +86,12 @@ def escape_path_name(value: object) -> str:
 class Destination:
     """Where an export goes: a temp dir beside DEST while writing, DEST once committed.
 
-    For a URI (``hdfs://``, ``s3a://``…, only with Spark), or when the writer is elsewhere
-    (``direct``: a Spark Connect server writes on its own file system), the job writes to DEST
-    itself and Spark's own rules apply (it refuses an existing DEST unless overwriting).
+    DEST in object storage or HDFS (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``: what
+    :mod:`klogtool.log.storage` reads) is written locally first, into a temporary directory,
+    then uploaded file by file, ``_SUCCESS`` last (``staged``). For another URI (``s3a://``…,
+    only with Spark), or when the writer is elsewhere (``direct``: a Spark Connect server or a
+    cluster's executors write on their own file systems), the job writes to DEST itself and
+    Spark's own rules apply (it refuses an existing DEST unless overwriting).
     """
 
     dest: str
@@ -96,8 +101,12 @@ class Destination:
     final: str = ""
     work: str = ""
     local: bool = True
+    staged: bool = False
 
     def __post_init__(self) -> None:
+        if not self.direct and storage.writable(self.dest):
+            self._stage()
+            return
         if is_uri(self.dest) or self.direct:
             self.local = False
             self.final = self.work = self.dest
@@ -134,12 +143,49 @@ class Destination:
                 )
         self.work = str(final.parent / f".{final.name}.klogtool-tmp-{secrets.token_hex(4)}")
 
+    def _stage(self) -> None:
+        self.staged = True
+        self.final = self.dest.rstrip("/")
+        final = storage.path_of(self.final)
+        if final.exists() and not final.is_dir():
+            raise RefusedError(
+                "the destination exists and is not a directory",
+                path=self.dest,
+                code=Code.DESTINATION_NOT_A_DIRECTORY,
+            )
+        if final.exists() and any(final.iterdir()) and not self.overwrite:
+            raise RefusedError(
+                "the destination is not empty",
+                path=self.dest,
+                code=Code.DESTINATION_NOT_EMPTY,
+                hint="--overwrite replaces it (only once the export has succeeded)",
+            )
+        for arg in self.inputs:
+            src = storage.absolute(arg).rstrip("/")
+            if src == self.final or (self.final + "/").startswith(src + "/"):
+                raise RefusedError(
+                    "the destination is inside an input directory",
+                    path=self.dest,
+                    code=Code.DESTINATION_INSIDE_INPUT,
+                )
+            if src.startswith(self.final + "/"):
+                raise RefusedError(
+                    "an input lies inside the destination that --overwrite would replace",
+                    path=arg,
+                    code=Code.INPUT_INSIDE_DESTINATION,
+                )
+        self.work = tempfile.mkdtemp(prefix="klogtool-export-")
+
     def prepare(self) -> None:
         """Create DEST's parent directory (nothing else is written before the job)."""
-        if self.local:
+        if self.local and not self.staged:
             Path(self.final).parent.mkdir(parents=True, exist_ok=True)
 
     def commit(self) -> None:
+        if self.staged:
+            storage.upload_tree(self.work, self.final, marker="_SUCCESS")
+            shutil.rmtree(self.work, ignore_errors=True)
+            return
         if not self.local:
             return
         final = Path(self.final)

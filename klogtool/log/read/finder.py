@@ -50,7 +50,7 @@ from klogtool import events
 from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import engine, index
-from klogtool.formats.batch import Batch, Record
+from klogtool.formats.batch import HEADER_SIZE_UP_TO_MAGIC, Batch, Record
 from klogtool.formats.errors import FormatError
 from klogtool.formats.records import (
     CLEAN,
@@ -252,6 +252,12 @@ def _dir_target(path: Path, display: str) -> Target:
     )
 
 
+def _magic(buf: memoryview) -> int | None:
+    """The magic of a segment's first entry (fetched first, for a remote segment)."""
+    need(buf, 0, HEADER_SIZE_UP_TO_MAGIC)
+    return sniff_magic(buf)
+
+
 # -- index lookups ------------------------------------------------------------------------------
 class _Index:
     """The usable entries of an ``.index`` or ``.timeindex``: trimmed of zero padding, sane and
@@ -448,11 +454,10 @@ class Finder:
         offset_index: _Index | str | None = None
         if where.from_time is not None:
             times = _load_index(seg.files.timeindex, base, time=True)
-            need(buf, 0, 17)  # sniff_magic's bytes
-            if isinstance(times, _Index) and times.n == 0 and sniff_magic(buf) != 0:
+            if isinstance(times, _Index) and times.n == 0 and _magic(buf) != 0:
                 times = "the .timeindex is empty"
             if isinstance(times, str):
-                if sniff_magic(buf) != 0:  # v0 data has no timestamps: nothing to seek by
+                if _magic(buf) != 0:  # v0 data has no timestamps: nothing to seek by
                     self._scan_warning(seg, Code.TIMEINDEX_UNUSABLE, times)
                 return 0
             if times.n:
