@@ -72,7 +72,6 @@ from pyspark.sql.types import (
 
 from klogtool.formats import DEFAULT_MAX_BATCH_BYTES, ReadLimits
 from klogtool.log import column_kinds, splits
-from klogtool.log.check import fleet_verify
 from klogtool.log.export import arrow_reader as core
 from klogtool.log.export import spec
 from klogtool.log.record_filter import parse_size, parse_where
@@ -159,6 +158,8 @@ class KafkaSegmentsDataSource(DataSource):
     def schema(self) -> StructType:
         opts = _options(self.options)
         if opts.get("level") == FINDINGS:
+            from klogtool.log.check import fleet_verify
+
             return struct_type(fleet_verify.FINDINGS_COLUMNS)
         return struct_type(spec.columns(read_options(opts)))
 
@@ -301,6 +302,8 @@ class FindingsReader(DataSourceReader):
     """``level=findings``: verify units bin-packed into splits, the verifier run per unit."""
 
     def __init__(self, options: dict[str, str], schema: StructType):
+        from klogtool.log.check import fleet_verify
+
         self.options = {k: v for k, v in options.items() if k == "splits"}
         self.paths = paths_of(options) if "splits" not in options else []
         self.deep = _bool(options.get("deep", "false"), "deep")
@@ -313,6 +316,8 @@ class FindingsReader(DataSourceReader):
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
 
     def partitions(self) -> list[InputPartition]:
+        from klogtool.log.check import fleet_verify
+
         if "splits" in self.options:  # planned by the driver (verify --engine spark)
             splits = fleet_verify.splits_from_json(self.options["splits"])
         else:
@@ -324,6 +329,8 @@ class FindingsReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         import pyarrow as pa
+
+        from klogtool.log.check import fleet_verify
 
         if partition.value is None:  # nothing to verify
             return
