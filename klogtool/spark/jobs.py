@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -70,12 +71,17 @@ def export(
     writer = df.write.mode("overwrite" if overwrite else "error")
     if partition_by:
         writer = writer.partitionBy(*partition_by)
-    with failures(), track(spark, total_bytes, progress, "klogtool export"):
+    group = f"klogtool-export-{uuid.uuid4().hex}"
+    with failures(), track(spark, total_bytes, progress, "klogtool export", group):
         if to == "parquet":
             spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
             writer.option("compression", "snappy").parquet(dest)
         else:
             writer.option("ignoreNullFields", "false").json(dest)
+    tasks = tasks_of(spark, group)
+    if tasks is not None:
+        return tasks
+    # Spark Connect (no status tracker): plan again here, a second listing of PATHs
     target = options.get("targetSplitBytes")
     return len(
         plan_splits(
@@ -84,6 +90,23 @@ def export(
             min_splits=int(options["minSplits"]),
         )
     )
+
+
+def tasks_of(spark: SparkSession, group: str) -> int | None:
+    """The tasks of the first stage of the jobs of ``group`` (one per split the data source
+    planned), from Spark's status tracker; None without one (Spark Connect)."""
+    try:
+        tracker = spark.sparkContext.statusTracker()
+        tasks = 0
+        for job in tracker.getJobIdsForGroup(group):
+            info = tracker.getJobInfo(job)
+            stage = tracker.getStageInfo(min(info.stageIds)) if info and info.stageIds else None
+            if stage is None:
+                return None
+            tasks = max(tasks, stage.numTasks)
+        return tasks or None
+    except Exception:
+        return None
 
 
 def drop_checksums(root: str) -> None:
@@ -169,12 +192,20 @@ def _hint(text: str) -> str | None:
 
 @contextmanager
 def track(
-    spark: SparkSession, total_bytes: int, advance: Progress | None, description: str
+    spark: SparkSession,
+    total_bytes: int,
+    advance: Progress | None,
+    description: str,
+    group: str | None = None,
 ) -> Iterator[None]:
-    """Feed ``advance`` (bytes) from Spark's status tracker while the body runs."""
+    """Feed ``advance`` (bytes) from Spark's status tracker while the body runs (whose jobs
+    are in job ``group`` when one is given)."""
     try:
         sc = spark.sparkContext
-        sc.setJobDescription(description)
+        if group is not None:
+            sc.setJobGroup(group, description)
+        else:
+            sc.setJobDescription(description)
         tracker = sc.statusTracker()
     except Exception:  # Spark Connect: no SparkContext, no tracker
         yield
