@@ -174,7 +174,8 @@ class Destination:
                     path=arg,
                     code=Code.INPUT_INSIDE_DESTINATION,
                 )
-        self.work = tempfile.mkdtemp(prefix="klogtool-export-")
+        # the writers create the directory (Spark refuses one that exists)
+        self.work = os.path.join(tempfile.mkdtemp(prefix="klogtool-export-"), "out")
 
     def prepare(self) -> None:
         """Create DEST's parent directory (nothing else is written before the job)."""
@@ -184,7 +185,7 @@ class Destination:
     def commit(self) -> None:
         if self.staged:
             storage.upload_tree(self.work, self.final, marker="_SUCCESS")
-            shutil.rmtree(self.work, ignore_errors=True)
+            shutil.rmtree(os.path.dirname(self.work), ignore_errors=True)
             return
         if not self.local:
             return
@@ -200,6 +201,8 @@ class Destination:
     def abort(self) -> None:
         if self.local and os.path.isdir(self.work):
             shutil.rmtree(self.work, ignore_errors=True)
+        if self.staged:
+            shutil.rmtree(os.path.dirname(self.work), ignore_errors=True)
 
 
 @dataclass
