@@ -269,3 +269,31 @@ def test_export_to_s3_refuses_a_destination_that_is_not_empty_and_overwrites_it_
 def test_export_refuses_a_destination_inside_its_input(logs: str) -> None:
     code, out, err = run("export", "--to", "parquet", f"{logs}/logdir/out", f"{logs}/logdir")
     assert code == 4 and "inside an input directory" in err
+
+
+def test_export_where_offsets_fetches_only_what_its_walk_reads(
+    s3_server: S3Server,  # noqa: F811
+    big_partition: str,
+    tmp_path: Path,
+) -> None:
+    """Segments past the offsets are pruned by their names; the one read is fetched only as
+    far as its walk goes (a split reads its segment from the start: docs/storage.md)."""
+    s3_server.reset()
+    dest = tmp_path / "out"
+    code, out, err = run(
+        "export",
+        "--jobs",
+        "1",
+        "--where",
+        "--offsets 0:99",
+        "--to",
+        "jsonl",
+        str(dest),
+        big_partition,
+    )
+    assert code == 0, err
+    rows = [json.loads(line) for f in sorted(dest.glob("*.json")) for line in f.open()]
+    assert [r["offset"] for r in rows] == list(range(100))
+    logs = {r.path for r in s3_server.requests if r.path.endswith(".log") and r.method == "GET"}
+    assert logs == {"/big/big-0/00000000000000000000.log"}
+    assert s3_server.fetched() <= storage.CHUNK

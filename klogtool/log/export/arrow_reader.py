@@ -49,7 +49,7 @@ from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner, not_a_l
 from klogtool.log.export import native_columns
 from klogtool.log.export.spec import ReadOptions, arrow_schema
 from klogtool.log.objects import batch_object
-from klogtool.log.segment import mapped
+from klogtool.log.segment import fetcher, mapped
 from klogtool.log.splits import SegmentRange, Split, plan_splits
 from klogtool.log.txnstates import TransactionStates, segment_transaction_states
 
@@ -345,7 +345,8 @@ class _RangeReader:
     def batches(self) -> Iterator[pa.RecordBatch]:
         rng = self.rng
         try:
-            with mapped(rng.path) as whole:
+            # a segment in object storage: fetched as far as this range's walk goes
+            with mapped(rng.path, lazy=True) as whole:
                 buf = whole[: min(rng.size, len(whole))]
                 yield from self._walk(buf)
                 yield from self._flush()
@@ -362,7 +363,11 @@ class _RangeReader:
                 return
             start = found
         scanner = SegmentScanner(
-            buf[start:], check_crc=opts.verify, stop_on_crc=False, base_position=start
+            buf[start:],
+            check_crc=opts.verify,
+            stop_on_crc=False,
+            base_position=start,
+            need=fetcher(buf),
         )
         lo, hi, min_ts_ms = self._bounds()
         for batch in scanner:
@@ -403,7 +408,7 @@ class _RangeReader:
         segment start; None when there is none (the walk's end is reported if it lies in this
         range)."""
         rng = self.rng
-        finder = SegmentScanner(buf, check_crc=False, stop_on_crc=False)
+        finder = SegmentScanner(buf, check_crc=False, stop_on_crc=False, need=fetcher(buf))
         for b in finder:
             if b.position >= rng.start:
                 return b.position
