@@ -199,6 +199,8 @@ def cli(
 
     PATH arguments may be segment files (.log, .index, .timeindex, .txnindex, .snapshot,
     checkpoint files), partition directories (<topic>-<partition>) or whole log directories.
+    The commands that only read also take them in object storage or HDFS: s3://, gs://,
+    abfs://, hdfs:// URIs (credentials from the standard chains; see docs/storage.md).
     """
     ctx.obj = Settings(
         verbosity=-1 if quiet else verbose, progress=not no_progress, color=color, debug=debug

@@ -66,8 +66,9 @@ def _partition_by(_c: click.Context, _p: click.Parameter, value: str) -> tuple[s
     type=(click.Choice(FORMATS), str),
     required=True,
     metavar="parquet|jsonl DEST",
-    help="Output format and destination directory (a local path, or with Spark any URI "
-    "Spark writes to: hdfs://, s3a://...).",
+    help="Output format and destination directory: a local path; s3://, gs://, abfs://, "
+    "hdfs:// (written locally, then uploaded, _SUCCESS last); or, with Spark on a cluster, "
+    "any URI its executors write to (s3a://...).",
 )
 @spark_options(
     "spark: a Spark job (local[*] unless --master/--remote); local: the same reader in a "
