@@ -10,13 +10,24 @@ Helpers live in spark_env.py, not here: pytest imports every conftest.py as the 
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import shutil
 import sys
 from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
-from spark_env import CLUSTER_TESTS, ROOT, TEST_JAVA_OPTIONS, require_spark, spark_available
+from spark_env import (
+    CLUSTER_TESTS,
+    REQUIRED,
+    ROOT,
+    TEST_JAVA_OPTIONS,
+    require_spark,
+    spark_available,
+)
 
 
 @pytest.fixture(scope="session")
@@ -97,3 +108,47 @@ def corpus() -> tuple[list[str], list[Any]]:
         pytest.skip(f"real-broker corpus not found at {CORPUS}")
     dirs = corpus_dirs()
     return dirs, dump_rows_for_compare(dirs)
+
+
+def bench_spark() -> ModuleType:
+    """bench/bench_spark.py, whose cluster machinery test_cluster.py shares."""
+    spec = importlib.util.spec_from_file_location(
+        "klogtool_bench_spark", ROOT / "bench" / "bench_spark.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def klogtool_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """klogtool's x86_64 wheel, built once per run by release/build.py (cargo's dir kept in
+    native/target-wheel between runs, as tests/test_wheel.py keeps it)."""
+    sys.path.insert(0, str(ROOT / "release"))
+    import build
+
+    if shutil.which("cargo") is None or not build.installed_targets():
+        pytest.skip("no Rust toolchain here to build the wheel with")
+    wheel: Path = bench_spark().build_wheel(tmp_path_factory.mktemp("dist"))
+    return wheel
+
+
+@pytest.fixture(scope="session")
+def packed_klogtool_env(
+    klogtool_wheel: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Path]:
+    """A venv installed from the wheel (and pyarrow), and its venv-pack archive: what a
+    cluster's executors unpack as ./environment. (venv, archive)."""
+    require_spark()
+    try:
+        import venv_pack  # noqa: F401
+    except ImportError:
+        reason = "venv-pack is not installed (pip install '.[test]')"
+        if REQUIRED:
+            pytest.fail(f"{reason} (KLOGTOOL_REQUIRE_SPARK=1)")
+        pytest.skip(reason)
+    env: tuple[Path, Path] = bench_spark().packed_env(
+        klogtool_wheel, tmp_path_factory.mktemp("env")
+    )
+    return env

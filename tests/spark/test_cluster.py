@@ -1,0 +1,111 @@
+"""klogtool on a real Spark standalone cluster whose nodes have no Rust (issue 26): a master and
+two workers of one core each on 127.0.0.1, started from the pyspark package's
+``bin/spark-class``; the executors run a venv installed from klogtool's wheel, packed by
+venv-pack and shipped with ``spark.archives`` as ``./environment`` (and
+``spark.pyspark.python=./environment/bin/python``, as Spark's Python packaging docs and
+docs/cluster.md say). ``export`` and ``verify --engine spark`` on the fixtures give the local
+engine's rows and findings. The cluster machinery is bench/bench_spark.py's; every process
+it starts is killed at the end, whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import bench_spark
+from spark_env import ROOT, TEST_JAVA_OPTIONS, require_spark
+from spark_expect import assert_int64_micros, dump_rows_for_compare, table_rows
+from support.cli import run
+from support.paths import LOGDIR
+
+require_spark()
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+CORRUPT = ROOT / "fixtures" / "logs" / "corrupt"
+
+
+def klogtool(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``python -m klogtool ARGS`` in its own process group (its JVM and Python workers
+    included), killed as a whole if it overruns."""
+    cmd = [sys.executable, "-m", "klogtool", "--no-progress", *args]
+    p = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=bench_spark().klogtool_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = p.communicate(timeout=timeout)
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)  # whatever it left behind
+        except ProcessLookupError:
+            pass
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
+def parquet_rows(root: Path) -> list:
+    files = sorted(root.glob("*.parquet"))
+    assert files and (root / "_SUCCESS").is_file()
+    for f in files:
+        assert_int64_micros(f)
+    return table_rows(pa.concat_tables(pq.read_table(f) for f in files))
+
+
+def test_export_and_verify_on_a_two_worker_cluster(packed_klogtool_env, tmp_path: Path) -> None:
+    bs = bench_spark()
+    venv, archive = packed_klogtool_env
+    # client mode: the driver plans the data source in a Python worker started with the same
+    # relative ./environment/bin/python, here the venv itself
+    driver = bs.driver_dir(tmp_path / "driver", venv)
+    dest = tmp_path / "spark-out"
+    with bs.Cluster(
+        tmp_path / "cluster", workers=2, cores=1, memory="1g", java_options=TEST_JAVA_OPTIONS
+    ) as cluster:
+        conf = bs.cluster_conf(
+            archive,
+            {
+                "spark.executor.memory": "512m",
+                "spark.driver.extraJavaOptions": TEST_JAVA_OPTIONS,
+                "spark.executor.extraJavaOptions": TEST_JAVA_OPTIONS,
+            },
+        )
+        master = ["--master", cluster.master_url, *conf]
+        export = klogtool(
+            ["export", str(LOGDIR), *master, "--to", "parquet", str(dest), "--format", "jsonl"],
+            driver,
+            timeout=240,
+        )
+        assert export.returncode == 0, export.stderr[-3000:]
+        verify = klogtool(
+            ["verify", str(LOGDIR), str(CORRUPT), *master, "--format", "jsonl"],
+            driver,
+            timeout=240,
+        )
+        # one executor on each worker, each in a directory holding the unpacked archive
+        executors = sorted((tmp_path / "cluster").glob("work-*/app-*/*/environment/bin/python"))
+        assert {p.parts[-6] for p in executors} == {"work-0", "work-1"}, executors
+    summary = json.loads(export.stdout.splitlines()[-1])
+    assert summary["type"] == "summary" and summary["rows"] == 190
+
+    local_out = tmp_path / "local-out"
+    code, _, err = run(
+        "export", str(LOGDIR), "--engine", "local", "--to", "parquet", str(local_out)
+    )
+    assert code == 0, err
+    rows = parquet_rows(dest)
+    assert rows == parquet_rows(local_out) == dump_rows_for_compare([str(LOGDIR)])
+
+    local = run("verify", str(LOGDIR), str(CORRUPT), "--format", "jsonl")
+    assert (verify.returncode, verify.stdout) == local[:2], verify.stderr[-3000:]
+    assert local[0] == 1 and '"type":"finding"' in local[1].replace(" ", "")
