@@ -18,7 +18,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use blake2::digest::consts::U8;
 use blake2::{Blake2b, Digest};
 
-use crate::batch::{self, Header, Record, Sink};
+use crate::batch::{self, Record, Sink};
 use crate::codecs;
 
 /// Log2 size buckets: sizes up to 2**40 bytes (`SIZE_BUCKETS`).
@@ -29,6 +29,9 @@ pub const TIME_BUCKETS: usize = 512;
 pub const HLL_P: u32 = 14;
 /// The bytes of a heavy key kept as its label.
 pub const LABEL_BYTES: usize = 64;
+/// The most records of a batch held aside until it decoded to its end (about 80 bytes each,
+/// as `records_v2` lists at most 65,536); a larger batch is walked twice.
+pub const MAX_HELD: usize = 1 << 16;
 
 /// `key_hash`: BLAKE2b with an 8-byte digest, read big-endian.
 pub fn key_hash(key: &[u8]) -> u64 {
@@ -289,26 +292,62 @@ impl Sink for Held {
             self.labels.extend_from_slice(label);
             (h, k.len() as u64, at, label.len())
         });
-        let mut header_bytes = 0u64;
-        for (name, value) in r.headers {
-            // Python counts a header name in characters (`len` of its str)
-            let chars = if name.is_ascii() {
-                name.len()
-            } else {
-                name.chars().count()
-            };
-            header_bytes = header_bytes
-                .saturating_add(chars as u64)
-                .saturating_add(value.map_or(0, |v| v.len() as u64));
-        }
+        let (header_count, header_bytes) = header_sizes(r);
         self.records.push(Pending {
             timestamp: r.timestamp,
             key,
             value: r.value.map(|v| v.len() as u64),
-            header_count: r.headers.len() as u64,
+            header_count,
             header_bytes,
         });
     }
+}
+
+/// Decodes and keeps nothing: the first walk of a large batch.
+struct Checked;
+
+impl Sink for Checked {
+    #[inline]
+    fn record(&mut self, _r: &Record<'_>) {}
+}
+
+/// Counts each record as it decodes: the second walk of a large batch.
+struct Direct<'s> {
+    state: &'s mut State,
+    aborted: bool,
+    expired: bool,
+}
+
+impl Sink for Direct<'_> {
+    #[inline]
+    fn record(&mut self, r: &Record<'_>) {
+        let key = r.key.map(|k| {
+            let h = if self.aborted { 0 } else { key_hash(k) };
+            (h, k.len() as u64, k)
+        });
+        let (count, bytes) = header_sizes(r);
+        let value = r.value.map(|v| v.len() as u64);
+        let (aborted, expired) = (self.aborted, self.expired);
+        self.state
+            .add(r.timestamp, key, value, count, bytes, aborted, expired);
+    }
+}
+
+/// A record's header count and header bytes: names in characters (Python's `len` of a
+/// str), values in bytes.
+fn header_sizes(r: &Record<'_>) -> (u64, u64) {
+    let mut bytes = 0u64;
+    for (name, value) in r.headers {
+        let chars = if name.is_ascii() {
+            name.len()
+        } else {
+            name.chars().count()
+        };
+        bytes = bytes
+            .saturating_add(chars as u64)
+            .saturating_add(value.map_or(0, |v| v.len() as u64));
+    }
+    (r.headers.len() as u64, bytes)
 }
 
 /// The per-record aggregates of one partition (`PartitionStats`' fields of the same names).
@@ -337,8 +376,8 @@ pub struct State {
     pub top: Top,
     pub distinct_exact: bool,
     pub top_exact: bool,
-    /// The last batch's decompressed records area (for the what-if sample).
-    pub area: Vec<u8>,
+    /// The last compressed batch counted, decompressed (its area is the what-if's sample).
+    plain: Vec<u8>,
 }
 
 /// The finished key counts of the exact phase (`PartitionStats.finish`).
@@ -374,13 +413,18 @@ impl State {
             top: Top::new(heavy_counters),
             distinct_exact: true,
             top_exact: true,
-            area: Vec::new(),
+            plain: Vec::new(),
         }
     }
 
     /// Count a whole v2 batch's records (not a control batch: the caller counts those):
     /// `(records, uncompressed records area bytes)`, or `None`: nothing was counted, the
-    /// Python engine reads the batch. The decompressed area stays in `self.area`.
+    /// Python engine reads the batch. A compressed batch's records area stays for [`area`].
+    ///
+    /// Up to [`MAX_HELD`] records are held aside until the batch decoded to its end; a larger
+    /// batch is walked twice instead (checked, then counted), so memory stays bounded.
+    ///
+    /// [`area`]: State::area
     pub fn batch(
         &mut self,
         data: &[u8],
@@ -389,23 +433,16 @@ impl State {
         expired: bool,
     ) -> Option<(usize, usize)> {
         let header = batch::parse_header(data)?;
-        self.area.clear();
-        let mut held = Held {
-            records: Vec::with_capacity(usize::try_from(header.records_count).ok()?.min(1 << 16)),
-            labels: Vec::new(),
-            hash: !aborted,
-        };
-        let area_len;
-        if header.compression() == codecs::NONE {
-            area_len = data.len() - batch::HEADER_SIZE;
-            decoded(batch::decode(data, max_batch_bytes, &mut held))?;
+        let count = usize::try_from(header.records_count).ok()?;
+        self.plain.clear();
+        let plain = if header.compression() == codecs::NONE {
+            None
         } else {
             let area = codecs::decompress(
                 header.compression(),
                 data.get(batch::HEADER_SIZE..)?,
                 max_batch_bytes,
             )?;
-            area_len = area.len();
             // the same batch uncompressed: its header with no codec, then the area
             let mut plain = Vec::with_capacity(batch::HEADER_SIZE + area.len());
             plain.extend_from_slice(data.get(..batch::HEADER_SIZE)?);
@@ -414,25 +451,44 @@ impl State {
             plain[8..12].copy_from_slice(&length.to_be_bytes());
             plain[22] &= !0x07; // the low byte of the attributes: compression bits
             plain.extend_from_slice(&area);
-            decoded(batch::decode(&plain, max_batch_bytes, &mut held))?;
-            self.area = area;
-        }
-        let n = held.records.len();
-        for p in &held.records {
-            let key = p
-                .key
-                .map(|(h, len, at, l)| (h, len, held.labels.get(at..at + l).unwrap_or(&[])));
-            self.add(
-                p.timestamp,
-                key,
-                p.value,
-                p.header_count,
-                p.header_bytes,
+            Some(plain)
+        };
+        let whole: &[u8] = plain.as_deref().unwrap_or(data);
+        let area_len = whole.len() - batch::HEADER_SIZE;
+        if count <= MAX_HELD {
+            let mut held = Held {
+                records: Vec::with_capacity(count),
+                labels: Vec::new(),
+                hash: !aborted,
+            };
+            batch::decode(whole, max_batch_bytes, &mut held)?;
+            for p in &held.records {
+                let key = p
+                    .key
+                    .map(|(h, len, at, l)| (h, len, held.labels.get(at..at + l).unwrap_or(&[])));
+                let (ts, v, hc, hb) = (p.timestamp, p.value, p.header_count, p.header_bytes);
+                self.add(ts, key, v, hc, hb, aborted, expired);
+            }
+        } else {
+            batch::decode(whole, max_batch_bytes, &mut Checked)?;
+            // The same bytes again: they decode as they just did (a segment rewritten under
+            // the read is the one way they could not, and no reading of it is right then).
+            let mut direct = Direct {
+                state: self,
                 aborted,
                 expired,
-            );
+            };
+            batch::decode(whole, max_batch_bytes, &mut direct)?;
         }
-        Some((n, area_len))
+        if let Some(plain) = plain {
+            self.plain = plain;
+        }
+        Some((count, area_len))
+    }
+
+    /// The last counted batch's decompressed records area (empty when it was not compressed).
+    pub fn area(&self) -> &[u8] {
+        self.plain.get(batch::HEADER_SIZE..).unwrap_or(&[])
     }
 
     /// One record (`_batch`'s loop body): its timestamp, key (hash, length, label), value
@@ -539,10 +595,6 @@ impl State {
     }
 }
 
-fn decoded(h: Option<Header>) -> Option<()> {
-    h.map(|_| ())
-}
-
 /// `_settle_top`: the counted keys' true counts, bounded below by the heaviest key without a
 /// counter.
 fn settle_top(top: &mut Top, keys: &HashMapOfHashes<u64>) {
@@ -605,6 +657,68 @@ mod tests {
         t.add(3, b"d"); // 5 and 7 both count 2: the smaller hash, 5, goes
         assert!(!t.counts.contains_key(&5));
         assert_eq!(t.counts[&3].count, 3);
+    }
+
+    fn varint(v: i64, out: &mut Vec<u8>) {
+        let mut z = ((v << 1) ^ (v >> 63)) as u64;
+        while z >= 0x80 {
+            out.push((z as u8) | 0x80);
+            z >>= 7;
+        }
+        out.push(z as u8);
+    }
+
+    /// An uncompressed v2 batch of `n` records, keys `k0`..`k9`, values "v", timestamps
+    /// base + offset.
+    fn batch_of(n: usize) -> Vec<u8> {
+        let mut records = Vec::new();
+        for i in 0..n {
+            let key = format!("k{}", i % 10).into_bytes();
+            let mut body = vec![0u8];
+            varint(i as i64, &mut body); // timestamp delta
+            varint(i as i64, &mut body); // offset delta
+            varint(key.len() as i64, &mut body);
+            body.extend_from_slice(&key);
+            varint(1, &mut body);
+            body.push(b'v');
+            varint(0, &mut body); // no headers
+            varint(body.len() as i64, &mut records);
+            records.extend_from_slice(&body);
+        }
+        let mut b = vec![0u8; batch::HEADER_SIZE];
+        b[8..12].copy_from_slice(&((49 + records.len()) as i32).to_be_bytes());
+        b[16] = 2;
+        b[23..27].copy_from_slice(&(n as i32 - 1).to_be_bytes());
+        b[27..35].copy_from_slice(&1_000i64.to_be_bytes());
+        b[53..57].copy_from_slice(&(-1i32).to_be_bytes());
+        b[57..61].copy_from_slice(&(n as i32).to_be_bytes());
+        b.extend_from_slice(&records);
+        b
+    }
+
+    #[test]
+    fn held_and_twice_walked_batches_count_alike() {
+        for n in [MAX_HELD, MAX_HELD + 1] {
+            let b = batch_of(n);
+            let mut s = State::new(0, 100, 4);
+            assert_eq!(s.batch(&b, 1 << 30, false, false), Some((n, b.len() - 61)));
+            assert_eq!(
+                (s.keyed, s.key_sizes.count, s.value_sizes.total),
+                (n as u64, n as u64, n as u64)
+            );
+            assert_eq!(s.first_timestamp, Some(1_000));
+            assert_eq!(s.max_ts, 1_000 + n as i64 - 1);
+            assert_eq!(s.future, n as u64);
+            let exact = s.finish().expect("exact");
+            assert_eq!(exact.distinct, 10);
+            let mut cut = State::new(0, 100, 4);
+            let mut short = b.clone();
+            short.truncate(b.len() - 1);
+            let length = (short.len() - 12) as i32;
+            short[8..12].copy_from_slice(&length.to_be_bytes());
+            assert!(cut.batch(&short, 1 << 30, false, false).is_none());
+            assert_eq!(cut.keyed, 0);
+        }
     }
 
     #[test]

@@ -61,7 +61,7 @@ impl StatsRecords {
     /// The decompressed records area of the last batch counted (empty when it was not
     /// compressed), at most `limit` bytes of it.
     fn area<'py>(&self, py: Python<'py>, limit: usize) -> Bound<'py, PyBytes> {
-        let area = &self.state.area;
+        let area = self.state.area();
         PyBytes::new(py, &area[..area.len().min(limit)])
     }
 
