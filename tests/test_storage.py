@@ -232,7 +232,8 @@ def test_export_from_s3_to_s3_writes_the_local_rows(
     local = tmp_path / "local"
     code, _, err = run("export", "--jobs", "2", "--to", "parquet", str(local), "logdir")
     assert code == 0, err
-    dest = f"s3://{BUCKET}/exports/one"
+    name = f"exports/{tmp_path.name}"  # one per test and engine
+    dest = f"s3://{BUCKET}/{name}"
     s3_server.reset()
     code, out, err = run(
         "export", "--format", "jsonl", "--jobs", "2", "--to", "parquet", dest, f"{logs}/logdir"
@@ -240,10 +241,10 @@ def test_export_from_s3_to_s3_writes_the_local_rows(
     assert code == 0, err
     summary = json.loads(out.splitlines()[-1])
     assert summary["destination"] == dest and summary["rows"] > 0
-    keys = _sizes(s3_server, "exports/one/")
-    assert "exports/one/_SUCCESS" in keys and len(keys) > 1
+    keys = _sizes(s3_server, f"{name}/")
+    assert f"{name}/_SUCCESS" in keys and len(keys) > 1
     puts = [r.path for r in s3_server.requests if r.method in ("PUT", "POST")]
-    assert puts[-1] == "/exports/one/_SUCCESS"  # the marker last: the tree is complete
+    assert puts[-1] == f"/{name}/_SUCCESS"  # the marker last: the tree is complete
     got = _rows(dest)
     assert len(got) == summary["rows"]
     assert got == _rows(str(local))
@@ -252,17 +253,19 @@ def test_export_from_s3_to_s3_writes_the_local_rows(
 def test_export_to_s3_refuses_a_destination_that_is_not_empty_and_overwrites_it_whole(
     s3_server: S3Server,  # noqa: F811
     logs: str,
+    tmp_path: Path,
 ) -> None:
-    dest = f"s3://{BUCKET}/exports/two"
-    s3_server.client().put_object(Bucket=BUCKET, Key="exports/two/old.parquet", Body=b"x")
+    name = f"exports/{tmp_path.name}"
+    dest = f"s3://{BUCKET}/{name}"
+    s3_server.client().put_object(Bucket=BUCKET, Key=f"{name}/old.parquet", Body=b"x")
     seg = f"{logs}/logdir/v2-none-0"
     code, out, err = run("export", "--jobs", "1", "--to", "parquet", dest, seg)
     assert code == 4 and "the destination is not empty" in err
     code, out, err = run("export", "--jobs", "1", "--overwrite", "--to", "jsonl", dest, seg)
     assert code == 0, err
-    keys = set(_sizes(s3_server, "exports/two/"))
-    assert "exports/two/old.parquet" not in keys and "exports/two/_SUCCESS" in keys
-    # (pyarrow leaves a "exports/two/" marker object where it deleted a file: the prefix stays)
+    keys = set(_sizes(s3_server, f"{name}/"))
+    assert f"{name}/old.parquet" not in keys and f"{name}/_SUCCESS" in keys
+    # (pyarrow leaves a "DEST/" marker object where it deleted a file: the prefix stays)
     assert all(k.endswith((".json", "_SUCCESS", "/")) for k in keys), keys
 
 
@@ -297,3 +300,23 @@ def test_export_where_offsets_fetches_only_what_its_walk_reads(
     logs = {r.path for r in s3_server.requests if r.path.endswith(".log") and r.method == "GET"}
     assert logs == {"/big/big-0/00000000000000000000.log"}
     assert s3_server.fetched() <= storage.CHUNK
+
+
+def test_export_where_from_time_fetches_only_the_segments_after_it(
+    s3_server: S3Server,  # noqa: F811
+    big_partition: str,
+    tmp_path: Path,
+) -> None:
+    """A rolled segment whose time index ends below the time is not read (nor fetched)."""
+    first = 3 * SEGMENT_RECORDS + 4990
+    s3_server.reset()
+    dest = tmp_path / "out"
+    where = f"--from-time {1_700_000_000_000 + first}"
+    code, _, err = run(
+        "export", "--jobs", "1", "--where", where, "--to", "jsonl", str(dest), big_partition
+    )
+    assert code == 0, err
+    rows = [json.loads(line) for f in sorted(dest.glob("*.json")) for line in f.open()]
+    assert [r["offset"] for r in rows] == list(range(first, 4 * SEGMENT_RECORDS))
+    logs = {r.path for r in s3_server.requests if r.path.endswith(".log") and r.method == "GET"}
+    assert logs == {f"/big/big-0/{3 * SEGMENT_RECORDS:020d}.log"}

@@ -35,6 +35,7 @@ class SegmentRange:
     start: int
     end: int
     size: int
+    rolled: bool = False  # a later segment of the same partition dir exists
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,10 @@ def pack(segs: Sequence[SegmentFile], *, target_split_bytes: int, min_splits: in
         for k in range(n):
             start = k * step
             end = s.size if k == n - 1 else (k + 1) * step
-            items.append(SegmentRange(s.path, s.topic, s.partition, s.base, start, end, s.size))
+            rolled = s.next_base is not None
+            items.append(
+                SegmentRange(s.path, s.topic, s.partition, s.base, start, end, s.size, rolled)
+            )
     splits: list[Split] = []
     current: list[SegmentRange] = []
     current_bytes = 0

@@ -210,14 +210,14 @@ class RemotePath(PosixPath):
         if mode not in ("r", "rb"):
             raise _read_only(self)
         size = self.stat().st_size
-        raw = _RangeFile(self.store, self.key, size, str(self))
+        raw = _RangeFile(self.store.file(self.key, str(self)), size)
         if mode == "rb":
             return io.BufferedReader(raw, 1 << 16)
         return io.TextIOWrapper(io.BufferedReader(raw, 1 << 16), *args, **kwargs)
 
     def read_bytes(self) -> bytes:
         size = self.stat().st_size
-        return self.store.read(self.key, 0, size, str(self))
+        return self.store.file(self.key, str(self)).read(0, size)
 
     def read_text(self, encoding: str | None = None, errors: str | None = None) -> str:
         return self.read_bytes().decode(encoding or "utf-8", errors or "strict")
@@ -352,21 +352,36 @@ class Store:
                 self.dirs.setdefault(info.path, {})  # complete: listed with its parent
 
     # -- bytes --------------------------------------------------------------------------------
-    def read(self, key: str, start: int, end: int, shown: str) -> bytes:
-        """Bytes ``[start, end)`` of an object, in one ranged read (retried)."""
+    def file(self, key: str, shown: str) -> RemoteFile:
+        return RemoteFile(self, key, shown)
+
+
+class RemoteFile:
+    """An object's bytes by ranged reads through one handle (opening one costs a HEAD)."""
+
+    def __init__(self, store: Store, key: str, shown: str):
+        self.store, self.key, self.shown = store, key, shown
+        self.handle: Any = None
+
+    def read(self, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)``, in one ranged read (retried)."""
         if end <= start:
             return b""
+        stats = self.store.stats
 
         def once() -> bytes:
-            with self.fs.open_input_file(key) as f:
-                return bytes(f.read_at(end - start, start))
+            if self.handle is None:
+                self.handle = self.store.fs.open_input_file(self.key)
+            return bytes(self.handle.read_at(end - start, start))
 
-        data: bytes = _retrying(once, shown, self.stats)
-        self.stats.reads += 1
-        self.stats.bytes += len(data)
+        data: bytes = _retrying(once, self.shown, stats)
+        stats.reads += 1
+        stats.bytes += len(data)
         if len(data) != end - start:
             raise OSError(
-                errno.EIO, f"read {len(data)} bytes of {end - start} at {start}: changed?", shown
+                errno.EIO,
+                f"read {len(data)} bytes of {end - start} at {start}: did the object change?",
+                self.shown,
             )
         return data
 
@@ -458,8 +473,8 @@ def _one_line(e: OSError) -> str:
 class _RangeFile(io.RawIOBase):
     """An object read through ranged reads (``open()`` of a :class:`RemotePath`)."""
 
-    def __init__(self, store: Store, key: str, size: int, shown: str):
-        self.store, self.key, self.size, self.shown = store, key, size, shown
+    def __init__(self, remote: RemoteFile, size: int):
+        self.remote, self.size = remote, size
         self.pos = 0
 
     def readable(self) -> bool:
@@ -478,7 +493,7 @@ class _RangeFile(io.RawIOBase):
 
     def readinto(self, b: Any) -> int:
         end = min(self.size, self.pos + len(b))
-        data = self.store.read(self.key, self.pos, end, self.shown)
+        data = self.remote.read(self.pos, end)
         b[: len(data)] = data
         self.pos += len(data)
         return len(data)
@@ -492,8 +507,7 @@ class Spool:
 
     def __init__(self, path: RemotePath, file: BinaryIO):
         self.path = path
-        self.store = path.store
-        self.key = path.key
+        self.remote = path.store.file(path.key, str(path))
         self.size = path.stat().st_size
         self.file = file
         self.fetched: set[int] = set()
@@ -509,6 +523,6 @@ class Spool:
         for i in range(first, last + 1):
             if i not in self.fetched:
                 lo = i * CHUNK
-                data = self.store.read(self.key, lo, min(lo + CHUNK, self.size), str(self.path))
+                data = self.remote.read(lo, min(lo + CHUNK, self.size))
                 os.pwrite(self.file.fileno(), data, lo)
                 self.fetched.add(i)

@@ -49,8 +49,10 @@ from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner, not_a_l
 from klogtool.log.export import native_columns
 from klogtool.log.export.spec import ReadOptions, arrow_schema
 from klogtool.log.objects import batch_object
+from klogtool.log.seek import load_index
 from klogtool.log.segment import fetcher, mapped
 from klogtool.log.splits import SegmentRange, Split, plan_splits
+from klogtool.log.storage import as_path
 from klogtool.log.txnstates import TransactionStates, segment_transaction_states
 
 if TYPE_CHECKING:
@@ -345,6 +347,8 @@ class _RangeReader:
     def batches(self) -> Iterator[pa.RecordBatch]:
         rng = self.rng
         try:
+            if self._below_timestamps():
+                return
             # a segment in object storage: fetched as far as this range's walk goes
             with mapped(rng.path, lazy=True) as whole:
                 buf = whole[: min(rng.size, len(whole))]
@@ -402,6 +406,20 @@ class _RangeReader:
         res = scanner.result
         if res is not None and rng.start <= res.stopped_at < rng.end:
             yield from self._scan_end(res)
+
+    def _below_timestamps(self) -> bool:
+        """True when a pushed-down timestamp is above every record of this rolled segment, by
+        its time index (whose last entry the broker writes on roll: the segment's largest
+        timestamp), so that it is never read (or fetched)."""
+        rng = self.rng
+        floors = (self._bounds()[2], self.where.from_time if self.where is not None else None)
+        min_ts = max((t for t in floors if t is not None), default=None)
+        if min_ts is None or not rng.rolled or rng.segment is None:
+            return False
+        times = load_index(as_path(rng.path).with_suffix(".timeindex"), rng.segment, time=True)
+        if isinstance(times, str) or times.n == 0 or times.untrimmed:
+            return False
+        return times.key(times.n - 1) < min_ts
 
     def _range_start(self, buf: memoryview) -> Generator[pa.RecordBatch, None, int | None]:
         """The position of this range's first batch, found by walking the headers from the

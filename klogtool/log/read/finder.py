@@ -36,7 +36,6 @@ from __future__ import annotations
 import heapq
 import os
 import pickle
-import struct
 import tempfile
 from array import array
 from collections import deque
@@ -49,7 +48,7 @@ from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 from klogtool import events
 from klogtool.codes import Code
 from klogtool.errors import InputError
-from klogtool.formats import engine, index
+from klogtool.formats import engine
 from klogtool.formats.batch import HEADER_SIZE_UP_TO_MAGIC, Batch, Record
 from klogtool.formats.errors import FormatError
 from klogtool.formats.records import (
@@ -75,7 +74,8 @@ from klogtool.log.record_filter import (
     past,
     record_size,
 )
-from klogtool.log.segment import fetcher, mapped, need, need_entry, read_small
+from klogtool.log.seek import Index, load_index
+from klogtool.log.segment import fetcher, mapped, need, need_entry
 from klogtool.log.txnstates import TransactionStates, transaction_states
 
 
@@ -132,8 +132,6 @@ class _Transaction(TypedDict):
 _NO_TRANSACTION: _Transaction = {}
 
 PROGRESS_STEP = 4 << 20  # bytes between progress updates inside one segment
-_TIME_ENTRY = struct.Struct(">qi")
-_OFFSET_ENTRY = struct.Struct(">ii")
 
 
 @dataclass(frozen=True)
@@ -256,64 +254,6 @@ def _magic(buf: memoryview) -> int | None:
     """The magic of a segment's first entry (fetched first, for a remote segment)."""
     need(buf, 0, HEADER_SIZE_UP_TO_MAGIC)
     return sniff_magic(buf)
-
-
-# -- index lookups ------------------------------------------------------------------------------
-class _Index:
-    """The usable entries of an ``.index`` or ``.timeindex``: trimmed of zero padding, sane and
-    increasing, or a reason why not."""
-
-    def __init__(self, buf: bytes, entry: struct.Struct, n: int, untrimmed: bool):
-        self.buf = buf
-        self.entry = entry
-        self.n = n
-        self.untrimmed = untrimmed
-
-    def key(self, i: int) -> int:
-        """The sort key of entry ``i`` (offset index: relative offset; time index: timestamp)."""
-        value: int = self.entry.unpack_from(self.buf, i * self.entry.size)[0]
-        return value
-
-    def value(self, i: int) -> int:
-        """The other field of entry ``i`` (offset index: position; time index: rel. offset)."""
-        value: int = self.entry.unpack_from(self.buf, i * self.entry.size)[1]
-        return value
-
-    def floor(self, target: int) -> int:
-        """The index of the largest entry whose key is at most ``target``, or -1."""
-        lo, hi = 0, self.n
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self.key(mid) <= target:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo - 1
-
-
-def _load_index(path: Path | None, base: int, time: bool) -> _Index | str:
-    what = ".timeindex" if time else ".index"
-    if path is None or not path.is_file():
-        return f"no {what}"
-    buf = read_small(path, 1 << 31)
-    entry = _TIME_ENTRY if time else _OFFSET_ENTRY
-    slots = len(buf) // entry.size
-    zeros = index.time_index_zero_tail(buf) if time else index.offset_index_zero_tail(buf)
-    n = slots - zeros
-    trimmed = buf[: n * entry.size]
-    try:
-        if time:
-            index.sanity_check_time_index(trimmed + buf[slots * entry.size :], base)
-        else:
-            index.sanity_check_offset_index(trimmed + buf[slots * entry.size :], base)
-    except FormatError as e:
-        return f"the {what} fails the broker's sanity check: {e}"
-    prev: int | None = None
-    for k, _ in entry.iter_unpack(trimmed):
-        if prev is not None and k <= prev:
-            return f"the {what} entries do not increase"
-        prev = k
-    return _Index(trimmed, entry, n, zeros > 0)
 
 
 # -- the search ---------------------------------------------------------------------------------
@@ -451,10 +391,10 @@ class Finder:
             return 0 if len(buf) else None
         base = seg.files.base_offset
         start = 0
-        offset_index: _Index | str | None = None
+        offset_index: Index | str | None = None
         if where.from_time is not None:
-            times = _load_index(seg.files.timeindex, base, time=True)
-            if isinstance(times, _Index) and times.n == 0 and _magic(buf) != 0:
+            times = load_index(seg.files.timeindex, base, time=True)
+            if isinstance(times, Index) and times.n == 0 and _magic(buf) != 0:
                 times = "the .timeindex is empty"
             if isinstance(times, str):
                 if _magic(buf) != 0:  # v0 data has no timestamps: nothing to seek by
@@ -474,14 +414,14 @@ class Finder:
                 i = times.floor(where.from_time)
                 if i >= 0:
                     target_offset = base + times.value(i)
-                    offset_index = _load_index(seg.files.index, base, time=False)
+                    offset_index = load_index(seg.files.index, base, time=False)
                     found = self._offset_position(seg, buf, offset_index, target_offset)
                     if found is None:
                         return 0
                     start = found
         if where.offsets is not None and where.offsets[0] > base:
             if offset_index is None:
-                offset_index = _load_index(seg.files.index, base, time=False)
+                offset_index = load_index(seg.files.index, base, time=False)
             found = self._offset_position(seg, buf, offset_index, where.offsets[0])
             if found is None:
                 return 0
@@ -489,7 +429,7 @@ class Finder:
         return start
 
     def _offset_position(
-        self, seg: _Segment, buf: memoryview, idx: _Index | str, offset: int
+        self, seg: _Segment, buf: memoryview, idx: Index | str, offset: int
     ) -> int | None:
         """The offset index's position for ``offset``, checked against the log; None (and a
         warning) when the index cannot be used."""

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""What reading from object storage costs: requests, bytes and seconds of klogtool's commands
+on a partition in a local S3 server, against the same commands on the local disk.
+
+Run by hand (it is not a test; nothing here asserts a timing)::
+
+    python bench/bench_storage.py [--size 1G] [--segment-bytes 128M] [--runs 3] [--out DIR]
+
+Input: ``bench_rebuild.generate``'s partition (v2, uncompressed ~16 KB batches of 60-120
+records, cached in ``--out``), its indexes built by ``klogtool rebuild-index``, uploaded to
+moto's S3 server on 127.0.0.1 (the tests' server, tests/support/s3.py, which counts every
+request and the bytes of every response). Each command runs as its own process, the median of
+``--runs`` is printed with the requests and bytes the S3 server saw (object GETs, HEADs and
+listings) and the ratio of bytes fetched to the partition's size. Issue 26's target: ``find
+--offsets`` on a 1 GB partition fetches far less than 1 GB.
+
+The server is moto in this process, on the same two cores: its throughput (tens of MB/s),
+not the network's, bounds the full-scan rows. Read them for requests and bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))
+from bench_rebuild import generate, parse_size  # noqa: E402
+from support.s3 import BUCKET, S3Server  # noqa: E402
+
+
+def _partition(out: Path, size: int, segment_bytes: int) -> Path:
+    part = out / f"storage-{size}-{segment_bytes}" / "bench-0"
+    if not (part / ".complete").is_file():
+        generate(part, size, segment_bytes)
+        subprocess.run([sys.executable, "-m", "klogtool", "rebuild-index", str(part)], check=True)
+    return part
+
+
+def _run(args: list[str], env: dict[str, str]) -> tuple[float, int]:
+    started = time.perf_counter()
+    p = subprocess.run(
+        [sys.executable, "-m", "klogtool", *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    if p.returncode not in (0, 1):
+        raise SystemExit(f"klogtool {' '.join(args)}: exit {p.returncode}: {p.stderr}")
+    return time.perf_counter() - started, p.returncode
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--size", default="1G", type=parse_size)
+    ap.add_argument("--segment-bytes", default="128M", type=parse_size)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "klogtool-bench")
+    a = ap.parse_args(argv)
+    part = _partition(a.out, a.size, a.segment_bytes)
+    logs = sorted(part.glob("*.log"))
+    total = sum(p.stat().st_size for p in part.iterdir() if p.is_file() and p.name[0] != ".")
+    # an offset in the middle segment, and the time of the last segment's middle
+    mid = int(logs[len(logs) // 2].stem) + 1000
+
+    server = S3Server().start()
+    env = {**os.environ, **server.env, "NO_COLOR": "1"}
+    server.client().create_bucket(Bucket=BUCKET)
+    t0 = time.perf_counter()
+    for f in sorted(part.iterdir()):
+        if f.is_file() and not f.name.startswith("."):
+            with open(f, "rb") as body:
+                server.client().upload_fileobj(body, BUCKET, f"bench/bench-0/{f.name}")
+    upload = time.perf_counter() - t0
+    uri = f"s3://{BUCKET}/bench/bench-0"
+    print(f"partition: {len(logs)} segments, {total:,} bytes (uploaded in {upload:.1f} s)")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; moto's S3 server in process\n")
+
+    commands = [
+        (
+            "find --offsets (10 records)",
+            ["find", "--format", "jsonl", "--offsets", f"{mid}:{mid + 9}"],
+        ),
+        ("find --key (full scan)", ["find", "--format", "jsonl", "--jobs", "1", "--key", "nope"]),
+        ("verify", ["verify", "--format", "jsonl", "--jobs", "1"]),
+        ("describe", ["describe", "--format", "jsonl"]),
+    ]
+    cols = ["command", "where", "seconds (median)", "GETs", "HEADs", "listings", "bytes fetched"]
+    print("| " + " | ".join([*cols, "of the partition"]) + " |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, args in commands:
+        for where, path in (("local", str(part)), ("s3", uri)):
+            times = []
+            for _ in range(a.runs):
+                server.reset()
+                seconds, _code = _run([*args, path], env)
+                times.append(seconds)
+            reqs = server.requests
+            gets = [r for r in reqs if r.method == "GET" and "list-type" not in r.query]
+            heads = sum(1 for r in reqs if r.method == "HEAD")
+            lists = sum(1 for r in reqs if "list-type" in r.query)
+            fetched = sum(r.sent for r in gets)
+            share = f"{fetched / total:.2%}" if where == "s3" else ""
+            cells = [name, where, f"{statistics.median(times):.2f}"]
+            cells += [str(len(gets)), str(heads), str(lists)] if where == "s3" else ["", "", ""]
+            cells += [f"{fetched:,}" if where == "s3" else "", share]
+            print("| " + " | ".join(cells) + " |")
+    server.stop()
+
+
+if __name__ == "__main__":
+    main()
