@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -306,8 +307,19 @@ def test_a_lock_file_klogtool_created_is_removed_and_a_brokers_is_kept(tmp_path:
     assert (tmp_path / ".lock").exists()
 
 
+@pytest.fixture
+def sigint_handled() -> Iterator[None]:
+    """SIGINT raising KeyboardInterrupt, as on a terminal (a background job, as CI's second
+    run is, starts with it ignored, and a Ctrl-C never arrives)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def test_ctrl_c_during_the_swap_finishes_it_first(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sigint_handled: None
 ) -> None:
     """Ctrl-C between the renames to .swap and the deletion of the originals: the swap
     completes (no .swap file, the new segment in place), then KeyboardInterrupt (it left .swap
