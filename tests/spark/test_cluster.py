@@ -15,13 +15,17 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, NamedTuple
 
+import pytest
 from conftest import bench_spark
 from spark_env import ROOT, TEST_JAVA_OPTIONS, require_spark
 from spark_expect import assert_int64_micros, dump_rows_for_compare, table_rows
 from support.cli import run
 from support.paths import LOGDIR
+from support.s3 import S3Server, s3_server  # noqa: F401  (the fixture)
 
 require_spark()
 
@@ -29,6 +33,12 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 CORRUPT = ROOT / "fixtures" / "logs" / "corrupt"
+
+
+class Cluster(NamedTuple):
+    daemons: Any  # bench_spark.Cluster
+    driver: Path  # the driver's working directory (./environment is the venv)
+    conf: list[str]  # --conf arguments: the packed venv, memory, JVM flags
 
 
 def klogtool(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
@@ -62,39 +72,49 @@ def parquet_rows(root: Path) -> list:
     return table_rows(pa.concat_tables(pq.read_table(f) for f in files))
 
 
-def test_export_and_verify_on_a_two_worker_cluster(packed_klogtool_env, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def cluster(packed_klogtool_env, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """The cluster both tests run on (a JVM start-up saved), stopped however they end."""
     bs = bench_spark()
     venv, archive = packed_klogtool_env
-    # client mode: the driver plans the data source in a Python worker started with the same
-    # relative ./environment/bin/python, here the venv itself
-    driver = bs.driver_dir(tmp_path / "driver", venv)
-    dest = tmp_path / "spark-out"
+    tmp = tmp_path_factory.mktemp("cluster")
     with bs.Cluster(
-        tmp_path / "cluster", workers=2, cores=1, memory="1g", java_options=TEST_JAVA_OPTIONS
-    ) as cluster:
-        conf = bs.cluster_conf(
-            archive,
-            {
-                "spark.executor.memory": "512m",
-                "spark.driver.extraJavaOptions": TEST_JAVA_OPTIONS,
-                "spark.executor.extraJavaOptions": TEST_JAVA_OPTIONS,
-            },
+        tmp / "daemons", workers=2, cores=1, memory="1g", java_options=TEST_JAVA_OPTIONS
+    ) as c:
+        # client mode: the driver plans the data source in a Python worker started with the
+        # same relative ./environment/bin/python, here the venv itself
+        yield Cluster(
+            c,
+            bs.driver_dir(tmp / "driver", venv),
+            bs.cluster_conf(
+                archive,
+                {
+                    "spark.executor.memory": "512m",
+                    "spark.driver.extraJavaOptions": TEST_JAVA_OPTIONS,
+                    "spark.executor.extraJavaOptions": TEST_JAVA_OPTIONS,
+                },
+            ),
         )
-        master = ["--master", cluster.master_url, *conf]
-        export = klogtool(
-            ["export", str(LOGDIR), *master, "--to", "parquet", str(dest), "--format", "jsonl"],
-            driver,
-            timeout=240,
-        )
-        assert export.returncode == 0, export.stderr[-3000:]
-        verify = klogtool(
-            ["verify", str(LOGDIR), str(CORRUPT), *master, "--format", "jsonl"],
-            driver,
-            timeout=240,
-        )
-        # one executor on each worker, each in a directory holding the unpacked archive
-        executors = sorted((tmp_path / "cluster").glob("work-*/app-*/*/environment/bin/python"))
-        assert {p.parts[-6] for p in executors} == {"work-0", "work-1"}, executors
+
+
+def test_export_and_verify_on_a_two_worker_cluster(cluster: Cluster, tmp_path: Path) -> None:
+    master = ["--master", cluster.daemons.master_url, *cluster.conf]
+    dest = tmp_path / "spark-out"
+    export = klogtool(
+        ["export", str(LOGDIR), *master, "--to", "parquet", str(dest), "--format", "jsonl"],
+        cluster.driver,
+        timeout=240,
+    )
+    assert export.returncode == 0, export.stderr[-3000:]
+    verify = klogtool(
+        ["verify", str(LOGDIR), str(CORRUPT), *master, "--format", "jsonl"],
+        cluster.driver,
+        timeout=240,
+    )
+    # one executor on each worker, each in a directory holding the unpacked archive
+    work = cluster.daemons.workdir
+    executors = sorted(work.glob("work-*/app-*/*/environment/bin/python"))
+    assert {p.relative_to(work).parts[0] for p in executors} == {"work-0", "work-1"}, executors
     summary = json.loads(export.stdout.splitlines()[-1])
     assert summary["type"] == "summary" and summary["rows"] == 190
 
@@ -109,3 +129,27 @@ def test_export_and_verify_on_a_two_worker_cluster(packed_klogtool_env, tmp_path
     local = run("verify", str(LOGDIR), str(CORRUPT), "--format", "jsonl")
     assert (verify.returncode, verify.stdout) == local[:2], verify.stderr[-3000:]
     assert local[0] == 1 and '"type":"finding"' in local[1].replace(" ", "")
+
+
+def test_export_from_s3_on_the_cluster(
+    cluster: Cluster,
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The executors (and the driver's planning worker) read the segments from the S3 server
+    on 127.0.0.1, with the standard AWS variables given to them as executor environment."""
+    logs = s3_server.upload(LOGDIR, "cluster/logdir")
+    env = [
+        arg for k, v in s3_server.env.items() for arg in ("--conf", f"spark.executorEnv.{k}={v}")
+    ]
+    dest = tmp_path / "spark-out"
+    export = klogtool(
+        ["export", logs, "--master", cluster.daemons.master_url, *cluster.conf, *env,
+         "--to", "parquet", str(dest), "--format", "jsonl"],
+        cluster.driver,
+        timeout=240,
+    )  # fmt: skip
+    assert export.returncode == 0, export.stderr[-3000:]
+    assert json.loads(export.stdout.splitlines()[-1])["rows"] == 190
+    assert parquet_rows(dest) == dump_rows_for_compare([str(LOGDIR)])
+    assert any(r.path.startswith("/cluster/logdir/") for r in s3_server.requests)
