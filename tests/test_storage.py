@@ -320,3 +320,22 @@ def test_export_where_from_time_fetches_only_the_segments_after_it(
     assert [r["offset"] for r in rows] == list(range(first, 4 * SEGMENT_RECORDS))
     logs = {r.path for r in s3_server.requests if r.path.endswith(".log") and r.method == "GET"}
     assert logs == {f"/big/big-0/{3 * SEGMENT_RECORDS:020d}.log"}
+
+
+@pytest.mark.parametrize("status", [403, 404])
+def test_an_error_that_retrying_cannot_mend_is_one_line_at_once(
+    s3_server: S3Server,  # noqa: F811
+    logs: str,
+    status: int,
+) -> None:
+    seg = "logdir/v2-none-0/00000000000000000017.log"
+    s3_server.reset()
+    s3_server.fail += [(seg, status)] * 10
+    try:
+        code, out, err = run("dump-segments", "--format", "jsonl", f"{logs}/logdir/v2-none-0")
+    finally:
+        left = len(s3_server.fail)
+        s3_server.fail.clear()
+    assert code == 3 and len(err.splitlines()) == 1
+    assert err.startswith(f"klogtool: error: {logs}/{seg}: ") and err.endswith("(io-error)\n")
+    assert left >= 8  # asked at most twice (pyarrow's HEAD, and at most once more), not retried

@@ -447,8 +447,14 @@ if os.environ.get("KLOGTOOL_STORAGE_STATS", "").strip() not in ("", "0"):
     atexit.register(_print_stats)
 
 
+# what pyarrow's S3, GCS and Azure errors say when retrying cannot help
+_PERMANENT = ("ACCESS_DENIED", "AccessDenied", "Forbidden", "NO_SUCH_BUCKET", "InvalidAccessKeyId")
+
+
 def _transient(e: OSError) -> bool:
-    return not isinstance(e, (FileNotFoundError, PermissionError, IsADirectoryError))
+    if isinstance(e, (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)):
+        return False
+    return not any(word in str(e) for word in _PERMANENT)
 
 
 def _retrying(call: Callable[[], Any], shown: str, stats: Stats) -> Any:
