@@ -20,6 +20,7 @@ from support.rewrite import write_partition
 
 from klogtool.formats import codecs, encode_batch, engine
 from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, Record
+from klogtool.formats.legacy import encode_message, encode_wrapper
 from klogtool.log.read import stats
 
 pytestmark = pytest.mark.skipif(
@@ -172,6 +173,20 @@ def test_batches_the_kernel_refuses_are_read_in_python(tmp_path: Path) -> None:
     total = _same([str(tmp_path / "bad-0")])
     assert len(total["problems"]) == 2, total["problems"]
     assert total["sizes"]["value"]["count"] == 3 + 5  # the 3 before the bad record, the tail
+
+
+def test_v0_v1_sets_read_in_python_are_handed_in_by_chunks(tmp_path: Path) -> None:
+    """v0/v1 records are read in Python and handed to the kernel 4,096 at a time: a wrapper
+    of 10,000 (its memory stays flat), plain v0 messages around it."""
+    recs = [
+        Record(i, T0 + i % 50, None if i % 7 == 0 else b"k%d" % (i % 900), b"v" * (i % 30), ())
+        for i in range(1, 10_001)
+    ]
+    wrapper = encode_wrapper(recs, magic=1, compression=codecs.GZIP)
+    plain = [encode_message(0, b"a", None, magic=0), encode_message(10_001, None, b"b", magic=0)]
+    write_partition(tmp_path / "legacy-0", [(0, [plain[0], wrapper, plain[1]])])
+    total = _same([str(tmp_path / "legacy-0")])
+    assert total["volume"]["records"] == 10_002 and total["volume"]["magics"] == {"0": 2, "1": 1}
 
 
 def test_cli_jsonl_is_the_same_under_both_engines(tmp_path: Path) -> None:

@@ -110,6 +110,7 @@ WHAT_IF_CODECS: tuple[tuple[str, int, int | None], ...] = (
     ("zstd-9", codecs.ZSTD, 9),
     ("zstd-19", codecs.ZSTD, 19),
 )
+_ROWS_AT_ONCE = 4096  # records read in Python handed to the native kernel at a time
 _LEGACY_HEADER = {0: 14, 1: 22}  # crc, magic, attributes, [timestamp], key and value lengths
 _MASK64 = (1 << 64) - 1
 
@@ -900,8 +901,13 @@ def _batch_native(
     if magic < 2 and legacy_header is None:
         st.bytes_uncompressed += batch.size
     rows: list[native_stats.Row] = []
+    n = 0
     try:
         for r in batch.records(max_bytes):
+            if len(rows) >= _ROWS_AT_ONCE:  # a million-record v0/v1 wrapper: memory stays flat
+                native_stats.add_rows(kernel, rows, aborted, expired, where)
+                n += len(rows)
+                rows = []
             key, value, headers = r.key, r.value, r.headers
             if legacy_header is not None:
                 st.bytes_uncompressed += LOG_OVERHEAD + legacy_header
@@ -919,7 +925,7 @@ def _batch_native(
             )
     finally:  # the records read before a bad one count, as in the python loop
         native_stats.add_rows(kernel, rows, aborted, expired, where)
-    _batch_counted(st, batch, codec, len(rows), lat, pid, txn)
+    _batch_counted(st, batch, codec, n + len(rows), lat, pid, txn)
 
 
 def _v2_volume(
