@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
 CHUNK = 8 << 20  # bytes a ranged read of a segment fetches (large sequential reads)
+FETCHERS = 4  # ranged reads in flight while a whole segment is fetched
 RETRIES = 4  # attempts of a ranged read after the file system's own retries gave up
 BACKOFF = 0.25  # seconds before the first retry; doubled each time
 
@@ -362,6 +363,7 @@ class RemoteFile:
     def __init__(self, store: Store, key: str, shown: str):
         self.store, self.key, self.shown = store, key, shown
         self.handle: Any = None
+        self.opening = threading.Lock()  # one handle (one HEAD) for the fetching threads
 
     def read(self, start: int, end: int) -> bytes:
         """Bytes ``[start, end)``, in one ranged read (retried)."""
@@ -370,13 +372,15 @@ class RemoteFile:
         stats = self.store.stats
 
         def once() -> bytes:
-            if self.handle is None:
-                self.handle = self.store.fs.open_input_file(self.key)
+            with self.opening:
+                if self.handle is None:
+                    self.handle = self.store.fs.open_input_file(self.key)
             return bytes(self.handle.read_at(end - start, start))
 
         data: bytes = _retrying(once, self.shown, stats)
-        stats.reads += 1
-        stats.bytes += len(data)
+        with self.store.lock:
+            stats.reads += 1
+            stats.bytes += len(data)
         if len(data) != end - start:
             raise OSError(
                 errno.EIO,
@@ -520,15 +524,27 @@ class Spool:
         file.truncate(self.size)  # sparse: unfetched chunks take no disk
 
     def fill(self) -> None:
-        self.need(0, self.size)
+        """Fetch every chunk, :data:`FETCHERS` at a time (a request's latency, not the
+        bandwidth, bounds one stream; each thread holds one chunk at most)."""
+        todo = [i for i in range(-(-self.size // CHUNK)) if i not in self.fetched]
+        if len(todo) <= 1:
+            self.need(0, self.size)
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(FETCHERS, len(todo))) as pool:
+            for _ in pool.map(self._fetch, todo):
+                pass
 
     def need(self, start: int, end: int) -> None:
         """Make bytes ``[start, end)`` (clipped to the object) present."""
         end = min(end, self.size)
-        first, last = start // CHUNK, (end - 1) // CHUNK
-        for i in range(first, last + 1):
+        for i in range(start // CHUNK, (end - 1) // CHUNK + 1):
             if i not in self.fetched:
-                lo = i * CHUNK
-                data = self.remote.read(lo, min(lo + CHUNK, self.size))
-                os.pwrite(self.file.fileno(), data, lo)
-                self.fetched.add(i)
+                self._fetch(i)
+
+    def _fetch(self, i: int) -> None:
+        lo = i * CHUNK
+        data = self.remote.read(lo, min(lo + CHUNK, self.size))
+        os.pwrite(self.file.fileno(), data, lo)
+        self.fetched.add(i)
