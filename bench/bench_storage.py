@@ -9,10 +9,10 @@ Run by hand (it is not a test; nothing here asserts a timing)::
 Input: ``bench_rebuild.generate``'s partition (v2, uncompressed ~16 KB batches of 60-120
 records, cached in ``--out``), its indexes built by ``klogtool rebuild-index``, uploaded to
 moto's S3 server on 127.0.0.1 (the tests' server, tests/support/s3.py, which counts every
-request and the bytes of every response). Each command runs as its own process, the median of
-``--runs`` is printed with the requests and bytes the S3 server saw (object GETs, HEADs and
-listings) and the ratio of bytes fetched to the partition's size. Issue 26's target: ``find
---offsets`` on a 1 GB partition fetches far less than 1 GB.
+request and the bytes of every response). Each command runs as its own process; printed: the
+median of ``--runs``, the largest peak RSS, the requests and bytes the S3 server saw (object
+GETs, HEADs and listings) and the ratio of bytes fetched to the partition's size. Issue 26's
+target: ``find --offsets`` on a 1 GB partition fetches far less than 1 GB.
 
 The server is moto in this process, on the same two cores: its throughput (tens of MB/s),
 not the network's, bounds the full-scan rows. Read them for requests and bytes.
@@ -45,17 +45,22 @@ def _partition(out: Path, size: int, segment_bytes: int) -> Path:
 
 
 def _run(args: list[str], env: dict[str, str]) -> tuple[float, int]:
+    """Seconds and peak RSS (KiB) of one klogtool process."""
     started = time.perf_counter()
-    p = subprocess.run(
+    p = subprocess.Popen(
         [sys.executable, "-m", "klogtool", *args],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        text=True,
     )
-    if p.returncode not in (0, 1):
-        raise SystemExit(f"klogtool {' '.join(args)}: exit {p.returncode}: {p.stderr}")
-    return time.perf_counter() - started, p.returncode
+    _, status, usage = os.wait4(p.pid, 0)
+    seconds = time.perf_counter() - started
+    code = os.waitstatus_to_exitcode(status)
+    p.returncode = code
+    if code not in (0, 1):
+        err = p.stderr.read().decode() if p.stderr else ""
+        raise SystemExit(f"klogtool {' '.join(args)}: exit {code}: {err}")
+    return seconds, usage.ru_maxrss
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -93,23 +98,26 @@ def main(argv: list[str] | None = None) -> None:
         ("verify", ["verify", "--format", "jsonl", "--jobs", "1"]),
         ("describe", ["describe", "--format", "jsonl"]),
     ]
-    cols = ["command", "where", "seconds (median)", "GETs", "HEADs", "listings", "bytes fetched"]
+    cols = ["command", "where", "seconds (median)", "peak RSS MiB", "GETs", "HEADs", "listings"]
+    cols.append("bytes fetched")
     print("| " + " | ".join([*cols, "of the partition"]) + " |")
     print("|---|---|---|---|---|---|---|---|")
     for name, args in commands:
         for where, path in (("local", str(part)), ("s3", uri)):
             times = []
+            rss = 0
             for _ in range(a.runs):
                 server.reset()
-                seconds, _code = _run([*args, path], env)
+                seconds, peak = _run([*args, path], env)
                 times.append(seconds)
+                rss = max(rss, peak)
             reqs = server.requests
             gets = [r for r in reqs if r.method == "GET" and "list-type" not in r.query]
             heads = sum(1 for r in reqs if r.method == "HEAD")
             lists = sum(1 for r in reqs if "list-type" in r.query)
             fetched = sum(r.sent for r in gets)
             share = f"{fetched / total:.2%}" if where == "s3" else ""
-            cells = [name, where, f"{statistics.median(times):.2f}"]
+            cells = [name, where, f"{statistics.median(times):.2f}", f"{rss / 1024:.0f}"]
             cells += [str(len(gets)), str(heads), str(lists)] if where == "s3" else ["", "", ""]
             cells += [f"{fetched:,}" if where == "s3" else "", share]
             print("| " + " | ".join(cells) + " |")

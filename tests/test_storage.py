@@ -5,6 +5,7 @@ reading command — with the requests and bytes each read costs counted at the s
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -339,3 +340,38 @@ def test_an_error_that_retrying_cannot_mend_is_one_line_at_once(
     assert code == 3 and len(err.splitlines()) == 1
     assert err.startswith(f"klogtool: error: {logs}/{seg}: ") and err.endswith("(io-error)\n")
     assert left >= 8  # asked at most twice (pyarrow's HEAD, and at most once more), not retried
+
+
+def test_a_spool_fetches_each_byte_once_and_reads_what_the_object_holds(
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Random needs, peeks and walks over a 20 MiB object: every range asked for reads the
+    object's bytes; no byte is fetched twice; a peek fetches only what it asks for."""
+    import random
+
+    rnd = random.Random(26)
+    data = rnd.randbytes(20 << 20)
+    s3_server.client().put_object(Bucket=BUCKET, Key="spool/object", Body=data)
+    s3_server.reset()
+    path = storage.path_of(f"s3://{BUCKET}/spool/object")
+    assert isinstance(path, storage.RemotePath)
+    with open(tmp_path / "spool", "w+b") as f:
+        spool = storage.Spool(path, f)
+        for _ in range(60):
+            start = rnd.randrange(len(data))
+            end = min(len(data), start + rnd.choice((1, 17, 4096, 1 << 20, 9 << 20)))
+            ahead = rnd.random() < 0.5
+            before = s3_server.fetched()
+            spool.need(start, end, ahead=ahead)
+            got = os.pread(f.fileno(), end - start, start)
+            assert got == data[start:end]
+            assert spool.have == sorted(spool.have)
+            assert all(b < c for (_, b), (c, _) in zip(spool.have, spool.have[1:], strict=False))
+            if not ahead:
+                assert s3_server.fetched() - before <= end - start
+        spool.fill()
+        assert spool.have == [(0, len(data))]
+        assert os.pread(f.fileno(), len(data), 0) == data
+    assert s3_server.fetched() == len(data)  # each byte once
+    assert all(r.sent <= storage.CHUNK for r in s3_server.requests)

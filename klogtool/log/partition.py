@@ -18,7 +18,7 @@ from klogtool.formats.errors import FormatError
 from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.log import layout, storage
 from klogtool.log.atomic import FileOps, log_dir_of
-from klogtool.log.segment import mapped, read_small, refuse_not_a_log
+from klogtool.log.segment import fetcher, mapped, read_small, refuse_not_a_log
 from klogtool.log.topicconfig import ConfigSource, TopicConfig
 
 if TYPE_CHECKING:
@@ -273,8 +273,10 @@ def scan_next_offset(path: Path, base: int) -> tuple[int, bool]:
 def _refuse_non_kafka(log: Path) -> None:
     """A ``.log`` from which no entry can be read (a PNG under a segment's name) is no Kafka
     file: every command ends with exit 3 there (records.not_a_log's rule)."""
-    with mapped(log) as buf:
-        scanner = SegmentScanner(buf, check_crc=False, stop_on_crc=False)
+    with mapped(log, lazy=True) as buf:  # in object storage: its first batch is fetched
+        scanner = SegmentScanner(
+            buf, check_crc=False, stop_on_crc=False, need=fetcher(buf, ahead=False)
+        )
         if next(iter(scanner), None) is not None:
             return
     refuse_not_a_log(scanner.result, str(log))

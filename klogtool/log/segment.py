@@ -6,6 +6,7 @@ by the OS on demand and dropped under pressure.
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 import shutil
@@ -81,11 +82,14 @@ def need_entry(view: memoryview, position: int) -> None:
         spool.need(position, position + LOG_OVERHEAD + max(size, 0))
 
 
-def fetcher(view: memoryview) -> Callable[[int, int], None] | None:
+def fetcher(view: memoryview, *, ahead: bool = True) -> Callable[[int, int], None] | None:
     """:func:`need` for ``view`` as ``SegmentScanner``'s ``need``, or None for a file that
-    needs none."""
+    needs none. Without ``ahead`` only the bytes asked for are fetched (a peek at a segment's
+    first batch), else a chunk past them (a walk)."""
     spool = _SPOOLS.get(id(view.obj))
-    return None if spool is None else spool.need
+    if spool is None:
+        return None
+    return spool.need if ahead else functools.partial(spool.need, ahead=False)
 
 
 @contextmanager

@@ -16,6 +16,7 @@ standard chain (environment, profile, instance metadata) and are never shown.
 
 from __future__ import annotations
 
+import bisect
 import errno
 import fnmatch
 import io
@@ -511,40 +512,82 @@ class _RangeFile(io.RawIOBase):
 
 # -- a segment's bytes in a temporary file ---------------------------------------------------------
 class Spool:
-    """A remote object's bytes in a temporary file of its size, fetched by :data:`CHUNK`
-    ranges: all at once (:meth:`fill`) or as a walk reaches them (:meth:`need`), so a read
-    seeking by an index fetches only the chunks around what it reads."""
+    """A remote object's bytes in a temporary file of its size, fetched in ranges: all at
+    once (:meth:`fill`) or as a reader asks for them (:meth:`need`): a walk reads
+    :data:`CHUNK` ahead of what it asks for, a peek (``ahead=False``: a segment's first batch)
+    only what it asks for, so a read seeking by an index fetches only the chunks around what
+    it reads."""
 
     def __init__(self, path: RemotePath, file: BinaryIO):
         self.path = path
         self.remote = path.store.file(path.key, str(path))
         self.size = path.stat().st_size
         self.file = file
-        self.fetched: set[int] = set()
-        file.truncate(self.size)  # sparse: unfetched chunks take no disk
+        self.have: list[tuple[int, int]] = []  # fetched ranges, sorted and disjoint
+        self.lock = threading.Lock()
+        file.truncate(self.size)  # sparse: what is not fetched takes no disk
 
     def fill(self) -> None:
-        """Fetch every chunk, :data:`FETCHERS` at a time (a request's latency, not the
+        """Fetch all of it, :data:`FETCHERS` chunks at a time (a request's latency, not the
         bandwidth, bounds one stream; each thread holds one chunk at most)."""
-        todo = [i for i in range(-(-self.size // CHUNK)) if i not in self.fetched]
-        if len(todo) <= 1:
-            self.need(0, self.size)
+        pieces = [p for gap in self._gaps(0, self.size) for p in _pieces(*gap)]
+        if len(pieces) <= 1:
+            for lo, hi in pieces:
+                self._fetch(lo, hi)
             return
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(min(FETCHERS, len(todo))) as pool:
-            for _ in pool.map(self._fetch, todo):
+        with ThreadPoolExecutor(min(FETCHERS, len(pieces))) as pool:
+            for _ in pool.map(lambda p: self._fetch(*p), pieces):
                 pass
 
-    def need(self, start: int, end: int) -> None:
-        """Make bytes ``[start, end)`` (clipped to the object) present."""
+    def need(self, start: int, end: int, ahead: bool = True) -> None:
+        """Make bytes ``[start, end)`` (clipped to the object) present; with ``ahead`` what
+        is missing is fetched up to a chunk past ``end`` (up to what is already there)."""
         end = min(end, self.size)
-        for i in range(start // CHUNK, (end - 1) // CHUNK + 1):
-            if i not in self.fetched:
-                self._fetch(i)
+        for lo, hi in self._gaps(start, end):
+            if ahead:
+                hi = max(hi, min(lo + CHUNK, self._next_have(lo), self.size))
+            for piece in _pieces(lo, hi):
+                self._fetch(*piece)
 
-    def _fetch(self, i: int) -> None:
-        lo = i * CHUNK
-        data = self.remote.read(lo, min(lo + CHUNK, self.size))
+    def _gaps(self, start: int, end: int) -> list[tuple[int, int]]:
+        gaps = []
+        at = start
+        for lo, hi in self.have:
+            if hi <= at:
+                continue
+            if lo >= end:
+                break
+            if lo > at:
+                gaps.append((at, lo))
+            at = max(at, hi)
+        if at < end:
+            gaps.append((at, end))
+        return gaps
+
+    def _next_have(self, pos: int) -> int:
+        i = bisect.bisect_right(self.have, (pos, pos))
+        return self.have[i][0] if i < len(self.have) else self.size
+
+    def _fetch(self, lo: int, hi: int) -> None:
+        data = self.remote.read(lo, hi)
         os.pwrite(self.file.fileno(), data, lo)
-        self.fetched.add(i)
+        with self.lock:
+            self.have = _merged(sorted([*self.have, (lo, hi)]))
+
+
+def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted ranges with the touching and overlapping ones joined."""
+    out: list[tuple[int, int]] = []
+    for a, b in ranges:
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _pieces(lo: int, hi: int) -> list[tuple[int, int]]:
+    """``[lo, hi)`` in ranged reads of :data:`CHUNK` at most."""
+    return [(a, min(a + CHUNK, hi)) for a in range(lo, hi, CHUNK)]
