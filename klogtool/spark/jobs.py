@@ -64,9 +64,10 @@ def export(
     """Write the data source's rows to ``dest`` as Parquet or JSON Lines; returns the number
     of splits (tasks) the data source plans."""
     options = {"minSplits": str(default_parallelism(spark)), **options}
-    df = read(spark, paths, options)
-    if to == "jsonl" and "timestamp" in df.columns:
-        df = df.withColumn("timestamp", F.unix_millis("timestamp"))
+    with failures():  # the data source is created (its schema) in a Python worker already
+        df = read(spark, paths, options)
+        if to == "jsonl" and "timestamp" in df.columns:
+            df = df.withColumn("timestamp", F.unix_millis("timestamp"))
     # "error" (= errorifexists): the Spark Connect client knows only this spelling
     writer = df.write.mode("overwrite" if overwrite else "error")
     if partition_by:
@@ -172,6 +173,9 @@ def failures() -> Iterator[None]:
 def _summary(text: str) -> str:
     """The most telling line of a Spark error (the Python exception, else the first)."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in lines:  # a Python worker that could not start: which program
+        if "Cannot run program" in ln:
+            return ln[ln.index("Cannot run program") :][:300]
     for ln in reversed(lines):
         if re.match(r"^[\w.]+(Error|Exception): ", ln) and "Py4J" not in ln:
             return ln[:300]
@@ -184,6 +188,12 @@ def _hint(text: str) -> str | None:
             "the Python on the executors (and the driver's planning worker) must have klogtool "
             "and pyarrow: set spark.pyspark.python to such an interpreter (see README: export "
             "on a cluster)"
+        )
+    if "Cannot run program" in text:
+        return (
+            "spark.pyspark.python names no Python here; a relative one (./environment/bin/python) "
+            "is relative to each executor's directory and, for the driver's planning worker, to "
+            "the directory klogtool runs in (see docs/cluster.md)"
         )
     if "DATA_SOURCE_PUSHDOWN_DISABLED" in text:
         return "register the source with klogtool.spark.register(spark), which enables pushdown"
