@@ -375,3 +375,27 @@ def test_a_spool_fetches_each_byte_once_and_reads_what_the_object_holds(
         assert os.pread(f.fileno(), len(data), 0) == data
     assert s3_server.fetched() == len(data)  # each byte once
     assert all(r.sent <= storage.CHUNK for r in s3_server.requests)
+
+
+def test_export_to_s3_that_fails_leaves_nothing_of_its_own(
+    s3_server: S3Server,  # noqa: F811
+    logs: str,
+    tmp_path: Path,
+) -> None:
+    """A corrupt segment met half-way (--on-corrupt fail): the files the finished splits
+    wrote are deleted, and no _SUCCESS says the export is there."""
+    name = f"exports/{tmp_path.name}"
+    code, out, err = run(
+        "export",
+        "--jobs",
+        "1",
+        "--target-split-bytes",
+        "1",
+        "--to",
+        "parquet",
+        f"s3://{BUCKET}/{name}",
+        f"{logs}/logdir/v2-none-0",
+        f"{logs}/corrupt/crc-flip-0",
+    )
+    assert code == 3 and "crc" in err.lower(), err
+    assert set(_sizes(s3_server, f"{name}/")) <= {f"{name}/"}  # (pyarrow's prefix marker)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -31,6 +32,7 @@ from klogtool.log.export.exporter import (
     PARTITION_COLUMNS,
     Destination,
     LocalJob,
+    OutputCount,
     check_local_dest,
     count_output,
     export_local,
@@ -67,8 +69,8 @@ def _partition_by(_c: click.Context, _p: click.Parameter, value: str) -> tuple[s
     required=True,
     metavar="parquet|jsonl DEST",
     help="Output format and destination directory: a local path; s3://, gs://, abfs://, "
-    "hdfs:// (written locally, then uploaded, _SUCCESS last); or, with Spark on a cluster, "
-    "any URI its executors write to (s3a://...).",
+    "hdfs:// (each task writes its files there, _SUCCESS last); or, with Spark, any URI "
+    "its executors write to (s3a://...).",
 )
 @spark_options(
     "spark: a Spark job (local[*] unless --master/--remote); local: the same reader in a "
@@ -208,11 +210,9 @@ def command(
     confluent_notice(out, registry, (kd, vd))
     segments = list_segments(list(paths))
     input_bytes = sum(s.size for s in segments)
-    # executors on other machines (or a Spark Connect server) write DEST on their own
-    cluster = remote is not None or (
-        engine == "spark" and master is not None and not master.startswith("local")
+    destination = Destination(
+        dest, overwrite=overwrite, inputs=list(paths), direct=remote is not None
     )
-    destination = Destination(dest, overwrite=overwrite, inputs=list(paths), direct=cluster)
     ncpu = os.cpu_count() or 1
     if dry_run:
         prune = where_prune(read.where)
@@ -242,13 +242,14 @@ def command(
     started = time.monotonic()
     nsplits = 0
     rows_remote: int | None = None
+    counted: OutputCount | None = None
+    job = LocalJob(to, destination.work, read, partition_by, tag=destination.tag or None)
     try:
         with out.progress(input_bytes, "exporting") as advance:
             if engine == "local":
                 check_local_dest(destination)
-                job = LocalJob(to, destination.work, read, partition_by)
                 try:
-                    done = export_local(
+                    done, written = export_local(
                         list(paths),
                         job,
                         jobs=jobs or ncpu,
@@ -258,40 +259,33 @@ def command(
                 except CorruptSegmentError as e:
                     raise e.to_input_error() from None
                 nsplits = len(done)
+                counted = written if destination.tasks_write else None
             else:
-                options = {
-                    "level": level,
-                    "verify": str(verify).lower(),
-                    "maxBatchBytes": str(limits.max_batch_bytes),
-                    "onCorrupt": on_corrupt,
-                    "keyDecoder": kd,
-                    "valueDecoder": vd,
-                    "targetSplitBytes": str(target_split_bytes),
-                }
-                if where is not None:
-                    options["where"] = where
                 with spark_session(master, remote, spark_conf, settings.verbosity) as (spark, sj):
-                    nsplits = sj.export(
-                        spark,
-                        list(paths),
-                        destination.work,
-                        to=to,
-                        options=options,
-                        partition_by=partition_by,
-                        overwrite=overwrite and not destination.local,
-                        total_bytes=input_bytes,
-                        progress=advance,
-                    )
-                    if not destination.local:
-                        reader = spark.read.parquet if to == "parquet" else spark.read.json
-                        rows_remote = reader(destination.final).count()
+                    if destination.tasks_write:
+                        nsplits, counted = sj.export_tasks(
+                            spark,
+                            list(paths),
+                            job,
+                            target_split_bytes=target_split_bytes,
+                            total_bytes=input_bytes,
+                            progress=advance,
+                        )
                     else:
-                        sj.drop_checksums(destination.work)
-        counted = (
-            count_output(destination.work, to, report=on_corrupt == "report")
-            if destination.local
-            else None
-        )
+                        nsplits, rows_remote = _through_the_source(
+                            spark,
+                            sj,
+                            list(paths),
+                            destination,
+                            job,
+                            where=where,
+                            target_split_bytes=target_split_bytes,
+                            overwrite=overwrite,
+                            total_bytes=input_bytes,
+                            progress=advance,
+                        )
+        if destination.local:
+            counted = count_output(destination.work, to, report=on_corrupt == "report")
         destination.commit()
     except BaseException:
         destination.abort()
@@ -312,6 +306,51 @@ def command(
     _summary(out, fmt, summary, planned=False)
     out.close()
     click.get_current_context().exit(EXIT_FINDINGS if error_rows else EXIT_OK)
+
+
+def _through_the_source(
+    spark: Any,
+    sj: Any,
+    paths: list[str],
+    destination: Destination,
+    job: LocalJob,
+    *,
+    where: str | None,
+    target_split_bytes: int,
+    overwrite: bool,
+    total_bytes: int,
+    progress: Callable[[int], None],
+) -> tuple[int, int | None]:
+    """Export through the kafka-segments data source and Spark's writer; the tasks, and the
+    rows Spark counts in a DEST it wrote on its own file system (else None)."""
+    read = job.read
+    options = {
+        "level": read.level,
+        "verify": str(read.verify).lower(),
+        "maxBatchBytes": str(read.limits.max_batch_bytes),
+        "onCorrupt": read.on_corrupt,
+        "keyDecoder": read.key_decoder,
+        "valueDecoder": read.value_decoder,
+        "targetSplitBytes": str(target_split_bytes),
+    }
+    if where is not None:
+        options["where"] = where
+    nsplits: int = sj.export(
+        spark,
+        paths,
+        destination.work,
+        to=job.to,
+        options=options,
+        partition_by=job.partition_by,
+        overwrite=overwrite and not destination.local,
+        total_bytes=total_bytes,
+        progress=progress,
+    )
+    if destination.local:
+        sj.drop_checksums(destination.work)
+        return nsplits, None
+    reader = spark.read.parquet if job.to == "parquet" else spark.read.json
+    return nsplits, int(reader(destination.final).count())
 
 
 def _summary(out: Output, fmt: str, obj: events.ExportSummary, *, planned: bool) -> None:

@@ -91,37 +91,32 @@ def writable(arg: str) -> bool:
     return scheme(arg) in WRITABLE
 
 
-def upload_tree(local: str, uri: str, *, marker: str) -> None:
-    """Every file under the directory ``local`` to the same names under ``uri``, ``marker``
-    last (readers take the tree as complete once it exists); objects under ``uri`` that the
-    tree does not hold are deleted before the marker is written (the tree replaces what was
-    there). Each file is one streamed upload (multipart for large ones), retried whole."""
+def file_system(uri: str) -> tuple[pafs.FileSystem, str]:
+    """The file system of a URI and the path inside it (to write with pyarrow)."""
+    path = RemotePath(uri)
+    return path.store.fs, path.key
+
+
+def delete_objects(uri: str, which: Callable[[str], bool]) -> None:
+    """Delete the objects under ``uri`` whose path below it ``which`` picks (listed now)."""
     top = RemotePath(uri.rstrip("/"))
     store, key = top.store, top.key
-    old = store.objects_under(key)
-    names = sorted(
-        os.path.relpath(os.path.join(d, f), local) for d, _, fs in os.walk(local) for f in fs
-    )
-    new = {f"{key}/{n}" for n in names}
-    for rel in [n for n in names if n != marker]:
-        _retrying(
-            partial(_upload, store, os.path.join(local, rel), f"{key}/{rel}"), uri, store.stats
-        )
-    for stale in sorted(old - new):
-        _retrying(partial(store.fs.delete_file, stale), uri, store.stats)
-    if marker in names:
-        _retrying(
-            partial(_upload, store, os.path.join(local, marker), f"{key}/{marker}"),
-            uri,
-            store.stats,
-        )
+    for k in sorted(store.objects_under(key)):
+        if which(k[len(key) + 1 :]):
+            _retrying(partial(store.fs.delete_file, k), f"{top}/{k[len(key) + 1 :]}", store.stats)
     forget()  # what was listed is stale now
 
 
-def _upload(store: Store, source: str, key: str) -> None:
-    with open(source, "rb") as f, store.fs.open_output_stream(key) as out:
-        while chunk := f.read(CHUNK):
-            out.write(chunk)
+def write_object(uri: str, data: bytes) -> None:
+    """One object, written whole (retried)."""
+    fs, key = file_system(uri)
+
+    def put() -> None:
+        with fs.open_output_stream(key) as out:
+            out.write(data)
+
+    _retrying(put, uri, RemotePath(uri).store.stats)
+    forget()
 
 
 def child(display: str, name: str | Path) -> str:

@@ -1,12 +1,15 @@
 """The Spark jobs behind ``export --engine spark`` and ``verify --engine spark``.
 
 Both read through the ``kafka-segments`` data source, so they run unchanged on ``local[*]``,
-a standalone/YARN/Kubernetes cluster or over Spark Connect. Paths are made absolute on the
-driver: planning runs in a Python worker whose working directory is the JVM's, not ours.
+a standalone/YARN/Kubernetes cluster or over Spark Connect; an export to object storage runs
+its splits as plain tasks that write with pyarrow (:func:`export_tasks`). Paths are made
+absolute on the driver: planning runs in a Python worker whose working directory is the
+JVM's, not ours.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -29,7 +32,8 @@ from klogtool.log.check.fleet_verify import (
     splits_to_json,
 )
 from klogtool.log.export.arrow_reader import CorruptSegmentError
-from klogtool.log.splits import DEFAULT_TARGET_SPLIT_BYTES, plan_splits
+from klogtool.log.export.exporter import LocalJob, OutputCount, finish, write_split_counted
+from klogtool.log.splits import DEFAULT_TARGET_SPLIT_BYTES, plan_splits, where_prune
 from klogtool.spark.source import NAME
 
 Progress = Callable[[int], None]
@@ -91,6 +95,37 @@ def export(
             min_splits=int(options["minSplits"]),
         )
     )
+
+
+def export_tasks(
+    spark: SparkSession,
+    paths: Sequence[str],
+    job: LocalJob,
+    *,
+    target_split_bytes: int,
+    total_bytes: int = 0,
+    progress: Progress | None = None,
+) -> tuple[int, OutputCount]:
+    """Export to a DEST pyarrow writes (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``):
+    Spark schedules the splits planned here, and each task reads its split and writes its
+    files with pyarrow, exactly as the local engine does (:func:`write_split_counted`), so no
+    node needs Hadoop's connector for the store, and no row crosses to the JVM. Returns the
+    tasks and what they wrote."""
+    splits = plan_splits(
+        [storage.absolute(p) for p in paths],
+        target_split_bytes=target_split_bytes,
+        min_splits=default_parallelism(spark),
+        prune=where_prune(job.read.where),
+    )
+    written = OutputCount()
+    if splits:
+        rdd = spark.sparkContext.parallelize(splits, len(splits))
+        group = f"klogtool-export-{uuid.uuid4().hex}"
+        with failures(), track(spark, total_bytes, progress, "klogtool export", group):
+            for count in rdd.map(functools.partial(write_split_counted, job)).collect():
+                written.add(count)
+    written.add(finish(job, empty=not splits))
+    return len(splits), written
 
 
 def tasks_of(spark: SparkSession, group: str) -> int | None:

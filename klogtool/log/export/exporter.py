@@ -21,7 +21,6 @@ import os
 import re
 import secrets
 import shutil
-import tempfile
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, wait
@@ -66,6 +65,7 @@ DICTIONARY_COLUMNS = frozenset(
     )
 )
 PARTITION_COLUMNS = ("topic", "partition")
+SUCCESS = "_SUCCESS"  # written last: the export is complete
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 _URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 # Characters Spark (Hive) escapes in partition directory names.
@@ -87,11 +87,14 @@ class Destination:
     """Where an export goes: a temp dir beside DEST while writing, DEST once committed.
 
     DEST in object storage or HDFS (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``: what
-    :mod:`klogtool.log.storage` reads) is written locally first, into a temporary directory,
-    then uploaded file by file, ``_SUCCESS`` last (``staged``). For another URI (``s3a://``…,
-    only with Spark), or when the writer is elsewhere (``direct``: a Spark Connect server or a
-    cluster's executors write on their own file systems), the job writes to DEST itself and
-    Spark's own rules apply (it refuses an existing DEST unless overwriting).
+    :mod:`klogtool.log.storage` reads and writes) is written by the tasks themselves, each
+    file once under a name with this job's ``tag`` (a retried task replaces its files), with
+    pyarrow, on whichever machine runs the task (``tasks_write``); :meth:`commit` then
+    deletes what the export it replaces (``--overwrite``) left and writes ``_SUCCESS``;
+    :meth:`abort` deletes this job's files. For another URI (``s3a://``…, only with Spark),
+    or when the writer is elsewhere (``direct``: a Spark Connect server writes on its own
+    file system), the job writes to DEST itself and Spark's own rules apply (it refuses an
+    existing DEST unless overwriting).
     """
 
     dest: str
@@ -101,11 +104,12 @@ class Destination:
     final: str = ""
     work: str = ""
     local: bool = True
-    staged: bool = False
+    tasks_write: bool = False
+    tag: str = ""
 
     def __post_init__(self) -> None:
         if not self.direct and storage.writable(self.dest):
-            self._stage()
+            self._remote()
             return
         if is_uri(self.dest) or self.direct:
             self.local = False
@@ -143,9 +147,10 @@ class Destination:
                 )
         self.work = str(final.parent / f".{final.name}.klogtool-tmp-{secrets.token_hex(4)}")
 
-    def _stage(self) -> None:
-        self.staged = True
-        self.final = self.dest.rstrip("/")
+    def _remote(self) -> None:
+        self.tasks_write, self.local = True, False
+        self.final = self.work = self.dest.rstrip("/")
+        self.tag = str(uuid.uuid4())
         final = storage.path_of(self.final)
         if final.exists() and not final.is_dir():
             raise RefusedError(
@@ -158,7 +163,7 @@ class Destination:
                 "the destination is not empty",
                 path=self.dest,
                 code=Code.DESTINATION_NOT_EMPTY,
-                hint="--overwrite replaces it (only once the export has succeeded)",
+                hint="--overwrite replaces it (its _SUCCESS goes first, its files last)",
             )
         for arg in self.inputs:
             src = storage.absolute(arg).rstrip("/")
@@ -174,18 +179,19 @@ class Destination:
                     path=arg,
                     code=Code.INPUT_INSIDE_DESTINATION,
                 )
-        # the writers create the directory (Spark refuses one that exists)
-        self.work = os.path.join(tempfile.mkdtemp(prefix="klogtool-export-"), "out")
 
     def prepare(self) -> None:
-        """Create DEST's parent directory (nothing else is written before the job)."""
-        if self.local and not self.staged:
+        """Create DEST's parent directory, or take an old export's ``_SUCCESS`` away (nothing
+        else is written before the job)."""
+        if self.tasks_write:
+            storage.delete_objects(self.final, lambda name: name == SUCCESS)
+        elif self.local:
             Path(self.final).parent.mkdir(parents=True, exist_ok=True)
 
     def commit(self) -> None:
-        if self.staged:
-            storage.upload_tree(self.work, self.final, marker="_SUCCESS")
-            shutil.rmtree(os.path.dirname(self.work), ignore_errors=True)
+        if self.tasks_write:  # what is not this job's is the replaced export's
+            storage.delete_objects(self.final, lambda name: self.tag not in name)
+            storage.write_object(f"{self.final}/{SUCCESS}", b"")
             return
         if not self.local:
             return
@@ -201,8 +207,8 @@ class Destination:
     def abort(self) -> None:
         if self.local and os.path.isdir(self.work):
             shutil.rmtree(self.work, ignore_errors=True)
-        if self.staged:
-            shutil.rmtree(os.path.dirname(self.work), ignore_errors=True)
+        if self.tasks_write:
+            storage.delete_objects(self.final, lambda name: self.tag in name)
 
 
 @dataclass
@@ -212,6 +218,13 @@ class OutputCount:
     bytes: int = 0
     error_rows: int = 0
     partitions: set[str] = field(default_factory=set)
+
+    def add(self, other: OutputCount) -> None:
+        self.files += other.files
+        self.rows += other.rows
+        self.bytes += other.bytes
+        self.error_rows += other.error_rows
+        self.partitions |= other.partitions
 
 
 def split_obj(split: Split) -> events.ExportSplit:
@@ -336,60 +349,103 @@ def jsonl_lines(batch: pa.RecordBatch) -> Iterator[str]:
 @dataclass(frozen=True)
 class LocalJob:
     to: str
-    work: str
+    work: str  # a local directory, or a URI the tasks write into (storage.writable)
     read: ReadOptions
     partition_by: tuple[str, ...] = ()
     columns: tuple[str, ...] | None = None
+    # in every file name; a job whose tasks write DEST itself names it, so that a task's
+    # retry replaces its first attempt's files instead of adding to them
+    tag: str | None = None
 
 
 def write_split(job: LocalJob, split: Split) -> int:
     """Read one split and write its files (one per partition directory); returns its rows."""
+    return write_split_counted(job, split).rows
+
+
+def write_split_counted(job: LocalJob, split: Split) -> OutputCount:
+    """:func:`write_split`, saying what it wrote: rows, files, bytes, partition dirs, and
+    the rows that report corruption."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     schema = arrow_schema(job.read, job.columns)
     keep = [n for n in schema.names if n not in job.partition_by]
     file_schema = pa.schema([schema.field(n) for n in keep])
-    writers: dict[tuple[Any, ...], Any] = {}
-    rows = 0
-    tag = uuid.uuid4()
+    outputs: dict[tuple[Any, ...], _Output] = {}
+    count = OutputCount()
+    tag = job.tag or uuid.uuid4()
     ext = "snappy.parquet" if job.to == "parquet" else "json"
     try:
         for batch in read_split(split, job.read, schema):
             if batch.num_rows == 0:
                 continue
             key = tuple(batch.column(n)[0].as_py() for n in job.partition_by)
-            w = writers.get(key)
-            if w is None:
-                sub = Path(job.work).joinpath(
-                    *(
-                        f"{c}={escape_path_name(v)}"
-                        for c, v in zip(job.partition_by, key, strict=True)
-                    )
-                )
-                sub.mkdir(parents=True, exist_ok=True)
-                name = sub / f"part-{split.index:05d}-{tag}-c000.{ext}"
-                if job.to == "parquet":
-                    w = pq.ParquetWriter(
-                        name,
-                        file_schema,
-                        compression="snappy",
-                        use_dictionary=[n for n in keep if n in DICTIONARY_COLUMNS],
-                    )
-                else:
-                    w = open(name, "w", encoding="utf-8")  # noqa: SIM115
-                writers[key] = w
+            out = outputs.get(key)
+            if out is None:
+                dirs = [
+                    f"{c}={escape_path_name(v)}" for c, v in zip(job.partition_by, key, strict=True)
+                ]
+                if dirs:
+                    count.partitions.add("/".join(dirs))
+                name = f"part-{split.index:05d}-{tag}-c000.{ext}"
+                out = outputs[key] = _Output("/".join([job.work, *dirs, name]), job.to, file_schema)
+                count.files += 1
             part = batch.select(keep)
-            if isinstance(w, pq.ParquetWriter):
-                w.write_batch(part)
-            else:
-                for line in jsonl_lines(part):
-                    w.write(line + "\n")
-            rows += batch.num_rows
+            out.write(part)
+            count.rows += batch.num_rows
+            if "error_code" in keep:
+                col = part.column("error_code")
+                count.error_rows += len(col) - col.null_count
     finally:
-        for w in writers.values():
-            w.close()
-    return rows
+        for out in outputs.values():
+            count.bytes += out.close()
+    return count
+
+
+class _Output:
+    """One file an export writes: Parquet or JSON Lines, on the local disk or at a URI
+    (through pyarrow's native streams either way)."""
+
+    def __init__(self, name: str, to: str, schema: pa.Schema):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if storage.writable(name):
+            fs, key = storage.file_system(name)
+            self.sink: Any = fs.open_output_stream(key)
+        else:
+            Path(name).parent.mkdir(parents=True, exist_ok=True)
+            self.sink = pa.OSFile(name, mode="wb")
+        self.parquet = None
+        self.text = None
+        if to == "parquet":
+            dictionary = [n for n in schema.names if n in DICTIONARY_COLUMNS]
+            self.parquet = pq.ParquetWriter(
+                self.sink, schema, compression="snappy", use_dictionary=dictionary
+            )
+        else:
+            self.text = pa.BufferedOutputStream(self.sink, 1 << 20)
+
+    def write(self, part: pa.RecordBatch) -> None:
+        if self.parquet is not None:
+            self.parquet.write_batch(part)
+            return
+        assert self.text is not None
+        for line in jsonl_lines(part):
+            self.text.write(line.encode() + b"\n")
+
+    def close(self) -> int:
+        """Close it; the bytes written."""
+        if self.parquet is not None:
+            self.parquet.close()
+        if self.text is not None:
+            self.text.flush()
+        size: int = self.sink.tell()
+        if self.text is not None:
+            self.text.close()  # closes the sink too
+        else:
+            self.sink.close()
+        return size
 
 
 SPLITS_PER_JOB = 4  # splits of unequal cost (codecs, record sizes) even out in the pool
@@ -407,9 +463,10 @@ def export_local(
     jobs: int = 1,
     target_split_bytes: int = DEFAULT_TARGET_SPLIT_BYTES,
     progress: Callable[[int], None] | None = None,
-) -> list[Split]:
+) -> tuple[list[Split], OutputCount]:
     """Write every split of PATHs into ``job.work`` with ``jobs`` processes; returns the
-    splits. Raises what the reader raises (:class:`CorruptSegmentError` with ``fail``)."""
+    splits and what they wrote. Raises what the reader raises (:class:`CorruptSegmentError`
+    with ``fail``)."""
     advance = progress or (lambda n: None)
     splits = plan_splits(
         paths,
@@ -417,27 +474,29 @@ def export_local(
         min_splits=local_min_splits(jobs),
         prune=where_prune(job.read.where),
     )
-    os.makedirs(job.work, exist_ok=True)
+    written = OutputCount()
+    if not storage.writable(job.work):
+        os.makedirs(job.work, exist_ok=True)
     if jobs <= 1 or len(splits) <= 1:
         for s in splits:
-            write_split(job, s)
+            written.add(write_split_counted(job, s))
             advance(s.bytes)
     else:
         with processes(min(jobs, len(splits))) as pool:
-            futures = {pool.submit(write_split, job, s): s for s in splits}
+            futures = {pool.submit(write_split_counted, job, s): s for s in splits}
             pending = set(futures)
             try:
                 while pending:
                     done, pending = wait(pending, return_when=FIRST_EXCEPTION)
                     for fut in done:
-                        fut.result()  # re-raises a worker's error here
+                        written.add(fut.result())  # re-raises a worker's error here
                         advance(futures[fut].bytes)
             except BaseException:
                 for fut in pending:
                     fut.cancel()
                 raise
-    _finish(job, empty=not splits)
-    return splits
+    written.add(finish(job, empty=not splits))
+    return splits, written
 
 
 def export_ranges(ranges: Sequence[tuple[str, int]], job: LocalJob) -> int:
@@ -445,7 +504,8 @@ def export_ranges(ranges: Sequence[tuple[str, int]], job: LocalJob) -> int:
     segment's) records from ``offset`` on, in one process, whatever ``job.read.where`` says
     (each range is its own offset filter). The rows written. ``diff --export-lost`` writes
     the records a follower holds that its leader does not this way."""
-    os.makedirs(job.work, exist_ok=True)
+    if not storage.writable(job.work):
+        os.makedirs(job.work, exist_ok=True)
     rows = planned = 0
     for path, start in ranges:
         where = RecordFilter(offsets=(start, MAX_OFFSET))
@@ -453,27 +513,30 @@ def export_ranges(ranges: Sequence[tuple[str, int]], job: LocalJob) -> int:
         for split in plan_splits([path], prune=where_prune(where)):
             rows += write_split(one, replace(split, index=planned))
             planned += 1
-    _finish(job, empty=planned == 0)
+    finish(job, empty=planned == 0)
     return rows
 
 
-def _finish(job: LocalJob, *, empty: bool) -> None:
-    if empty and job.to == "parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+def finish(job: LocalJob, *, empty: bool) -> OutputCount:
+    """An empty result's one file (Parquet: it still says what its columns are, as Spark's
+    does), and a local job's ``_SUCCESS`` (a remote DEST's is its commit's); what it wrote."""
+    import pyarrow as pa
 
-        # An empty result still says what its columns are (Spark writes one such file too).
+    written = OutputCount()
+    if empty and job.to == "parquet":
         schema = arrow_schema(job.read, job.columns)
-        keep = [schema.field(n) for n in schema.names if n not in job.partition_by]
-        pq.write_table(
-            pa.schema(keep).empty_table(),
-            Path(job.work) / f"part-00000-{uuid.uuid4()}-c000.snappy.parquet",
-        )
-    Path(job.work, "_SUCCESS").touch()
+        keep = pa.schema([schema.field(n) for n in schema.names if n not in job.partition_by])
+        tag = job.tag or uuid.uuid4()
+        out = _Output(f"{job.work}/part-00000-{tag}-c000.snappy.parquet", job.to, keep)
+        written.files = 1
+        written.bytes = out.close()
+    if not storage.writable(job.work):
+        Path(job.work, SUCCESS).touch()
+    return written
 
 
 def check_local_dest(dest: Destination) -> None:
-    if not dest.local:
+    if not dest.local and not dest.tasks_write:
         raise InputError(
             "the local engine writes to local paths only",
             path=dest.dest,
