@@ -8,10 +8,11 @@ walks it exactly like a local directory; only opening a file's bytes differs
 
 Requests are what a user pays for, so: a PATH's prefix is listed once, recursively
 (``ListObjectsV2``, a thousand keys a request); a directory outside it is listed once, one
-level; small files are one GET; a segment is read in :data:`CHUNK` ranges, into a temporary
-file (memory stays flat), either whole or only the chunks a read touches (``find``'s index
-seeks). Transient errors are retried with back-off; credentials come from the file system's
-standard chain (environment, profile, instance metadata) and are never shown.
+level; small files are one GET; a segment is read in :data:`CHUNK` ranges into a temporary
+file (memory stays flat), whole or only the ranges a read touches (``find``'s index seeks).
+Transient errors are retried with back-off; credentials come from the file system's standard
+chain (environment, profile, instance metadata) and are never shown. Export writes its files
+there with pyarrow (:func:`file_system`).
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ WRITABLE = frozenset({"s3", "gs", "gcs", "abfs", "abfss", "hdfs", "viewfs"})
 
 
 def writable(arg: str) -> bool:
-    """A URI whose file system pyarrow writes (export's DEST goes there by upload)."""
+    """A URI whose file system pyarrow writes (export's tasks write their files there)."""
     return scheme(arg) in WRITABLE
 
 
@@ -130,8 +131,9 @@ class RemotePath(PosixPath):
 
     Questions about the tree (``exists``, ``is_dir``, ``iterdir``, ``stat``) are answered from
     the listing of its :class:`Store`; ``open``/``read_bytes`` read through it. Anything that
-    would change the tree raises ``EROFS``: klogtool only reads object storage. Its string is
-    the URI; an ``os`` call on it finds no local file (a URI is no local path)."""
+    would change the tree raises ``EROFS``: the commands read object storage through it (only
+    export writes there, through pyarrow). Its string is the URI; an ``os`` call on it finds
+    no local file (a URI is no local path)."""
 
     __slots__ = ()
 
@@ -229,7 +231,7 @@ class RemotePath(PosixPath):
 
 
 def _read_only(path: Path) -> OSError:
-    return OSError(errno.EROFS, "klogtool only reads object storage", str(path))
+    return OSError(errno.EROFS, "klogtool does not change files in object storage", str(path))
 
 
 @dataclass
