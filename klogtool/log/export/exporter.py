@@ -118,6 +118,18 @@ class Destination:
         path = self.dest.removeprefix("file://")
         self.final = os.path.abspath(path)
         final = Path(self.final)
+        self._refuse_unsafe(final, "only once the export has succeeded")
+        self.work = str(final.parent / f".{final.name}.klogtool-tmp-{secrets.token_hex(4)}")
+
+    def _remote(self) -> None:
+        self.tasks_write, self.local = True, False
+        self.final = self.work = self.dest.rstrip("/")
+        self.tag = str(uuid.uuid4())
+        self._refuse_unsafe(storage.path_of(self.final), "its _SUCCESS goes first, its files last")
+
+    def _refuse_unsafe(self, final: Path, replaced: str) -> None:
+        """Refuse (exit 4) a DEST that is a file, that is not empty (unless ``overwrite``),
+        that is inside an input directory, or that holds an input."""
         if final.exists() and not final.is_dir():
             raise RefusedError(
                 "the destination exists and is not a directory",
@@ -129,10 +141,10 @@ class Destination:
                 "the destination is not empty",
                 path=self.dest,
                 code=Code.DESTINATION_NOT_EMPTY,
-                hint="--overwrite replaces it (only once the export has succeeded)",
+                hint=f"--overwrite replaces it ({replaced})",
             )
         for arg in self.inputs:
-            src = Path(os.path.abspath(arg))
+            src = storage.as_path(storage.absolute(arg))
             if src.is_dir() and (final == src or src in final.parents):
                 raise RefusedError(
                     "the destination is inside an input directory",
@@ -140,40 +152,6 @@ class Destination:
                     code=Code.DESTINATION_INSIDE_INPUT,
                 )
             if final.is_dir() and (src == final or final in src.parents):
-                raise RefusedError(
-                    "an input lies inside the destination that --overwrite would replace",
-                    path=arg,
-                    code=Code.INPUT_INSIDE_DESTINATION,
-                )
-        self.work = str(final.parent / f".{final.name}.klogtool-tmp-{secrets.token_hex(4)}")
-
-    def _remote(self) -> None:
-        self.tasks_write, self.local = True, False
-        self.final = self.work = self.dest.rstrip("/")
-        self.tag = str(uuid.uuid4())
-        final = storage.path_of(self.final)
-        if final.exists() and not final.is_dir():
-            raise RefusedError(
-                "the destination exists and is not a directory",
-                path=self.dest,
-                code=Code.DESTINATION_NOT_A_DIRECTORY,
-            )
-        if final.exists() and any(final.iterdir()) and not self.overwrite:
-            raise RefusedError(
-                "the destination is not empty",
-                path=self.dest,
-                code=Code.DESTINATION_NOT_EMPTY,
-                hint="--overwrite replaces it (its _SUCCESS goes first, its files last)",
-            )
-        for arg in self.inputs:
-            src = storage.absolute(arg).rstrip("/")
-            if src == self.final or (self.final + "/").startswith(src + "/"):
-                raise RefusedError(
-                    "the destination is inside an input directory",
-                    path=self.dest,
-                    code=Code.DESTINATION_INSIDE_INPUT,
-                )
-            if src.startswith(self.final + "/"):
                 raise RefusedError(
                     "an input lies inside the destination that --overwrite would replace",
                     path=arg,
