@@ -99,6 +99,8 @@ def test_a_tree_is_listed_once_and_each_file_read_once(s3_server: S3Server, logs
     assert len(lists) == 1, lists  # the whole log dir: one ListObjectsV2 (under 1,000 keys)
     gets = [r for r in s3_server.requests if r.method == "GET" and r.path.startswith("/fixtures")]
     assert len(gets) == len({r.path for r in gets})  # no object fetched twice
+    heads = [r for r in s3_server.requests if r.method == "HEAD"]
+    assert len(heads) == len({r.path for r in heads})  # nor opened twice
     objects = {str(p.relative_to(LOGS)) for p in (LOGS / "logdir").rglob("*") if p.is_file()}
     assert {r.path.removeprefix("/fixtures/") for r in gets} <= objects
     sent = sum(r.sent for r in gets)

@@ -44,18 +44,17 @@ def mapped(path: Path | str, *, lazy: bool = False) -> Iterator[memoryview]:
     if isinstance(path, str):
         path = storage.as_path(path)
     if isinstance(path, storage.RemotePath):
-        with tempfile.TemporaryFile(prefix="klogtool-") as spooled:
-            remote = storage.Spool(path, spooled)
-            if not lazy:
-                remote.fill()
-            with _map_fd(spooled, str(path)) as view:
-                key = id(view.obj)
-                if lazy:
-                    _SPOOLS[key] = remote
-                try:
-                    yield view
-                finally:
-                    _SPOOLS.pop(key, None)
+        remote = storage.spool(path)  # the same file read again (another check) is not refetched
+        if not lazy:
+            remote.fill()
+        with _map_fd(remote.file, str(path)) as view:
+            key = id(view.obj)
+            if lazy:
+                _SPOOLS[key] = remote
+            try:
+                yield view
+            finally:
+                _SPOOLS.pop(key, None)
         return
     with open(path, "rb") as f, _map_fd(f, str(path)) as view:
         yield view

@@ -24,8 +24,10 @@ import io
 import os
 import re
 import stat as statmod
+import tempfile
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -408,9 +410,12 @@ def _open_store(scheme_name: str, authority: str) -> Store:
 
 
 def forget() -> None:
-    """Drop every store and what it listed (a later read lists again)."""
+    """Drop every store, what it listed and what was fetched (a later read asks again)."""
     with _REGISTRY_LOCK:
         _REGISTRY.clear()
+    with _SPOOLED_LOCK:
+        while _SPOOLED:
+            _SPOOLED.popitem()[1].file.close()
 
 
 def stores_stats() -> Stats:
@@ -508,6 +513,24 @@ class _RangeFile(io.RawIOBase):
 
 
 # -- a segment's bytes in a temporary file ---------------------------------------------------------
+KEPT_SPOOLS = 2  # the files last read, kept with what was fetched (checks read a file twice)
+_SPOOLED: OrderedDict[str, Spool] = OrderedDict()
+_SPOOLED_LOCK = threading.Lock()
+
+
+def spool(path: RemotePath) -> Spool:
+    """The spool of a remote file: the one kept since it was last read, or a new one (the
+    oldest kept one is then dropped, its temporary file with it)."""
+    with _SPOOLED_LOCK:
+        found = _SPOOLED.pop(str(path), None)
+        if found is None:
+            found = Spool(path, tempfile.TemporaryFile(prefix="klogtool-"))
+        _SPOOLED[str(path)] = found
+        while len(_SPOOLED) > KEPT_SPOOLS:
+            _SPOOLED.popitem(last=False)[1].file.close()  # a live mmap keeps its own handle
+        return found
+
+
 class Spool:
     """A remote object's bytes in a temporary file of its size, fetched in ranges: all at
     once (:meth:`fill`) or as a reader asks for them (:meth:`need`): a walk reads
