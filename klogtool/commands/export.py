@@ -262,7 +262,9 @@ def command(
                 counted = written if destination.tasks_write else None
             else:
                 with spark_session(master, remote, spark_conf, settings.verbosity) as (spark, sj):
-                    if destination.tasks_write:
+                    # Spark schedules the splits and its tasks write as the local engine does,
+                    # but over Spark Connect (no RDDs) and to a URI only Spark writes (s3a://)
+                    if destination.tasks_write or (destination.local and remote is None):
                         nsplits, counted = sj.export_tasks(
                             spark,
                             list(paths),

@@ -106,11 +106,12 @@ def export_tasks(
     total_bytes: int = 0,
     progress: Progress | None = None,
 ) -> tuple[int, OutputCount]:
-    """Export to a DEST pyarrow writes (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``):
-    Spark schedules the splits planned here, and each task reads its split and writes its
-    files with pyarrow, exactly as the local engine does (:func:`write_split_counted`), so no
-    node needs Hadoop's connector for the store, and no row crosses to the JVM. Returns the
-    tasks and what they wrote."""
+    """Export to a local DEST (the driver's disk in ``local[*]``, shared storage on a
+    cluster) or one pyarrow writes (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``): Spark
+    schedules the splits planned here, and each task reads its split and writes its files
+    with pyarrow, exactly as the local engine does (:func:`write_split_counted`), so no row
+    crosses to the JVM and no node needs Hadoop's connector for the store. Returns the tasks
+    and what they wrote."""
     splits = plan_splits(
         [storage.absolute(p) for p in paths],
         target_split_bytes=target_split_bytes,

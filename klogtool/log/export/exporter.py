@@ -16,6 +16,7 @@ nulls are written as ``null``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -374,26 +375,36 @@ def write_split_counted(job: LocalJob, split: Split) -> OutputCount:
             if "error_code" in keep:
                 col = part.column("error_code")
                 count.error_rows += len(col) - col.null_count
-    finally:
+    except BaseException:
         for out in outputs.values():
-            count.bytes += out.close()
+            out.discard()
+        raise
+    for out in outputs.values():
+        count.bytes += out.close()
     return count
 
 
 class _Output:
     """One file an export writes: Parquet or JSON Lines, on the local disk or at a URI
-    (through pyarrow's native streams either way)."""
+    (through pyarrow's native streams either way). It appears whole or not at all, and a
+    second writer of the same name (a task's retry, a speculative copy) replaces it whole:
+    an object is stored once its upload completes; a local file is written under a hidden
+    name of its own and renamed over ``name`` when closed."""
 
     def __init__(self, name: str, to: str, schema: pa.Schema):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        self.name = name
+        self.temp: str | None = None
         if storage.writable(name):
             fs, key = storage.file_system(name)
             self.sink: Any = fs.open_output_stream(key)
         else:
-            Path(name).parent.mkdir(parents=True, exist_ok=True)
-            self.sink = pa.OSFile(name, mode="wb")
+            folder, base = os.path.split(name)
+            os.makedirs(folder, exist_ok=True)
+            self.temp = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.tmp")
+            self.sink = pa.OSFile(self.temp, mode="wb")
         self.parquet = None
         self.text = None
         if to == "parquet":
@@ -423,7 +434,21 @@ class _Output:
             self.text.close()  # closes the sink too
         else:
             self.sink.close()
+        if self.temp is not None:
+            os.replace(self.temp, self.name)
         return size
+
+    def discard(self) -> None:
+        """Close it without making it appear: a local one is removed; a remote one, which
+        pyarrow completes when closed (it has no abort), is deleted by the export's abort
+        or replaced by the task's retry."""
+        try:
+            (self.text or self.sink).close()
+        except OSError:
+            pass
+        if self.temp is not None:
+            with contextlib.suppress(OSError):
+                os.remove(self.temp)
 
 
 SPLITS_PER_JOB = 4  # splits of unequal cost (codecs, record sizes) even out in the pool
@@ -509,6 +534,7 @@ def finish(job: LocalJob, *, empty: bool) -> OutputCount:
         written.files = 1
         written.bytes = out.close()
     if not storage.writable(job.work):
+        os.makedirs(job.work, exist_ok=True)
         Path(job.work, SUCCESS).touch()
     return written
 
