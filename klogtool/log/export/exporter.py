@@ -442,10 +442,10 @@ class _Output:
         """Close it without making it appear: a local one is removed; a remote one, which
         pyarrow completes when closed (it has no abort), is deleted by the export's abort
         or replaced by the task's retry."""
-        try:
+        with contextlib.suppress(Exception):  # discarding while an error is on its way
+            if self.parquet is not None:
+                self.parquet.close()  # (else it would close itself when collected)
             (self.text or self.sink).close()
-        except OSError:
-            pass
         if self.temp is not None:
             with contextlib.suppress(OSError):
                 os.remove(self.temp)
