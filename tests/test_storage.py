@@ -401,3 +401,11 @@ def test_export_to_s3_that_fails_leaves_nothing_of_its_own(
     )
     assert code == 3 and "crc" in err.lower(), err
     assert set(_sizes(s3_server, f"{name}/")) <= {f"{name}/"}  # (pyarrow's prefix marker)
+
+
+@pytest.mark.parametrize("uri", ["hdfs://namenode.invalid:8020/kafka", "foo://bar/x", "s3://"])
+def test_a_file_system_that_cannot_be_opened_is_one_line(uri: str) -> None:
+    """pyarrow's own errors can run to a hundred lines (HDFS: every libjvm path it tried)."""
+    code, out, err = run("verify", uri)
+    assert code == 3 and out == ""
+    assert len(err.splitlines()) == 1 and "cannot open this file system" in err, err

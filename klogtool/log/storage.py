@@ -405,7 +405,7 @@ def _open_store(scheme_name: str, authority: str) -> Store:
     try:
         fs, root = pafs.FileSystem.from_uri(uri)
     except (ValueError, OSError) as e:
-        raise OSError(errno.EINVAL, f"cannot open this file system: {e}", uri) from e
+        raise OSError(errno.EINVAL, f"cannot open this file system: {_one_line(e)}", uri) from e
     return Store(scheme_name, authority, fs, root)
 
 
@@ -478,9 +478,11 @@ def _retrying(call: Callable[[], Any], shown: str, stats: Stats) -> Any:
     raise AssertionError("unreachable")
 
 
-def _one_line(e: OSError) -> str:
-    text = e.strerror or str(e)
-    return " ".join(text.split())
+def _one_line(e: Exception) -> str:
+    """An error of pyarrow's (or of a cloud SDK under it) as one short line: its first."""
+    text = (e.strerror if isinstance(e, OSError) else None) or str(e)
+    first = " ".join((text.strip().splitlines() or [""])[0].split())
+    return first if len(first) <= 300 else first[:297] + "..."
 
 
 class _RangeFile(io.RawIOBase):
