@@ -1,7 +1,9 @@
 """Fixtures for the Spark tests: ONE session-scoped ``local[2]`` SparkSession, started through
 klogtool's own :func:`klogtool.spark.get_session` (worker Python = this interpreter, loopback
 binding, UI off, few shuffle partitions, the JVM flags that make it start fastest), the real
-corpus's expected rows, and the standalone-cluster run (see standalone.py).
+corpus's expected rows, the standalone-cluster run (see standalone.py), and for
+test_cluster.py the wheel, a venv-pack'd venv of it and bench/bench_spark.py (the cluster
+machinery, as a fixture).
 
 Helpers live in spark_env.py, not here: pytest imports every conftest.py as the module
 ``conftest``, so helpers shared between test modules live in named modules
@@ -10,6 +12,7 @@ Helpers live in spark_env.py, not here: pytest imports every conftest.py as the 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import shutil
@@ -110,8 +113,8 @@ def corpus() -> tuple[list[str], list[Any]]:
     return dirs, dump_rows_for_compare(dirs)
 
 
-def bench_spark() -> ModuleType:
-    """bench/bench_spark.py, whose cluster machinery test_cluster.py shares."""
+@functools.cache
+def _bench_spark() -> ModuleType:
     spec = importlib.util.spec_from_file_location(
         "klogtool_bench_spark", ROOT / "bench" / "bench_spark.py"
     )
@@ -119,6 +122,13 @@ def bench_spark() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="session")
+def bench_spark() -> ModuleType:
+    """bench/bench_spark.py, whose cluster machinery (Cluster, packed_env, cluster_conf)
+    test_cluster.py shares: a fixture, since test modules cannot import a conftest."""
+    return _bench_spark()
 
 
 @pytest.fixture(scope="session")
@@ -130,7 +140,7 @@ def klogtool_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     if shutil.which("cargo") is None or not build.installed_targets():
         pytest.skip("no Rust toolchain here to build the wheel with")
-    wheel: Path = bench_spark().build_wheel(tmp_path_factory.mktemp("dist"))
+    wheel: Path = _bench_spark().build_wheel(tmp_path_factory.mktemp("dist"))
     return wheel
 
 
@@ -148,7 +158,7 @@ def packed_klogtool_env(
         if REQUIRED:
             pytest.fail(f"{reason} (KLOGTOOL_REQUIRE_SPARK=1)")
         pytest.skip(reason)
-    env: tuple[Path, Path] = bench_spark().packed_env(
+    env: tuple[Path, Path] = _bench_spark().packed_env(
         klogtool_wheel, tmp_path_factory.mktemp("env")
     )
     return env

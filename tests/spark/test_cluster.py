@@ -17,10 +17,10 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any, NamedTuple
 
 import pytest
-from conftest import bench_spark
 from spark_env import ROOT, TEST_JAVA_OPTIONS, require_spark
 from spark_expect import assert_int64_micros, dump_rows_for_compare, table_rows
 from support.cli import run
@@ -39,16 +39,19 @@ class Cluster(NamedTuple):
     daemons: Any  # bench_spark.Cluster
     driver: Path  # the driver's working directory (./environment is the venv)
     conf: list[str]  # --conf arguments: the packed venv, memory, JVM flags
+    env: dict[str, str]  # the driver's environment
 
 
-def klogtool(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+def klogtool(
+    args: list[str], cluster: Cluster, timeout: float, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """``python -m klogtool ARGS`` in its own process group (its JVM and Python workers
     included), killed as a whole if it overruns."""
     cmd = [sys.executable, "-m", "klogtool", "--no-progress", *args]
     p = subprocess.Popen(
         cmd,
-        cwd=cwd,
-        env=bench_spark().klogtool_env(),
+        cwd=cluster.driver,
+        env={**cluster.env, **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -73,9 +76,11 @@ def parquet_rows(root: Path) -> list:
 
 
 @pytest.fixture(scope="module")
-def cluster(packed_klogtool_env, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def cluster(
+    bench_spark: ModuleType, packed_klogtool_env, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
     """The cluster both tests run on (a JVM start-up saved), stopped however they end."""
-    bs = bench_spark()
+    bs = bench_spark
     venv, archive = packed_klogtool_env
     tmp = tmp_path_factory.mktemp("cluster")
     with bs.Cluster(
@@ -94,6 +99,7 @@ def cluster(packed_klogtool_env, tmp_path_factory: pytest.TempPathFactory) -> It
                     "spark.executor.extraJavaOptions": TEST_JAVA_OPTIONS,
                 },
             ),
+            bs.klogtool_env(),
         )
 
 
@@ -102,13 +108,13 @@ def test_export_and_verify_on_a_two_worker_cluster(cluster: Cluster, tmp_path: P
     dest = tmp_path / "spark-out"
     export = klogtool(
         ["export", str(LOGDIR), *master, "--to", "parquet", str(dest), "--format", "jsonl"],
-        cluster.driver,
+        cluster,
         timeout=240,
     )
     assert export.returncode == 0, export.stderr[-3000:]
     verify = klogtool(
         ["verify", str(LOGDIR), str(CORRUPT), *master, "--format", "jsonl"],
-        cluster.driver,
+        cluster,
         timeout=240,
     )
     # one executor on each worker, each in a directory holding the unpacked archive
@@ -146,8 +152,9 @@ def test_export_from_s3_on_the_cluster(
     export = klogtool(
         ["export", logs, "--master", cluster.daemons.master_url, *cluster.conf, *env,
          "--to", "parquet", str(dest), "--format", "jsonl"],
-        cluster.driver,
+        cluster,
         timeout=240,
+        env=s3_server.env,
     )  # fmt: skip
     assert export.returncode == 0, export.stderr[-3000:]
     assert json.loads(export.stdout.splitlines()[-1])["rows"] == 190
