@@ -356,6 +356,10 @@ def split_of(events: list[dict[str, Any]], started: float) -> dict[str, Any]:
         arrow[task["executor"]] = max(arrow.get(task["executor"], 0), task["arrow_bytes"])
     records = sum(task["records"] for task in tasks)
     first_launch = min((task["launch"] for task in tasks), default=t.get("job", 0))
+    # an export whose tasks write with pyarrow (export_tasks) is a plain job, no SQL
+    # execution: it is planned on the driver before its job starts, and commits after it
+    t.setdefault("sql", t.get("job", 0))
+    t.setdefault("sql_end", t.get("job_end", 0))
     return {
         "jvm_and_session_s": round(t.get("sql", 0) - started, 2),
         "of_which_before_app_s": round(t.get("app", 0) - started, 2),
