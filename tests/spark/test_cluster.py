@@ -25,7 +25,7 @@ from spark_env import ROOT, TEST_JAVA_OPTIONS, require_spark
 from spark_expect import assert_int64_micros, dump_rows_for_compare, table_rows
 from support.cli import run
 from support.paths import LOGDIR
-from support.s3 import S3Server, s3_server  # noqa: F401  (the fixture)
+from support.s3 import BUCKET, S3Server, s3_server  # noqa: F401  (the fixture)
 
 require_spark()
 
@@ -137,26 +137,42 @@ def test_export_and_verify_on_a_two_worker_cluster(cluster: Cluster, tmp_path: P
     assert local[0] == 1 and '"type":"finding"' in local[1].replace(" ", "")
 
 
-def test_export_from_s3_on_the_cluster(
+def test_export_and_verify_from_s3_to_s3_on_the_cluster(
     cluster: Cluster,
     s3_server: S3Server,  # noqa: F811
     tmp_path: Path,
 ) -> None:
     """The executors (and the driver's planning worker) read the segments from the S3 server
-    on 127.0.0.1, with the standard AWS variables given to them as executor environment."""
-    logs = s3_server.upload(LOGDIR, "cluster/logdir")
+    on 127.0.0.1, with the standard AWS variables given to them as executor environment; the
+    export's tasks write their Parquet back to it with pyarrow (no Hadoop S3 connector on the
+    cluster), and verify finds what the local verify finds."""
+    import pyarrow.dataset as ds
+
+    uri = s3_server.upload(LOGDIR.parent, f"cluster/{tmp_path.name}")
     env = [
         arg for k, v in s3_server.env.items() for arg in ("--conf", f"spark.executorEnv.{k}={v}")
     ]
-    dest = tmp_path / "spark-out"
+    master = ["--master", cluster.daemons.master_url, *cluster.conf, *env]
+    dest = f"s3://{BUCKET}/cluster/{tmp_path.name}-out"
     export = klogtool(
-        ["export", logs, "--master", cluster.daemons.master_url, *cluster.conf, *env,
-         "--to", "parquet", str(dest), "--format", "jsonl"],
+        ["export", f"{uri}/logdir", *master, "--to", "parquet", dest, "--format", "jsonl"],
         cluster,
         timeout=240,
         env=s3_server.env,
-    )  # fmt: skip
+    )
     assert export.returncode == 0, export.stderr[-3000:]
     assert json.loads(export.stdout.splitlines()[-1])["rows"] == 190
-    assert parquet_rows(dest) == dump_rows_for_compare([str(LOGDIR)])
-    assert any(r.path.startswith("/cluster/logdir/") for r in s3_server.requests)
+    written = ds.dataset(dest, format="parquet").to_table()
+    assert table_rows(written) == dump_rows_for_compare([str(LOGDIR)])
+    keys = s3_server.client().list_objects_v2(Bucket=BUCKET, Prefix=f"cluster/{tmp_path.name}-out/")
+    assert f"cluster/{tmp_path.name}-out/_SUCCESS" in {o["Key"] for o in keys["Contents"]}
+
+    verify = klogtool(
+        ["verify", f"{uri}/logdir", f"{uri}/corrupt", *master, "--format", "jsonl"],
+        cluster,
+        timeout=240,
+        env=s3_server.env,
+    )
+    local = run("verify", "logdir", "corrupt", "--format", "jsonl")
+    assert verify.returncode == local[0] == 1, verify.stderr[-3000:]
+    assert verify.stdout.replace(f"{uri}/", "") == local[1]
