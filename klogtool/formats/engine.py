@@ -67,7 +67,8 @@ class NativeModule(Protocol):
     @property
     def FindFilter(self) -> type[_stub.FindFilter]: ...
 
-    # the adapters': log/rewrite/native_clean, log/read/native_render, log/export/native_columns
+    # the adapters': log/rewrite/native_clean, log/read/native_render, log/export/native_columns,
+    # log/read/native_stats
     @property
     def OffsetMap(self) -> type[_stub.OffsetMap]: ...
     def render_records(
@@ -83,6 +84,8 @@ class NativeModule(Protocol):
     ) -> _stub.Rendered | None: ...
     @property
     def Columns(self) -> type[_stub.Columns]: ...
+    @property
+    def StatsRecords(self) -> type[_stub.StatsRecords]: ...
 
 
 _native: NativeModule | None

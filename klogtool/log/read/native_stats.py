@@ -47,9 +47,7 @@ def records(options: StatsOptions, where: str) -> Records | None:
     native = engine.native_module()
     if native is None or options.heavy_counters < 1 or options.exact_keys < 0:
         return None
-    make: Callable[[int, int, int], Records] | None = getattr(native, "StatsRecords", None)
-    if make is None:
-        return None
+    make: Callable[[int, int, int], Records] = native.StatsRecords
     return engine.call(where, make, options.now, options.exact_keys, options.heavy_counters)
 
 
