@@ -322,21 +322,27 @@ class Store:
         """The keys of every object under ``key``, listed now."""
         import pyarrow.fs as pafs
 
-        sel = pafs.FileSelector(key, allow_not_found=True, recursive=True)
-        infos = _retrying(lambda: self.fs.get_file_info(sel), key, self.stats)
-        self.stats.listings += 1
-        return {i.path for i in infos if i.type == pafs.FileType.File}
+        return {i.path for i in self._infos(key, True) if i.type == pafs.FileType.File}
 
-    def _list(self, key: str, recursive: bool = False) -> None:
+    def _infos(self, key: str, recursive: bool) -> list[pafs.FileInfo]:
+        """One listing of ``key`` (empty for an object's key: its parent's says what it is)."""
         import pyarrow.fs as pafs
 
         sel = pafs.FileSelector(key, allow_not_found=True, recursive=recursive)
         try:
-            infos = _retrying(lambda: self.fs.get_file_info(sel), key, self.stats)
+            infos: list[pafs.FileInfo] = _retrying(
+                lambda: self.fs.get_file_info(sel), key, self.stats
+            )
+            return infos
         except NotADirectoryError:
-            infos = []  # an object's key: its parent's listing says what it is
+            return []
         finally:
             self.stats.listings += 1
+
+    def _list(self, key: str, recursive: bool = False) -> None:
+        import pyarrow.fs as pafs
+
+        infos = self._infos(key, recursive)
         if not infos and recursive:
             return  # an object or nothing: the parent's listing will say
         self.dirs[key] = {}

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import secrets
 import shutil
 import uuid
@@ -68,13 +67,8 @@ DICTIONARY_COLUMNS = frozenset(
 PARTITION_COLUMNS = ("topic", "partition")
 SUCCESS = "_SUCCESS"  # written last: the export is complete
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
-_URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 # Characters Spark (Hive) escapes in partition directory names.
 _ESCAPED = set("\"#%'*/:=?\\\x7f{[]^") | {chr(i) for i in range(32)}
-
-
-def is_uri(dest: str) -> bool:
-    return bool(_URI.match(dest)) and not dest.startswith("file://")
 
 
 def escape_path_name(value: object) -> str:
@@ -112,7 +106,7 @@ class Destination:
         if not self.direct and storage.writable(self.dest):
             self._remote()
             return
-        if is_uri(self.dest) or self.direct:
+        if storage.is_remote(self.dest) or self.direct:
             self.local = False
             self.final = self.work = self.dest
             return
