@@ -52,6 +52,7 @@ from klogtool.formats.batch import Record  # noqa: E402
 from klogtool.formats.v2 import encode_batch  # noqa: E402
 from klogtool.log import targets  # noqa: E402
 from klogtool.log.atomic import FileOps  # noqa: E402
+from klogtool.log.context import ReadContext  # noqa: E402
 from klogtool.log.repair import rebuild  # noqa: E402
 
 try:
@@ -171,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
                 p.unlink()
             stats = rebuild.run_rebuild(
                 targets.resolve([str(part)]),
-                rebuild.RebuildOptions(jobs=jobs),
+                rebuild.RebuildOptions(ctx=ReadContext.of(), jobs=jobs),
                 FileOps(),
                 lambda obj: None,
             )

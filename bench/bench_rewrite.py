@@ -44,13 +44,14 @@ try:
 except ImportError:  # run from a checkout without installing
     sys.path.insert(0, _REPO)
 
-from klogtool.formats import DEFAULT_LIMITS, codecs  # noqa: E402
+from klogtool.formats import codecs  # noqa: E402
 from klogtool.formats.batch import Record  # noqa: E402
 from klogtool.formats.checkpoint import encode_offset_checkpoint  # noqa: E402
 from klogtool.formats.index import encode_offset_index, encode_time_index  # noqa: E402
 from klogtool.formats.records import SegmentScanner  # noqa: E402
 from klogtool.formats.v2 import encode_batch  # noqa: E402
 from klogtool.log.atomic import FileOps  # noqa: E402
+from klogtool.log.context import ReadContext  # noqa: E402
 from klogtool.log.indexer import build_indexes  # noqa: E402
 from klogtool.log.partition import load_partition  # noqa: E402
 from klogtool.log.rewrite.cleaner import execute_compaction, plan_compaction  # noqa: E402
@@ -170,8 +171,14 @@ def main() -> None:
         return work / "out"
 
     for label, opts in (
-        ("convert v2 none -> v2 lz4", ConvertOptions(to_magic=2, compression=codecs.LZ4)),
-        ("convert v2 none -> v1 gzip", ConvertOptions(to_magic=1, compression=codecs.GZIP)),
+        (
+            "convert v2 none -> v2 lz4",
+            ConvertOptions(ctx=ReadContext.of(), to_magic=2, compression=codecs.LZ4),
+        ),
+        (
+            "convert v2 none -> v1 gzip",
+            ConvertOptions(ctx=ReadContext.of(), to_magic=1, compression=codecs.GZIP),
+        ),
     ):
 
         def convert(dest: object, opts: ConvertOptions = opts) -> None:
@@ -197,7 +204,7 @@ def main() -> None:
     def compact(p: object) -> None:
         view = load_partition(p)  # type: ignore[arg-type]
         plan = plan_compaction(
-            view, TopicConfig(cleanup_policy=("compact",)), now=T0 + 60_000, limits=DEFAULT_LIMITS
+            view, TopicConfig(cleanup_policy=("compact",)), now=T0 + 60_000, ctx=ReadContext.of()
         )
         execute_compaction(FileOps(), plan)
 

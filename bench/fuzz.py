@@ -56,6 +56,7 @@ from klogtool.formats.batch import (  # noqa: E402
 )
 from klogtool.formats.errors import FormatError  # noqa: E402
 from klogtool.formats.records import SegmentScanner, read_batch  # noqa: E402
+from klogtool.log.context import ReadContext  # noqa: E402
 from klogtool.log.export import native_columns  # noqa: E402
 from klogtool.log.read import native_render  # noqa: E402
 from klogtool.log.read.dumper import Dumper, DumpOptions  # noqa: E402
@@ -424,7 +425,9 @@ def python_records(batch, max_batch_bytes: int) -> list[tuple]:
         ]  # fmt: skip
 
 
-_DUMPER = Dumper([], DumpOptions(print_data=True, key_decoder="hex", value_decoder="utf8"))
+_DUMPER = Dumper(
+    [], DumpOptions(print_data=True, key_decoder="hex", value_decoder="utf8", ctx=ReadContext.of())
+)
 
 
 def python_lines(batch, dumper: Dumper = _DUMPER, rendering: str = "jsonl") -> str:
@@ -434,16 +437,16 @@ def python_lines(batch, dumper: Dumper = _DUMPER, rendering: str = "jsonl") -> s
     with engine.using(engine.PYTHON):
         return "".join(
             render(dumper._record(batch, r, None)) + "\n"
-            for r in batch.records(dumper.opts.limits.max_batch_bytes)
+            for r in batch.records(dumper.opts.ctx.limits.max_batch_bytes)
         )
 
 
 def _render(batch, o: DumpOptions, rendering: str) -> native_render.Rendered | None:
-    source = batch.native_input(o.limits.max_batch_bytes)
+    source = batch.native_input(o.ctx.limits.max_batch_bytes)
     if source is None:
         return None
     return native_render.render_records(
-        source[0], o.limits.max_batch_bytes, batch.position, o.print_data, o.key_decoder,
+        source[0], o.ctx.limits.max_batch_bytes, batch.position, o.print_data, o.key_decoder,
         o.value_decoder, rendering, "fuzz", source[1],
     )  # fmt: skip
 
@@ -482,7 +485,14 @@ class _Captured:
 
 
 _KAFKA_DUMPER = Dumper(
-    [], DumpOptions(print_data=True, key_decoder="hex", value_decoder="utf8", kafka_text=True)
+    [],
+    DumpOptions(
+        print_data=True,
+        key_decoder="hex",
+        value_decoder="utf8",
+        kafka_text=True,
+        ctx=ReadContext.of(),
+    ),
 )
 
 
@@ -506,7 +516,7 @@ def compare_kafka(batch, stats: Counter, dumper: Dumper = _KAFKA_DUMPER) -> None
     renderer = _kafka_renderer(expected, batch)
     try:
         with engine.using(engine.PYTHON):
-            for r in batch.records(o.limits.max_batch_bytes):
+            for r in batch.records(o.ctx.limits.max_batch_bytes):
                 renderer.render(dumper._record(batch, r, None))
     except FormatError as e:
         raise AssertionError(f"native kafka lines for what python rejects: {e}") from e

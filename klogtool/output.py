@@ -11,7 +11,7 @@ import codecs
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import cached_property
@@ -422,47 +422,57 @@ class Output:
             self._end_live()
 
     @contextmanager
-    def progress(self, total: int, description: str, *, records: bool = False) -> Iterator[Any]:
-        """A byte-based progress bar on a terminal; a no-op advance function otherwise.
+    def progress(self, total: int, description: str, *, records: bool = False) -> Iterator[Bar]:
+        """A byte-based progress bar on a terminal, a :class:`Bar` that shows nothing
+        otherwise: the progress listener of a read (``klogtool.log.context.Progress``).
 
-        With ``records``, the advance function takes ``(bytes, records)`` and the bar also shows
-        the records read and the records per second."""
+        With ``records``, the bar also shows the records read and the records per second."""
         if not self.show_progress or total <= 0:
-            yield (lambda n, r=0: None) if records else (lambda n: None)
+            yield Bar()
             return
         bar = self._bar(records=records)
         with self._drawing(bar), bar:
-            task = bar.add_task(description, total=total, records=0)
-            if not records:
-                yield lambda n: bar.advance(task, n)
-                return
-            seen = [0]
-
-            def advance(n: int, r: int = 0) -> None:
-                seen[0] += r
-                bar.update(task, advance=n, records=seen[0])
-
-            yield advance
+            yield Bar(bar, bar.add_task(description, total=total, records=0))
 
     @contextmanager
-    def phases(self, prefix: str) -> Iterator[Callable[[str, int, int], None]]:
+    def phases(self, prefix: str = "") -> Iterator[Bar]:
         """Byte-based bars for work done in phases (reading, then building a map, then
-        cleaning...): the report function takes ``(phase, bytes, the phase's total)`` and
-        shows one bar per phase, ``prefix: phase``. A no-op off a terminal."""
+        cleaning...): one bar at a time, ``prefix: phase``, for the phase being reported. A
+        :class:`Bar` that shows nothing off a terminal."""
         if not self.show_progress:
-            yield lambda phase, n, total: None
+            yield Bar()
             return
         bar = self._bar()
         with self._drawing(bar), bar:
-            tasks: dict[str, Any] = {}
+            yield Bar(bar, prefix=prefix)
 
-            def report(phase: str, n: int, total: int) -> None:
-                task = tasks.get(phase)
-                if task is None:
-                    task = tasks[phase] = bar.add_task(f"{prefix}: {phase}", total=total)
-                bar.advance(task, n)
 
-            yield report
+class Bar:
+    """What a read reports its progress to (``klogtool.log.context.Progress``): a Rich task
+    for the whole read (:meth:`advance`) or one for the current phase (:meth:`phase`); without
+    a Rich display, nothing."""
+
+    def __init__(self, rich: Any = None, task: Any = None, *, prefix: str = "") -> None:
+        self.rich = rich
+        self.task = task
+        self.prefix = prefix
+        self.records = 0
+        self.current: tuple[str, Any] | None = None  # the phase shown: (name, its task)
+
+    def advance(self, walked: int, records: int = 0) -> None:
+        if self.task is not None:
+            self.records += records
+            self.rich.update(self.task, advance=walked, records=self.records)
+
+    def phase(self, name: str, walked: int, total: int) -> None:
+        if self.rich is None:
+            return
+        if self.current is None or self.current[0] != name:
+            if self.current is not None:  # the last phase is over (or failed): its bar goes
+                self.rich.remove_task(self.current[1])
+            label = f"{self.prefix}: {name}" if self.prefix else name
+            self.current = (name, self.rich.add_task(label, total=total))
+        self.rich.advance(self.current[1], walked)
 
 
 _INDENTED = {

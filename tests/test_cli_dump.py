@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 from support.cli import errors, generator, jsonl, run, run_subprocess
 from support.paths import EXPECTED, LOGS
+from support.progress import Steps
 
 from klogtool.formats.batch import Record
 from klogtool.formats.v2 import encode_batch
+from klogtool.log.context import ReadContext
 
 GEN = generator()
 CASES = GEN.golden_cases()
@@ -393,9 +395,9 @@ def test_dump_reports_progress_for_every_log_byte() -> None:
     # issue 10: a long `dump-segments > file` showed no progress
     from klogtool.log.read.dumper import Dumper, DumpOptions
 
-    seen: list[int] = []
+    seen = Steps()
     part = LOGS / "logdir" / "v2-none-0"
-    dumper = Dumper([str(part)], DumpOptions(deep=True), progress=seen.append)
+    dumper = Dumper([str(part)], DumpOptions(ctx=ReadContext.of(progress=seen), deep=True))
     for _ in dumper.objects():
         pass
     assert sum(seen) == sum(p.stat().st_size for p in part.glob("*.log")) > 0

@@ -18,6 +18,7 @@ from klogtool.formats import codecs
 from klogtool.formats.batch import Record
 from klogtool.formats.checkpoint import EpochEntry, encode_leader_epoch_checkpoint
 from klogtool.formats.v2 import encode_batch
+from klogtool.log.context import ReadContext
 from klogtool.log.read.diff import (
     DIFFERENT_START,
     DIVERGED,
@@ -76,7 +77,9 @@ def replica(
 
 def verdict(a: Path, b: Path, **options: Any) -> PartitionDiff:
     (pd,) = [
-        o for o in diff(str(a), str(b), DiffOptions(**options)) if isinstance(o, PartitionDiff)
+        o
+        for o in diff(str(a), str(b), DiffOptions(ctx=ReadContext.of(), **options))
+        if isinstance(o, PartitionDiff)
     ]
     return pd
 
@@ -262,7 +265,7 @@ def test_b_as_leader_whose_latest_epoch_is_below_the_followers(tmp_path: Path) -
 def test_same_epoch_different_records_is_the_case_the_broker_cannot_see(tmp_path: Path) -> None:
     a = replica(tmp_path / "a", [(0, 4, 0, ""), (5, 9, 0, "")], [(0, 0)])
     b = replica(tmp_path / "b", [(0, 4, 0, ""), (5, 9, 0, "-b")], [(0, 0)])
-    items = list(diff(str(a), str(b), DiffOptions(deep=True)))
+    items = list(diff(str(a), str(b), DiffOptions(ctx=ReadContext.of(), deep=True)))
     pd = items[-1]
     assert isinstance(pd, PartitionDiff)
     assert (pd.verdict, pd.diverged_at) == (DIVERGED, 5)

@@ -13,9 +13,10 @@ from support.cli import jsonl, run, run_on_terminal
 from support.paths import CORRUPT, LOGDIR
 from support.rewrite import T0, generate, materialise, records, tree, write_partition
 
-from klogtool.formats import DEFAULT_LIMITS, codecs
+from klogtool.formats import codecs
 from klogtool.formats.snapshot import encode_snapshot
 from klogtool.formats.v2 import encode_batch
+from klogtool.log.context import ReadContext
 from klogtool.log.partition import load_partition
 from klogtool.log.rewrite.cleaner import plan_compaction
 from klogtool.log.rewrite.explain import PartitionExplain, explain_partition
@@ -30,7 +31,7 @@ def _assert_reuses_planners(
 ) -> None:
     view = load_partition(part)
     cplan = plan_compaction(
-        view, cfg, now=NOW, high_watermark=hw, simulate=True, limits=DEFAULT_LIMITS
+        view, cfg, now=NOW, high_watermark=hw, simulate=True, ctx=ReadContext.of()
     )
     rplan = plan_retention(view, cfg, now=NOW, high_watermark=hw)
     assert [s.base_offset for s in ex.segments] == [s.base_offset for s in cplan.segments]
@@ -56,7 +57,7 @@ def test_fixture_partition_matches_planners() -> None:
     part = LOGDIR / "v2-none-0"
     cfg = dataclasses.replace(TopicConfig(), retention_ms=1_000)  # everything is old
     before = tree(part)
-    ex = explain_partition(part, cfg, now=NOW, limits=DEFAULT_LIMITS)
+    ex = explain_partition(part, cfg, now=NOW, ctx=ReadContext.of())
     _assert_reuses_planners(ex, part, cfg)
     assert ex.retention is not None and ex.retention.deleted  # the rule is reported
     assert ex.segments[0].retention is not None
@@ -74,7 +75,7 @@ def test_generated_compacted_partition(tmp_path: Path) -> None:
     part = materialise(g, tmp_path / "logdir", "orders-0")
     cfg = dataclasses.replace(TopicConfig(), cleanup_policy=("compact",))
     before = tree(tmp_path)
-    ex = explain_partition(part, cfg, now=NOW, limits=DEFAULT_LIMITS)
+    ex = explain_partition(part, cfg, now=NOW, ctx=ReadContext.of())
     _assert_reuses_planners(ex, part, cfg)
     assert ex.compaction is not None and ex.compaction.eligible
     cleaned = [s for s in ex.segments if s.compaction and s.compaction.group is not None]
@@ -84,7 +85,7 @@ def test_generated_compacted_partition(tmp_path: Path) -> None:
     assert not any("never compacts" in n for n in ex.notes)
     assert tree(tmp_path) == before
     # with the high watermark forced to 0 nothing is cleanable, and both planners agree
-    ex0 = explain_partition(part, cfg, now=NOW, high_watermark=0, limits=DEFAULT_LIMITS)
+    ex0 = explain_partition(part, cfg, now=NOW, high_watermark=0, ctx=ReadContext.of())
     _assert_reuses_planners(ex0, part, cfg, hw=0)
     assert ex0.compaction is not None and ex0.compaction.why_not is not None
 
@@ -92,7 +93,7 @@ def test_generated_compacted_partition(tmp_path: Path) -> None:
 def test_leftover_swap_reported_not_applied() -> None:
     part = CORRUPT / "leftover-swap-0"
     before = tree(part)
-    ex = explain_partition(part, TopicConfig(), now=NOW, limits=DEFAULT_LIMITS)
+    ex = explain_partition(part, TopicConfig(), now=NOW, ctx=ReadContext.of())
     assert "00000000000000000000.log.swap" in ex.leftovers
     assert "00000000000000000017.log.cleaned" in ex.leftovers
     assert any("completed swap" in w for w in ex.on_load)
@@ -100,20 +101,20 @@ def test_leftover_swap_reported_not_applied() -> None:
 
 
 def test_index_health() -> None:
-    ex = explain_partition(CORRUPT / "bad-index-0", TopicConfig(), now=NOW, limits=DEFAULT_LIMITS)
+    ex = explain_partition(CORRUPT / "bad-index-0", TopicConfig(), now=NOW, ctx=ReadContext.of())
     first, last = ex.segments
     assert first.index_health == "bad"
     assert {f.code for f in first.index_findings} == {"index-not-on-batch", "index-not-increasing"}
     assert last.index_health == "ok" and not first.log_findings
     missing = explain_partition(
-        CORRUPT / "missing-index-0", TopicConfig(), now=NOW, limits=DEFAULT_LIMITS
+        CORRUPT / "missing-index-0", TopicConfig(), now=NOW, ctx=ReadContext.of()
     )
     assert missing.segments[0].index_health == "warning"
     assert [f.code for f in missing.segments[0].index_findings] == ["index-missing"]
 
 
 def test_corrupt_log_is_explained_not_fatal() -> None:
-    ex = explain_partition(CORRUPT / "torn-tail-0", TopicConfig(), now=NOW, limits=DEFAULT_LIMITS)
+    ex = explain_partition(CORRUPT / "torn-tail-0", TopicConfig(), now=NOW, ctx=ReadContext.of())
     assert ex.compaction is None and any("compaction cannot be planned" in n for n in ex.notes)
     assert ex.retention is not None
     assert [f.code for f in ex.segments[-1].log_findings] == ["torn-tail"]

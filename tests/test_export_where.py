@@ -21,8 +21,10 @@ pa = pytest.importorskip("pyarrow", reason="export needs the `spark` extra (pyar
 
 from klogtool.commands._options import record_filter_options  # noqa: E402
 from klogtool.log import splits  # noqa: E402
+from klogtool.log.context import ReadContext  # noqa: E402
 from klogtool.log.export import arrow_reader as ar  # noqa: E402
 from klogtool.log.export import spec  # noqa: E402
+from klogtool.log.read.dumper import DumpOptions  # noqa: E402
 from klogtool.log.read.finder import Finder, FindOptions  # noqa: E402
 from klogtool.log.record_filter import RecordFilter, parse_where  # noqa: E402
 
@@ -48,7 +50,7 @@ Key = tuple[str | None, int | None, int]
 
 
 def reader_rows(paths: list[str], where: RecordFilter | None, **plan: Any) -> list[Key]:
-    opts = spec.ReadOptions(where=where)
+    opts = spec.ReadOptions(ctx=ReadContext.of(), where=where)
     table = pa.Table.from_batches(
         [
             b
@@ -62,7 +64,9 @@ def reader_rows(paths: list[str], where: RecordFilter | None, **plan: Any) -> li
 
 
 def found_rows(paths: list[str], where: RecordFilter) -> list[Key]:
-    finder = Finder(FindOptions(where=where))
+    finder = Finder(
+        FindOptions(dump=DumpOptions(deep=True, print_data=True, ctx=ReadContext.of()), where=where)
+    )
     return [
         (o["topic"], o["partition"], o["offset"])
         for o in finder.objects(paths)
@@ -89,7 +93,7 @@ def test_filters_select_something_and_not_everything() -> None:
 
 
 def test_a_brute_force_scan_agrees() -> None:
-    opts = spec.ReadOptions(key_decoder="utf8", value_decoder="utf8")
+    opts = spec.ReadOptions(ctx=ReadContext.of(), key_decoder="utf8", value_decoder="utf8")
     rows = pa.Table.from_batches(list(ar.read_paths([str(LOGDIR / "v2-gzip-0")], opts)))
     data = rows.select(["offset", "key", "value"]).to_pylist()
     want = [
@@ -107,7 +111,7 @@ def test_a_brute_force_scan_agrees() -> None:
 
 
 def test_offsets_prune_segments_at_planning() -> None:
-    opts = spec.ReadOptions(where=parse_where("--offsets 100:"))
+    opts = spec.ReadOptions(ctx=ReadContext.of(), where=parse_where("--offsets 100:"))
     segs = splits.list_segments([str(LOGDIR / "v2-none-0")])
     prune = splits.where_prune(opts.where)
     assert len(segs) > 1
@@ -116,8 +120,10 @@ def test_offsets_prune_segments_at_planning() -> None:
 
 def test_where_needs_record_level() -> None:
     with pytest.raises(ValueError, match="level records"):
-        spec.ReadOptions(level="batches", where=parse_where("--key k"))
-    spec.ReadOptions(level="batches", where=RecordFilter())  # nothing filtered: fine
+        spec.ReadOptions(ctx=ReadContext.of(), level="batches", where=parse_where("--key k"))
+    spec.ReadOptions(
+        ctx=ReadContext.of(), level="batches", where=RecordFilter()
+    )  # nothing filtered: fine
 
 
 @pytest.mark.parametrize(
@@ -180,7 +186,7 @@ def test_a_batch_of_more_records_than_a_window_is_read_whole_and_once(
     part.mkdir()
     data = v2.encode_batch(recs, compression=codecs.CODEC_IDS[codec])
     (part / "00000000000000000000.log").write_bytes(data)
-    batches = list(ar.read_paths([str(part)], spec.ReadOptions()))
+    batches = list(ar.read_paths([str(part)], spec.ReadOptions(ctx=ReadContext.of())))
     rows = pa.Table.from_batches(batches).to_pydict()
     assert rows["offset"] == list(range(n))
     assert rows["key"] == [b"k%d" % (i % 7) for i in range(n)]

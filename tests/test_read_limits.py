@@ -1,12 +1,16 @@
-"""The read bounds (klogtool/formats/limits.py's ReadLimits) reach every read of the library.
+"""The read context (klogtool/log/context.py: the bounds, the engine, the progress listener)
+reaches every read of the library.
 
 The format layer's readers take ``max_batch_bytes`` with a default, for a user's one-off call.
-The log layer must never lean on that default: a call that leaves the bound out is a pass
-missed (a command's --max-batch-bytes would not hold there). So in ``klogtool/log``:
+The log layer must never lean on a default: a call that leaves the bound out is a pass missed
+(a command's --max-batch-bytes would not hold there), and a context made up on the way would
+lose the engine chosen and the bar. So in ``klogtool/log``:
 
 - every call of a batch's decoding methods names the bound;
-- no function takes ``limits`` or ``max_batch_bytes`` with a default (an options dataclass may:
-  its default is the user's, and the commands always set it).
+- no function takes ``ctx``, ``limits``, ``max_batch_bytes`` or ``progress`` with a default,
+  and no options dataclass has a ``ctx`` or ``limits`` field with one;
+- no module but ``context.py`` makes a context (``ReadContext.of``) or asks the process which
+  engine runs (``engine.name()``): both come from the command's context.
 
 Each rule is shown to catch a planted violation.
 """
@@ -25,9 +29,10 @@ from klogtool.formats.payloads.control import ABORT, encode_end_txn_marker
 from klogtool.formats.v2 import encode_batch
 
 LOG = Path(__file__).resolve().parent.parent / "klogtool" / "log"
+CONTEXT = "klogtool/log/context.py"
 T0 = 1_700_000_000_000
 DECODERS = ("records", "control_type", "records_area", "native_input")
-BOUNDS = ("limits", "max_batch_bytes")
+BOUNDS = ("ctx", "limits", "max_batch_bytes", "progress")
 
 
 def violations(source: str, where: str) -> list[str]:
@@ -41,10 +46,37 @@ def violations(source: str, where: str) -> list[str]:
             positional = [*a.posonlyargs, *a.args]
             defaulted = positional[len(positional) - len(a.defaults) :]
             defaulted += [k for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d]
-            for arg in defaulted:
-                if arg.arg in BOUNDS:
+            for arg in defaulted:  # (ReadContext.of defaults them: it is for the callers)
+                if arg.arg in BOUNDS and where != CONTEXT:
                     found.append(f"{where}:{node.lineno}: {node.name}() defaults {arg.arg}")
+        elif isinstance(node, ast.ClassDef):
+            for stmt in node.body:
+                if (
+                    isinstance(stmt, ast.AnnAssign)
+                    and isinstance(stmt.target, ast.Name)
+                    and stmt.target.id in ("ctx", "limits")
+                    and stmt.value is not None
+                    and not _required_field(stmt.value)
+                ):
+                    found.append(f"{where}:{stmt.lineno}: {node.name}.{stmt.target.id} defaulted")
+        elif isinstance(node, ast.Attribute) and where != CONTEXT:
+            made = node.attr == "of" and isinstance(node.value, ast.Name)
+            if made and node.value.id == "ReadContext":  # type: ignore[attr-defined]
+                found.append(f"{where}:{node.lineno}: a ReadContext made up in the log layer")
+            asked = node.attr == "name" and isinstance(node.value, ast.Name)
+            if asked and node.value.id == "engine":  # type: ignore[attr-defined]
+                found.append(f"{where}:{node.lineno}: engine.name() instead of ctx.engine")
     return found
+
+
+def _required_field(value: ast.expr) -> bool:
+    """``field(kw_only=True)`` and the like: a dataclass field without a default."""
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "field"
+        and not any(k.arg in ("default", "default_factory") for k in value.keywords)
+    )
 
 
 def test_the_log_layer_passes_its_bounds() -> None:
@@ -63,6 +95,13 @@ def test_the_log_layer_passes_its_bounds() -> None:
         "t = batch.control_type()",
         "def walk(view, limits=DEFAULT_LIMITS): pass",
         "def walk(view, *, max_batch_bytes: int = 1 << 20): pass",
+        "def walk(view, ctx=None): pass",
+        "def walk(view, progress=None): pass",
+        "class Options:\n    ctx: ReadContext = ReadContext.of()",
+        "class Options:\n    limits: ReadLimits = DEFAULT_LIMITS",
+        "class Options:\n    ctx: ReadContext = field(default=None)",
+        "def walk(view): return scan(view, ReadContext.of())",
+        "threads = 2 if engine.name() == 'native' else 1",
     ],
 )
 def test_each_rule_catches_a_planted_violation(source: str) -> None:

@@ -14,6 +14,7 @@ from support.rewrite import write_partition
 from klogtool.formats import encode_batch
 from klogtool.formats.batch import Record
 from klogtool.formats.codecs import GZIP, NONE
+from klogtool.log.context import ReadContext
 from klogtool.log.read import stats
 
 NOW = 1_700_000_100_000
@@ -61,7 +62,9 @@ def _partition(root: Path) -> tuple[Path, list[tuple[int, int, bytes | None, byt
 
 def test_numbers_match_brute_force(tmp_path: Path) -> None:
     part, truth = _partition(tmp_path)
-    (st,) = stats.collect(stats.targets([str(part)]), stats.StatsOptions(now=NOW))
+    (st,) = stats.collect(
+        stats.targets([str(part)]), stats.StatsOptions(ctx=ReadContext.of(), now=NOW)
+    )
     o = st.as_obj()
     assert o["volume"]["records"] == len(truth) and o["segments"] == 2
     assert set(o["volume"]["codecs"]) == {"none", "gzip"}
@@ -130,7 +133,9 @@ def test_one_future_dated_record_is_one_out_of_order_record(tmp_path: Path) -> N
         ]
         segments.append((base, batches))
     write_partition(part, segments)
-    (st,) = stats.collect(stats.targets([str(part)]), stats.StatsOptions(now=NOW))
+    (st,) = stats.collect(
+        stats.targets([str(part)]), stats.StatsOptions(ctx=ReadContext.of(), now=NOW)
+    )
     t = st.as_obj()["time"]
     assert t["out_of_order"] == 2
     assert (t["first_timestamp"], t["last_timestamp"]) == (min(stamps), max(stamps))
@@ -142,7 +147,7 @@ def test_one_future_dated_record_is_one_out_of_order_record(tmp_path: Path) -> N
 
 def test_past_the_exact_bound_keys_are_estimated(tmp_path: Path) -> None:
     part, truth = _partition(tmp_path)
-    options = stats.StatsOptions(now=NOW, exact_keys=5)
+    options = stats.StatsOptions(ctx=ReadContext.of(), now=NOW, exact_keys=5)
     (st,) = stats.collect(stats.targets([str(part)]), options)
     o = st.as_obj()
     distinct = len({r[2] for r in truth if r[2] is not None})
@@ -231,7 +236,9 @@ def test_heaviest_keys_past_the_exact_bound_are_ranges_that_hold(tmp_path: Path)
     truth = Counter(keys)
     counters = 64
     for exact_keys in (500, 10**6):
-        options = stats.StatsOptions(now=NOW, exact_keys=exact_keys, heavy_counters=counters)
+        options = stats.StatsOptions(
+            ctx=ReadContext.of(), now=NOW, exact_keys=exact_keys, heavy_counters=counters
+        )
         (st,) = stats.collect(stats.targets([str(part)]), options)
         k = st.as_obj()["keys"]
         assert k["heaviest_exact"] == (exact_keys > len(truth))

@@ -21,6 +21,7 @@ from support.rewrite import write_partition
 from klogtool.formats import codecs, encode_batch, engine
 from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, Record
 from klogtool.formats.legacy import encode_message, encode_wrapper
+from klogtool.log.context import ReadContext
 from klogtool.log.read import stats
 
 pytestmark = pytest.mark.skipif(
@@ -41,7 +42,7 @@ def _both(paths: list[str], options: dict[str, Any] | None = None) -> dict[str, 
     out: dict[str, Any] = {}
     for name in (engine.PYTHON, engine.NATIVE):
         with engine.using(name):
-            opts = stats.StatsOptions(now=NOW, **(options or {}))
+            opts = stats.StatsOptions(now=NOW, ctx=ReadContext.of(), **(options or {}))
             parts = list(stats.collect(stats.targets(paths), opts))
             tot = stats.total(parts)
             what_if = stats.what_if(tot, opts.sample_bytes)
@@ -214,5 +215,9 @@ def test_no_hand_backs_on_well_formed_batches(tmp_path: Path) -> None:
         _generated(tmp_path / f"gen-{codec}", codecs.CODEC_IDS[codec], 4, n=800)
     before = engine.engine_stats()
     with engine.using(engine.NATIVE):
-        list(stats.collect(stats.targets([str(tmp_path)]), stats.StatsOptions(now=NOW)))
+        list(
+            stats.collect(
+                stats.targets([str(tmp_path)]), stats.StatsOptions(ctx=ReadContext.of(), now=NOW)
+            )
+        )
     assert engine.engine_stats() == before

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from support.cli import ERROR_LINE, jsonl, run
 
-from klogtool.formats import DEFAULT_LIMITS
 from klogtool.formats.batch import Record
 from klogtool.formats.checkpoint import EpochEntry, encode_leader_epoch_checkpoint
 from klogtool.formats.index import AbortedTxn, encode_txn_index
@@ -24,6 +23,7 @@ from klogtool.formats.payloads.schema import encode
 from klogtool.formats.payloads.transaction_state import TRANSACTION_LOG_VALUE
 from klogtool.formats.snapshot import ProducerEntry, encode_snapshot
 from klogtool.formats.v2 import encode_batch
+from klogtool.log.context import ReadContext
 from klogtool.log.read.transactions import (
     TransactionScanner,
     abort_command,
@@ -129,7 +129,7 @@ def orders(root: Path) -> Path:
 
 
 def scan(paths: list[Path], now: int = T0 + 20 * MINUTE, older: int = 15 * MINUTE) -> list[dict]:
-    scanner = TransactionScanner(now_ms=now, older_than_ms=older, limits=DEFAULT_LIMITS)
+    scanner = TransactionScanner(now_ms=now, older_than_ms=older, ctx=ReadContext.of())
     return list(scanner.scan([str(p) for p in paths]))
 
 

@@ -20,6 +20,7 @@ from klogtool.commands._text import log_offsets
 from klogtool.commands._writing import WritingRun
 from klogtool.formats import ReadLimits
 from klogtool.log import layout
+from klogtool.log.context import ReadContext
 from klogtool.log.rewrite.cleaner import CompactionPass, CompactionPlan, compact_partition
 from klogtool.output import Output, format_ts, groups_text
 
@@ -174,15 +175,15 @@ def command(
                     totals["segments_replaced"] += 1
         _show(out, plan, dry_run=dry_run, ran=done.ran, n_pass=done.n_pass)
 
-    step = partial(
-        compact_partition,
-        inputs=inputs,
-        dry_run=dry_run,
-        only_eligible=only_eligible,
-        limits=limits,
-        phases=out.phases,
-    )
-    run.partitions(paths, step, show, totals, include=include)
+    with out.phases() as bar:
+        step = partial(
+            compact_partition,
+            inputs=inputs,
+            dry_run=dry_run,
+            only_eligible=only_eligible,
+            ctx=ReadContext.of(limits, bar),
+        )
+        run.partitions(paths, step, show, totals, include=include)
 
 
 _REMOVED = ("superseded", "tombstones_expired", "aborted", "keyless", "markers_removed")

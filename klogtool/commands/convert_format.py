@@ -15,6 +15,7 @@ from klogtool.commands._options import (
 )
 from klogtool.commands._writing import WritingRun
 from klogtool.formats import CODEC_IDS, CODEC_NAMES, CODECS, ReadLimits
+from klogtool.log.context import ReadContext
 from klogtool.log.rewrite.converter import (
     COPY,
     ConversionPlan,
@@ -146,7 +147,7 @@ def command(
         compression_level=compression_level,
         batch_bytes=rebatch,
         index_interval_bytes=index_interval_bytes,
-        limits=limits,
+        ctx=ReadContext.of(limits),
     )
 
     def show(item: ConversionPlan | LossyRefusal | Converted) -> None:

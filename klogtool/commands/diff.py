@@ -16,6 +16,7 @@ from klogtool.commands._options import (
 from klogtool.commands._text import log_offsets
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
 from klogtool.formats import ReadLimits
+from klogtool.log.context import ReadContext
 from klogtool.log.export.exporter import (
     FORMATS,
     Destination,
@@ -200,7 +201,7 @@ def command(
         if follower is not None and fmt == "text":
             out.line(f"=== leader {leader}: {a}  follower {follower}: {b}")
         options = DiffOptions(
-            leader=side, deep=deep, max_differences=max_differences, limits=limits
+            leader=side, deep=deep, max_differences=max_differences, ctx=ReadContext.of(limits)
         )
         for item in _show(diff(a, b, options, jobs=jobs), out, fmt, summary, allow_lag,
                           allow_compaction):  # fmt: skip
@@ -289,7 +290,10 @@ def _export_lost(
     check_local_dest(destination)
     destination.prepare()
     read = ReadOptions(
-        limits=limits, on_corrupt="report", key_decoder=decoder, value_decoder=decoder
+        ctx=ReadContext.of(limits),
+        on_corrupt="report",
+        key_decoder=decoder,
+        value_decoder=decoder,
     )
     try:
         rows = export_ranges(

@@ -26,6 +26,7 @@ from klogtool.commands._options import (
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.formats import ReadLimits
 from klogtool.log import layout, storage
+from klogtool.log.context import ReadContext
 from klogtool.log.files import STDIN_KINDS, total_log_bytes
 from klogtool.log.read.dumper import Dumper, DumpOptions
 from klogtool.log.read.dumper import Obj as DumpObject
@@ -263,29 +264,29 @@ def command(
     vd = value_decoder or kd
     registry = confluent_schemas(paths, schemas, (kd, vd), limits)
     confluent_notice(out, registry, (kd, vd))
-    opts = DumpOptions(
-        deep=deep or print_data,
-        print_data=print_data,
-        key_decoder=kd,
-        value_decoder=vd,
-        decoder=decoder,
-        kafka_text=fmt == "kafka",
-        max_bytes=max_bytes,
-        offsets=offsets,
-        index_sanity_check=index_sanity_check,
-        verify_index_only=verify_index_only,
-        limits=limits,
-        stdin_kind=stdin_kind,
-        rendered_records=fmt if native_render else None,
-        threads=jobs_for(jobs, log_bytes),
-        schemas=registry,
-    )
     first_bad: events.DumpSegmentsFinding | None = None
     renderer = KafkaRenderer(out, payloads_only) if fmt == "kafka" else None
     # a bar only when the dump goes to a file or a pipe: on a terminal the lines are the progress
     total = 0 if out.data_is_terminal else log_bytes
-    with out.progress(total, "dumping") as advance:
-        dumper = Dumper(list(paths), opts, progress=advance)
+    with out.progress(total, "dumping") as bar:
+        opts = DumpOptions(
+            deep=deep or print_data,
+            print_data=print_data,
+            key_decoder=kd,
+            value_decoder=vd,
+            decoder=decoder,
+            kafka_text=fmt == "kafka",
+            max_bytes=max_bytes,
+            offsets=offsets,
+            index_sanity_check=index_sanity_check,
+            verify_index_only=verify_index_only,
+            ctx=ReadContext.of(limits, bar),
+            stdin_kind=stdin_kind,
+            rendered_records=fmt if native_render else None,
+            threads=jobs_for(jobs, log_bytes),
+            schemas=registry,
+        )
+        dumper = Dumper(list(paths), opts)
         for obj in dumper.objects():
             first_bad = _show(obj, out, fmt, renderer, first_bad, payloads_only)
     if renderer is not None:

@@ -18,6 +18,7 @@ from klogtool.commands._text import log_offsets
 from klogtool.errors import EXIT_OK
 from klogtool.formats import ReadLimits
 from klogtool.log import layout, storage
+from klogtool.log.context import ReadContext
 from klogtool.log.rewrite.explain import PartitionExplain, explain_partition
 from klogtool.log.rewrite.retention import human_ms
 from klogtool.log.topicconfig import config_sources
@@ -75,14 +76,13 @@ def command(
     name = Path(storage.absolute(p)).name  # "." from inside the partition dir: its own name
     parsed = layout.parse_partition_dir_name(name)
     topic = parsed[0] if parsed else None
-    with out.phases(f"explaining {name}") as report:
+    with out.phases(f"explaining {name}") as bar:
         ex = explain_partition(
             p,
             inputs.config_of(topic, p),
             now=inputs.now,
             high_watermark=inputs.high_watermark,
-            limits=limits,
-            progress=report,
+            ctx=ReadContext.of(limits, bar),
         )
     sources = config_sources(
         topic, ex.config, inputs.sources_of(topic, p), inputs.host_of(p) is not None

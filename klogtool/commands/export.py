@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -26,6 +27,7 @@ from klogtool.commands._options import (
 from klogtool.commands._spark import check_target, require_pyarrow, spark_session
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
 from klogtool.formats import ReadLimits
+from klogtool.log.context import ReadContext
 from klogtool.log.export.arrow_reader import CorruptSegmentError
 from klogtool.log.export.exporter import (
     FORMATS,
@@ -199,7 +201,7 @@ def command(
         where=parse_where(where) if where is not None else None,
         level=level,
         verify=verify,
-        limits=limits,
+        ctx=ReadContext.of(limits),
         on_corrupt=on_corrupt,
         key_decoder=kd,
         value_decoder=vd,
@@ -243,9 +245,10 @@ def command(
     nsplits = 0
     rows_remote: int | None = None
     counted: OutputCount | None = None
-    job = LocalJob(to, destination.work, read, partition_by, tag=destination.tag or None)
     try:
-        with out.progress(input_bytes, "exporting") as advance:
+        with out.progress(input_bytes, "exporting") as bar:
+            heard = replace(read, ctx=read.ctx.reporting_to(bar))  # the bar hears of the splits
+            job = LocalJob(to, destination.work, heard, partition_by, tag=destination.tag or None)
             if engine == "local":
                 check_local_dest(destination)
                 try:
@@ -254,7 +257,6 @@ def command(
                         job,
                         jobs=jobs or ncpu,
                         target_split_bytes=target_split_bytes,
-                        progress=advance,
                     )
                 except CorruptSegmentError as e:
                     raise e.to_input_error() from None
@@ -271,7 +273,7 @@ def command(
                             job,
                             target_split_bytes=target_split_bytes,
                             total_bytes=input_bytes,
-                            progress=advance,
+                            progress=bar.advance,
                         )
                     else:
                         nsplits, rows_remote = _through_the_source(
@@ -284,7 +286,7 @@ def command(
                             target_split_bytes=target_split_bytes,
                             overwrite=overwrite,
                             total_bytes=input_bytes,
-                            progress=advance,
+                            progress=bar.advance,
                         )
         if destination.local:
             counted = count_output(destination.work, to, report=on_corrupt == "report")
@@ -329,7 +331,7 @@ def _through_the_source(
     options = {
         "level": read.level,
         "verify": str(read.verify).lower(),
-        "maxBatchBytes": str(read.limits.max_batch_bytes),
+        "maxBatchBytes": str(read.ctx.limits.max_batch_bytes),
         "onCorrupt": read.on_corrupt,
         "keyDecoder": read.key_decoder,
         "valueDecoder": read.value_decoder,

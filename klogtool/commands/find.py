@@ -21,6 +21,7 @@ from klogtool.commands._options import (
 from klogtool.commands.dump_segments import KafkaRenderer
 from klogtool.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK
 from klogtool.formats import ReadLimits
+from klogtool.log.context import ReadContext
 from klogtool.log.read.dumper import DumpOptions
 from klogtool.log.read.finder import Finder, FindObject, FindOptions, resolve_targets
 from klogtool.log.record_filter import RecordFilter
@@ -124,24 +125,6 @@ def command(
     kd = key_decoder or default
     vd = value_decoder or kd
     registry = confluent_schemas(paths, schemas, (kd, vd), limits)
-    options = FindOptions(
-        where=where,
-        newest_first=newest_first,
-        limit=limit,
-        largest=largest,
-        merge=merge,
-        use_indexes=not scan,
-        dump=DumpOptions(
-            deep=True,
-            print_data=print_data,
-            key_decoder=kd,
-            value_decoder=vd,
-            decoder=decoder,
-            kafka_text=fmt == "kafka",
-            limits=limits,
-            schemas=registry,
-        ),
-    )
     out = settings.output("text" if fmt == "kafka" else fmt)
     warn_if_a_broker_runs(out, paths)
     confluent_notice(out, registry, (kd, vd))
@@ -149,8 +132,26 @@ def command(
     targets = resolve_targets(list(paths))
     # a bar only when the records go to a file or a pipe: on a terminal they are the progress
     total = 0 if out.data_is_terminal else sum(t.size for t in targets)
-    with out.progress(total, "finding", records=True) as advance:
-        finder = Finder(options, progress=advance)
+    with out.progress(total, "finding", records=True) as bar:
+        options = FindOptions(
+            where=where,
+            newest_first=newest_first,
+            limit=limit,
+            largest=largest,
+            merge=merge,
+            use_indexes=not scan,
+            dump=DumpOptions(
+                deep=True,
+                print_data=print_data,
+                key_decoder=kd,
+                value_decoder=vd,
+                decoder=decoder,
+                kafka_text=fmt == "kafka",
+                ctx=ReadContext.of(limits, bar),
+                schemas=registry,
+            ),
+        )
+        finder = Finder(options)
         for obj in finder.run(targets, jobs=jobs):
             _show(obj, out, fmt, renderer)
     out.close()

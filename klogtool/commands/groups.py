@@ -16,6 +16,7 @@ from klogtool.commands._options import (
 )
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
 from klogtool.formats import ReadLimits
+from klogtool.log.context import ReadContext
 from klogtool.log.read.groups import GroupOptions, consumer_groups, group_obj, offsets_of
 from klogtool.log.read.transactions import format_duration
 from klogtool.output import Output, diagnostic_line, plural, with_iso
@@ -82,7 +83,9 @@ def command(
     """
     out = settings.output(fmt, progress=False)
     warn_if_a_broker_runs(out, paths)
-    result = consumer_groups(list(paths), GroupOptions(limits=limits, groups=groups, at=at))
+    result = consumer_groups(
+        list(paths), GroupOptions(ReadContext.of(limits), groups=groups, at=at)
+    )
     for f in result.findings:
         if fmt == "text":
             out.stderr_line(diagnostic_line(f.as_obj()))

@@ -18,6 +18,7 @@ from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.formats import ReadLimits
 from klogtool.log import targets
 from klogtool.log.atomic import FileOps
+from klogtool.log.context import ReadContext
 from klogtool.log.files import total_log_bytes
 from klogtool.log.indexcheck import about_index
 from klogtool.log.repair import rebuild
@@ -72,14 +73,6 @@ def command(
     """
     out, dry_run = run.out, run.dry_run
     ops = FileOps(dry_run=dry_run or check)
-    opts = rebuild.RebuildOptions(
-        limits=limits,
-        index_interval_bytes=index_interval_bytes,
-        jobs=jobs,
-        check=check,
-        dry_run=dry_run,
-        force=run.force,
-    )
     resolved = targets.resolve(list(paths))
     verbose = settings.verbosity >= 1
     not_kafka: list[events.RebuildIndexFinding] = []  # not Kafka files at all: exit 3
@@ -93,8 +86,16 @@ def command(
 
     render = _text_emitter(out, verbose) if out.fmt == "text" else out.emit
     total = total_log_bytes(list(paths)) * (2 if check else 1)
-    with out.progress(total, "checking indexes" if check else "rebuilding indexes") as advance:
-        stats = rebuild.run_rebuild(resolved, opts, ops, emit, progress=advance)
+    with out.progress(total, "checking indexes" if check else "rebuilding indexes") as bar:
+        opts = rebuild.RebuildOptions(
+            ctx=ReadContext.of(limits, bar),
+            index_interval_bytes=index_interval_bytes,
+            jobs=jobs,
+            check=check,
+            dry_run=dry_run,
+            force=run.force,
+        )
+        stats = rebuild.run_rebuild(resolved, opts, ops, emit)
     if out.fmt == "text":
         title = "klogtool rebuild-index" + (
             " --check" if check else " (dry run: nothing changed)" if dry_run else ""

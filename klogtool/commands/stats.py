@@ -22,6 +22,7 @@ from klogtool.commands._options import (
 from klogtool.errors import InputError
 from klogtool.formats import ReadLimits
 from klogtool.log import layout
+from klogtool.log.context import ReadContext
 from klogtool.log.partition import PlanInputs
 from klogtool.log.read import stats as lib
 from klogtool.log.read.groups import (
@@ -160,12 +161,14 @@ def command(
         raise InputError(
             "no partition of the topics named", path=" ".join(paths), code=Code.NO_KAFKA_FILES
         )
-    options = lib.StatsOptions(now=clock, exact_keys=exact_keys, sample_bytes=sample, limits=limits)
     parts: list[lib.PartitionStats] = []
     meta = Path(metadata_dir) if metadata_dir is not None else None
     inputs = PlanInputs(ConfigSource(), now=clock, metadata_dir=meta)
-    with out.progress(sum(t.size for t in found), "stats", records=True) as advance:
-        for st in lib.collect(found, options, jobs=jobs, progress=advance):
+    with out.progress(sum(t.size for t in found), "stats", records=True) as bar:
+        options = lib.StatsOptions(
+            now=clock, exact_keys=exact_keys, sample_bytes=sample, ctx=ReadContext.of(limits, bar)
+        )
+        for st in lib.collect(found, options, jobs=jobs):
             _cleanup_policy(st, inputs)
             parts.append(st)
             if fmt != "text":
@@ -193,7 +196,7 @@ def command(
         )
         groups = None
         if any(p.topic == CONSUMER_OFFSETS for p in parts):  # where the groups stood
-            found_groups = consumer_groups(list(paths), GroupOptions(limits=limits))
+            found_groups = consumer_groups(list(paths), GroupOptions(ReadContext.of(limits)))
             groups = [found_groups.offset_obj(g, c) for g in found_groups.groups
                       for c in offsets_of(g)]  # fmt: skip
         page = render(

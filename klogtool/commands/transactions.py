@@ -16,6 +16,7 @@ from klogtool.commands._options import (
 )
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
 from klogtool.formats import ReadLimits
+from klogtool.log.context import ReadContext
 from klogtool.log.read.transactions import (
     BOOTSTRAP_PLACEHOLDER,
     EPOCH_PLACEHOLDER,
@@ -121,7 +122,10 @@ def command(
     out = settings.output(fmt)
     warn_if_a_broker_runs(out, paths)
     scanner = TransactionScanner(
-        now_ms=now, older_than_ms=older_than, limits=limits, bootstrap_server=bootstrap_server
+        now_ms=now,
+        older_than_ms=older_than,
+        ctx=ReadContext.of(limits),
+        bootstrap_server=bootstrap_server,
     )
     text = TextReport(out) if fmt == "text" else None
     for obj in scanner.scan(list(paths)):

@@ -20,6 +20,7 @@ from klogtool.errors import EXIT_FINDINGS, EXIT_OK
 from klogtool.formats import ReadLimits
 from klogtool.log import targets
 from klogtool.log.atomic import FileOps
+from klogtool.log.context import ReadContext
 from klogtool.log.files import total_log_bytes
 from klogtool.log.repair import recovery
 from klogtool.log.repair.recovery_plan import RecoveryOptions
@@ -112,14 +113,6 @@ def command(
         out.close()
         click.get_current_context().exit(EXIT_OK)
     resolved = targets.resolve(list(paths))
-    opts = RecoveryOptions(
-        limits=limits,
-        index_interval_bytes=index_interval_bytes,
-        from_recovery_point=from_recovery_point,
-        quarantine=quarantine,
-        jobs=jobs,
-        dry_run=dry_run,
-    )
     partitions: list[Mapping[str, Any]] = []  # for the text summary, read by field name
 
     def collect(obj: events.Event) -> None:
@@ -127,10 +120,16 @@ def command(
             partitions.append(obj)
         emit(obj)
 
-    with out.progress(total_log_bytes(list(paths)), "recovering") as advance:
-        stats = recovery.run_recovery(
-            resolved, opts, ops, collect, force=run.force, progress=advance
+    with out.progress(total_log_bytes(list(paths)), "recovering") as bar:
+        opts = RecoveryOptions(
+            ctx=ReadContext.of(limits, bar),
+            index_interval_bytes=index_interval_bytes,
+            from_recovery_point=from_recovery_point,
+            quarantine=quarantine,
+            jobs=jobs,
+            dry_run=dry_run,
         )
+        stats = recovery.run_recovery(resolved, opts, ops, collect, force=run.force)
     if text:
         _text_summary(out, partitions, stats, dry_run)
     else:

@@ -22,6 +22,7 @@ from klogtool.commands._spark import check_target, spark_session
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.formats import ReadLimits
 from klogtool.log.check.verifier import Verifier
+from klogtool.log.context import ReadContext
 from klogtool.log.files import total_log_bytes
 from klogtool.log.findings import Finding
 
@@ -102,7 +103,8 @@ def command(
     not_kafka: Finding | None = None  # a file that is not a Kafka file at all: exit 3
     input_bytes = total_log_bytes(list(paths))
     ignored: dict[str, int] = {}  # severity -> findings left out by --ignore
-    with ExitStack() as stack, out.progress(input_bytes, "verifying") as advance:
+    with ExitStack() as stack, out.progress(input_bytes, "verifying") as bar:
+        ctx = ReadContext.of(limits, bar)
         if engine == "spark":
             # the fleet verifier and the Spark reader load only when Spark runs (start-up time)
             from klogtool.log.splits import DEFAULT_TARGET_SPLIT_BYTES
@@ -112,18 +114,12 @@ def command(
             )
             verifier = spark_jobs.spark_verifier(
                 spark,
+                ctx,
                 deep=deep,
-                limits=limits,
                 target_split_bytes=DEFAULT_TARGET_SPLIT_BYTES,
-                progress=advance,
             )
         else:
-            verifier = Verifier(
-                deep=deep,
-                limits=limits,
-                progress=advance,
-                jobs=jobs_for(jobs, input_bytes),
-            )
+            verifier = Verifier(ctx, deep=deep, jobs=jobs_for(jobs, input_bytes))
         for f in verifier.verify(list(paths)):
             if f.code in ignored_codes:
                 ignored[f.severity] = ignored.get(f.severity, 0) + 1

@@ -13,5 +13,6 @@ arguments), ``segment`` (read-only mmaps, progress), ``partition`` (a partition 
 loads it, ``PartitionContext``), ``txnreplay`` (transactions, the broker's replay), ``indexer``
 (index entries by the broker's rule), ``atomic`` (writing without half-written files, the
 broker's lock), ``writing`` (the writing commands' pipeline), ``findings``, ``topicconfig`` and
-``pool``. docs/architecture.md has the layers.
+``pool``; ``context`` is the ``ReadContext`` every read runs under. docs/architecture.md has
+the layers.
 """

@@ -17,6 +17,7 @@ from itertools import chain, islice
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from klogtool.formats import engine
+from klogtool.log.context import ReadContext
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -33,10 +34,13 @@ def fork_context() -> Any:
 
 
 def processes(
-    jobs: int, initializer: Callable[..., None] | None = None, initargs: tuple[Any, ...] = ()
+    ctx: ReadContext,
+    jobs: int,
+    initializer: Callable[..., None] | None = None,
+    initargs: tuple[Any, ...] = (),
 ) -> ProcessPoolExecutor:
     """The one way klogtool starts worker processes: ``jobs`` of them, forked where fork
-    exists, each running the engine this process runs (python or native) and then
+    exists, each running ``ctx``'s engine (python or native) and then
     ``initializer(*initargs)``."""
     from concurrent.futures import ProcessPoolExecutor
 
@@ -44,7 +48,7 @@ def processes(
         max_workers=jobs,
         mp_context=fork_context(),
         initializer=_start_worker,
-        initargs=(engine.name(), initializer, initargs),
+        initargs=(ctx.engine, initializer, initargs),
     )
 
 
@@ -57,7 +61,12 @@ def _start_worker(
 
 
 def spooled(
-    fn: Callable[[T], Iterator[Any]], items: Iterable[T], jobs: int, *, prefix: str = "klogtool-"
+    ctx: ReadContext,
+    fn: Callable[[T], Iterator[Any]],
+    items: Iterable[T],
+    jobs: int,
+    *,
+    prefix: str = "klogtool-",
 ) -> Iterator[Any]:
     """Everything ``fn(item)`` yields, item after item, computed by ``jobs`` processes (in this
     one when ``jobs`` is 1 or there is one item). ``fn`` must be picklable (a module-level
@@ -80,7 +89,7 @@ def spooled(
         for item in todo:
             yield from fn(item)
         return
-    with tempfile.TemporaryDirectory(prefix=prefix) as spool, processes(jobs) as pool:
+    with tempfile.TemporaryDirectory(prefix=prefix) as spool, processes(ctx, jobs) as pool:
         queue: deque[Future[str] | BaseException] = deque()
         numbered = enumerate(chain(ahead, todo))
 

@@ -23,6 +23,7 @@ from klogtool.formats import engine
 from klogtool.formats.batch import LOG_OVERHEAD
 from klogtool.formats.records import ScanResult, not_a_log
 from klogtool.log import storage
+from klogtool.log.context import Progress
 
 STDIN = "-"
 
@@ -120,9 +121,6 @@ def read_small(path: Path, limit: int = 16 << 20) -> bytes:
     return path.read_bytes()
 
 
-# (phase, bytes walked since the last call, the phase's total bytes): progress of work done in
-# phases over segments (compact: reading, the offset map, cleaning)
-Phases = Callable[[str, int, int], None]
 PHASE_STEP = 8 << 20  # bytes between reports inside one segment
 
 
@@ -151,9 +149,10 @@ class Walked:
         self.reported = 0
 
 
-def phase_walk(report: Phases | None, phase: str, total: int) -> Walked:
-    """A :class:`Walked` for one phase of a :data:`Phases` report of ``total`` bytes."""
-    return Walked(None if report is None else lambda n: report(phase, n, total))
+def phase_walk(progress: Progress, phase: str, total: int) -> Walked:
+    """A :class:`Walked` for one phase (of ``total`` bytes) of work done in phases over the
+    same segments (compact: reading, the offset map, cleaning)."""
+    return Walked(lambda n: progress.phase(phase, n, total))
 
 
 def refuse_not_a_log(result: ScanResult | None, path: str) -> None:

@@ -4,7 +4,7 @@ in the same walk."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,7 +13,6 @@ from klogtool.codes import Code
 from klogtool.formats import engine
 from klogtool.formats.batch import CREATE_TIME, Batch
 from klogtool.formats.errors import FormatError
-from klogtool.formats.limits import ReadLimits
 from klogtool.formats.payloads.control import decode_control_record
 from klogtool.formats.records import (
     CLEAN,
@@ -27,6 +26,7 @@ from klogtool.formats.records import (
 from klogtool.formats.snapshot import parse_snapshot
 from klogtool.formats.v2 import DefaultBatch
 from klogtool.log import layout
+from klogtool.log.context import ReadContext
 from klogtool.log.findings import Finding, FindingCounts
 from klogtool.log.indexcheck import SegmentIndexCheck, index_alone
 from klogtool.log.record_filter import first_offset
@@ -119,15 +119,15 @@ class SegmentChecks:
 
     def __init__(
         self,
-        limits: ReadLimits,
+        ctx: ReadContext,
         *,
         deep: bool = False,
-        progress: Callable[[int], None] | None = None,
         jobs: int = 1,
     ):
         self.deep = deep
-        self.limits = limits
-        self.progress = progress or (lambda n: None)
+        self.ctx = ctx
+        self.limits = ctx.limits
+        self.progress = ctx.progress.advance
         self.jobs = jobs  # processes verifying the partitions of a log dir
         self.stats = Stats()
 

@@ -22,7 +22,6 @@ from pyspark.sql import functions as F  # noqa: N812 (the usual name)
 
 from klogtool.codes import Code
 from klogtool.errors import KlogtoolError
-from klogtool.formats import ReadLimits
 from klogtool.log import storage
 from klogtool.log.check.fleet_verify import (
     FleetVerifier,
@@ -31,6 +30,7 @@ from klogtool.log.check.fleet_verify import (
     rows_to_results,
     splits_to_json,
 )
+from klogtool.log.context import ReadContext
 from klogtool.log.export.arrow_reader import CorruptSegmentError
 from klogtool.log.export.exporter import LocalJob, OutputCount, finish, write_split_counted
 from klogtool.log.splits import DEFAULT_TARGET_SPLIT_BYTES, plan_splits, where_prune
@@ -156,11 +156,10 @@ def drop_checksums(root: str) -> None:
 
 def spark_verifier(
     spark: SparkSession,
+    ctx: ReadContext,
     *,
     deep: bool,
-    limits: ReadLimits,
     target_split_bytes: int,
-    progress: Progress | None = None,
 ) -> FleetVerifier:
     """A :class:`FleetVerifier` whose splits run as the tasks of one Spark job."""
 
@@ -170,17 +169,17 @@ def spark_verifier(
             spark.read.format(NAME)
             .option("level", "findings")
             .option("deep", str(deep).lower())
-            .option("maxBatchBytes", str(limits.max_batch_bytes))
+            .option("maxBatchBytes", str(ctx.limits.max_batch_bytes))
             .option("splits", splits_to_json(splits))
         )
-        with failures(), track(spark, total, progress, "klogtool verify"):
+        with failures(), track(spark, total, ctx.progress.advance, "klogtool verify"):
             rows = [r.asDict() for r in reader.load().collect()]
         return rows_to_results(rows)
 
     # Progress comes from Spark's tracker while the job runs (not from the verifier).
     return FleetVerifier(
         run,
-        limits,
+        ctx.quiet(),
         deep=deep,
         target_split_bytes=target_split_bytes,
         min_splits=default_parallelism(spark),

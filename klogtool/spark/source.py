@@ -72,6 +72,7 @@ from pyspark.sql.types import (
 
 from klogtool.formats import DEFAULT_MAX_BATCH_BYTES, ReadLimits
 from klogtool.log import column_kinds, splits
+from klogtool.log.context import ReadContext
 from klogtool.log.export import arrow_reader as core
 from klogtool.log.export import spec
 from klogtool.log.record_filter import parse_size, parse_where
@@ -118,18 +119,20 @@ def _options(options: Any) -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in dict(options).items()}
 
 
-def _limits(options: dict[str, str]) -> ReadLimits:
+def _context(options: dict[str, str]) -> ReadContext:
+    """The reads' context of a task: ``maxBatchBytes``, the engine of the process it runs
+    in (an executor chooses its own when it starts)."""
     size = parse_size(options.get("maxbatchbytes", str(DEFAULT_MAX_BATCH_BYTES)))
     if size <= 0:
         raise ValueError("maxBatchBytes must be positive")
-    return ReadLimits(size)
+    return ReadContext.of(ReadLimits(size))
 
 
 def read_options(options: dict[str, str]) -> spec.ReadOptions:
     return spec.ReadOptions(
         level=options.get("level", "records"),
         verify=_bool(options.get("verify", "true"), "verify"),
-        limits=_limits(options),
+        ctx=_context(options),
         on_corrupt=options.get("oncorrupt", "fail"),
         key_decoder=options.get("keydecoder", "binary"),
         value_decoder=options.get("valuedecoder", "binary"),
@@ -307,7 +310,7 @@ class FindingsReader(DataSourceReader):
         self.options = {k: v for k, v in options.items() if k == "splits"}
         self.paths = paths_of(options) if "splits" not in options else []
         self.deep = _bool(options.get("deep", "false"), "deep")
-        self.limits = _limits(options)
+        self.ctx = _context(options)
         self.target = parse_size(
             options.get("targetsplitbytes", str(splits.DEFAULT_TARGET_SPLIT_BYTES))
         )
@@ -335,6 +338,6 @@ class FindingsReader(DataSourceReader):
         if partition.value is None:  # nothing to verify
             return
         for unit in partition.value.units:
-            res = fleet_verify.run_unit(unit, self.limits, deep=self.deep)
+            res = fleet_verify.run_unit(unit, self.ctx, deep=self.deep)
             rows = fleet_verify.result_rows(unit, res)
             yield pa.RecordBatch.from_pylist(rows, schema=self.arrow_schema)

@@ -23,6 +23,7 @@ from klogtool.formats import codecs, engine, v2
 from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, Record
 from klogtool.formats.crc import crc32c
 from klogtool.formats.records import SegmentScanner
+from klogtool.log.context import ReadContext
 from klogtool.log.export import native_columns
 from klogtool.log.read.dumper import Dumper, DumpOptions
 
@@ -101,6 +102,7 @@ def test_generated_batches_render_identical_lines(
     ]
     batch = next(iter(SegmentScanner(v2.encode_batch(records, compression=codec))))
     opts = DumpOptions(
+        ctx=ReadContext.of(),
         deep=True,
         print_data=print_data,
         key_decoder=key_decoder,

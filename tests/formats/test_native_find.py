@@ -18,6 +18,8 @@ from klogtool.formats import codecs, engine, v2
 from klogtool.formats.batch import CREATE_TIME, LOG_APPEND_TIME, Record
 from klogtool.formats.payloads.control import COMMIT
 from klogtool.formats.records import SegmentScanner
+from klogtool.log.context import ReadContext
+from klogtool.log.read.dumper import DumpOptions
 from klogtool.log.read.finder import Finder, FindOptions
 from klogtool.log.record_filter import RecordFilter, record_size
 
@@ -162,10 +164,20 @@ def _partition(root: Path) -> Path:
 def test_the_native_find_path_hands_nothing_back(tmp_path: Path, where: RecordFilter) -> None:
     d = _partition(tmp_path)
     with engine.using(engine.PYTHON):
-        want = list(Finder(FindOptions(where=where)).objects([str(d)]))
+        want = list(
+            Finder(
+                FindOptions(
+                    dump=DumpOptions(deep=True, print_data=True, ctx=ReadContext.of()), where=where
+                )
+            ).objects([str(d)])
+        )
     with engine.using(engine.NATIVE):
         before = engine.engine_stats()
-        finder = Finder(FindOptions(where=where))
+        finder = Finder(
+            FindOptions(
+                dump=DumpOptions(deep=True, print_data=True, ctx=ReadContext.of()), where=where
+            )
+        )
         got = list(finder.objects([str(d)]))
         assert engine.engine_stats() == before
     assert got == want
@@ -177,14 +189,28 @@ def test_the_native_find_path_makes_only_matching_records(
 ) -> None:
     d = _partition(tmp_path)
     with engine.using(engine.PYTHON):
-        want = list(Finder(FindOptions(where=RecordFilter(key=b"key-3"))).objects([str(d)]))
+        want = list(
+            Finder(
+                FindOptions(
+                    dump=DumpOptions(deep=True, print_data=True, ctx=ReadContext.of()),
+                    where=RecordFilter(key=b"key-3"),
+                )
+            ).objects([str(d)])
+        )
 
     def refuse(*_a: object) -> bool:
         raise AssertionError("a record was judged in Python")
 
     monkeypatch.setattr(RecordFilter, "matches", refuse)
     with engine.using(engine.NATIVE):
-        got = list(Finder(FindOptions(where=RecordFilter(key=b"key-3"))).objects([str(d)]))
+        got = list(
+            Finder(
+                FindOptions(
+                    dump=DumpOptions(deep=True, print_data=True, ctx=ReadContext.of()),
+                    where=RecordFilter(key=b"key-3"),
+                )
+            ).objects([str(d)])
+        )
     assert got == want
 
 
@@ -193,7 +219,13 @@ def test_a_limit_counts_records_as_the_python_path_does(tmp_path: Path) -> None:
     counts = {}
     for name in (engine.PYTHON, engine.NATIVE):
         with engine.using(name):
-            finder = Finder(FindOptions(where=RecordFilter(key=b"key-3"), limit=3))
+            finder = Finder(
+                FindOptions(
+                    dump=DumpOptions(deep=True, print_data=True, ctx=ReadContext.of()),
+                    where=RecordFilter(key=b"key-3"),
+                    limit=3,
+                )
+            )
             objs = list(finder.objects([str(d)]))
             counts[name] = (finder.counts, objs)
     assert counts[engine.PYTHON] == counts[engine.NATIVE]

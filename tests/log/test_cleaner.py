@@ -31,10 +31,11 @@ from support.rewrite import (
     write_partition,
 )
 
-from klogtool.formats import DEFAULT_LIMITS, codecs, engine
+from klogtool.formats import codecs, engine
 from klogtool.formats.batch import Record
 from klogtool.formats.legacy import encode_message, encode_wrapper
 from klogtool.formats.v2 import encode_batch
+from klogtool.log.context import ReadContext
 from klogtool.log.partition import load_partition
 from klogtool.log.rewrite import native_clean
 from klogtool.log.rewrite.cleaner import plan_compaction
@@ -199,24 +200,24 @@ def test_why_not_compacting_high_watermark_open_transaction_and_lag(tmp_path: Pa
     cfg = TopicConfig(cleanup_policy=("compact",))
     # no high watermark checkpointed: the broker starts from 0 and cleans nothing
     (logdir / "replication-offset-checkpoint").unlink()
-    plan = plan_compaction(load_partition(part), cfg, now=now, limits=DEFAULT_LIMITS)
+    plan = plan_compaction(load_partition(part), cfg, now=now, ctx=ReadContext.of())
     assert plan.nothing_to_clean and "high watermark 0" in (plan.why_not or "")
     assert any("--high-watermark log-end" in n for n in plan.notes)
     plan = plan_compaction(
-        load_partition(part), cfg, now=now, high_watermark="log-end", limits=DEFAULT_LIMITS
+        load_partition(part), cfg, now=now, high_watermark="log-end", ctx=ReadContext.of()
     )
     assert not plan.nothing_to_clean
     # min.compaction.lag.ms: segments younger than the lag are not cleaned
     second = g.segments[2][0]
     seg_ts = T0 + 10 * (second - 1)  # the largest timestamp of segment 1
     lag_cfg = TopicConfig(cleanup_policy=("compact",), min_compaction_lag_ms=now - seg_ts + 1)
-    plan = plan_compaction(view, lag_cfg, now=now, high_watermark="log-end", limits=DEFAULT_LIMITS)
+    plan = plan_compaction(view, lag_cfg, now=now, high_watermark="log-end", ctx=ReadContext.of())
     assert plan.first_uncleanable_offset == g.segments[1][0]
     assert plan.uncleanable_reason.startswith("min.compaction.lag.ms")
     assert [s.status for s in plan.segments][:2] == ["dirty", "uncleanable"]
     # the high watermark inside a segment rounds the bound down to that segment's base
     plan = plan_compaction(
-        view, cfg, now=now, high_watermark=g.segments[2][0] + 1, limits=DEFAULT_LIMITS
+        view, cfg, now=now, high_watermark=g.segments[2][0] + 1, ctx=ReadContext.of()
     )
     assert plan.first_uncleanable_offset == g.segments[2][0]
     assert plan.groups and plan.groups[-1][-1] == g.segments[1][0]
@@ -250,7 +251,7 @@ def test_open_transaction_bounds_the_dirty_range(tmp_path: Path) -> None:
         load_partition(part),
         TopicConfig(cleanup_policy=("compact",)),
         now=T0 + 1000,
-        limits=DEFAULT_LIMITS,
+        ctx=ReadContext.of(),
     )
     assert plan.last_stable_offset == 4
     assert "open transaction of producer 9" in plan.uncleanable_reason
@@ -324,10 +325,10 @@ def test_grouping_follows_segment_bytes(tmp_path: Path) -> None:
     part = materialise(g, logdir)
     view = load_partition(part)
     sizes = [s.size for s in view.segments]
-    one = plan_compaction(view, TopicConfig(), now=T0, limits=DEFAULT_LIMITS)
+    one = plan_compaction(view, TopicConfig(), now=T0, ctx=ReadContext.of())
     assert one.groups == [[b for b, _ in g.segments[:-1]]]
     cfg = TopicConfig(segment_bytes=sizes[0] + sizes[1])
-    split = plan_compaction(view, cfg, now=T0, limits=DEFAULT_LIMITS)
+    split = plan_compaction(view, cfg, now=T0, ctx=ReadContext.of())
     assert split.groups[0] == [g.segments[0][0], g.segments[1][0]]
     assert all(len(grp) >= 1 for grp in split.groups) and len(split.groups) >= 2
     code, _o, err = run(
@@ -496,7 +497,9 @@ def test_offset_map_capacity_is_the_brokers() -> None:
     from klogtool.log.rewrite.cleaner import _Cleaner
 
     def capacity(size: int) -> int:
-        return _Cleaner([], TopicConfig(dedupe_buffer_size=size), 0, {}, 1 << 20).map_capacity
+        return _Cleaner(
+            [], TopicConfig(dedupe_buffer_size=size), 0, {}, ReadContext.of()
+        ).map_capacity
 
     # "offset map can fit only 5033164" is what a broker with the default buffer logs
     assert capacity(128 << 20) == 5_033_164
@@ -507,14 +510,14 @@ def test_offset_map_capacity_is_the_brokers() -> None:
 def test_full_offset_map_stops_where_the_broker_stops(tmp_path: Path) -> None:
     part = _eight_keys(tmp_path)
     plan = plan_compaction(
-        load_partition(part), TopicConfig(dedupe_buffer_size=144), now=T0, limits=DEFAULT_LIMITS
+        load_partition(part), TopicConfig(dedupe_buffer_size=144), now=T0, ctx=ReadContext.of()
     )
     # k0..k4 (offsets 0-4) fill the map; the keyed record at 5 finds it full: the pass cleans
     # up to offset 4 and checkpoints 5, the broker's SkimpyOffsetMap.latestOffset + 1
     assert (plan.map_size, plan.map_full, plan.end_offset, plan.groups) == (5, True, 5, [[0]])
     assert any("offset map is full" in n for n in plan.notes)
     assert plan.segments[1].why.startswith("in the dirty range, left to the next pass")
-    whole = plan_compaction(load_partition(part), TopicConfig(), now=T0, limits=DEFAULT_LIMITS)
+    whole = plan_compaction(load_partition(part), TopicConfig(), now=T0, ctx=ReadContext.of())
     assert (whole.map_size, whole.map_full, whole.end_offset) == (8, False, 24)
 
 

@@ -27,6 +27,7 @@ from klogtool.formats import codecs
 from klogtool.formats.batch import LOG_APPEND_TIME, Record
 from klogtool.formats.legacy import encode_message
 from klogtool.formats.v2 import encode_batch
+from klogtool.log.context import ReadContext
 from klogtool.log.rewrite.converter import (
     ConversionPlan,
     Converted,
@@ -269,7 +270,7 @@ def eval_json(line: str) -> dict:
 
 def test_plan_is_pure_and_counts_losses() -> None:
     before = tree(LOGDIR / "v2-none-0")
-    plan = plan_conversion(LOGDIR / "v2-none-0", ConvertOptions(to_magic=0))
+    plan = plan_conversion(LOGDIR / "v2-none-0", ConvertOptions(ctx=ReadContext.of(), to_magic=0))
     assert tree(LOGDIR / "v2-none-0") == before
     losses = plan.losses
     assert isinstance(losses, Losses)
@@ -282,7 +283,12 @@ def test_plan_is_pure_and_counts_losses() -> None:
         "leader_epoch_batches": 10,
     }
     assert [s.action for s in plan.segments] == ["convert", "convert"]
-    assert plan_conversion(LOGDIR / "v2-none-0", ConvertOptions(to_magic=2)).losses.lossy() == {}
+    assert (
+        plan_conversion(
+            LOGDIR / "v2-none-0", ConvertOptions(ctx=ReadContext.of(), to_magic=2)
+        ).losses.lossy()
+        == {}
+    )
 
 
 # -- destinations --------------------------------------------------------------------------------
@@ -454,13 +460,13 @@ def test_convert_is_the_whole_command_as_a_function(tmp_path: Path) -> None:
     """convert() yields what the command shows, in order; a lossy conversion is refused after
     a LossyRefusal, and nothing is written."""
     src = LOGDIR / "txn-0"
-    items = list(convert(src, tmp_path / "v2", ConvertOptions(to_magic=2)))
+    items = list(convert(src, tmp_path / "v2", ConvertOptions(ctx=ReadContext.of(), to_magic=2)))
     assert [type(i) for i in items] == [ConversionPlan, Converted]
     done = items[-1]
     assert isinstance(done, Converted) and done.result is not None
     assert done.result.destination == tmp_path / "v2" and (tmp_path / "v2").is_dir()
 
-    steps = convert(src, tmp_path / "v1", ConvertOptions(to_magic=1))
+    steps = convert(src, tmp_path / "v1", ConvertOptions(ctx=ReadContext.of(), to_magic=1))
     assert isinstance(next(steps), ConversionPlan)
     refusal = next(steps)
     assert isinstance(refusal, LossyRefusal) and refusal.losses["transactional_batches"] > 0
@@ -468,4 +474,4 @@ def test_convert_is_the_whole_command_as_a_function(tmp_path: Path) -> None:
         next(steps)
     assert not (tmp_path / "v1").exists()
     with pytest.raises(NestedDestination):
-        list(convert(src, src / "inside", ConvertOptions()))
+        list(convert(src, src / "inside", ConvertOptions(ctx=ReadContext.of())))

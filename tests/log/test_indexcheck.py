@@ -14,6 +14,7 @@ from support.paths import CORPUS, LOGDIR, needs_corpus
 from klogtool.formats import DEFAULT_LIMITS
 from klogtool.log import layout
 from klogtool.log.check.verifier import SegmentSummary, Verifier
+from klogtool.log.context import ReadContext
 from klogtool.log.findings import Finding
 from klogtool.log.indexcheck import about_index, check_segment_indexes
 from klogtool.log.txnreplay import TxnReplay
@@ -31,7 +32,7 @@ def _both(part_dir: Path) -> tuple[list[tuple[object, ...]], list[tuple[object, 
     for i, seg in enumerate(segs):
         active = i == len(segs) - 1
         open_at_start = dict(txns.open)
-        found = Verifier(DEFAULT_LIMITS).verify_segment(
+        found = Verifier(ReadContext.of()).verify_segment(
             seg, SegmentSummary(seg.base_offset), txns, active=active, missing_index_ok=True
         )
         verified += [_key(f) for f in found if about_index(f.code)]

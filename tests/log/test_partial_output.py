@@ -14,6 +14,7 @@ from klogtool.formats import codecs
 from klogtool.formats.batch import Record
 from klogtool.formats.v2 import encode_batch
 from klogtool.log.atomic import FileOps
+from klogtool.log.context import ReadContext
 from klogtool.log.rewrite import converter
 from klogtool.log.rewrite.converter import ConvertOptions, execute_conversion, plan_conversion
 
@@ -87,7 +88,7 @@ def test_an_interrupted_conversion_leaves_no_partial_dir(
 ) -> None:
     part = _partition(tmp_path)
     dest = tmp_path / "out"
-    plan = plan_conversion(part, ConvertOptions(compression=codecs.GZIP))
+    plan = plan_conversion(part, ConvertOptions(ctx=ReadContext.of(), compression=codecs.GZIP))
     real = converter._write_segment_files
     calls: list[int] = []
 

@@ -10,6 +10,7 @@ import pytest
 
 from klogtool.formats import engine
 from klogtool.log import pool
+from klogtool.log.context import ReadContext
 
 
 def _count(n: int, times: int = 3) -> Iterator[tuple[int, int]]:
@@ -29,10 +30,10 @@ def _items(n: int, fail_at: int | None = None) -> Iterator[int]:
 @pytest.mark.parametrize("jobs", [1, 2, 3])
 def test_output_keeps_item_order(jobs: int) -> None:
     work = partial(_count, times=50)
-    got = list(pool.spooled(work, range(9), jobs))
+    got = list(pool.spooled(ReadContext.of(), work, range(9), jobs))
     assert got == [(n, i) for n in range(9) for i in range(50)]
-    assert list(pool.spooled(work, [4], jobs)) == [(4, i) for i in range(50)]
-    assert list(pool.spooled(work, [], jobs)) == []
+    assert list(pool.spooled(ReadContext.of(), work, [4], jobs)) == [(4, i) for i in range(50)]
+    assert list(pool.spooled(ReadContext.of(), work, [], jobs)) == []
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
@@ -40,7 +41,7 @@ def test_output_keeps_item_order(jobs: int) -> None:
 def test_an_item_error_comes_after_what_precedes_it(jobs: int, fail_at: int) -> None:
     got: list[tuple[int, int]] = []
     with pytest.raises(KeyError, match="no such item"):
-        for obj in pool.spooled(_count, _items(9, fail_at), jobs):
+        for obj in pool.spooled(ReadContext.of(), _count, _items(9, fail_at), jobs):
             got.append(obj)
     assert got == [(n, i) for n in range(fail_at) for i in range(3)]
 
@@ -49,7 +50,7 @@ def test_an_item_error_comes_after_what_precedes_it(jobs: int, fail_at: int) -> 
 def test_a_worker_error_is_raised_in_its_turn(jobs: int) -> None:
     got: list[tuple[int, int]] = []
     with pytest.raises(ValueError, match="unlucky"):
-        for obj in pool.spooled(_count, range(10, 20), jobs):
+        for obj in pool.spooled(ReadContext.of(), _count, range(10, 20), jobs):
             got.append(obj)
     assert got == [(n, i) for n in range(10, 13) for i in range(3)]
 
@@ -94,7 +95,10 @@ def _set_mark(value: object) -> None:
 def test_workers_run_the_parents_engine_then_their_initializer(name: str) -> None:
     if name == engine.NATIVE and not engine.native_available():
         pytest.skip("the native engine is not built")
-    with engine.using(name), pool.processes(1, _set_mark, ("started",)) as workers:
+    with (
+        engine.using(name),
+        pool.processes(ReadContext.of(), 1, _set_mark, ("started",)) as workers,
+    ):
         assert workers.submit(_engine_and_mark).result() == (name, "started")
 
 

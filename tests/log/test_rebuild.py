@@ -10,12 +10,14 @@ from typing import Any
 import pytest
 from support.cli import generator, jsonl, run
 from support.paths import CORPUS, LOGDIR, needs_corpus
+from support.progress import Steps
 from support.repair import INTERVAL, copy_scenario, files, reference_indexes, txn_entry
 
 from klogtool.formats import DEFAULT_LIMITS
 from klogtool.formats.batch import Record
 from klogtool.formats.snapshot import ProducerEntry, encode_snapshot
 from klogtool.formats.v2 import encode_batch
+from klogtool.log.context import ReadContext
 from klogtool.log.repair import headers, parallel
 
 GEN = generator()
@@ -518,9 +520,9 @@ def test_progress_moves_inside_a_segment(
         logs[-1].write_bytes(data)
     tasks = [headers.ScanTask(str(p), int(p.stem), DEFAULT_LIMITS) for p in logs]
     sizes = [p.stat().st_size for p in logs]
-    calls: list[int] = []
+    calls = Steps()
     scans = parallel.run_parallel(
-        headers.run_scan_task, tasks, jobs=jobs, sizes=sizes, progress=calls.append
+        headers.run_scan_task, tasks, jobs=jobs, sizes=sizes, ctx=ReadContext.of(progress=calls)
     )
     assert [s.size for s in scans] == sizes
     assert sum(calls) == sum(sizes)
@@ -574,7 +576,9 @@ def test_progress_loses_no_bytes_a_worker_adds_between_reads(
         logs[-1].write_bytes(encode_batch([Record(base, 0, b"k", b"v" * 50)]))
     tasks = [headers.ScanTask(str(p), int(p.stem), DEFAULT_LIMITS) for p in logs]
     sizes = [p.stat().st_size for p in logs]
-    calls: list[int] = []
-    parallel.run_parallel(headers.run_scan_task, tasks, jobs=2, sizes=sizes, progress=calls.append)
+    calls = Steps()
+    parallel.run_parallel(
+        headers.run_scan_task, tasks, jobs=2, sizes=sizes, ctx=ReadContext.of(progress=calls)
+    )
     assert returned[-1] >= sum(sizes)
     assert sum(calls) == returned[-1]  # every byte read from the counter was reported once

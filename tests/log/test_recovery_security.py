@@ -26,6 +26,7 @@ from support.repair import (
 from klogtool.errors import RefusedError
 from klogtool.formats.checkpoint import parse_offset_checkpoint
 from klogtool.log.atomic import FileOps
+from klogtool.log.context import ReadContext
 from klogtool.log.repair.recovery_apply import apply_plan
 from klogtool.log.repair.recovery_plan import RecoveryOptions, plan_partition
 from klogtool.log.targets import PartitionTarget
@@ -195,7 +196,7 @@ def test_a_segment_swapped_for_a_link_after_planning_is_not_truncated(tmp_path: 
     victim = outside / "victim.log"
     victim.write_bytes(log.read_bytes())
     original = victim.read_bytes()
-    opts = RecoveryOptions(index_interval_bytes=int(INTERVAL))
+    opts = RecoveryOptions(ctx=ReadContext.of(), index_interval_bytes=int(INTERVAL))
     plan = plan_partition(PartitionTarget(part, str(part)), opts)
     assert plan.truncate is not None
     os.rename(log, part / "moved-away")

@@ -6,16 +6,17 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.progress import Steps
 
-from klogtool.formats import DEFAULT_LIMITS
 from klogtool.log import layout, segment_checks
 from klogtool.log.check.verifier import Verifier
+from klogtool.log.context import ReadContext
 
 TXN = Path(__file__).resolve().parents[2] / "fixtures" / "logs" / "logdir" / "txn-0"
 
 
 def _findings(part: Path) -> dict[str, str]:
-    return {f.code: f.severity for f in Verifier(DEFAULT_LIMITS).verify([str(part)])}
+    return {f.code: f.severity for f in Verifier(ReadContext.of()).verify([str(part)])}
 
 
 def _copy(tmp_path: Path) -> Path:
@@ -64,7 +65,9 @@ def test_checkpoints_beyond_the_log_end(tmp_path: Path) -> None:
         "cleaner-offset-checkpoint",
     ):
         (logdir / name).write_bytes(encode_offset_checkpoint(far))
-    found = {(f.code, f.severity, f.offset) for f in Verifier(DEFAULT_LIMITS).verify([str(logdir)])}
+    found = {
+        (f.code, f.severity, f.offset) for f in Verifier(ReadContext.of()).verify([str(logdir)])
+    }
     assert ("log-start-beyond-log-end", "error", 10**6) in found
     assert ("recovery-point-beyond-log-end", "warning", 10**6) in found
     assert ("high-watermark-beyond-log-end", "warning", 10**6) in found
@@ -76,8 +79,8 @@ def test_progress_moves_inside_a_segment_and_adds_up_to_its_bytes(
 ) -> None:
     monkeypatch.setattr(segment_checks, "_PROGRESS_STEP", 100)
     part = _copy(tmp_path)
-    steps: list[int] = []
-    assert not list(Verifier(DEFAULT_LIMITS, progress=steps.append).verify([str(part)]))
+    steps = Steps()
+    assert not list(Verifier(ReadContext.of(progress=steps)).verify([str(part)]))
     logs = sorted(part.glob("*.log"))
     assert sum(steps) == sum(p.stat().st_size for p in logs)
     assert len(steps) > 2 * len(logs) and max(steps) < max(p.stat().st_size for p in logs)
@@ -94,7 +97,7 @@ def test_an_index_file_alone_gets_the_brokers_sanity_check(tmp_path: Path) -> No
     ):
         lone = tmp_path / f"00000000000000000100{suffix}"
         lone.write_bytes(data)
-        found = {f.code: f.severity for f in Verifier(DEFAULT_LIMITS).verify([str(lone)])}
+        found = {f.code: f.severity for f in Verifier(ReadContext.of()).verify([str(lone)])}
         assert found == {code: "error", "log-missing": "warning"}, suffix
         lone.unlink()
 
@@ -112,7 +115,7 @@ def test_an_index_file_alone_gets_the_brokers_sanity_check(tmp_path: Path) -> No
 def test_a_text_file_that_does_not_parse(tmp_path: Path, name: str, code: str) -> None:
     bad = tmp_path / name
     bad.write_bytes(b"\xff\xfe not a kafka file\n")
-    found = [(f.code, f.severity) for f in Verifier(DEFAULT_LIMITS).verify([str(bad)])]
+    found = [(f.code, f.severity) for f in Verifier(ReadContext.of()).verify([str(bad)])]
     assert found == [(code, "error")]
 
 
@@ -122,7 +125,7 @@ def test_a_tree_of_broker_directories_is_searched_for_log_dirs(tmp_path: Path) -
     shutil.copytree(LOGDIR, tmp_path / "broker-1" / "kafka-logs")
     shutil.copytree(TXN, tmp_path / "broker2" / "txn-0")  # a partition dir, not a log dir
     (tmp_path / "broker2" / "meta.properties").write_text((LOGDIR / "meta.properties").read_text())
-    v = Verifier(DEFAULT_LIMITS)
+    v = Verifier(ReadContext.of())
     found = list(v.verify([str(tmp_path)]))
     assert v.stats.segments >= 13  # every partition of both brokers
     assert {f.path for f in found} <= {str(p) for p in tmp_path.rglob("*")}

@@ -12,6 +12,7 @@ from typing import Any
 from support.paths import CORPUS
 
 from klogtool.log import layout
+from klogtool.log.context import ReadContext
 from klogtool.log.read.dumper import Dumper, DumpOptions
 from klogtool.log.splits import list_segments
 
@@ -51,7 +52,12 @@ def dump_rows(paths: Sequence[str], *, allow_findings: bool = False) -> list[Row
     --print-data --format jsonl --decoder none`` sees them."""
     files = [s.path for s in list_segments(paths)]
     opts = DumpOptions(
-        deep=True, print_data=True, key_decoder="base64", value_decoder="base64", decoder="none"
+        ctx=ReadContext.of(),
+        deep=True,
+        print_data=True,
+        key_decoder="base64",
+        value_decoder="base64",
+        decoder="none",
     )
     rows: list[Row] = []
     batch: dict[str, Any] = {}

@@ -15,6 +15,7 @@ from support.paths import CORRUPT, LOGDIR
 from klogtool.formats import ReadLimits, codecs, payloads, v2
 from klogtool.formats.batch import Record
 from klogtool.log import column_kinds, splits
+from klogtool.log.context import ReadContext
 from klogtool.log.export import arrow_reader as ar
 from klogtool.log.export import spec
 
@@ -24,7 +25,7 @@ PARTITIONS = sorted(p.name for p in LOGDIR.iterdir() if p.is_dir())
 
 
 def read(paths, opts=None, **plan):
-    opts = opts or spec.ReadOptions()
+    opts = opts or spec.ReadOptions(ctx=ReadContext.of())
     schema = spec.arrow_schema(opts)
     batches = [
         b
@@ -42,7 +43,9 @@ def test_every_fixture_partition_equals_the_dump(name: str) -> None:
     expected = dump_rows_for_compare([str(path)])
     assert expected, "every fixture partition has records"
     assert table_rows(read([path])) == expected
-    assert table_rows(read([path], spec.ReadOptions(verify=False))) == expected
+    assert (
+        table_rows(read([path], spec.ReadOptions(ctx=ReadContext.of(), verify=False))) == expected
+    )
     # cut into ranges of ~100 bytes: the same rows, each exactly once
     assert table_rows(read([path], target_split_bytes=100)) == expected
 
@@ -60,7 +63,7 @@ def test_the_real_corpus_equals_the_dump(corpus) -> None:
 
 
 def test_columns_start_with_the_spark_kafka_source() -> None:
-    cols = spec.columns(spec.ReadOptions())
+    cols = spec.columns(spec.ReadOptions(ctx=ReadContext.of()))
     assert cols[:8] == [
         ("key", column_kinds.BINARY),
         ("value", column_kinds.BINARY),
@@ -83,14 +86,14 @@ def test_columns_start_with_the_spark_kafka_source() -> None:
         "is_transactional",
         "is_control",
     ]
-    report = spec.columns(spec.ReadOptions(on_corrupt="report"))
+    report = spec.columns(spec.ReadOptions(ctx=ReadContext.of(), on_corrupt="report"))
     assert [n for n, _ in report[-2:]] == ["error_code", "error_message"]
 
 
 def test_batch_level_equals_the_dump_batches() -> None:
     from klogtool.log.read.dumper import Dumper
 
-    opts = spec.ReadOptions(level="batches")
+    opts = spec.ReadOptions(ctx=ReadContext.of(), level="batches")
     table = read([LOGDIR], opts)
     files = [s.path for s in splits.list_segments([str(LOGDIR)])]
     expected = [o for o in Dumper(files).objects() if o["type"] == "batch"]
@@ -98,7 +101,7 @@ def test_batch_level_equals_the_dump_batches() -> None:
     assert len(rows) == len(expected)
     for r, e in zip(rows, expected, strict=True):
         assert {k: r[k] for k in e if k != "type"} == {k: v for k, v in e.items() if k != "type"}
-    no_crc = read([LOGDIR], spec.ReadOptions(level="batches", verify=False))
+    no_crc = read([LOGDIR], spec.ReadOptions(ctx=ReadContext.of(), level="batches", verify=False))
     assert set(no_crc.column("crc_valid").to_pylist()) == {None}
 
 
@@ -106,7 +109,7 @@ def test_batch_level_equals_the_dump_batches() -> None:
 def test_text_decoders(decoder: str) -> None:
     path = LOGDIR / "v2-none-0"
     raw = read([path]).to_pylist()
-    opts = spec.ReadOptions(key_decoder=decoder, value_decoder=decoder)
+    opts = spec.ReadOptions(ctx=ReadContext.of(), key_decoder=decoder, value_decoder=decoder)
     text = read([path], opts)
     assert text.schema.field("key").type == pa.string()
     assert text.schema.field("headers").type.value_type.field("value").type == pa.string()
@@ -115,7 +118,9 @@ def test_text_decoders(decoder: str) -> None:
         assert t["value"] == payloads.decode_bytes(decoder, r["value"])
         for h, th in zip(r["headers"] or [], t["headers"] or [], strict=True):
             assert th["value"] == payloads.decode_bytes(decoder, h["value"])
-    dropped = read([path], spec.ReadOptions(key_decoder="none", value_decoder="none"))
+    dropped = read(
+        [path], spec.ReadOptions(ctx=ReadContext.of(), key_decoder="none", value_decoder="none")
+    )
     assert "key" not in dropped.schema.names and "value" not in dropped.schema.names
 
 
@@ -146,9 +151,9 @@ def test_on_corrupt_fail_skip_report(scenario: str) -> None:
     # skip: the dump's records without those of the bad batch (the dump walks over a CRC
     # mismatch; a torn or garbage tail holds no records)
     expected = [r for r in dump if not (r[2] == segment and r[10] == position)]
-    skipped = read([path], spec.ReadOptions(on_corrupt="skip"))
+    skipped = read([path], spec.ReadOptions(ctx=ReadContext.of(), on_corrupt="skip"))
     assert table_rows(skipped) == expected
-    report = read([path], spec.ReadOptions(on_corrupt="report")).to_pylist()
+    report = read([path], spec.ReadOptions(ctx=ReadContext.of(), on_corrupt="report")).to_pylist()
     errors = [r for r in report if r["error_code"] is not None]
     assert [(e["error_code"], e["position"], e["segment"]) for e in errors] == [
         (code, position, segment)
@@ -157,7 +162,9 @@ def test_on_corrupt_fail_skip_report(scenario: str) -> None:
     data = [r for r in report if r["error_code"] is None]
     assert [r for r in table_rows(pa.Table.from_pylist(data, schema=skipped.schema))] == expected
     # any split size gives the same rows and problems
-    small = read([path], spec.ReadOptions(on_corrupt="report"), target_split_bytes=64)
+    small = read(
+        [path], spec.ReadOptions(ctx=ReadContext.of(), on_corrupt="report"), target_split_bytes=64
+    )
     assert small.to_pylist() == report
 
 
@@ -169,7 +176,7 @@ def test_zero_fill_is_not_corruption() -> None:
 def test_a_decompression_bomb_is_a_problem_not_an_oom() -> None:
     path = LOGDIR / "v2-zstd-0"
     with pytest.raises(ar.CorruptSegmentError) as info:
-        read([path], spec.ReadOptions(limits=ReadLimits(16)))
+        read([path], spec.ReadOptions(ctx=ReadContext.of(ReadLimits(16))))
     assert info.value.code == "limit-exceeded"
 
 
@@ -198,7 +205,10 @@ def test_large_segments_are_cut_and_read_once(tmp_path: Path) -> None:
     whole = read([part])
     assert whole.column("offset").to_pylist() == list(range(1000))
     assert read([part], target_split_bytes=size // 7).equals(whole)
-    assert all(b.num_rows <= ar.BATCH_ROWS for b in ar.read_split(planned[0], spec.ReadOptions()))
+    assert all(
+        b.num_rows <= ar.BATCH_ROWS
+        for b in ar.read_split(planned[0], spec.ReadOptions(ctx=ReadContext.of()))
+    )
 
 
 def test_small_segments_are_packed() -> None:
@@ -218,11 +228,13 @@ def test_pushdown_prunes_segments_and_skips_batches(tmp_path: Path) -> None:
     assert splits.Prune(max_offset=16).keeps(kept[0]) is False
 
     part = _segment(tmp_path)
-    opts = spec.ReadOptions(min_offset=510, max_offset=560)
+    opts = spec.ReadOptions(ctx=ReadContext.of(), min_offset=510, max_offset=560)
     offsets = read([part], opts).column("offset").to_pylist()
     assert set(range(510, 561)) <= set(offsets)  # a superset, batch-aligned
     assert offsets == list(range(500, 575))
-    ts = read([part], spec.ReadOptions(min_timestamp_us=1_700_000_030_000 * 1000))
+    ts = read(
+        [part], spec.ReadOptions(ctx=ReadContext.of(), min_timestamp_us=1_700_000_030_000 * 1000)
+    )
     assert min(ts.column("offset").to_pylist()) == 750
 
 
@@ -237,6 +249,6 @@ def test_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
     with pytest.raises(InputError):
         splits.list_segments(["-"])
     with pytest.raises(ValueError, match="onCorrupt"):
-        spec.ReadOptions(on_corrupt="ignore")
+        spec.ReadOptions(ctx=ReadContext.of(), on_corrupt="ignore")
     with pytest.raises(ValueError, match="unknown column"):
-        spec.arrow_schema(spec.ReadOptions(), ["offset", "nope"])
+        spec.arrow_schema(spec.ReadOptions(ctx=ReadContext.of()), ["offset", "nope"])

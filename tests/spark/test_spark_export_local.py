@@ -15,9 +15,9 @@ from spark_expect import assert_int64_micros, dump_rows_for_compare, norm_dicts,
 from support.cli import ERROR_LINE, run
 from support.paths import CORPUS, CORRUPT, LOGDIR, LOGS, needs_corpus
 
-from klogtool.formats import DEFAULT_LIMITS
 from klogtool.log.check import fleet_verify
 from klogtool.log.check.verifier import Verifier
+from klogtool.log.context import ReadContext
 
 pa = require_pyarrow()
 import pyarrow.dataset as ds  # noqa: E402
@@ -185,11 +185,11 @@ def test_fleet_verifier_equals_the_verifier(paths: list[str], deep: bool, monkey
             err = (type(e).__name__, str(e), getattr(e, "path", None))
         return found, vars(v.stats), err
 
-    local = outcome(Verifier(DEFAULT_LIMITS, deep=deep))
-    runner = partial(fleet_verify.run_splits_here, limits=DEFAULT_LIMITS, deep=deep)
+    local = outcome(Verifier(ReadContext.of(), deep=deep))
+    runner = partial(fleet_verify.run_splits_here, ctx=ReadContext.of(), deep=deep)
     for target in (1, 1 << 30):
         fleet = fleet_verify.FleetVerifier(
-            runner, DEFAULT_LIMITS, deep=deep, target_split_bytes=target
+            runner, ReadContext.of(), deep=deep, target_split_bytes=target
         )
         assert outcome(fleet) == local
 
@@ -201,9 +201,9 @@ def test_fleet_rows_round_trip(tmp_path: Path) -> None:
     assert fleet_verify.splits_from_json(fleet_verify.splits_to_json(splits)) == splits
     rows = []
     for u in plan.units:
-        rows += fleet_verify.result_rows(u, fleet_verify.run_unit(u, DEFAULT_LIMITS))
+        rows += fleet_verify.result_rows(u, fleet_verify.run_unit(u, ReadContext.of()))
     back = fleet_verify.rows_to_results(rows)
-    direct = fleet_verify.run_splits_here(splits, DEFAULT_LIMITS)
+    direct = fleet_verify.run_splits_here(splits, ReadContext.of())
     assert {i: (r.findings, r.stats, r.bounds) for i, r in back.items()} == {
         i: (r.findings, r.stats, r.bounds) for i, r in direct.items()
     }

@@ -20,6 +20,7 @@ from pyspark.sql.pandas.types import to_arrow_schema  # noqa: E402
 
 from klogtool.errors import InputError  # noqa: E402
 from klogtool.log.check import fleet_verify  # noqa: E402
+from klogtool.log.context import ReadContext  # noqa: E402
 from klogtool.log.export import arrow_reader as ar  # noqa: E402
 from klogtool.log.export import spec  # noqa: E402
 from klogtool.spark import jobs, source  # noqa: E402
@@ -32,10 +33,12 @@ KAFKA_SOURCE = (
 
 def test_spark_and_arrow_schemas_agree() -> None:
     for opts in (
-        spec.ReadOptions(),
-        spec.ReadOptions(on_corrupt="report", key_decoder="utf8", value_decoder="hex"),
-        spec.ReadOptions(level="batches"),
-        spec.ReadOptions(value_decoder="none"),
+        spec.ReadOptions(ctx=ReadContext.of()),
+        spec.ReadOptions(
+            ctx=ReadContext.of(), on_corrupt="report", key_decoder="utf8", value_decoder="hex"
+        ),
+        spec.ReadOptions(ctx=ReadContext.of(), level="batches"),
+        spec.ReadOptions(ctx=ReadContext.of(), value_decoder="none"),
     ):
         spark_schema = source.struct_type(spec.columns(opts))
         assert to_arrow_schema(spark_schema, timezone="UTC") == spec.arrow_schema(opts)
@@ -78,7 +81,8 @@ def test_pushdown(spark) -> None:
     # planning-side effects, without Spark: topic/partition prune segments and are consumed,
     # offset and timestamp bounds are kept for Spark to re-check
     reader = source.KafkaSegmentsReader(
-        {"path": str(LOGDIR)}, source.struct_type(spec.columns(spec.ReadOptions()))
+        {"path": str(LOGDIR)},
+        source.struct_type(spec.columns(spec.ReadOptions(ctx=ReadContext.of()))),
     )
     ts = datetime(2023, 11, 14, 22, 13, 20, 10_000, tzinfo=UTC)
     filters = [
@@ -115,7 +119,7 @@ def test_pushdown(spark) -> None:
 def ar_table(paths):
     import pyarrow as pa
 
-    opts = spec.ReadOptions()
+    opts = spec.ReadOptions(ctx=ReadContext.of())
     return pa.Table.from_batches(list(ar.read_paths(paths, opts)), schema=spec.arrow_schema(opts))
 
 
@@ -143,13 +147,19 @@ def test_on_corrupt_modes(spark) -> None:
 
 
 def test_where_option_selects_what_find_finds(spark) -> None:
+    from klogtool.log.read.dumper import DumpOptions
     from klogtool.log.read.finder import Finder, FindOptions
     from klogtool.log.record_filter import parse_where
 
     text = "--transaction committed --transaction none --value-regex '-[0-3]$' --offsets 1:"
     df = jobs.read(spark, [str(LOGDIR)], {"where": text})
     got = sorted(tuple(r) for r in df.select("topic", "partition", "offset").collect())
-    finder = Finder(FindOptions(where=parse_where(text)))
+    finder = Finder(
+        FindOptions(
+            dump=DumpOptions(deep=True, print_data=True, ctx=ReadContext.of()),
+            where=parse_where(text),
+        )
+    )
     want = sorted(
         (o["topic"], o["partition"], o["offset"])
         for o in finder.objects([str(LOGDIR)])

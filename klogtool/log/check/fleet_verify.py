@@ -25,10 +25,10 @@ from typing import Any
 from klogtool.codes import Code
 from klogtool.errors import InputError, KlogtoolError
 from klogtool.formats.errors import FormatError
-from klogtool.formats.limits import ReadLimits
 from klogtool.log import layout, storage
 from klogtool.log.check.verifier import Stats, Verifier
 from klogtool.log.column_kinds import INT, LONG, STRING
+from klogtool.log.context import ReadContext
 from klogtool.log.files import detect_kind, kafka_dirs
 from klogtool.log.findings import Finding
 from klogtool.log.splits import DEFAULT_TARGET_SPLIT_BYTES
@@ -142,9 +142,9 @@ def _drain(gen: Iterator[Finding], out: list[Finding]) -> Any:
             return stop.value
 
 
-def run_unit(unit: VerifyUnit, limits: ReadLimits, *, deep: bool = False) -> UnitResult:
+def run_unit(unit: VerifyUnit, ctx: ReadContext, *, deep: bool = False) -> UnitResult:
     """Verify one unit (on an executor); finding paths are given back in display form."""
-    v = Verifier(limits, deep=deep)
+    v = Verifier(ctx, deep=deep)
     res = UnitResult(display=unit.display, stats=v.stats)
     base = unit.path if unit.kind == PARTITION else os.path.dirname(unit.path)
     shown = unit.display if unit.kind == PARTITION else str(storage.as_path(unit.display).parent)
@@ -262,19 +262,17 @@ class FleetVerifier:
     def __init__(
         self,
         runner: Runner,
-        limits: ReadLimits,
+        ctx: ReadContext,
         *,
         deep: bool = False,
         target_split_bytes: int = DEFAULT_TARGET_SPLIT_BYTES,
         min_splits: int = 1,
-        progress: Callable[[int], None] | None = None,
     ):
         self.runner = runner
         self.deep = deep
-        self.limits = limits
+        self.ctx = ctx
         self.target_split_bytes = target_split_bytes
         self.min_splits = min_splits
-        self.progress = progress or (lambda n: None)
         self.stats = Stats()
 
     def verify(self, paths: list[str]) -> Iterator[Finding]:
@@ -293,7 +291,7 @@ class FleetVerifier:
                 bounds = results[i].bounds
                 if parsed is not None and bounds is not None:
                     ends[parsed] = bounds
-            local = Verifier(self.limits, deep=self.deep)
+            local = Verifier(self.ctx.quiet(), deep=self.deep)
             for f in local.verify_log_dir_files(logdir, ends):
                 self.stats.count(f)
                 yield f
@@ -316,7 +314,7 @@ class FleetVerifier:
         st = self.stats
         for name in ("files", "partitions", "segments", "batches", "records", "bytes"):
             setattr(st, name, getattr(st, name) + getattr(res.stats, name))
-        self.progress(unit.size)
+        self.ctx.progress.advance(unit.size)
         if res.error is not None:
             e = res.error
             raise InputError(
@@ -325,7 +323,7 @@ class FleetVerifier:
 
 
 def run_splits_here(
-    splits: list[VerifySplit], limits: ReadLimits, *, deep: bool = False
+    splits: list[VerifySplit], ctx: ReadContext, *, deep: bool = False
 ) -> dict[int, UnitResult]:
     """A runner that verifies every unit in this process (tests; Spark's tasks do the same)."""
-    return {u.index: run_unit(u, limits, deep=deep) for s in splits for u in s.units}
+    return {u.index: run_unit(u, ctx, deep=deep) for s in splits for u in s.units}

@@ -11,9 +11,9 @@ from pathlib import Path
 from klogtool.codes import Code
 from klogtool.formats import checkpoint
 from klogtool.formats.errors import FormatError
-from klogtool.formats.limits import ReadLimits
 from klogtool.log import layout, pool
 from klogtool.log.check.partition_checks import PartitionChecks
+from klogtool.log.context import ReadContext, Tally
 from klogtool.log.findings import Finding
 from klogtool.log.segment import read_small
 from klogtool.log.segment_checks import Stats
@@ -46,19 +46,14 @@ _CHECKPOINT_BEYOND_END = {
 
 
 def _partition_job(
-    deep: bool, limits: ReadLimits, path: Path
+    deep: bool, ctx: ReadContext, path: Path
 ) -> Generator[Finding | tuple[Path, tuple[int | None, int | None], Stats, int], None, None]:
     """In a worker: one partition's findings, then ``(path, its bounds, the counts it added,
     the bytes it moved the progress by)`` (findings are counted where they are shown)."""
-    moved = 0
-
-    def progress(n: int) -> None:
-        nonlocal moved
-        moved += n
-
-    verifier = LogDirChecks(limits, deep=deep, progress=progress)
+    moved = Tally()
+    verifier = LogDirChecks(ctx.reporting_to(moved), deep=deep)
     bounds = yield from verifier.verify_partition(path)
-    yield path, bounds, verifier.stats, moved
+    yield path, bounds, verifier.stats, moved.walked
 
 
 class LogDirChecks(PartitionChecks):
@@ -67,8 +62,11 @@ class LogDirChecks(PartitionChecks):
     def verify_log_dir(self, logdir: layout.LogDir) -> Iterator[Finding]:
         ends: dict[tuple[str, int], tuple[int | None, int | None]] = {}
         if self.jobs > 1:
-            work = partial(_partition_job, self.deep, self.limits)
-            for item in pool.spooled(work, logdir.partitions, self.jobs, prefix="klogtool-verify-"):
+            work = partial(_partition_job, self.deep, self.ctx.quiet())
+            items = pool.spooled(
+                self.ctx, work, logdir.partitions, self.jobs, prefix="klogtool-verify-"
+            )
+            for item in items:
                 if isinstance(item, Finding):
                     yield item
                     continue

@@ -293,7 +293,7 @@ class _RangeReader:
             and opts.key_decoder in _NATIVE_DECODERS
             and opts.value_decoder in _NATIVE_DECODERS
         ):
-            self.native = native_columns.record_columns(opts.limits.max_batch_bytes)
+            self.native = native_columns.record_columns(opts.ctx.limits.max_batch_bytes)
 
     # -- problems ------------------------------------------------------------------------
     def _problem(
@@ -450,7 +450,7 @@ class _RangeReader:
         """Add a batch's records through the native engine, BATCH_ROWS at a time (a batch of
         millions of tiny records never becomes millions of rows at once); False: read it in
         Python."""
-        source = batch.native_input(self.opts.limits.max_batch_bytes)
+        source = batch.native_input(self.opts.ctx.limits.max_batch_bytes)
         if source is None:
             return False
         if self.pending.records:  # keep an Arrow batch to rows of one engine
@@ -480,7 +480,7 @@ class _RangeReader:
             return
         rest: Iterator[Record] = iter(())
         if len(recs) == BATCH_ROWS:
-            rest = islice(batch.records(opts.limits.max_batch_bytes), BATCH_ROWS, None)
+            rest = islice(batch.records(opts.ctx.limits.max_batch_bytes), BATCH_ROWS, None)
         where = self.where if self.where is not None and self.where.record_level else None
         while recs:
             kept = recs if where is None else [r for r in recs if where.matches(r)]
@@ -497,7 +497,7 @@ class _RangeReader:
         inner_crcs = opts.verify and batch.magic < 2 and batch.compression != codecs.NONE
         bad: Record | None = None
         try:
-            it = batch.records(opts.limits.max_batch_bytes)
+            it = batch.records(opts.ctx.limits.max_batch_bytes)
             recs = list(islice(it, BATCH_ROWS))
             for r in chain(recs, it):  # the rest are decoded (to find a problem), not kept
                 if inner_crcs and bad is None and r.crc_valid is False:
@@ -551,7 +551,7 @@ class _RangeReader:
         if not self.where.transactions:
             return True
         if self.txns is None:
-            self.txns = segment_transaction_states(self.rng.path, self.opts.limits)
+            self.txns = segment_transaction_states(self.rng.path, self.opts.ctx.limits)
         return self.txns.state(batch) in self.where.transactions
 
     # -- building ------------------------------------------------------------------------

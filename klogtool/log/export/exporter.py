@@ -22,7 +22,7 @@ import os
 import secrets
 import shutil
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -459,12 +459,12 @@ def export_local(
     *,
     jobs: int = 1,
     target_split_bytes: int = DEFAULT_TARGET_SPLIT_BYTES,
-    progress: Callable[[int], None] | None = None,
 ) -> tuple[list[Split], OutputCount]:
     """Write every split of PATHs into ``job.work`` with ``jobs`` processes; returns the
     splits and what they wrote. Raises what the reader raises (:class:`CorruptSegmentError`
-    with ``fail``)."""
-    advance = progress or (lambda n: None)
+    with ``fail``); ``job.read.ctx.progress`` hears of each split's bytes."""
+    ctx = job.read.ctx
+    advance = ctx.progress.advance
     splits = plan_splits(
         paths,
         target_split_bytes=target_split_bytes,
@@ -479,7 +479,7 @@ def export_local(
             written.add(write_split_counted(job, s))
             advance(s.bytes)
     else:
-        with processes(min(jobs, len(splits))) as pool:
+        with processes(ctx, min(jobs, len(splits))) as pool:
             futures = {pool.submit(write_split_counted, job, s): s for s in splits}
             pending = set(futures)
             try:

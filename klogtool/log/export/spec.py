@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
 from klogtool.formats.payloads.confluent import CONFLUENT_DECODER, SchemaRegistry
 from klogtool.log.column_kinds import (
     BINARY,
@@ -21,6 +20,7 @@ from klogtool.log.column_kinds import (
     TIMESTAMP,
     arrow_type,
 )
+from klogtool.log.context import ReadContext
 from klogtool.log.record_filter import RecordFilter
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ class ReadOptions:
 
     level: str = "records"
     verify: bool = True  # check batch CRCs (and legacy inner CRCs) while reading
-    limits: ReadLimits = DEFAULT_LIMITS
+    ctx: ReadContext = field(kw_only=True, compare=False)
     on_corrupt: str = "fail"
     key_decoder: str = "binary"
     value_decoder: str = "binary"

@@ -51,10 +51,11 @@ from klogtool.formats import checkpoint
 from klogtool.formats.batch import Batch, Record
 from klogtool.formats.codecs import codec_name
 from klogtool.formats.errors import FormatError
-from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
+from klogtool.formats.limits import ReadLimits
 from klogtool.formats.payloads.control import ABORT
 from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner, not_a_log
 from klogtool.log import layout, pool, storage
+from klogtool.log.context import ReadContext
 from klogtool.log.epochs import EpochRuns, read_checkpoint, timeline
 from klogtool.log.files import classify_dir
 from klogtool.log.partition import PartitionView, load_partition
@@ -132,7 +133,7 @@ class DiffOptions:
     leader: str = A  # the side treated as the leader for the truncation offset
     deep: bool = False  # name the record fields that differ in every changed pair
     max_differences: int = 100  # per partition; 0 = all
-    limits: ReadLimits = DEFAULT_LIMITS
+    ctx: ReadContext = field(kw_only=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -958,7 +959,7 @@ class _Walk:
         self.pair = pair
         self.sides = {A: sa, B: sb}
         self.options = options
-        self.compaction = _Compaction(options.limits)
+        self.compaction = _Compaction(options.ctx.limits)
         self.diverged_at: int | None = None
         self.batch_epochs_at: dict[str, int | None] = {A: None, B: None}
         self.differences = 0
@@ -1078,7 +1079,7 @@ class _Walk:
     def _compare(self, ba: Batch, bb: Batch) -> tuple[_Compared, Callable[[], Iterator[_Pair]]]:
         """The two batches' records compared as they are decoded, and how to pair them again
         (decoded again): as lists where a side's offsets do not increase."""
-        limit = self.options.limits
+        limit = self.options.ctx.limits
         deep = self.options.deep
 
         def streamed() -> Iterator[_Pair]:
@@ -1147,7 +1148,7 @@ class _Walk:
                     records = (
                         iter(())
                         if ref.batch.is_control
-                        else _records(ref.batch, self.options.limits)
+                        else _records(ref.batch, self.options.ctx.limits)
                     )
                     self.compaction.drop(ref.batch, ((r, False) for r in records), False)
                     explained = True
@@ -1317,11 +1318,10 @@ def lost_range(
 
 
 def diff(
-    a: str, b: str, options: DiffOptions | None = None, *, jobs: int = 1
+    a: str, b: str, options: DiffOptions, *, jobs: int = 1
 ) -> Iterator[Difference | PartitionDiff]:
     """Every difference and every partition verdict of A against B, streamed in partition
     order; partitions are compared by ``jobs`` processes."""
-    opts = options or DiffOptions()
     pairs = pair_partitions(a, b)
-    work = partial(diff_partition, options=opts)
-    yield from pool.spooled(work, pairs, jobs, prefix="klogtool-diff-")
+    work = partial(diff_partition, options=options)
+    yield from pool.spooled(options.ctx, work, pairs, jobs, prefix="klogtool-diff-")

@@ -8,7 +8,7 @@ batches / records / entries, and ``finding`` objects for what is wrong; the stre
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, TypeAlias, TypedDict
 
 from klogtool import events
@@ -19,12 +19,12 @@ from klogtool.formats.batch import (
     Record,
 )
 from klogtool.formats.errors import FormatError
-from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
 from klogtool.formats.payloads.confluent import CONFLUENT_DECODER, SchemaRegistry, decode_confluent
 from klogtool.formats.payloads.control import decode_control_record
 from klogtool.formats.records import CLEAN, CORRUPT, TORN_TAIL, ZERO_FILL, SegmentScanner, not_a_log
 from klogtool.formats.snapshot import parse_snapshot
 from klogtool.log import layout
+from klogtool.log.context import ReadContext
 from klogtool.log.files import InputFile, expand
 from klogtool.log.findings import Finding
 from klogtool.log.objects import batch_object
@@ -78,7 +78,7 @@ class DumpOptions:
     offsets: tuple[int, int] | None = None  # inclusive range
     index_sanity_check: bool = False
     verify_index_only: bool = False
-    limits: ReadLimits = DEFAULT_LIMITS
+    ctx: ReadContext = field(kw_only=True)
     stdin_kind: str = layout.LOG  # what `-` is read as
     # With "jsonl", "text" or "kafka", records may come as one {"type": "lines", "text": ...}
     # object per batch: their lines in that format, rendered by the native engine (the fast
@@ -150,12 +150,11 @@ class Dumper:
     def __init__(
         self,
         paths: list[str],
-        options: DumpOptions | None = None,
-        progress: Callable[[int], None] | None = None,
+        options: DumpOptions,
     ):
         self.paths = paths
-        self.opts = options or DumpOptions()
-        self.progress = progress or (lambda n: None)  # called with .log bytes dumped
+        self.opts = options
+        self.progress = options.ctx.progress.advance  # hears of the .log bytes dumped
         # the summary, counted along
         self.counts: events.DumpSegmentsSummary = {
             "type": "summary",
@@ -228,7 +227,7 @@ class Dumper:
             else None
         )
         # it releases the GIL: threads render the batches ahead, the output keeps its order
-        threads = opts.threads if rendering is not None and engine.name() == engine.NATIVE else 1
+        threads = opts.threads if rendering is not None and opts.ctx.engine == engine.NATIVE else 1
         with mapped(f.path) as buf:
             scanner = SegmentScanner(buf, stop_on_crc=False, max_bytes=opts.max_bytes)
             reported = 0  # bytes of this segment passed to the progress bar
@@ -256,12 +255,12 @@ class Dumper:
                 batch = item[1]
                 if rendering is None:
                     return None
-                source = batch.native_input(opts.limits.max_batch_bytes)
+                source = batch.native_input(opts.ctx.limits.max_batch_bytes)
                 if source is None or batch.count > NATIVE_RENDER_RECORDS:
                     return None
                 return native_render.render_records(
                     source[0],
-                    opts.limits.max_batch_bytes,
+                    opts.ctx.limits.max_batch_bytes,
                     batch.position,
                     opts.print_data,
                     opts.key_decoder,
@@ -290,7 +289,7 @@ class Dumper:
                     }
                     continue
                 try:
-                    for rec in batch.records(opts.limits.max_batch_bytes):
+                    for rec in batch.records(opts.ctx.limits.max_batch_bytes):
                         if lo is not None and not lo <= rec.offset <= hi:  # type: ignore[operator]
                             continue
                         self.counts["records"] += 1

@@ -120,7 +120,6 @@ class FindSummary(TypedDict):
 FindObject: TypeAlias = (
     events.FindRecord | FindFile | events.DumpSegmentsBatch | FindFinding | FindSummary
 )
-Progress = Callable[[int, int], None]  # (bytes walked, records decoded) since the last call
 
 
 class _Transaction(TypedDict):
@@ -142,7 +141,8 @@ class FindOptions:
     newest_first: bool = False
     limit: int | None = None
     use_indexes: bool = True  # False: scan every batch header (no seeks)
-    dump: DumpOptions = DumpOptions(deep=True, print_data=True)
+    # how records are shown, and the read's context (dump.ctx)
+    dump: DumpOptions = field(kw_only=True)
     # the N largest matches only (record_size), largest first, instead of every match
     largest: int | None = None
     # the partitions read side by side, their matches merged by timestamp (not by --jobs)
@@ -287,11 +287,10 @@ class Finder:
         self,
         options: FindOptions,
         *,
-        progress: Progress | None = None,
         should_stop: Callable[[], bool] | None = None,
     ):
         self.opts = options
-        self.progress: Progress = progress or (lambda b, r: None)
+        self.progress = options.dump.ctx.progress.advance
         self.should_stop = should_stop or (lambda: False)
         self.counts = Counts()
         self.remaining = options.limit
@@ -330,7 +329,7 @@ class Finder:
         """One partition's objects (raises :class:`_Stop` when the limit is reached)."""
         self.counts.partitions += 1
         opts = self.opts
-        limits = opts.dump.limits
+        limits = opts.dump.ctx.limits
         self._txns = (
             transaction_states(target.segments, limits) if self.where.transactions else None
         )
@@ -581,7 +580,7 @@ class Finder:
         is reached. Under the native engine the record-level filters of a v2 batch are decided
         in Rust and only the matching records are made (``engine.find_matcher``); a batch it
         hands back, a v0/v1 batch and a regex filter go through :meth:`RecordFilter.matches`."""
-        max_batch_bytes = self.opts.dump.limits.max_batch_bytes
+        max_batch_bytes = self.opts.dump.ctx.limits.max_batch_bytes
         where = self.where
         if not where.record_level:
             for rec in batch.records(max_batch_bytes):
@@ -702,9 +701,7 @@ class Finder:
         objects, which a merged stream cannot place, are left out."""
         sign = -1 if self.opts.newest_first else 1
         each = replace(self.opts, limit=None, largest=None)
-        finders = [
-            Finder(each, should_stop=self.should_stop, progress=self.progress) for _ in targets
-        ]
+        finders = [Finder(each, should_stop=self.should_stop) for _ in targets]
         streams = [f.search(t) for f, t in zip(finders, targets, strict=True)]
         heads: list[tuple[int, int, events.FindRecord]] = []
 
@@ -752,7 +749,7 @@ class Finder:
         stop = fork_context().Event()
         with (
             tempfile.TemporaryDirectory(prefix="klogtool-find-") as spool,
-            processes(min(jobs, len(targets)), _init_worker, (stop,)) as pool,
+            processes(self.opts.dump.ctx, min(jobs, len(targets)), _init_worker, (stop,)) as pool,
         ):
             queue: deque[tuple[Target, Future[tuple[str, Counts]]]] = deque()
             todo = iter(enumerate(targets))

@@ -35,10 +35,10 @@ from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats.batch import Batch, Record
 from klogtool.formats.errors import FormatError
-from klogtool.formats.limits import ReadLimits
 from klogtool.formats.payloads.consumer_offsets import decode_consumer_offsets
 from klogtool.formats.records import SegmentScanner
 from klogtool.log import layout, storage
+from klogtool.log.context import ReadContext
 from klogtool.log.files import partition_dirs_of
 from klogtool.log.findings import Finding
 from klogtool.log.partition import load_partition
@@ -115,7 +115,7 @@ class Group:
 
 @dataclass(frozen=True)
 class GroupOptions:
-    limits: ReadLimits
+    ctx: ReadContext
     groups: tuple[str, ...] = ()  # regular expressions: a group is kept when any matches
     at: int | None = None  # replay the records written up to this moment (ms) only
 
@@ -221,7 +221,7 @@ def consumer_groups(paths: list[str], options: GroupOptions) -> GroupsResult:
             if part is not None:
                 if part not in ends:
                     ends[part] = _end(part, options)
-                _lag(c, ends[part], options.limits)
+                _lag(c, ends[part], options.ctx)
     return GroupsResult(groups, replay.findings, len(offsets_dirs), replay.applied, topic_ids)
 
 
@@ -239,14 +239,14 @@ class _Replay:
         pending: dict[int, list[Record]] = {}  # producer -> its records waiting for a marker
         for seg_display, batch in self._batches(path, display):
             if batch.is_control:
-                aborted = end_marker(batch, self.options.limits)
+                aborted = end_marker(batch, self.options.ctx.limits)
                 waiting = pending.pop(batch.producer_id, [])
                 if aborted is False:
                     for rec in waiting:
                         self._apply(rec, seg_display, batch.position)
                 continue
             try:
-                records = list(batch.records(self.options.limits.max_batch_bytes))
+                records = list(batch.records(self.options.ctx.limits.max_batch_bytes))
             except FormatError as e:
                 self._finding(seg_display, e.position, batch.last_offset, str(e))
                 continue
@@ -411,19 +411,19 @@ def _end(part: Path, options: GroupOptions) -> _End:
     if options.at is None:
         offset, source = view.high_watermark()
     else:  # the log end at that moment: the first offset written after it
-        after = _first(target, RecordFilter(from_time=options.at + 1), options.limits)
+        after = _first(target, RecordFilter(from_time=options.at + 1), options.ctx)
         offset = view.log_end_offset if after is None else after[0]
         source = "records written up to --at"
     newest = None
     if offset > 0:
-        newest = _first(target, RecordFilter(offsets=(offset - 1, offset - 1)), options.limits)
+        newest = _first(target, RecordFilter(offsets=(offset - 1, offset - 1)), options.ctx)
     return _End(offset, source, None if newest is None else newest[1], target)
 
 
-def _lag(c: Committed, end: _End, limits: ReadLimits) -> None:
+def _lag(c: Committed, end: _End, ctx: ReadContext) -> None:
     c.end_offset, c.end_source, c.newest_timestamp = end.offset, end.source, end.newest_timestamp
     c.lag = end.offset - c.offset
-    at_committed = _first(end.target, RecordFilter(offsets=(c.offset, MAX_OFFSET)), limits)
+    at_committed = _first(end.target, RecordFilter(offsets=(c.offset, MAX_OFFSET)), ctx)
     if at_committed is not None and at_committed[0] < end.offset:
         c.committed_timestamp = at_committed[1]
     if c.lag <= 0:
@@ -432,11 +432,11 @@ def _lag(c: Committed, end: _End, limits: ReadLimits) -> None:
         c.time_lag_ms = max(0, c.newest_timestamp - c.committed_timestamp)
 
 
-def _first(target: Target, where: RecordFilter, limits: ReadLimits) -> tuple[int, int] | None:
+def _first(target: Target, where: RecordFilter, ctx: ReadContext) -> tuple[int, int] | None:
     """(offset, timestamp) of the first record of ``target`` that ``where`` selects, found as
     find finds it (the indexes first)."""
     finder = Finder(
-        FindOptions(where=where, limit=1, dump=DumpOptions(print_data=False, limits=limits))
+        FindOptions(where=where, limit=1, dump=DumpOptions(print_data=False, ctx=ctx.quiet()))
     )
     for obj in finder.run([target]):
         if obj["type"] == "record":

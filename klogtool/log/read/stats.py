@@ -62,14 +62,14 @@ from klogtool.formats.batch import (
     Batch,
 )
 from klogtool.formats.errors import FormatError
-from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
 from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.formats.v2 import RECORD_BATCH_OVERHEAD, DefaultBatch
+from klogtool.log.context import ReadContext
 from klogtool.log.epochs import EpochRow, EpochRuns, read_checkpoint, timeline
 from klogtool.log.layout import LEADER_EPOCH_CHECKPOINT
 from klogtool.log.pool import processes
 from klogtool.log.read import native_stats
-from klogtool.log.read.finder import Progress, Target, resolve_targets
+from klogtool.log.read.finder import Target, resolve_targets
 from klogtool.log.record_filter import ABORTED, first_offset
 from klogtool.log.segment import mapped, refuse_not_a_log
 from klogtool.log.txnstates import TransactionStates, transaction_states
@@ -385,7 +385,7 @@ class StatsOptions:
     heavy_counters: int = HEAVY_COUNTERS  # space-saving counters for the heaviest keys
     sample_bytes: int = SAMPLE_BYTES
     sample_fraction: float = 1.0  # of the on-disk bytes whose records areas are sampled
-    limits: ReadLimits = DEFAULT_LIMITS
+    ctx: ReadContext = field(kw_only=True)
 
 
 @dataclass
@@ -675,15 +675,14 @@ class _Sampler:
 def partition_stats(
     target: Target,
     options: StatsOptions,
-    progress: Progress | None = None,
     sampler: _Sampler | None = None,
 ) -> PartitionStats:
     """Walk every batch and record of one partition (or of the segments named)."""
-    advance = progress or (lambda b, r: None)
+    advance = options.ctx.progress.advance
     st = PartitionStats(target.display, target.topic, target.partition)
     st.top_keys = TopCounter(options.heavy_counters)
     sampler = sampler or _Sampler(options.sample_fraction, options.sample_bytes)
-    txns = transaction_states(target.segments, options.limits)
+    txns = transaction_states(target.segments, options.ctx.limits)
     runs = EpochRuns()
     # the native engine: the record loop in Rust (klogtool/log/read/native_stats.py)
     kernel = native_stats.records(options, target.display)
@@ -741,7 +740,7 @@ def _batch(
     st.magics[magic] = st.magics.get(magic, 0) + 1
     codec = codecs.CODEC_NAMES.get(batch.compression, str(batch.compression))
     if batch.is_control:
-        n = sum(1 for _ in batch.records(opts.limits.max_batch_bytes))
+        n = sum(1 for _ in batch.records(opts.ctx.limits.max_batch_bytes))
         st.records += n
         st.control_records += n
         st.bytes_uncompressed += size
@@ -769,7 +768,7 @@ def _batch(
     if magic < 2 and legacy_header is None:
         st.bytes_uncompressed += size
     n = 0
-    for r in batch.records(opts.limits.max_batch_bytes):
+    for r in batch.records(opts.ctx.limits.max_batch_bytes):
         n += 1
         key, value = r.key, r.value
         if legacy_header is not None:
@@ -876,7 +875,7 @@ def _batch_native(
     horizon = batch.delete_horizon_ms
     expired = horizon is not None and horizon <= opts.now
     where = f"{display}:{batch.position}"
-    max_bytes = opts.limits.max_batch_bytes
+    max_bytes = opts.ctx.limits.max_batch_bytes
     if isinstance(batch, DefaultBatch):
         counted = native_stats.count_batch(kernel, batch.data, max_bytes, aborted, expired, where)
         if counted is not None:
@@ -937,7 +936,7 @@ def _v2_volume(
     if batch.compression == codecs.NONE:
         st.bytes_uncompressed += size
     else:
-        records_area = batch.records_area(opts.limits.max_batch_bytes)
+        records_area = batch.records_area(opts.ctx.limits.max_batch_bytes)
         st.bytes_uncompressed += RECORD_BATCH_OVERHEAD + len(records_area)
     if sampler.wants(size):
         area = records_area if records_area is not None else batch.data[RECORD_BATCH_OVERHEAD:]
@@ -997,23 +996,21 @@ def collect(
     options: StatsOptions,
     *,
     jobs: int = 1,
-    progress: Progress | None = None,
 ) -> Iterator[PartitionStats]:
     """One finished :class:`PartitionStats` per target, in order (``jobs`` processes)."""
     total = sum(t.size for t in found)
     if total > options.sample_bytes:
         options.sample_fraction = options.sample_bytes / total
-    advance = progress or (lambda b, r: None)
     if jobs <= 1 or len(found) <= 1:
         sampler = _Sampler(options.sample_fraction, options.sample_bytes)
         for t in found:
-            yield partition_stats(t, options, advance, sampler)
+            yield partition_stats(t, options, sampler)
         return
-    with processes(min(jobs, len(found))) as pool:
+    with processes(options.ctx, min(jobs, len(found))) as pool:
         futures = [pool.submit(partition_stats, t, options) for t in found]
         for t, fut in zip(found, futures, strict=True):
             st = fut.result()
-            advance(t.size, st.records)
+            options.ctx.progress.advance(t.size, st.records)
             yield st
 
 

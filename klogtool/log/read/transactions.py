@@ -60,6 +60,7 @@ from klogtool.formats.payloads.transaction_state import (
 from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.formats.snapshot import ProducerEntry, parse_snapshot
 from klogtool.log import layout, storage
+from klogtool.log.context import ReadContext
 from klogtool.log.files import partition_dirs_of
 from klogtool.log.findings import Finding
 from klogtool.log.segment import mapped, read_small, refuse_not_a_log
@@ -255,11 +256,11 @@ class TransactionScanner:
         *,
         now_ms: int,
         older_than_ms: int,
-        limits: ReadLimits,
+        ctx: ReadContext,
         bootstrap_server: str = BOOTSTRAP_PLACEHOLDER,
         use_coordinator: bool = True,
     ):
-        self.limits = limits
+        self.limits = ctx.limits
         self.now_ms = now_ms
         self.older_than_ms = older_than_ms
         self.bootstrap_server = bootstrap_server

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, wait
 from typing import Any, TypeVar
 
+from klogtool.log.context import ReadContext
 from klogtool.log.pool import fork_context, processes
 from klogtool.log.segment import Walked
 
@@ -26,22 +27,22 @@ def run_parallel(
     *,
     jobs: int,
     sizes: Sequence[int],
-    progress: Callable[[int], None] | None = None,
+    ctx: ReadContext,
 ) -> list[R]:
     """``[fn(t, walked) for t in tasks]``, across ``jobs`` worker processes when it pays off.
 
-    Results come back in task order. ``progress`` hears of the bytes done, inside a task as
+    Results come back in task order. ``ctx.progress`` hears of the bytes done, inside a task as
     ``fn`` reports them to its :class:`Walked` (from a worker through a shared counter that
     is read every 0.2 s), and all of a task's size when it ends. Workers only read files.
     """
     if jobs <= 1 or len(tasks) <= 1 or sum(sizes) < POOL_MIN_BYTES:
         out: list[R] = []
         for t, size in zip(tasks, sizes, strict=True):
-            out.append(_walk_task(fn, t, size, Walked(progress)))
+            out.append(_walk_task(fn, t, size, Walked(ctx.progress.advance)))
         return out
     counter = fork_context().Value("q", 0)
     results: dict[int, R] = {}
-    with processes(min(jobs, len(tasks)), _share_progress, (counter,)) as pool:
+    with processes(ctx, min(jobs, len(tasks)), _share_progress, (counter,)) as pool:
         futures = {
             pool.submit(_walk_task, fn, t, size): i
             for i, (t, size) in enumerate(zip(tasks, sizes, strict=True))
@@ -53,8 +54,8 @@ def run_parallel(
             for fut in done:
                 results[futures[fut]] = fut.result()
             now = counter.value  # read once: a worker may add between two reads
-            if progress is not None and now > shown:
-                progress(now - shown)
+            if now > shown:
+                ctx.progress.advance(now - shown)
                 shown = now
     return [results[i] for i in range(len(tasks))]
 

@@ -32,16 +32,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from klogtool.codes import Code
 from klogtool.formats import index
-from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
 from klogtool.formats.records import ZERO_FILL
 from klogtool.log import layout, txnreplay
 from klogtool.log.atomic import FileOps
+from klogtool.log.context import ReadContext
 from klogtool.log.findings import Finding, FindingCounts
 from klogtool.log.indexcheck import txn_entry_problems
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class RebuildOptions:
-    limits: ReadLimits = DEFAULT_LIMITS
+    ctx: ReadContext = field(kw_only=True)
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     jobs: int = 1
     check: bool = False
@@ -170,7 +170,6 @@ def run_rebuild(
     opts: RebuildOptions,
     ops: FileOps,
     emit: Emit,
-    progress: Callable[[int], None] | None = None,
 ) -> RebuildStats:
     """``rebuild-index`` (or ``--check``) over resolved PATHs; report objects go to ``emit``."""
     stats = RebuildStats()
@@ -221,7 +220,7 @@ def run_rebuild(
                 ScanTask(
                     str(u.logs[i].log),
                     u.logs[i].base_offset,
-                    opts.limits,
+                    opts.ctx.limits,
                     opts.index_interval_bytes,
                 )
                 for u in units
@@ -229,7 +228,7 @@ def run_rebuild(
             ]
             sizes = [os.path.getsize(t.path) for t in tasks]
             scans: list[SegmentScan] = run_parallel(
-                run_scan_task, tasks, jobs=opts.jobs, sizes=sizes, progress=progress
+                run_scan_task, tasks, jobs=opts.jobs, sizes=sizes, ctx=opts.ctx
             )
             stats.segments += len(scans)
             stats.bytes += sum(sizes)
@@ -237,7 +236,7 @@ def run_rebuild(
             for u in units:
                 mine = scans[k : k + len(u.selected)]
                 k += len(u.selected)
-                _rebuild_unit(u, mine, opts, ops, emit, finding, stats, progress)
+                _rebuild_unit(u, mine, opts, ops, emit, finding, stats)
     stats.operations = ops.count
     return stats
 
@@ -250,9 +249,8 @@ def _rebuild_unit(
     emit: Emit,
     finding: Callable[[Finding], None],
     stats: RebuildStats,
-    progress: Callable[[int], None] | None,
 ) -> None:
-    state = txnreplay.state_before(u.part, u.logs[u.selected[0]].base_offset, opts.limits)
+    state = txnreplay.state_before(u.part, u.logs[u.selected[0]].base_offset, opts.ctx.limits)
     open_at_start: list[dict[int, int]] = []
     aborted: list[list[index.AbortedTxn] | None] = []
     broken = False
@@ -263,7 +261,7 @@ def _rebuild_unit(
         if not is_tail_ok(scan, last=i == len(u.logs) - 1):
             broken = True  # the transactions after a damaged stretch are unknown
     if opts.check:
-        _check_unit(u, scans, open_at_start, aborted, opts, emit, finding, stats, progress)
+        _check_unit(u, scans, open_at_start, aborted, opts, emit, finding, stats)
         return
     for n, (scan, i) in enumerate(zip(scans, u.selected, strict=True)):
         seg = u.logs[i]
@@ -344,7 +342,6 @@ def _check_unit(
     emit: Emit,
     finding: Callable[[Finding], None],
     stats: RebuildStats,
-    progress: Callable[[int], None] | None,
 ) -> None:
     tasks = []
     todo: list[int] = []  # segments whose files are not all exactly the rebuild
@@ -362,7 +359,7 @@ def _check_unit(
                 str(seg.txnindex) if seg.txnindex else None,
                 i == len(u.logs) - 1,
                 tuple(sorted(at_start.items())),
-                opts.limits,
+                opts.ctx.limits,
             )
         )
     checked = run_parallel(
@@ -370,10 +367,10 @@ def _check_unit(
         tasks,
         jobs=opts.jobs,
         sizes=[scans[n].size for n in todo],
-        progress=progress,
+        ctx=opts.ctx,
     )
-    if progress is not None:  # the segments with nothing to check count as done too
-        progress(sum(s.size for s in scans) - sum(scans[n].size for n in todo))
+    # the segments with nothing to check count as done too
+    opts.ctx.progress.advance(sum(s.size for s in scans) - sum(scans[n].size for n in todo))
     results: list[list[Finding]] = [[] for _ in scans]
     for n, found in zip(todo, checked, strict=True):
         results[n] = found

@@ -132,7 +132,6 @@ def run_recovery(
     emit: Emit,
     *,
     force: bool = False,
-    progress: Callable[[int], None] | None = None,
 ) -> RecoveryStats:
     """truncate-recovery over resolved PATHs: per log dir, its lock; per partition, the
     completion of interrupted operations, the plan, and (unless dry-run) its execution."""
@@ -145,7 +144,7 @@ def run_recovery(
     for f in targets.findings:
         finding(f)
         stats.skipped += 1
-    _recover_groups(targets, opts, ops, emit, stats, finding, force, progress)
+    _recover_groups(targets, opts, ops, emit, stats, finding, force)
     stats.operations = ops.count
     return stats
 
@@ -158,7 +157,6 @@ def _recover_groups(
     stats: RecoveryStats,
     finding: Callable[[Finding], None],
     force: bool,
-    progress: Callable[[int], None] | None,
 ) -> None:
     for log_dir, group in targets.by_log_dir():
         paths = [t.path for t in group]
@@ -180,7 +178,7 @@ def _recover_groups(
                             "that completion: run without --dry-run to apply both",
                         )
                     )
-                plan = plan_partition(t, opts, progress)
+                plan = plan_partition(t, opts)
                 if plan.status != "skipped":
                     apply_plan(plan, opts, ops, emit)
                 for f in plan.findings:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, Unpack
@@ -15,7 +14,6 @@ from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import checkpoint, index
 from klogtool.formats.errors import FormatError
-from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
 from klogtool.formats.records import ZERO_FILL, SegmentScanner
 from klogtool.formats.snapshot import parse_snapshot
 from klogtool.log import indexcheck, layout, txnreplay
@@ -24,6 +22,7 @@ from klogtool.log.atomic import (
     identity,
     read_range,
 )
+from klogtool.log.context import ReadContext
 from klogtool.log.findings import Finding
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES
 from klogtool.log.repair import headers, index_diff, parallel
@@ -52,7 +51,7 @@ CREATED = "created"  # a file that did not exist before (restore deletes it)
 
 @dataclass
 class RecoveryOptions:
-    limits: ReadLimits = DEFAULT_LIMITS
+    ctx: ReadContext = field(kw_only=True)
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     from_recovery_point: bool = False
     quarantine: Path | None = None  # --quarantine DIR
@@ -315,7 +314,6 @@ def _checkpoint_key(part_dir: Path) -> tuple[str, int] | None:
 def plan_partition(
     target: PartitionTarget,
     opts: RecoveryOptions,
-    progress: Callable[[int], None] | None = None,
 ) -> PartitionPlan:
     """Everything truncate-recovery would do to one partition (nothing is changed)."""
     part_dir = target.path
@@ -349,13 +347,17 @@ def plan_partition(
     plan.segments_trusted = len(trusted)
     tasks = [
         headers.ScanTask(
-            str(s.log), s.base_offset, opts.limits, opts.index_interval_bytes, count_records=True
+            str(s.log),
+            s.base_offset,
+            opts.ctx.limits,
+            opts.index_interval_bytes,
+            count_records=True,
         )
         for s in recovered
     ]
     sizes = [os.path.getsize(t.path) for t in tasks]
     scans: list[headers.SegmentScan] = parallel.run_parallel(
-        headers.run_scan_task, tasks, jobs=opts.jobs, sizes=sizes, progress=progress
+        headers.run_scan_task, tasks, jobs=opts.jobs, sizes=sizes, ctx=opts.ctx
     )
     walked = _walk_scans(plan, recovered, scans, opts)
     if walked is False:
@@ -411,7 +413,7 @@ def _walk_scans(
                 scan = headers.scan_segment(
                     buf,
                     seg.base_offset,
-                    limits=opts.limits,
+                    limits=opts.ctx.limits,
                     index_interval_bytes=opts.index_interval_bytes,
                     prev_last_offset=prev_last,
                     count_records=True,
@@ -532,7 +534,7 @@ def _plan_indexes(
     indexes the broker would rebuild (missing, or failing the checks)."""
     part_dir = part.path
     # indexes: the truncated segment's, and those of recovered segments that need recovery
-    initial = txnreplay.state_before(part, recovered[0].base_offset, opts.limits)
+    initial = txnreplay.state_before(part, recovered[0].base_offset, opts.ctx.limits)
     chained = txnreplay.chain(initial, [scan.events for scan in kept])
     check_tasks: list[index_diff.CheckTask] = []
     checked: list[int] = []
@@ -554,7 +556,7 @@ def _plan_indexes(
                 str(seg.txnindex) if seg.txnindex else None,
                 i == len(kept) - 1,
                 tuple(sorted(chained[i][0].items())),
-                opts.limits,
+                opts.ctx.limits,
             )
         )
     results = parallel.run_parallel(
@@ -562,6 +564,7 @@ def _plan_indexes(
         check_tasks,
         jobs=opts.jobs,
         sizes=[kept[i].size for i in checked],
+        ctx=opts.ctx.quiet(),  # the bar counted these bytes while scanning
     )
     for i, found in zip(checked, results, strict=True):
         seg = recovered[i]

@@ -33,8 +33,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import itertools
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,6 +57,7 @@ from klogtool.formats.records import SegmentScanner
 from klogtool.formats.v2 import DefaultBatch, reencode
 from klogtool.log import layout
 from klogtool.log.atomic import CLEANED, FileOps, swap_in_cleaned
+from klogtool.log.context import ReadContext
 from klogtool.log.indexer import build_indexes
 from klogtool.log.partition import (
     CLEANER,
@@ -68,7 +68,7 @@ from klogtool.log.partition import (
     update_offset_checkpoint,
 )
 from klogtool.log.rewrite import native_clean
-from klogtool.log.segment import Phases, Walked, mapped, phase_walk, read_small
+from klogtool.log.segment import Walked, mapped, phase_walk, read_small
 from klogtool.log.topicconfig import LONG_MAX, TopicConfig
 from klogtool.log.txnreplay import TxnReplay
 from klogtool.log.writing import (
@@ -327,13 +327,13 @@ class _Cleaner:
         config: TopicConfig,
         now: int,
         producers: dict[int, Producer],
-        limits: ReadLimits,
+        ctx: ReadContext,
     ):
         self.segments = segments
         self.config = config
         self.now = now
-        self.limits = limits
-        self.progress: Phases | None = None
+        self.limits = ctx.limits
+        self.progress = ctx.progress
         self.offset_map = native_clean.offset_map()
         self.latest_offset = -1
         self.end_offset = 0
@@ -634,12 +634,11 @@ class _Cleaner:
 
 
 # ------------------------------------------------------------------------------ planning
-def _scan(
-    view: PartitionView, limits: ReadLimits, progress: Phases | None = None
-) -> tuple[list[_Segment], dict[int, Producer]]:
+def _scan(view: PartitionView, ctx: ReadContext) -> tuple[list[_Segment], dict[int, Producer]]:
     """Every segment's batch headers: next offsets, first batch timestamps and the producer
     state (the broker's rebuild of ProducerStateManager); the txn indexes."""
-    walked = phase_walk(progress, "reading segments", sum(i.size for i in view.segments))
+    limits = ctx.limits
+    walked = phase_walk(ctx.progress, "reading segments", sum(i.size for i in view.segments))
     segments: list[_Segment] = []
     producers: dict[int, Producer] = {}
     replay = TxnReplay()
@@ -755,18 +754,17 @@ def plan_compaction(
     *,
     now: int,
     high_watermark: int | str | None = None,
-    limits: ReadLimits,
+    ctx: ReadContext,
     simulate: bool = False,
-    progress: Phases | None = None,
 ) -> CompactionPlan:
     """Where the cleaner would clean ``view`` at time ``now`` and why; with ``simulate``, the
-    exact outcome per segment (the cleaning is run, nothing is written). ``progress`` hears
-    of each phase's bytes (reading segments, building the offset map, cleaning)."""
-    segs, producers = _scan(view, limits, progress)
+    exact outcome per segment (the cleaning is run, nothing is written). ``ctx.progress``
+    hears of each phase's bytes (reading segments, building the offset map, cleaning)."""
+    segs, producers = _scan(view, ctx)
     notes: list[str] = []
-    ctx = PartitionContext.load(view, config, now=now, high_watermark=high_watermark)
-    leo = ctx.log_end_offset
-    hw, hw_source = ctx.high_watermark, ctx.high_watermark_source
+    part = PartitionContext.load(view, config, now=now, high_watermark=high_watermark)
+    leo = part.log_end_offset
+    hw, hw_source = part.high_watermark, part.high_watermark_source
     if hw_source.startswith("no "):
         notes.append(
             f"no high watermark checkpointed: the broker starts from 0 and cleans nothing "
@@ -819,8 +817,7 @@ def plan_compaction(
     else:
         eligible, eligibility = _eligibility(segs, config, now, first_dirty, ratio)
     stats = _statuses(segs, leo, first_dirty, first_uncleanable, un_reason)
-    cleaner = _Cleaner(segs, config, now, producers, limits)
-    cleaner.progress = progress
+    cleaner = _Cleaner(segs, config, now, producers, ctx)
     end_offset: int | None = None
     groups: list[list[int]] = []
     if first_dirty < first_uncleanable:
@@ -855,12 +852,12 @@ def plan_compaction(
                 stats[segs[i].base_offset].group = gi
         if simulate:
             tracker = _TxnTracker()
-            walked = phase_walk(progress, "cleaning", sum(segs[i].size for i in cleanable))
+            walked = phase_walk(ctx.progress, "cleaning", sum(segs[i].size for i in cleanable))
             for g in idx_groups:
                 for _ in cleaner.clean_group(g, tracker, stats, walked):
                     pass
     return CompactionPlan(
-        **ctx.context_fields(),
+        **part.context_fields(),
         last_stable_offset=lso,
         first_dirty_offset=first_dirty,
         first_dirty_source=fd_source,
@@ -980,10 +977,9 @@ def execute_compaction(
     plan: CompactionPlan,
     *,
     index_interval_bytes: int | None = None,
-    progress: Phases | None = None,
 ) -> CompactionResult:
     """Clean and swap in each group, then checkpoint the end offset. Fills ``plan``'s
-    per-segment stats with what was done; ``progress`` hears of the bytes cleaned."""
+    per-segment stats with what was done; the plan's context hears of the bytes cleaned."""
     res = CompactionResult()
     cleaner = plan._cleaner
     if plan.end_offset is None or cleaner is None:
@@ -1003,7 +999,9 @@ def execute_compaction(
     tracker = _TxnTracker()
     part = plan.path
     grouped = [by_base[b] for bases in plan.groups for b in bases]
-    walked = phase_walk(progress, "cleaning", sum(cleaner.segments[i].size for i in grouped))
+    walked = phase_walk(
+        cleaner.progress, "cleaning", sum(cleaner.segments[i].size for i in grouped)
+    )
     for bases in plan.groups:
         group = [by_base[b] for b in bases]
         base = bases[0]
@@ -1053,9 +1051,6 @@ class CompactionPass:
     result: CompactionResult | None
 
 
-PhaseBars = Callable[[str], AbstractContextManager[Phases | None]]
-
-
 def compact_partition(
     path: Path,
     ops: FileOps,
@@ -1063,28 +1058,24 @@ def compact_partition(
     inputs: PlanInputs,
     dry_run: bool,
     only_eligible: bool,
-    limits: ReadLimits,
-    phases: PhaseBars | None = None,
+    ctx: ReadContext,
 ) -> Iterator[CompactionPass | Notice]:
     """The partition step of ``compact`` (for :func:`klogtool.log.writing.each_partition`):
     plan, clean unless ``dry_run``, and, when the offset map filled, clean on from the new
     checkpoint as the broker's next cleanings would (a dry run only sees the first pass).
-    ``phases(title)`` gives the progress report of each planning and cleaning."""
-    bars = phases or (lambda _title: nullcontext(None))
+    ``ctx.progress`` hears each planning's and cleaning's phases, titled with the pass."""
     for n_pass in itertools.count(1):
         try:
-            with bars(f"{path.name}: planning pass {n_pass}") as report:
-                view = load_partition(path)
-                parsed = layout.parse_partition_dir_name(path.name)
-                plan = plan_compaction(
-                    view,
-                    inputs.config_of(parsed[0] if parsed else None, path),
-                    now=inputs.now,
-                    high_watermark=inputs.high_watermark,
-                    simulate=dry_run,
-                    limits=limits,
-                    progress=report,
-                )
+            view = load_partition(path)
+            parsed = layout.parse_partition_dir_name(path.name)
+            plan = plan_compaction(
+                view,
+                inputs.config_of(parsed[0] if parsed else None, path),
+                now=inputs.now,
+                high_watermark=inputs.high_watermark,
+                simulate=dry_run,
+                ctx=ctx.titled(f"{path.name}: pass {n_pass}"),
+            )
         except (KlogtoolError, FormatError) as e:
             raise SkipPartition(path, e) from e
         run = not dry_run and not plan.nothing_to_clean
@@ -1093,8 +1084,7 @@ def compact_partition(
             plan.notes.append("--only-eligible: not compacted")
         res = None
         if run:
-            with bars(f"{path.name}: compacting, pass {n_pass}") as report:
-                res = execute_compaction(ops, plan, progress=report)
+            res = execute_compaction(ops, plan)
         yield CompactionPass(plan, n_pass, run, res)
         if res is None or not plan.map_full:
             return

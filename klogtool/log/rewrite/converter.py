@@ -45,11 +45,11 @@ from klogtool.formats.batch import (
 from klogtool.formats.errors import FormatError, UnencodableError
 from klogtool.formats.index import encode_offset_index, encode_time_index, encode_txn_index
 from klogtool.formats.legacy import encode_message, encode_wrapper
-from klogtool.formats.limits import DEFAULT_LIMITS, ReadLimits
 from klogtool.formats.records import SegmentScanner
 from klogtool.formats.v2 import DefaultBatch, encode_batch, reencode
 from klogtool.log import layout
 from klogtool.log.atomic import CLEANED, FileOps, read_range, swap_in_cleaned
+from klogtool.log.context import ReadContext
 from klogtool.log.indexer import DEFAULT_INDEX_INTERVAL_BYTES, build_indexes
 from klogtool.log.partition import is_within
 from klogtool.log.segment import mapped
@@ -81,7 +81,7 @@ class ConvertOptions:
     compression_level: int | None = None
     batch_bytes: int | None = None  # None: one output batch per input batch
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
-    limits: ReadLimits = DEFAULT_LIMITS
+    ctx: ReadContext = field(kw_only=True)
 
 
 @dataclass
@@ -298,7 +298,7 @@ def plan_segment(
                 batches += 1
                 last_in = batch.last_offset
                 if _is_copy(batch, opts):
-                    for _ in batch.records(opts.limits.max_batch_bytes):
+                    for _ in batch.records(opts.ctx.limits.max_batch_bytes):
                         pass  # undecodable records are refused, not copied through
                     last_out = batch.last_offset
                     continue
@@ -384,9 +384,9 @@ def _account(batch: Batch, opts: ConvertOptions, losses: Losses) -> bool:
     if target >= 2 and isinstance(batch, DefaultBatch):
         # nothing to count per record: the native engine's check is the decoding (None: it
         # hands the batch back, and the python engine decodes it or says what is wrong)
-        if engine.check_v2(batch.data, opts.limits.max_batch_bytes, f"byte {batch.position}"):
+        if engine.check_v2(batch.data, opts.ctx.limits.max_batch_bytes, f"byte {batch.position}"):
             return True
-    for r in batch.records(opts.limits.max_batch_bytes):
+    for r in batch.records(opts.ctx.limits.max_batch_bytes):
         if target < 2 and r.headers:
             losses.headers += 1
         if target == 0 and r.timestamp != -1:
@@ -467,7 +467,7 @@ class _Rebatcher:
         key = _group_key(batch, self.opts)
         limit = self.opts.batch_bytes or 0
         overhead = 61 if self.opts.to_magic >= 2 else 34
-        for r in _plain(batch.records(self.opts.limits.max_batch_bytes)):
+        for r in _plain(batch.records(self.opts.ctx.limits.max_batch_bytes)):
             est = _record_estimate(r, self.opts.to_magic)
             if self.records and (
                 key != self.key
@@ -505,12 +505,12 @@ def convert_batch(batch: Batch, opts: ConvertOptions) -> Iterator[bytes]:
             level = opts.compression_level if opts.compression is not None else None
             yield reencode(
                 batch,
-                max_batch_bytes=opts.limits.max_batch_bytes,
+                max_batch_bytes=opts.ctx.limits.max_batch_bytes,
                 compression=_target_codec(batch, opts),
                 compression_level=level,
             )
             return
-    records = _plain(batch.records(opts.limits.max_batch_bytes))
+    records = _plain(batch.records(opts.ctx.limits.max_batch_bytes))
     try:
         yield from _encode_group(records, _group_key(batch, opts), opts)
     except UnencodableError as e:
@@ -670,9 +670,9 @@ def _ensure_indexes(
         ".timeindex": encode_time_index(built.times, base),
     }
     if ".index" in missing and opts.to_magic >= 2:
-        txns = replay_aborted_txns([(s.base_offset, s.source) for s in part.segments], opts.limits)[
-            base
-        ]
+        txns = replay_aborted_txns(
+            [(s.base_offset, s.source) for s in part.segments], opts.ctx.limits
+        )[base]
         txn_path = d / layout.segment_name(base, ".txnindex")
         if txns:
             missing.append(".txnindex")

@@ -20,15 +20,14 @@ from typing import TYPE_CHECKING, Any
 from klogtool.codes import Code
 from klogtool.errors import InputError, KlogtoolError
 from klogtool.formats.errors import FormatError
-from klogtool.formats.limits import ReadLimits
 from klogtool.log import layout
 from klogtool.log.atomic import FileOps, complete_interrupted
+from klogtool.log.context import ReadContext
 from klogtool.log.findings import Finding
 from klogtool.log.indexcheck import about_index
 from klogtool.log.partition import PartitionView, load_partition
 from klogtool.log.rewrite.cleaner import CompactionPlan, SegmentStats, plan_compaction
 from klogtool.log.rewrite.retention import RetentionPlan, SegmentDecision, plan_retention
-from klogtool.log.segment import Phases
 from klogtool.log.segment_checks import SegmentChecks, SegmentSummary
 from klogtool.log.topicconfig import TopicConfig
 from klogtool.log.txnreplay import TxnReplay
@@ -175,10 +174,9 @@ def explain_partition(
     *,
     now: int,
     high_watermark: int | str | None = None,
-    limits: ReadLimits,
-    progress: Phases | None = None,
+    ctx: ReadContext,
 ) -> PartitionExplain:
-    """Explain the partition dir ``path`` at time ``now`` (ms). Never writes. ``progress``
+    """Explain the partition dir ``path`` at time ``now`` (ms). Never writes. ``ctx.progress``
     hears of the compaction dry run's phases (see :func:`plan_compaction`)."""
     if not path.exists():
         raise InputError("no such file or directory", path=str(path), code=Code.NOT_FOUND)
@@ -202,8 +200,7 @@ def explain_partition(
             now=now,
             high_watermark=high_watermark,
             simulate=True,
-            limits=limits,
-            progress=progress,
+            ctx=ctx,
         )
     except (KlogtoolError, FormatError) as e:
         notes.append(f"compaction cannot be planned: {e}")
@@ -227,7 +224,7 @@ def explain_partition(
             "the last segment does not end cleanly (torn or corrupt tail): the broker's "
             "recovery truncates it on load"
         )
-    segments = _segments(view, compaction, retention, limits)
+    segments = _segments(view, compaction, retention, ctx)
     snapshot_offsets = sorted(
         o for p in view.snapshots if (o := layout.offset_from_name(p)) is not None
     )
@@ -235,7 +232,7 @@ def explain_partition(
     for s in segments:
         s.snapshot_at_end = s.upper_bound in snap_set
     snapshot_problems: list[Finding] = []
-    checker = SegmentChecks(limits)
+    checker = SegmentChecks(ctx.quiet())
     for p in view.snapshots:
         snapshot_problems += list(checker.check_snapshot(p, view.log_end_offset))
     part = layout.scan_partition_dir(path)
@@ -274,11 +271,11 @@ def _segments(
     view: PartitionView,
     compaction: CompactionPlan | None,
     retention: RetentionPlan | None,
-    limits: ReadLimits,
+    ctx: ReadContext,
 ) -> list[SegmentExplain]:
     by_base_c = {s.base_offset: s for s in compaction.segments} if compaction else {}
     by_base_r = {d.base_offset: d for d in retention.decisions} if retention else {}
-    verifier = SegmentChecks(limits)
+    verifier = SegmentChecks(ctx.quiet())
     txns = TxnReplay()  # transactions open across segments, as verify carries them
     prev_last: int | None = None
     out: list[SegmentExplain] = []
