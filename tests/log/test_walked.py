@@ -3,13 +3,23 @@ it is done, never a byte twice, so the reports of a phase add up to its total.""
 
 from __future__ import annotations
 
+from klogtool.log.context import Quiet
 from klogtool.log.segment import PHASE_STEP, Walked, phase_walk
 
 
+class Phases(Quiet):
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int, int]] = []
+
+    def phase(self, name: str, walked: int, total: int) -> None:
+        self.calls.append((name, walked, total))
+
+
 def test_reports_add_up_to_the_total_with_steps_inside_a_segment() -> None:
-    calls: list[tuple[str, int, int]] = []
     sizes = [3 * PHASE_STEP + 5, 100]
-    walked = phase_walk(lambda *a: calls.append(a), "cleaning", sum(sizes))
+    heard = Phases()
+    calls = heard.calls
+    walked = phase_walk(heard, "cleaning", sum(sizes))
     for size in sizes:
         for position in range(0, size, PHASE_STEP // 4):
             walked.at(position)
@@ -32,7 +42,7 @@ def test_a_second_walk_reports_nothing_twice() -> None:
 
 
 def test_no_sink_no_reports() -> None:
-    walked = phase_walk(None, "x", 10)
+    walked = Walked(None)
     walked.at(PHASE_STEP * 2)
     walked.done(10)
     assert walked.reported == 0
