@@ -224,15 +224,13 @@ class Output:
             self._write(pending)
 
     def emit(self, obj: events.Event) -> None:
-        if STRICT:  # the test suite: every object against its registered type
-            _check_event(obj)
-        if self.fmt == "jsonl":
-            self._write(to_json(obj) + "\n")
-        elif self.fmt == "json":
+        if self.fmt == "json":
+            if STRICT:  # the test suite: every object against its registered type
+                _check_event(obj)
             self._write(("[\n" if self._json_count == 0 else ",\n") + to_json(obj))
             self._json_count += 1
         else:
-            self._write(render_text(obj) + "\n")
+            self._write(object_line(self.fmt, obj))
 
     def write_lines(self, data: Any) -> None:
         """Lines already rendered in this output's format (jsonl or text), as UTF-8 bytes (any
@@ -252,6 +250,21 @@ class Output:
             binary.write(data)
         except BrokenPipeError:
             raise StdoutClosed() from None
+
+    def descriptor(self) -> int | None:
+        """The file descriptor of the data stream, once what was written is flushed, when
+        other processes may write lines of this output (jsonl or text, UTF-8) to it directly;
+        else None (another format or encoding, a stream without one, a bar on its screen)."""
+        if self.fmt not in ("jsonl", "text") or not _is_utf8(getattr(self.out, "encoding", None)):
+            return None
+        if self._live is not None and self._on_the_bars_screen:
+            return None
+        try:
+            fd = self.out.fileno()
+        except (AttributeError, OSError, ValueError):
+            return None
+        self._flush()
+        return fd
 
     def line(self, text: str) -> None:
         self._write(text + "\n")
@@ -445,6 +458,19 @@ class Output:
         bar = self._bar()
         with self._drawing(bar), bar:
             yield Bar(bar, prefix=prefix)
+
+
+def object_line(fmt: str, obj: events.Event) -> str:
+    """``obj`` as one line of ``jsonl`` or ``text`` (before :func:`shown`)."""
+    if STRICT:  # the test suite: every object against its registered type
+        _check_event(obj)
+    return (to_json(obj) if fmt == "jsonl" else render_text(obj)) + "\n"
+
+
+def object_bytes(fmt: str, obj: events.Event) -> bytes:
+    """``obj`` as :meth:`Output.emit` writes it in ``jsonl`` or ``text``, as UTF-8: what a
+    worker process writes, for this process to copy out as it is."""
+    return shown(object_line(fmt, obj)).encode("utf-8", "surrogateescape")
 
 
 class Bar:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import shutil
 import struct
 import subprocess
@@ -430,6 +431,85 @@ def test_threads_render_the_same_dump(tmp_path: Path, fmt: str) -> None:
             two = run("dump-segments", "--format", fmt, *extra, "--jobs", "2", *paths)
             assert one == two, (paths, extra)
             assert one[0] == 1 or paths != [str(seg)]  # the bad CRC and the torn tail count
+
+
+def _batches(n: int, start: int = 0) -> list[bytearray]:
+    """``n`` batches of 10 records from offset ``start``."""
+    return [
+        bytearray(
+            encode_batch(
+                [
+                    Record(o, 1_700_000_000_000 + o, b"k%d" % o, "v\u00e9\x01".encode() * (o % 9))
+                    for o in range(start + b * 10, start + b * 10 + 10)
+                ]
+            )
+        )
+        for b in range(n)
+    ]
+
+
+def _v1_batch(base: int) -> bytearray:
+    from klogtool.formats.legacy import encode_message
+
+    return bytearray(encode_message(base, b"k", b"v", magic=1, timestamp=1_700_000_000_000))
+
+
+# A segment of 300 v2 batches, whole or damaged where a part's walk must see what the walk of
+# the whole segment sees: a bad CRC (walked over), offsets that go back at a cut (the offset
+# check crosses parts), a batch whose structure stops the walk in the middle (later parts are
+# not written), a v1 entry (the quick walk of headers stops there), a torn tail, zeros.
+_DAMAGE = {
+    "whole": lambda b: b,
+    "bad crc": lambda b: [*b[:100], bytearray(b[100][:-1]) + bytes([b[100][-1] ^ 1]), *b[101:]],
+    "offsets go back": lambda b: [*b[:150], *_batches(150, start=20)],
+    "corrupt in the middle": lambda b: [*b[:120], bytearray(b[120][:16]) + b"\x07" + b[120][17:]],
+    "v1 entry": lambda b: [*b[:200], _v1_batch(2000), *_batches(99, start=2001)],
+    "torn tail": lambda b: [*b, bytearray(b[0][:30])],
+    "zeros": lambda b: [*b, bytearray(100)],
+}
+
+
+# klogtool in a child process whose dump cuts a segment into parts of ~2 KB (so that a small
+# one takes the worker processes' path), and says on stderr how many parts processes dumped
+_CUT_SMALL = """
+import sys
+from klogtool.cli import main
+from klogtool.log.read import dumper
+dumper.PROCESS_MIN_BYTES, dumper.PROCESS_CHUNK_BYTES = 0, 2048
+dumped = dumper.Dumper._in_processes
+def spy(self, f, buf, chunks, fd):
+    print(f"parts in processes: {len(chunks)}", file=sys.stderr)
+    return dumped(self, f, buf, chunks, fd)
+dumper.Dumper._in_processes = spy
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("damage", list(_DAMAGE))
+@pytest.mark.parametrize("fmt", ["jsonl", "text"])
+def test_processes_render_the_same_dump(tmp_path: Path, damage: str, fmt: str) -> None:
+    """--jobs N on a large segment: worker processes render its parts and write them to the
+    output in turn, byte for byte the dump of one thread, errors and exit status included."""
+    from klogtool.formats import engine
+
+    if not engine.native_available():
+        pytest.skip("the native engine is not built")
+    seg = tmp_path / "00000000000000000000.log"
+    seg.write_bytes(b"".join(_DAMAGE[damage](_batches(300))))
+    env = {**os.environ, "KLOGTOOL_ENGINE": "native", "NO_COLOR": "1"}
+
+    def dump(jobs: str) -> subprocess.CompletedProcess[bytes]:
+        args = ["dump-segments", "--format", fmt, "--print-data", "--jobs", jobs, str(seg)]
+        cmd = [sys.executable, "-c", _CUT_SMALL, *args]
+        return subprocess.run(cmd, capture_output=True, env=env, timeout=120, check=False)
+
+    one, two = dump("1"), dump("2")
+    assert b"parts in processes" not in one.stderr
+    parts = int(two.stderr.split(b"parts in processes: ")[1].split()[0])
+    assert parts > 10
+    assert (one.returncode, one.stdout) == (two.returncode, two.stdout)
+    assert one.stderr == two.stderr.replace(b"parts in processes: %d\n" % parts, b"")
+    assert one.returncode == (0 if damage in ("whole", "zeros", "v1 entry") else 1), one.stderr
 
 
 def test_kafka_format_escapes_control_characters_on_a_terminal_only(

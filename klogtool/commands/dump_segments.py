@@ -30,7 +30,7 @@ from klogtool.log.context import ReadContext
 from klogtool.log.files import STDIN_KINDS, total_log_bytes
 from klogtool.log.read.dumper import Dumper, DumpOptions
 from klogtool.log.read.dumper import Obj as DumpObject
-from klogtool.output import TERMINAL_ESCAPES, Output, plural, to_json, with_iso
+from klogtool.output import TERMINAL_ESCAPES, Output, object_bytes, plural, to_json, with_iso
 from klogtool.shown import click_callback as shown_paths
 
 if TYPE_CHECKING:
@@ -206,7 +206,10 @@ def kafka_dump_log_options(f: Callable[..., Any]) -> Callable[..., Any]:
 )
 @format_option("kafka")
 @read_limits_option
-@sized_jobs_option("Threads rendering the records of --deep-iteration (native engine)")
+@sized_jobs_option(
+    "Threads rendering the records of --deep-iteration (native engine); for a segment of 64 "
+    "MiB or more in jsonl or text, worker processes that write its parts in turn"
+)
 @kafka_dump_log_options
 @click.pass_obj
 def command(
@@ -284,9 +287,11 @@ def command(
             stdin_kind=stdin_kind,
             rendered_records=fmt if native_render else None,
             threads=jobs_for(jobs, log_bytes),
+            # (worker processes write a large segment's objects as emit would)
+            write_object=functools.partial(object_bytes, fmt) if fmt in ("jsonl", "text") else None,
             schemas=registry,
         )
-        dumper = Dumper(list(paths), opts)
+        dumper = Dumper(list(paths), opts, output=out.descriptor)
         for obj in dumper.objects():
             first_bad = _show(obj, out, fmt, renderer, first_bad, payloads_only)
     if renderer is not None:

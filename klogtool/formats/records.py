@@ -142,6 +142,8 @@ class SegmentScanner:
     ``stop_on_crc``: stop at the first CRC mismatch (recovery) or yield it and walk on (dump,
     verify), the framing being intact. ``strict``: see the module docstring.
     ``base_position``: file position of ``buf[0]``, added to every reported position.
+    ``last_offset``: the last offset of the batch before ``buf[0]`` (a walk of a segment's
+    part from a batch boundary: the next offset must be above it, as in a walk from the start).
     ``need``: called with file positions ``(start, end)`` before those bytes are read, for a
     buffer whose bytes arrive on demand (a segment in object storage).
     """
@@ -155,9 +157,11 @@ class SegmentScanner:
         strict: bool = True,
         base_position: int = 0,
         max_bytes: int | None = None,
+        last_offset: int | None = None,
         need: Callable[[int, int], None] | None = None,
     ):
         self.buf = buf if isinstance(buf, memoryview) else memoryview(buf)
+        self.last_offset_before = last_offset
         self.need = need
         self.check_crc = check_crc
         self.stop_on_crc = stop_on_crc
@@ -174,7 +178,7 @@ class SegmentScanner:
         pos = 0
         batches = 0
         first_offset: int | None = None
-        last_offset: int | None = None
+        last_offset: int | None = self.last_offset_before
         valid_bytes: int | None = None
         first_error: FormatError | None = None
         end = CLEAN

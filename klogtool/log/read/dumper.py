@@ -7,12 +7,18 @@ batches / records / entries, and ``finding`` objects for what is wrong; the stre
 
 from __future__ import annotations
 
+import functools
+import os
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypeAlias, TypedDict
 
 from klogtool import events
 from klogtool.codes import Code
+from klogtool.errors import StdoutClosed
 from klogtool.formats import checkpoint, engine, index, payloads
 from klogtool.formats.batch import (
     Batch,
@@ -21,16 +27,25 @@ from klogtool.formats.batch import (
 from klogtool.formats.errors import FormatError
 from klogtool.formats.payloads.confluent import CONFLUENT_DECODER, SchemaRegistry, decode_confluent
 from klogtool.formats.payloads.control import decode_control_record
-from klogtool.formats.records import CLEAN, CORRUPT, TORN_TAIL, ZERO_FILL, SegmentScanner, not_a_log
+from klogtool.formats.records import (
+    CLEAN,
+    CORRUPT,
+    TORN_TAIL,
+    ZERO_FILL,
+    ScanResult,
+    SegmentScanner,
+    not_a_log,
+)
 from klogtool.formats.snapshot import parse_snapshot
-from klogtool.log import layout
+from klogtool.log import layout, pool, storage
 from klogtool.log.context import ReadContext
 from klogtool.log.files import InputFile, expand
 from klogtool.log.findings import Finding
 from klogtool.log.objects import batch_object
 from klogtool.log.pool import threaded
 from klogtool.log.read import native_render
-from klogtool.log.segment import STDIN, mapped, read_small
+from klogtool.log.read.chunks import Chunk, joined, plan_chunks
+from klogtool.log.segment import STDIN, Walked, mapped, read_small
 
 
 class RenderedLines(TypedDict):
@@ -84,7 +99,12 @@ class DumpOptions:
     # object per batch: their lines in that format, rendered by the native engine (the fast
     # path; see native_render.render_records for the other fields).
     rendered_records: str | None = None
-    threads: int = 1  # threads rendering records natively (the GIL is released meanwhile)
+    # --jobs: threads rendering records natively (the GIL is released meanwhile), or for a
+    # large segment worker processes rendering its parts (see PROCESS_MIN_BYTES)
+    threads: int = 1
+    # how the command writes an object (one line of jsonl or text, UTF-8): what worker
+    # processes write a large segment's dump with; None: never in processes
+    write_object: Callable[[Obj], bytes] | None = None
     # the schemas of the confluent key/value decoder (klogtool.log.schemas), None: none found
     schemas: SchemaRegistry | None = None
 
@@ -132,7 +152,6 @@ def finding(
 
 
 SEGMENT_KINDS = (layout.LOG, layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX)
-PROGRESS_STEP = 8 << 20  # bytes between progress updates inside one segment
 
 
 def _first_offset(batch: Batch) -> int:
@@ -151,9 +170,15 @@ class Dumper:
         self,
         paths: list[str],
         options: DumpOptions,
+        *,
+        output: Callable[[], int | None] | None = None,
     ):
+        """``output``: flushes what this process wrote and gives the file descriptor the
+        dump goes to, which worker processes may then write a large segment's parts to, in
+        turn (None: no such descriptor, the segment is dumped here)."""
         self.paths = paths
         self.opts = options
+        self.output = output
         self.progress = options.ctx.progress.advance  # hears of the .log bytes dumped
         # the summary, counted along
         self.counts: events.DumpSegmentsSummary = {
@@ -217,123 +242,192 @@ class Dumper:
 
     def _log(self, f: InputFile) -> Iterator[Obj]:
         opts = self.opts
+        with mapped(f.path) as buf:
+            chunks = self._chunks(f, buf)
+            fd = self.output() if chunks is not None and self.output is not None else None
+            result: ScanResult | None
+            if chunks is not None and fd is not None:  # a large segment: its parts in processes
+                result = self._in_processes(f, buf, chunks, fd)
+            else:
+                scanner = SegmentScanner(buf, stop_on_crc=False, max_bytes=opts.max_bytes)
+                walked = Walked(self.progress)
+                yield from self._walk(f, scanner, walked.at, opts.threads)
+                walked.done(len(buf))
+                result = scanner.result
+        if result is not None:  # (None: the walk was cut short by --offsets)
+            yield from self._ending(f, result)
+
+    def _rendering(self, f: InputFile) -> str | None:
+        """The format the native renderer writes this file's records in (whole batches of
+        plain records), or None."""
+        opts = self.opts
+        plain = self._internal_decoder(f) is None and opts.offsets is None and not opts.confluent
+        return opts.rendered_records if (opts.deep or opts.print_data) and plain else None
+
+    def _walk(
+        self, f: InputFile, scanner: SegmentScanner, at: Callable[[int], None], threads: int
+    ) -> Iterator[Obj]:
+        """Each batch ``scanner`` yields in range: its object, then its records (as lines the
+        native renderer wrote, or as objects), or why they cannot be decoded. ``at`` hears the
+        position reached."""
+        opts = self.opts
         deep = opts.deep or opts.print_data
         decoder = self._internal_decoder(f)
         lo, hi = opts.offsets if opts.offsets else (None, None)
-        # the native renderer writes whole batches of plain records
-        rendering = (
-            opts.rendered_records
-            if deep and decoder is None and lo is None and not opts.confluent
-            else None
-        )
+        rendering = self._rendering(f)
         # it releases the GIL: threads render the batches ahead, the output keeps its order
-        threads = opts.threads if rendering is not None and opts.ctx.engine == engine.NATIVE else 1
-        with mapped(f.path) as buf:
-            scanner = SegmentScanner(buf, stop_on_crc=False, max_bytes=opts.max_bytes)
-            reported = 0  # bytes of this segment passed to the progress bar
+        if rendering is None or opts.ctx.engine != engine.NATIVE:
+            threads = 1
 
-            def selected() -> Iterator[tuple[events.DumpSegmentsBatch, Batch]]:
-                """The batches in range, each with its dump object."""
-                nonlocal reported
-                for batch in scanner:
-                    if batch.position - reported >= PROGRESS_STEP:
-                        self.progress(batch.position - reported)
-                        reported = batch.position
-                    if hi is not None and _first_offset(batch) > hi:
-                        break  # offsets increase (the scanner checks it): nothing more in range
-                    if lo is not None and batch.last_offset < lo:
-                        continue
-                    self.counts["batches"] += 1
-                    obj = batch_object(batch, scanner.crc_valid)
-                    if not scanner.crc_valid:
-                        self.counts["errors"] += 1  # shown on the batch line; counted for the exit
-                    yield obj, batch
+        def selected() -> Iterator[tuple[events.DumpSegmentsBatch, Batch]]:
+            """The batches in range, each with its dump object."""
+            for batch in scanner:
+                at(batch.position)
+                if hi is not None and _first_offset(batch) > hi:
+                    break  # offsets increase (the scanner checks it): nothing more in range
+                if lo is not None and batch.last_offset < lo:
+                    continue
+                self.counts["batches"] += 1
+                obj = batch_object(batch, scanner.crc_valid)
+                if not scanner.crc_valid:
+                    self.counts["errors"] += 1  # shown on the batch line; counted for the exit
+                yield obj, batch
 
-            def render(
-                item: tuple[events.DumpSegmentsBatch, Batch],
-            ) -> native_render.Rendered | None:
-                batch = item[1]
-                if rendering is None:
-                    return None
-                source = batch.native_input(opts.ctx.limits.max_batch_bytes)
-                if source is None or batch.count > NATIVE_RENDER_RECORDS:
-                    return None
-                return native_render.render_records(
-                    source[0],
-                    opts.ctx.limits.max_batch_bytes,
-                    batch.position,
-                    opts.print_data,
-                    opts.key_decoder,
-                    opts.value_decoder,
-                    rendering,
-                    f"{f.display}:{batch.position}",
-                    source[1],
-                )
-
-            ahead = threaded(
-                render, selected(), threads, per_task=RENDER_TASK_BYTES, weigh=_batch_size
+        def render(item: tuple[events.DumpSegmentsBatch, Batch]) -> native_render.Rendered | None:
+            batch = item[1]
+            if rendering is None:
+                return None
+            source = batch.native_input(opts.ctx.limits.max_batch_bytes)
+            if source is None or batch.count > NATIVE_RENDER_RECORDS:
+                return None
+            return native_render.render_records(
+                source[0],
+                opts.ctx.limits.max_batch_bytes,
+                batch.position,
+                opts.print_data,
+                opts.key_decoder,
+                opts.value_decoder,
+                rendering,
+                f"{f.display}:{batch.position}",
+                source[1],
             )
-            for (obj, batch), lines in ahead:
-                yield obj
-                if not deep:
-                    continue
-                if lines is not None:
-                    text, n, first, last, breaks = lines
-                    self.counts["records"] += n
-                    yield {
-                        "type": "lines",
-                        "text": text,
-                        "first_offset": first,
-                        "last_offset": last,
-                        "breaks": breaks,
-                    }
-                    continue
-                try:
-                    for rec in batch.records(opts.ctx.limits.max_batch_bytes):
-                        if lo is not None and not lo <= rec.offset <= hi:  # type: ignore[operator]
-                            continue
-                        self.counts["records"] += 1
-                        yield self._record(batch, rec, decoder)
-                except FormatError as e:
-                    yield finding(
-                        "error",
-                        e.code,
-                        f.display,
-                        e.position,
-                        f"cannot decode the records of this batch: {e}",
-                        batch.header_offset,
-                    )
-            result = scanner.result
-            self.progress(len(buf) - reported)
-        if result is None:  # the walk was cut short by --offsets
-            return
-        if result.end != CLEAN and opts.max_bytes is None:
-            invalid = result.size - result.stopped_at
-            why = not_a_log(result)
-            if why is not None:
+
+        ahead = threaded(render, selected(), threads, per_task=RENDER_TASK_BYTES, weigh=_batch_size)
+        for (obj, batch), lines in ahead:
+            yield obj
+            if not deep:
+                continue
+            if lines is not None:
+                text, n, first, last, breaks = lines
+                self.counts["records"] += n
+                yield {
+                    "type": "lines",
+                    "text": text,
+                    "first_offset": first,
+                    "last_offset": last,
+                    "breaks": breaks,
+                }
+                continue
+            try:
+                for rec in batch.records(opts.ctx.limits.max_batch_bytes):
+                    if lo is not None and not lo <= rec.offset <= hi:  # type: ignore[operator]
+                        continue
+                    self.counts["records"] += 1
+                    yield self._record(batch, rec, decoder)
+            except FormatError as e:
                 yield finding(
                     "error",
-                    Code.NOT_A_LOG,
+                    e.code,
                     f.display,
-                    0,
-                    f"not a Kafka log segment: {why}",
-                    invalid_bytes=invalid,
-                    cause=why.code,
+                    e.position,
+                    f"cannot decode the records of this batch: {e}",
+                    batch.header_offset,
                 )
-                return
-            sev = "warning" if result.end == ZERO_FILL else "error"
-            msg = {
-                ZERO_FILL: f"{invalid} zero bytes at the end (preallocated segment)",
-                TORN_TAIL: f"{invalid} bytes at the end are an incomplete entry (a torn "
-                f"write after {result.batches} complete batches)",
-                CORRUPT: f"{invalid} invalid bytes at the end: {result.error}",
-            }[result.end]
-            code = (
-                result.end
-                if result.end != CORRUPT
-                else (result.error.code if result.error else Code.CORRUPT)
+
+    def _ending(self, f: InputFile, result: ScanResult) -> Iterator[Obj]:
+        """The finding of a walk that did not end cleanly (none with --max-bytes)."""
+        if result.end == CLEAN or self.opts.max_bytes is not None:
+            return
+        invalid = result.size - result.stopped_at
+        why = not_a_log(result)
+        if why is not None:
+            yield finding(
+                "error",
+                Code.NOT_A_LOG,
+                f.display,
+                0,
+                f"not a Kafka log segment: {why}",
+                invalid_bytes=invalid,
+                cause=why.code,
             )
-            yield finding(sev, code, f.display, result.stopped_at, msg, invalid_bytes=invalid)
+            return
+        sev = "warning" if result.end == ZERO_FILL else "error"
+        msg = {
+            ZERO_FILL: f"{invalid} zero bytes at the end (preallocated segment)",
+            TORN_TAIL: f"{invalid} bytes at the end are an incomplete entry (a torn "
+            f"write after {result.batches} complete batches)",
+            CORRUPT: f"{invalid} invalid bytes at the end: {result.error}",
+        }[result.end]
+        code = (
+            result.end
+            if result.end != CORRUPT
+            else (result.error.code if result.error else Code.CORRUPT)
+        )
+        yield finding(sev, code, f.display, result.stopped_at, msg, invalid_bytes=invalid)
+
+    # -- a large segment in processes ---------------------------------------------------------
+    def _chunks(self, f: InputFile, buf: memoryview) -> list[Chunk] | None:
+        """The parts of a large segment its records are rendered in, by ``--jobs`` worker
+        processes; None: rendered here (threads at most)."""
+        opts = self.opts
+        if (
+            opts.threads < 2
+            or opts.write_object is None
+            or self.output is None
+            or opts.max_bytes is not None
+            or opts.ctx.engine != engine.NATIVE
+            or self._rendering(f) is None
+            or len(buf) < PROCESS_MIN_BYTES
+            or storage.is_remote(f.path)
+        ):
+            return None
+        return plan_chunks(buf, PROCESS_CHUNK_BYTES)
+
+    def _in_processes(
+        self, f: InputFile, buf: memoryview, chunks: list[Chunk], fd: int
+    ) -> ScanResult:
+        """The dump of ``chunks`` of ``f`` by worker processes (:func:`_dump_chunk`): each
+        renders a part ahead and writes it to ``fd`` itself when its turn comes, up to the
+        first part whose walk did not end cleanly; the bytes the walk of the whole segment here
+        would write. Returns that walk's scan result."""
+        opts = self.opts
+        turn = pool.fork_context().Value("q", 0, lock=False)
+        turns = pool.fork_context().Condition()
+        work = functools.partial(_dump_chunk, str(f.path), f.display, opts, fd)
+        done: list[tuple[Chunk, ScanResult]] = []
+        with pool.processes(opts.ctx, opts.threads, _share_turns, (turn, turns)) as workers:
+            todo = iter(enumerate(chunks))
+            ahead: deque[tuple[Chunk, Future[tuple[ScanResult, events.DumpSegmentsSummary]]]]
+            ahead = deque()
+            try:
+                while True:
+                    while len(ahead) < 2 * opts.threads and (nxt := next(todo, None)):
+                        ahead.append((nxt[1], workers.submit(work, *nxt)))
+                    if not ahead:
+                        break
+                    chunk, fut = ahead.popleft()
+                    result, counts = fut.result()  # a worker's error is raised in its turn
+                    for k in ("batches", "records", "errors", "warnings"):
+                        self.counts[k] += counts[k]
+                    self.progress(chunk.end - chunk.start)
+                    done.append((chunk, result))
+                    if result.end != CLEAN:
+                        break  # the walk of the whole segment stops there too
+            finally:
+                for _chunk, fut in ahead:
+                    fut.cancel()
+        self.progress(len(buf) - sum(c.end - c.start for c, _r in done))  # (a walk stopped)
+        return joined(done, len(buf))
 
     def _internal_decoder(self, f: InputFile) -> str | None:
         return internal_decoder(self.opts.decoder, f)
@@ -553,6 +647,11 @@ def internal_decoder(name: str, f: InputFile) -> str | None:
     return None if found in payloads.UNIMPLEMENTED_DECODERS else found
 
 
+# A segment this large, dumped with --jobs N by the native renderer, is rendered in N worker
+# processes, PROCESS_CHUNK_BYTES of it at a time (a spool file each, ~2x that); a smaller one in
+# threads (its batch objects and the writing stay in this process, which then bounds the gain).
+PROCESS_MIN_BYTES = 64 << 20
+PROCESS_CHUNK_BYTES = 16 << 20
 RENDER_TASK_BYTES = 2 << 20  # batch bytes a rendering thread takes at a time (--jobs)
 # The native renderer renders a whole batch into one buffer: a batch of more records (millions
 # of tiny ones fit in a small compressed batch) streams through the Python renderer instead, so
@@ -689,3 +788,68 @@ class BatchSummary(NamedTuple):
     position: int
     last_offset: int
     max_timestamp: int
+
+
+_TURNS: Any = None  # in a worker: (the index of the part whose turn it is to write, its lock)
+_DONE = -1  # the turn when no part writes any more (a walk stopped, a worker failed)
+
+
+def _share_turns(turn: Any, turns: Any) -> None:
+    global _TURNS
+    _TURNS = (turn, turns)
+
+
+def _dump_chunk(
+    path: str, display: str, opts: DumpOptions, fd: int, index: int, chunk: Chunk
+) -> tuple[ScanResult, events.DumpSegmentsSummary]:
+    """In a worker: the dump of part ``index`` of a segment (objects as ``opts.write_object``
+    writes them, records as the native renderer's lines), held in memory, then written to
+    ``fd`` when the parts before it have been; its scan result and counts. A part whose walk
+    stops early, or fails, ends the turns: the parts after it write nothing."""
+    turn, turns = _TURNS
+    write = opts.write_object
+    assert write is not None  # (Dumper._chunks)
+    dumper = Dumper([], opts)
+    f = InputFile(Path(path), layout.LOG, display)
+    text: list[Any] = []
+    result: ScanResult | None = None
+    try:
+        with mapped(Path(path)) as buf:
+            scanner = SegmentScanner(
+                buf[chunk.start : chunk.end],
+                stop_on_crc=False,
+                base_position=chunk.start,
+                last_offset=chunk.last_offset,
+            )
+            for obj in dumper._walk(f, scanner, lambda _position: None, 1):
+                if obj["type"] == "lines":
+                    text.append(obj["text"])
+                    continue
+                if obj["type"] == "finding":
+                    dumper.counts["errors" if obj["severity"] == "error" else "warnings"] += 1
+                text.append(write(obj))
+            result = scanner.result
+    finally:
+        with turns:
+            turns.wait_for(lambda: turn.value in (index, _DONE))
+            mine = turn.value == index
+        try:
+            if mine and result is not None:
+                _write_all(fd, text)
+        finally:
+            with turns:
+                clean = mine and result is not None and result.end == CLEAN
+                turn.value = index + 1 if clean else _DONE
+                turns.notify_all()
+    assert result is not None
+    return result, dumper.counts
+
+
+def _write_all(fd: int, parts: list[Any]) -> None:
+    try:
+        for part in parts:
+            view = memoryview(part)
+            while view:
+                view = view[os.write(fd, view) :]
+    except BrokenPipeError:
+        raise StdoutClosed() from None
