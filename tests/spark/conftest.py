@@ -1,7 +1,7 @@
 """Fixtures for the Spark tests: ONE session-scoped ``local[2]`` SparkSession, started through
 klogtool's own :func:`klogtool.spark.get_session` (worker Python = this interpreter, loopback
 binding, UI off, few shuffle partitions, the JVM flags that make it start fastest), the real
-corpus's expected rows, the standalone-cluster run (see standalone.py), and for
+corpus's expected rows, and for
 test_cluster.py the wheel, a venv-pack'd venv of it and bench/bench_spark.py (the cluster
 machinery, as a fixture).
 
@@ -24,55 +24,11 @@ from typing import Any
 
 import pytest
 from spark_env import (
-    CLUSTER_TESTS,
     REQUIRED,
     ROOT,
     TEST_JAVA_OPTIONS,
     require_spark,
-    spark_available,
 )
-
-
-@pytest.fixture(scope="session")
-def standalone_export(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """``klogtool export`` of fixtures/logs/logdir on a real standalone cluster, running in
-    the background (see standalone.py); the daemons are stopped at the end, always."""
-    require_spark()
-    from standalone import StandaloneExport
-
-    tmp = tmp_path_factory.mktemp("standalone")
-    dest = tmp / "out"
-    args = [
-        "export",
-        str(ROOT / "fixtures" / "logs" / "logdir"),
-        "--to",
-        "parquet",
-        str(dest),
-        "--format",
-        "jsonl",
-        "--conf",
-        "spark.executor.memory=1g",
-        "--conf",
-        f"spark.driver.extraJavaOptions={TEST_JAVA_OPTIONS}",
-        "--conf",
-        f"spark.executor.extraJavaOptions={TEST_JAVA_OPTIONS}",
-    ]
-    run = StandaloneExport(tmp, args, TEST_JAVA_OPTIONS, ROOT).start()
-    run.dest = dest  # type: ignore[attr-defined]
-    try:
-        yield run
-    finally:
-        run.stop()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _start_the_cluster_early(request: pytest.FixtureRequest) -> None:
-    """When the standalone-cluster test is selected, start its background work with the
-    first Spark test: its JVM start-ups then overlap the other tests."""
-    if spark_available() and any(
-        item.nodeid.split("::")[0].endswith(CLUSTER_TESTS) for item in request.session.items
-    ):
-        request.getfixturevalue("standalone_export")
 
 
 @pytest.fixture(scope="session")

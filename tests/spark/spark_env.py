@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import socket
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +56,31 @@ def require_spark() -> None:
 TEST_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
-CLUSTER_TESTS = "test_spark_standalone.py"
+LOOPBACK = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A free loopback port (held open until it is bound)."""
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def kill_group(p: subprocess.Popen[Any]) -> None:
+    """Stop the process group of ``p``: SIGTERM, then SIGKILL if it lingers."""
+    if p.poll() is not None:
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            p.wait(timeout=15)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def spark_available() -> bool:

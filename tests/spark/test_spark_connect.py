@@ -13,9 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from spark_env import require_spark
+from spark_env import LOOPBACK, free_port, kill_group, require_spark
 from spark_expect import assert_int64_micros, dump_rows_for_compare, table_rows
-from standalone import LOOPBACK, free_port, kill_group
 from support.paths import LOGDIR
 
 require_spark()
