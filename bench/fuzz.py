@@ -451,16 +451,26 @@ def _render(batch, o: DumpOptions, rendering: str) -> native_render.Rendered | N
     )  # fmt: skip
 
 
+# every payload as UTF-8: the fuzzer's random keys and header values are mostly invalid UTF-8,
+# which the native renderer writes as python's backslashreplace (text, jsonl) and replace
+# (kafka) do
+_UTF8_DUMPER = Dumper(
+    [], DumpOptions(print_data=True, key_decoder="utf8", value_decoder="utf8", ctx=ReadContext.of())
+)
+
+
 def compare_lines(
-    batch, stats: Counter, dumper: Dumper = _DUMPER, rendering: str = "jsonl"
+    batch, stats: Counter, dumper: Dumper = _DUMPER, rendering: str = "jsonl", label: str = ""
 ) -> None:
     """The native record lines of a batch are the python engine's, byte for byte, or None."""
     got = _render(batch, dumper.opts, rendering)
+    rendering_name = rendering
+    rendering = rendering + label
     if got is None:
         stats[f"{rendering}-handed-back"] += 1
         return
     try:
-        expected = python_lines(batch, dumper, rendering)
+        expected = python_lines(batch, dumper, rendering_name)
     except FormatError as e:
         raise AssertionError(f"native {rendering} rendered what python rejects: {e}") from e
     assert (str(got[0], "utf-8"), got[1]) == (expected, expected.count("\n")), (
@@ -504,13 +514,25 @@ def _kafka_renderer(out: _Captured, batch) -> KafkaRenderer:
     return renderer
 
 
-def compare_kafka(batch, stats: Counter, dumper: Dumper = _KAFKA_DUMPER) -> None:
+_UTF8_KAFKA_DUMPER = Dumper(
+    [],
+    DumpOptions(
+        print_data=True,
+        key_decoder="utf8",
+        value_decoder="utf8",
+        kafka_text=True,
+        ctx=ReadContext.of(),
+    ),
+)
+
+
+def compare_kafka(batch, stats: Counter, dumper: Dumper = _KAFKA_DUMPER, label: str = "") -> None:
     """``--format kafka`` lines of a batch: the native ones are the kafka renderer's, with
     the same offset breaks it reports, or None."""
     o = dumper.opts
     got = _render(batch, o, "kafka")
     if got is None:
-        stats["kafka-handed-back"] += 1
+        stats[f"kafka{label}-handed-back"] += 1
         return
     expected, native = _Captured(), _Captured()
     renderer = _kafka_renderer(expected, batch)
@@ -527,7 +549,18 @@ def compare_kafka(batch, stats: Counter, dumper: Dumper = _KAFKA_DUMPER) -> None
     assert native.parts == ["".join(expected.parts)] or (not n and not expected.parts)
     assert shadow.non_consecutive == renderer.non_consecutive
     assert shadow.last_record_offset == renderer.last_record_offset
-    stats["kafka-agreed"] += 1
+    stats[f"kafka{label}-agreed"] += 1
+
+
+def compare_renderings(batch, stats: Counter) -> None:
+    """Every native rendering of a batch the native engine reads: the three renderings, then
+    again with every payload as UTF-8 (invalid UTF-8 included)."""
+    compare_lines(batch, stats, rendering="jsonl")
+    compare_lines(batch, stats, rendering="text")
+    compare_kafka(batch, stats)
+    compare_lines(batch, stats, _UTF8_DUMPER, "jsonl", "-utf8")
+    compare_lines(batch, stats, _UTF8_DUMPER, "text", "-utf8")
+    compare_kafka(batch, stats, _UTF8_KAFKA_DUMPER, "-utf8")
 
 
 def compare_engines(batch, stats: Counter) -> None:
@@ -536,9 +569,7 @@ def compare_engines(batch, stats: Counter) -> None:
     if batch.magic < 2:
         if compare_legacy_paths(batch, stats):
             with engine.using(engine.NATIVE):
-                compare_lines(batch, stats, rendering="jsonl")
-                compare_lines(batch, stats, rendering="text")
-                compare_kafka(batch, stats)
+                compare_renderings(batch, stats)
         return
     if engine.name() != engine.NATIVE:
         return
@@ -571,9 +602,7 @@ def compare_engines(batch, stats: Counter) -> None:
     if got is None:
         return
     stats["native-agreed"] += 1
-    compare_lines(batch, stats, rendering="jsonl")
-    compare_lines(batch, stats, rendering="text")
-    compare_kafka(batch, stats)
+    compare_renderings(batch, stats)
     compare_reencode(batch, stats, random.Random(batch.crc))
 
 
@@ -647,6 +676,28 @@ def _legacy_read(batch, engine_name: str) -> list[tuple] | tuple:
         return (type(e).__name__, e.code, str(e), e.position)
 
 
+def compare_decompression(batch, stats: Counter) -> None:
+    """A v0/v1 wrapper's value decompressed by the native engine is the python engine's
+    output byte for byte (under a limit that is the fuzzer's, or just too small), or None;
+    never output where the python engine raises."""
+    codec, value, magic = batch.compression, batch.value, batch.magic
+    if codec == codecs.NONE or value is None:
+        return
+    for limit in (MAX_BATCH_BYTES, len(value) * 2):
+        with engine.using(engine.NATIVE):
+            got = engine.legacy_decompress(codec, value, magic, limit, "fuzz")
+        try:
+            expected: bytes | None = codecs.decompress(codec, value, magic=magic, limit=limit)
+        except FormatError:
+            expected = None
+        if got is None:
+            stats["decompress-native-handed-back"] += 1
+            continue
+        assert expected is not None, "the native engine decompressed what python rejects"
+        assert got == expected, "the engines decompressed a wrapper apart"
+        stats["decompress-native-agreed"] += 1
+
+
 def compare_legacy_paths(batch, stats: Counter) -> bool:
     """Differential oracle for one v0/v1 entry: for a compressed wrapper, the python engine's
     careful walk alone and its fast walk (records made as the set is checked) read it alike;
@@ -668,6 +719,7 @@ def compare_legacy_paths(batch, stats: Counter) -> bool:
     stats["legacy-agreed" if isinstance(careful, list) else "legacy-errors-agreed"] += 1
     if not engine.native_available():
         return False
+    compare_decompression(batch, stats)
     assert _legacy_read(batch, engine.NATIVE) == careful, "the engines read a wrapper apart"
     with engine.using(engine.NATIVE):
         source = batch.native_input(MAX_BATCH_BYTES)

@@ -49,6 +49,9 @@ class NativeModule(Protocol):
     def crc_ahead(self, buf: _Readable, start: int, limit: int) -> _stub.CrcAhead: ...
     def check_v2(self, batch: _Readable, max_batch_bytes: int) -> _stub.Checked | None: ...
     def records_v2(self, batch: _Readable, max_batch_bytes: int) -> list[_stub.Row] | None: ...
+    def legacy_decompress(
+        self, value: _Readable, codec: int, magic: int, limit: int
+    ) -> bytes | None: ...
     def legacy_scan(self, raw: _Readable, magic: int) -> _stub.LegacyScan | None: ...
     def records_legacy(
         self, raw: _Readable, magic: int, shift: int, fixed_timestamp: int | None
@@ -292,6 +295,19 @@ def find_matcher(spec: FindSpec) -> FindMatcher | None:
 LegacyRow = tuple[int, int, bytes | None, bytes | None, tuple[()], int, int, int, bool]
 
 
+def legacy_decompress(
+    codec: int, value: bytes | memoryview, magic: int, limit: int, where: str
+) -> bytes | None:
+    """A v0/v1 wrapper's value (``codec`` gzip, snappy or lz4, ``magic`` 0 or 1) decompressed
+    within ``limit`` bytes, exactly as ``codecs.decompress(codec, value, magic=magic,
+    limit=limit)`` decompresses it; None: decompress it in Python (the reference says what is
+    wrong), or under the python engine."""
+    if _active is None:
+        return None
+    raw: bytes | None = call(where, _active.legacy_decompress, value, codec, magic, limit)
+    return raw
+
+
 def legacy_scan(raw: bytes | memoryview, magic: int, where: str) -> tuple[int, int, int] | None:
     """``(count, first offset, last offset)`` of a v0/v1 wrapper's decompressed inner message
     set whose messages all have ``magic``, no compression and consistent lengths; None for
@@ -299,7 +315,6 @@ def legacy_scan(raw: bytes | memoryview, magic: int, where: str) -> tuple[int, i
     engine."""
     if _active is None:
         return None
-    _handed_back("v0v1-wrapper")  # the python engine decompressed this wrapper
     result: tuple[int, int, int] | None = call(where, _active.legacy_scan, raw, magic)
     return result
 
@@ -344,8 +359,7 @@ def reencode_v2(
 # -- hand-backs ------------------------------------------------------------------------------
 # The native engine counts the batches its kernels answer None for, per reason (its `handback`
 # module); the seam counts what never reaches a kernel: an argument past the native integer
-# types, and every v0/v1 wrapper, whose decompression (codecs, limits, offset shift) is the
-# python engine's while the native engine walks the inner set.
+# types.
 _py_handbacks: dict[str, int] = {}
 
 

@@ -231,6 +231,7 @@ class LegacyBatch(Batch):
     def _unpack(self, limit: int, kept: list[Record] | None) -> _Unpacked:
         msg = self._msg
         pos0 = self.position
+        where = f"byte {pos0}"
         codec = self.compression
         if codec == codecs.ZSTD:
             raise UnsupportedError(
@@ -242,13 +243,18 @@ class LegacyBatch(Batch):
             raise CorruptRecordError(
                 "Found invalid compressed record set with null value", pos0, "corrupt-record"
             )
+        # the native engine's decompression, else (or for anything it is unsure of) the
+        # reference's, which says what is wrong
+        native = engine.legacy_decompress(codec, msg.value, msg.magic, max(limit, 0), where)
         try:
-            raw = memoryview(codecs.decompress(codec, msg.value, magic=msg.magic, limit=limit))
+            raw = memoryview(
+                native
+                if native is not None
+                else codecs.decompress(codec, msg.value, magic=msg.magic, limit=limit)
+            )
         except FormatError as e:
             raise e.at(pos0) from None  # positions inside the compressed value are relative
-        scanned = engine.legacy_scan(raw, msg.magic, f"byte {pos0}") or _plain_walk(
-            raw, msg.magic, 0, kept
-        )
+        scanned = engine.legacy_scan(raw, msg.magic, where) or _plain_walk(raw, msg.magic, 0, kept)
         if scanned is not None:
             count, first_rel, last_rel = scanned[:3]
         else:  # something unusual: the careful walk says what, or reads it

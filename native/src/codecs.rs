@@ -26,8 +26,23 @@ pub fn decompress(codec: u8, data: &[u8], limit: usize) -> Option<Vec<u8>> {
     match codec {
         GZIP => gzip(data, limit),
         SNAPPY => snappy(data, limit),
-        LZ4 => lz4_frame(data, limit),
+        LZ4 => lz4_frame(data, limit, true),
         ZSTD => zstd(data, limit),
+        _ => None,
+    }
+}
+
+/// Decompress a v0/v1 wrapper message's value (`magic` 0 or 1); `None` when the reference must
+/// take over. The codecs read as for v2 but for two things the reference
+/// (`codecs.decompress(codec, value, magic=magic, limit=limit)`) does differently: an lz4
+/// frame's header checksum is not checked for magic 0 (KAFKA-3160: v0 writers hashed the magic
+/// bytes too, and the reference accepts whatever byte is there), and zstd is not a v0/v1 codec
+/// (the reference refuses it: handed back, it says so).
+pub fn decompress_legacy(codec: u8, magic: u8, data: &[u8], limit: usize) -> Option<Vec<u8>> {
+    match (codec, magic) {
+        (GZIP, 0 | 1) => gzip(data, limit),
+        (SNAPPY, 0 | 1) => snappy(data, limit),
+        (LZ4, 0 | 1) => lz4_frame(data, limit, magic != 0),
         _ => None,
     }
 }
@@ -252,7 +267,9 @@ fn snappy_block(block: &[u8], limit: usize, out: &mut Vec<u8>) -> Option<()> {
 const LZ4_MAGIC: [u8; 4] = [0x04, 0x22, 0x4d, 0x18];
 const LZ4_UNCOMPRESSED: u32 = 0x8000_0000;
 
-fn lz4_frame(data: &[u8], limit: usize) -> Option<Vec<u8>> {
+/// An lz4 frame; `check_hc`: whether the frame descriptor's header checksum must hold (all but
+/// magic 0's frames).
+fn lz4_frame(data: &[u8], limit: usize, check_hc: bool) -> Option<Vec<u8>> {
     if data.len() < 7 || data[..4] != LZ4_MAGIC {
         return None;
     }
@@ -273,7 +290,9 @@ fn lz4_frame(data: &[u8], limit: usize) -> Option<Vec<u8>> {
     // checksum.
     let descriptor_end = if flg & 0x08 != 0 { 14 } else { 6 };
     let &hc = data.get(descriptor_end)?;
-    if hc != ((xxhash_rust::xxh32::xxh32(&data[4..descriptor_end], 0) >> 8) & 0xff) as u8 {
+    if check_hc
+        && hc != ((xxhash_rust::xxh32::xxh32(&data[4..descriptor_end], 0) >> 8) & 0xff) as u8
+    {
         return None;
     }
     let block_checksum = flg & 0x10 != 0;
@@ -695,10 +714,21 @@ mod tests {
             frame.extend_from_slice(&block);
         }
         frame.extend_from_slice(&[0, 0, 0, 0]);
-        assert_eq!(lz4_frame(&frame, 1 << 20).unwrap(), data);
-        assert!(lz4_frame(&frame, data.len() - 1).is_none());
+        assert_eq!(lz4_frame(&frame, 1 << 20, true).unwrap(), data);
+        assert!(lz4_frame(&frame, data.len() - 1, true).is_none());
         frame[6] ^= 1; // header checksum
-        assert!(lz4_frame(&frame, 1 << 20).is_none());
+        assert!(lz4_frame(&frame, 1 << 20, true).is_none());
+        // v0 (KAFKA-3160): whatever the header checksum byte, as the reference reads it; v1
+        // and v2 check it; zstd and unknown codecs are not v0/v1's
+        assert_eq!(decompress_legacy(LZ4, 0, &frame, 1 << 20).unwrap(), data);
+        assert!(decompress_legacy(LZ4, 1, &frame, 1 << 20).is_none());
+        frame[6] ^= 1;
+        assert_eq!(decompress_legacy(LZ4, 1, &frame, 1 << 20).unwrap(), data);
+        let z = zstd::bulk::compress(&data, 3).unwrap();
+        assert!(decompress_legacy(ZSTD, 1, &z, 1 << 20).is_none());
+        assert!(decompress_legacy(ZSTD, 0, &z, 1 << 20).is_none());
+        assert!(decompress_legacy(LZ4, 2, &frame, 1 << 20).is_none());
+        assert!(decompress_legacy(7, 1, &frame, 1 << 20).is_none());
     }
 
     /// A frame as lz4.frame writes it with independent blocks: `content_size` and block
@@ -751,18 +781,18 @@ mod tests {
         let data = b"kafka-python lz4 ".repeat(9000);
         let frame = lz4_frame_of(&data, Some(data.len() as u64), false, 65536);
         assert_eq!(frame[4], 0x68); // kafka-python's FLG
-        assert_eq!(lz4_frame(&frame, 1 << 20).unwrap(), data);
-        assert!(lz4_frame(&frame, data.len() - 1).is_none());
+        assert_eq!(lz4_frame(&frame, 1 << 20, true).unwrap(), data);
+        assert!(lz4_frame(&frame, data.len() - 1, true).is_none());
         // a wrong content size: Kafka and the reference skip it
         let wrong = lz4_frame_of(&data, Some(7), false, 65536);
-        assert_eq!(lz4_frame(&wrong, 1 << 20).unwrap(), data);
+        assert_eq!(lz4_frame(&wrong, 1 << 20, true).unwrap(), data);
         // the content size is in the header checksum
         let mut bad = frame.clone();
         bad[8] ^= 1;
-        assert!(lz4_frame(&bad, 1 << 20).is_none());
+        assert!(lz4_frame(&bad, 1 << 20, true).is_none());
         // cut inside the descriptor, or before the end mark
-        assert!(lz4_frame(&frame[..14], 1 << 20).is_none());
-        assert!(lz4_frame(&frame[..frame.len() - 1], 1 << 20).is_none());
+        assert!(lz4_frame(&frame[..14], 1 << 20, true).is_none());
+        assert!(lz4_frame(&frame[..frame.len() - 1], 1 << 20, true).is_none());
     }
 
     #[test]
@@ -771,7 +801,7 @@ mod tests {
         data.extend((0..70_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
         for (size, block) in [(None, 65536), (Some(data.len() as u64), 262144)] {
             let frame = lz4_frame_of(&data, size, true, block);
-            assert_eq!(lz4_frame(&frame, 1 << 22).unwrap(), data);
+            assert_eq!(lz4_frame(&frame, 1 << 22, true).unwrap(), data);
             // every block's checksum is checked, stored blocks' too
             let mut pos = if size.is_some() { 15 } else { 7 };
             loop {
@@ -783,7 +813,7 @@ mod tests {
                 let mut bad = frame.clone();
                 bad[pos + 4 + n] ^= 0x80;
                 note(Reason::Malformed);
-                assert!(lz4_frame(&bad, 1 << 22).is_none());
+                assert!(lz4_frame(&bad, 1 << 22, true).is_none());
                 assert_eq!(
                     crate::handback::noted(),
                     crate::handback::Reason::Lz4BlockChecksum
@@ -792,13 +822,13 @@ mod tests {
             }
             // the checksum of the last block cut off
             let end = frame.len() - 8;
-            assert!(lz4_frame(&frame[..end - 2], 1 << 22).is_none());
+            assert!(lz4_frame(&frame[..end - 2], 1 << 22, true).is_none());
             // the content checksum is read, not checked (as Kafka and the reference do)
             let mut unchecked = frame.clone();
             let last = unchecked.len() - 1;
             unchecked[last] ^= 1;
-            assert_eq!(lz4_frame(&unchecked, 1 << 22).unwrap(), data);
-            assert!(lz4_frame(&frame[..frame.len() - 1], 1 << 22).is_none());
+            assert_eq!(lz4_frame(&unchecked, 1 << 22, true).unwrap(), data);
+            assert!(lz4_frame(&frame[..frame.len() - 1], 1 << 22, true).is_none());
         }
     }
 
@@ -815,7 +845,7 @@ mod tests {
             let mut f = frame.clone();
             f[4] = flg;
             f[6] = ((xxhash_rust::xxh32::xxh32(&f[4..6], 0) >> 8) & 0xff) as u8;
-            assert!(lz4_frame(&f, 1 << 20).is_none(), "{why}");
+            assert!(lz4_frame(&f, 1 << 20, true).is_none(), "{why}");
         }
     }
 

@@ -35,8 +35,8 @@ pub enum Reason {
     /// A payload decoder or rendering the native renderer does not have (`json`): every batch
     /// of the run.
     RenderDecoder,
-    /// A payload only the Python renderer writes exactly (UTF-8 that needs
-    /// `backslashreplace`, kafka's U+FFFD): that batch.
+    /// A payload only the Python renderer writes exactly: that batch (none is left since
+    /// invalid UTF-8 is rendered natively; kept so that the printed names keep their order).
     RenderPayload,
     /// An lz4 block checksum that does not hold.
     Lz4BlockChecksum,
@@ -79,6 +79,7 @@ pub enum Kernel {
     None,
     Check,
     Records,
+    LegacyDecompress,
     LegacyScan,
     LegacyRecords,
     Reencode,

@@ -7,8 +7,11 @@
 //! - `--format kafka`: kafka-dump-log's `| offset: ...` lines (`KafkaRenderer._record` in
 //!   `klogtool/commands/dump_segments.py`), with the breaks in offset order it reports.
 //!
-//! A payload the byte decoders would render through an error handler (`utf8` of invalid UTF-8)
-//! or through a parser (`json`) makes the whole batch go back to the Python renderer.
+//! `utf8` of invalid UTF-8 is written as Python's decoders write it: `bytes.decode("utf-8",
+//! "backslashreplace")` (text, jsonl) and `"replace"` (kafka's StringDecoder, U+FFFD), an
+//! invalid sequence ending where CPython's decoder ends it (the Unicode "maximal subpart", as
+//! Rust's `Utf8Chunks` ends it). A payload a parser would render (`json`) makes the whole
+//! batch go back to the Python renderer.
 #![forbid(unsafe_code)]
 
 use base64::Engine as _;
@@ -83,17 +86,39 @@ impl JsonLines {
                 hex_into(&mut self.out, data);
                 self.out.push(b'"');
             }
-            Payload::Utf8 => match std::str::from_utf8(data) {
-                Ok(text) => string(&mut self.out, text),
-                Err(_) => self.refused = true,
-            },
+            Payload::Utf8 => {
+                self.out.push(b'"');
+                for chunk in data.utf8_chunks() {
+                    string_body(&mut self.out, chunk.valid());
+                    // backslashreplace's `\xNN`, its backslash escaped by json
+                    for &b in chunk.invalid() {
+                        self.out.extend_from_slice(b"\\\\x");
+                        hex_into(&mut self.out, &[b]);
+                    }
+                }
+                self.out.push(b'"');
+            }
         }
+    }
+}
+
+/// `\xNN` (lowercase) of every byte, as Python's `backslashreplace` writes undecodable bytes.
+fn backslashed(out: &mut Vec<u8>, bytes: &[u8]) {
+    for &b in bytes {
+        out.extend_from_slice(b"\\x");
+        hex_into(out, &[b]);
     }
 }
 
 /// A JSON string as Python's json module writes it with `ensure_ascii=False`.
 pub fn string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
+    string_body(out, s);
+    out.push(b'"');
+}
+
+/// What `string` writes between the quotes.
+fn string_body(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
@@ -117,7 +142,6 @@ pub fn string(out: &mut Vec<u8>, s: &str) {
         start = i + 1;
     }
     out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
 }
 
 fn size(v: Option<&[u8]>) -> i64 {
@@ -382,10 +406,12 @@ impl TextLines {
             Payload::Omit => return false,
             Payload::Base64 => base64_into(&mut self.out, data),
             Payload::Hex => hex_into(&mut self.out, data),
-            Payload::Utf8 => match std::str::from_utf8(data) {
-                Ok(text) => escaped(&mut self.out, text),
-                Err(_) => self.refused = true,
-            },
+            Payload::Utf8 => {
+                for chunk in data.utf8_chunks() {
+                    escaped(&mut self.out, chunk.valid());
+                    backslashed(&mut self.out, chunk.invalid());
+                }
+            }
         }
         true
     }
@@ -484,13 +510,16 @@ impl KafkaLines {
                 self.out.extend_from_slice(label);
                 hex_into(&mut self.out, data);
             }
-            Payload::Utf8 => match std::str::from_utf8(data) {
-                Ok(text) => {
-                    self.out.extend_from_slice(label);
-                    self.out.extend_from_slice(text.as_bytes());
+            Payload::Utf8 => {
+                // StringDecoder: each invalid sequence becomes one U+FFFD (Python's "replace")
+                self.out.extend_from_slice(label);
+                for chunk in data.utf8_chunks() {
+                    self.out.extend_from_slice(chunk.valid().as_bytes());
+                    if !chunk.invalid().is_empty() {
+                        self.out.extend_from_slice("\u{fffd}".as_bytes());
+                    }
                 }
-                Err(_) => self.refused = true, // StringDecoder's U+FFFD: Python's job
-            },
+            }
         }
     }
 }

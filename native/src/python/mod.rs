@@ -229,6 +229,28 @@ fn legacy_scan(
     }))
 }
 
+/// A v0/v1 wrapper message's value decompressed (`codec` 1-3, `magic` 0 or 1) within `limit`
+/// bytes, exactly as `codecs.decompress(codec, value, magic=magic, limit=limit)` decompresses
+/// it, or None: decompress it in Python, which says what is wrong (see
+/// `codecs::decompress_legacy`).
+#[pyfunction]
+fn legacy_decompress<'py>(
+    py: Python<'py>,
+    value: &Bound<'py, PyAny>,
+    codec: u8,
+    magic: u8,
+    limit: usize,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let bytes = Bytes::get(value)?;
+    let data = bytes.as_slice();
+    let out = py.detach(|| {
+        handback::kernel(handback::Kernel::LegacyDecompress, data, || {
+            crate::codecs::decompress_legacy(codec, magic, data, limit)
+        })
+    });
+    Ok(out.map(|raw| PyBytes::new(py, &raw)))
+}
+
 fn wrapper(magic: u8, shift: i64, fixed_timestamp: Option<i64>) -> legacy::Wrapper {
     legacy::Wrapper {
         magic,
@@ -342,6 +364,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(crc32c_of, m)?)?;
     m.add_function(wrap_pyfunction!(crc_ahead, m)?)?;
     m.add_function(wrap_pyfunction!(handbacks, m)?)?;
+    m.add_function(wrap_pyfunction!(legacy_decompress, m)?)?;
     m.add_function(wrap_pyfunction!(legacy_scan, m)?)?;
     m.add_function(wrap_pyfunction!(records_legacy, m)?)?;
     m.add_function(wrap_pyfunction!(records_v2, m)?)?;
