@@ -284,7 +284,7 @@ def test_a_different_leader_epoch_alone_is_divergence(tmp_path: Path) -> None:
     # the same records at 5..9, written by leader A in epoch 2 and by B (leader of epoch 1)
     a = replica(tmp_path / "a", [(0, 4, 0, ""), (5, 9, 2, "")], [(0, 0), (2, 5)])
     b = replica(tmp_path / "b", [(0, 4, 0, ""), (5, 9, 1, "")], [(0, 0), (1, 5)])
-    items = list(diff(str(a), str(b)))
+    items = list(diff(str(a), str(b), DiffOptions(ctx=ReadContext.of())))
     pd = items[-1]
     assert isinstance(pd, PartitionDiff) and (pd.verdict, pd.diverged_at) == (DIVERGED, 5)
     assert items[0].fields == ["partition_leader_epoch"]  # type: ignore[union-attr]
@@ -329,7 +329,7 @@ def test_a_torn_tail_is_reported_and_cut_like_recovery(tmp_path: Path) -> None:
     size = log.stat().st_size
     with log.open("ab") as f:
         f.write(batch(30, 34, 3)[:40])  # a few bytes of the next batch
-    items = list(diff(str(a), str(b)))
+    items = list(diff(str(a), str(b), DiffOptions(ctx=ReadContext.of())))
     pd = items[-1]
     assert isinstance(pd, PartitionDiff) and pd.verdict == IDENTICAL
     assert pd.torn_tail["b"] is not None and pd.torn_tail["b"]["position"] == size
@@ -489,7 +489,13 @@ def test_batches_of_an_overlapping_segment_are_skipped_as_corruption(tmp_path: P
     first = [batch(0, 4, 0), batch(5, 9, 0)]
     write_partition(tmp_path / "a" / "t-0", [(0, first), (10, [batch(10, 14, 0)])])
     write_partition(tmp_path / "b" / "t-0", [(0, first), (10, [batch(5, 9, 0), batch(10, 14, 0)])])
-    items = list(diff(str(tmp_path / "a" / "t-0"), str(tmp_path / "b" / "t-0")))
+    items = list(
+        diff(
+            str(tmp_path / "a" / "t-0"),
+            str(tmp_path / "b" / "t-0"),
+            DiffOptions(ctx=ReadContext.of()),
+        )
+    )
     pd = items[-1]
     assert isinstance(pd, PartitionDiff) and pd.verdict == IDENTICAL
     (d,) = items[:-1]

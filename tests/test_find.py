@@ -20,6 +20,8 @@ from klogtool.formats.batch import LOG_APPEND_TIME, Record
 from klogtool.formats.index import encode_offset_index
 from klogtool.formats.payloads.control import ABORT, COMMIT
 from klogtool.formats.v2 import encode_batch
+from klogtool.log.context import ReadContext
+from klogtool.log.read.dumper import DumpOptions
 from klogtool.log.read.finder import Finder, FindOptions
 from klogtool.log.record_filter import RecordFilter
 
@@ -90,6 +92,7 @@ def logdir(tmp_path: Path) -> tuple[Path, list[Rec]]:
 
 def find(paths: list[Path | str], jobs: int = 1, **kw: Any) -> tuple[list[dict[str, Any]], Finder]:
     walk = {k: kw.pop(k) for k in list(kw) if k in FindOptions.__dataclass_fields__}
+    walk.setdefault("dump", DumpOptions(deep=True, print_data=True, ctx=ReadContext.of()))
     finder = Finder(FindOptions(where=RecordFilter(**kw), **walk))
     objs = list(finder.objects([str(p) for p in paths], jobs=jobs))
     return objs, finder
