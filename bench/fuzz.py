@@ -447,7 +447,8 @@ def _render(batch, o: DumpOptions, rendering: str) -> native_render.Rendered | N
         return None
     return native_render.render_records(
         source[0], o.ctx.limits.max_batch_bytes, batch.position, o.print_data, o.key_decoder,
-        o.value_decoder, rendering, "fuzz", source[1],
+        o.value_decoder, f"{rendering}+{'raw-control' if o.decoder == 'none' else 'control'}",
+        "fuzz", source[1],
     )  # fmt: skip
 
 
@@ -456,6 +457,17 @@ def _render(batch, o: DumpOptions, rendering: str) -> native_render.Rendered | N
 # (kafka) do
 _UTF8_DUMPER = Dumper(
     [], DumpOptions(print_data=True, key_decoder="utf8", value_decoder="utf8", ctx=ReadContext.of())
+)
+# --decoder none: control records shown as any record (their raw key and value)
+_RAW_DUMPER = Dumper(
+    [],
+    DumpOptions(
+        print_data=True,
+        key_decoder="utf8",
+        value_decoder="hex",
+        decoder="none",
+        ctx=ReadContext.of(),
+    ),
 )
 
 
@@ -524,6 +536,17 @@ _UTF8_KAFKA_DUMPER = Dumper(
         ctx=ReadContext.of(),
     ),
 )
+_RAW_KAFKA_DUMPER = Dumper(
+    [],
+    DumpOptions(
+        print_data=True,
+        key_decoder="hex",
+        value_decoder="utf8",
+        decoder="none",
+        kafka_text=True,
+        ctx=ReadContext.of(),
+    ),
+)
 
 
 def compare_kafka(batch, stats: Counter, dumper: Dumper = _KAFKA_DUMPER, label: str = "") -> None:
@@ -553,14 +576,18 @@ def compare_kafka(batch, stats: Counter, dumper: Dumper = _KAFKA_DUMPER, label: 
 
 
 def compare_renderings(batch, stats: Counter) -> None:
-    """Every native rendering of a batch the native engine reads: the three renderings, then
-    again with every payload as UTF-8 (invalid UTF-8 included)."""
+    """Every native rendering of a batch the native engine reads: the three renderings (control
+    records decoded), again with every payload as UTF-8 (invalid UTF-8 included), and under
+    ``--decoder none`` (control records as any record)."""
     compare_lines(batch, stats, rendering="jsonl")
     compare_lines(batch, stats, rendering="text")
     compare_kafka(batch, stats)
     compare_lines(batch, stats, _UTF8_DUMPER, "jsonl", "-utf8")
     compare_lines(batch, stats, _UTF8_DUMPER, "text", "-utf8")
     compare_kafka(batch, stats, _UTF8_KAFKA_DUMPER, "-utf8")
+    compare_lines(batch, stats, _RAW_DUMPER, "jsonl", "-raw")
+    compare_lines(batch, stats, _RAW_DUMPER, "text", "-raw")
+    compare_kafka(batch, stats, _RAW_KAFKA_DUMPER, "-raw")
 
 
 def compare_engines(batch, stats: Counter) -> None:

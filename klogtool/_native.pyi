@@ -73,6 +73,7 @@ def render_records(
     value_decoder: str,
     format: str,
     inner: Inner | None = None,
+    controls: str = "python",
 ) -> Rendered | None: ...
 
 # -- export's record columns (log/export/native_columns.py) ----------------------------------

@@ -285,7 +285,10 @@ def command(
             verify_index_only=verify_index_only,
             ctx=ReadContext.of(limits, bar),
             stdin_kind=stdin_kind,
-            rendered_records=fmt if native_render else None,
+            # control records as --decoder shows them: decoded, or (none) as any record
+            rendered_records=f"{fmt}+{'raw-control' if decoder == 'none' else 'control'}"
+            if native_render
+            else None,
             threads=jobs_for(jobs, log_bytes),
             # (worker processes write a large segment's objects as emit would)
             write_object=functools.partial(object_bytes, fmt) if fmt in ("jsonl", "text") else None,

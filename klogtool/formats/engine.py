@@ -84,6 +84,7 @@ class NativeModule(Protocol):
         value_decoder: str,
         format: str,
         inner: _stub.Inner | None = None,
+        controls: str = "python",
     ) -> _stub.Rendered | None: ...
     @property
     def Columns(self) -> type[_stub.Columns]: ...

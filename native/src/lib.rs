@@ -1,6 +1,6 @@
 //! klogtool's native engine: Kafka record batches decoded into columns.
 //!
-//! `codecs`, `batch`, `handback`, `legacy`, `columns`, `compact`, `encode`, `find`, `render`,
+//! `codecs`, `batch`, `control`, `handback`, `legacy`, `columns`, `compact`, `encode`, `find`, `render`,
 //! `scan` and `stats` are plain safe Rust (`#![forbid(unsafe_code)]`) and are
 //! what `cargo test` exercises; `python` (built with the `python` feature, by maturin) is the
 //! thin PyO3 binding that klogtool's format layer imports as `klogtool._native`. `guard`
@@ -11,6 +11,7 @@ pub mod batch;
 pub mod codecs;
 pub mod columns;
 pub mod compact;
+pub mod control;
 pub mod encode;
 pub mod find;
 pub mod guard;

@@ -17,6 +17,8 @@
 use base64::Engine as _;
 
 use crate::batch::{self, Record, Sink};
+use crate::control;
+use crate::handback::{note, Reason};
 use crate::legacy;
 
 /// How keys, values and header values are shown (`--key-decoder`, `--value-decoder`).
@@ -47,8 +49,10 @@ pub struct JsonLines {
     print_data: bool,
     key: Payload,
     value: Payload,
-    /// A payload this renderer cannot write exactly: the batch goes back to Python.
-    refused: bool,
+    /// Why this renderer cannot write the batch exactly: it goes back to Python.
+    refused: Option<Reason>,
+    /// Control records are shown decoded (a control batch, `--decoder` other than `none`).
+    control: bool,
 }
 
 impl JsonLines {
@@ -60,7 +64,8 @@ impl JsonLines {
             print_data,
             key,
             value,
-            refused: false,
+            refused: None,
+            control: false,
         }
     }
 
@@ -185,6 +190,20 @@ impl Sink for JsonLines {
             self.out
                 .extend_from_slice(if valid { b"true" } else { b"false" });
         }
+        if self.control {
+            // `"control":{"type":..,"type_id":..,<fields>}` and no payloads
+            let Some(c) = self.decoded(r) else { return };
+            self.out.extend_from_slice(b",\"control\":{\"type\":\"");
+            self.out.extend_from_slice(c.name.as_bytes());
+            self.out.extend_from_slice(b"\",\"type_id\":");
+            self.int(c.type_id);
+            if !c.fields.is_empty() {
+                self.out.push(b',');
+                self.out.extend_from_slice(c.fields.as_bytes());
+            }
+            self.out.extend_from_slice(b"}}\n");
+            return;
+        }
         if self.print_data {
             self.out.extend_from_slice(b",\"key\":");
             self.payload(self.key, r.key);
@@ -207,16 +226,18 @@ pub enum Source<'a> {
 /// The JSON lines of every record of `source` and their number, or `None`: the Python
 /// renderer writes this batch (control batches, anything the decoder hands back, payloads
 /// only Python renders exactly).
+#[allow(clippy::too_many_arguments)]
 pub fn jsonl(
     source: Source<'_>,
     max_batch_bytes: usize,
     out: &Buffers,
+    controls: Controls,
     position: i64,
     print_data: bool,
     key: Payload,
     value: Payload,
 ) -> Option<(Vec<u8>, usize)> {
-    let lines = render(source, max_batch_bytes, out, |_| {
+    let lines = render(source, max_batch_bytes, out, controls, |_| {
         JsonLines::new(position, print_data, key, value)
     })?;
     Some((lines.out, lines.records))
@@ -229,7 +250,9 @@ pub type Buffers = dyn Fn(usize) -> Vec<u8> + Sync;
 /// A sink that writes lines, and may refuse a batch only Python renders exactly.
 trait Lines: Sink {
     fn out(&mut self) -> &mut Vec<u8>;
-    fn refused(&self) -> bool;
+    fn refused(&self) -> Option<Reason>;
+    /// Show the records decoded as control records.
+    fn decode_control(&mut self);
 }
 
 macro_rules! lines {
@@ -238,13 +261,38 @@ macro_rules! lines {
             fn out(&mut self) -> &mut Vec<u8> {
                 &mut self.out
             }
-            fn refused(&self) -> bool {
+            fn refused(&self) -> Option<Reason> {
                 self.refused
+            }
+            fn decode_control(&mut self) {
+                self.control = true;
+            }
+        }
+
+        impl $t {
+            /// The control record `r`, or `None` (the batch goes back to Python).
+            fn decoded(&mut self, r: &Record<'_>) -> Option<control::Control> {
+                let c = control::decode(r.key, r.value);
+                if c.is_none() {
+                    self.refused = Some(Reason::ControlBatch);
+                }
+                c
             }
         }
     )*};
 }
 lines!(JsonLines, TextLines, KafkaLines);
+
+/// How the records of control batches are shown (`--decoder`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Controls {
+    /// Not here: control batches are handed back to the Python renderer.
+    Python,
+    /// Decoded (`--decoder auto` on a topic without an internal decoder).
+    Decoded,
+    /// As any record, their raw key and value (`--decoder none`).
+    Raw,
+}
 
 /// Render every record of `source` into the sink `make` builds from the name of its
 /// timestamp type, or `None`: control records are rendered decoded, by Python, as is anything
@@ -253,13 +301,15 @@ fn render<L: Lines>(
     source: Source<'_>,
     max_batch_bytes: usize,
     out: &Buffers,
+    controls: Controls,
     make: impl FnOnce(&'static str) -> L,
 ) -> Option<L> {
     let lines = match source {
         Source::V2(batch_bytes) => {
             let header = batch::parse_header(batch_bytes)?;
-            if header.attributes & 0x20 != 0 {
-                crate::handback::note(crate::handback::Reason::ControlBatch);
+            let is_control = header.attributes & 0x20 != 0;
+            if is_control && controls == Controls::Python {
+                note(Reason::ControlBatch);
                 return None;
             }
             let mut lines = make(if header.log_append_time() {
@@ -267,6 +317,9 @@ fn render<L: Lines>(
             } else {
                 "CreateTime"
             });
+            if is_control && controls == Controls::Decoded {
+                lines.decode_control();
+            }
             *lines.out() = out(reserve(batch_bytes.len(), header.records_count));
             batch::decode(batch_bytes, max_batch_bytes, &mut lines)?;
             lines
@@ -284,8 +337,8 @@ fn render<L: Lines>(
             lines
         }
     };
-    if lines.refused() {
-        crate::handback::note(crate::handback::Reason::RenderPayload);
+    if let Some(reason) = lines.refused() {
+        note(reason);
         return None;
     }
     Some(lines)
@@ -298,7 +351,8 @@ pub struct TextLines {
     print_data: bool,
     key: Payload,
     value: Payload,
-    refused: bool,
+    refused: Option<Reason>,
+    control: bool,
 }
 
 /// Append `s` with C0 controls but tab, and DEL, shown as `\xNN`, and C1 controls (U+0080 to
@@ -393,7 +447,8 @@ impl TextLines {
             print_data,
             key,
             value,
-            refused: false,
+            refused: None,
+            control: false,
         }
     }
 
@@ -448,6 +503,17 @@ impl Sink for TextLines {
         if let Some((_, false)) = r.crc {
             self.out.extend_from_slice(b"  CRC INVALID");
         }
+        if self.control {
+            // `control COMMIT {"version":0,...}` before the headers, and no payloads
+            let Some(c) = self.decoded(r) else { return };
+            self.out.extend_from_slice(b"  control ");
+            self.out.extend_from_slice(c.name.as_bytes());
+            if !c.fields.is_empty() {
+                self.out.extend_from_slice(b" {");
+                self.out.extend_from_slice(c.fields.as_bytes());
+                self.out.push(b'}');
+            }
+        }
         if !r.headers.is_empty() {
             self.out.extend_from_slice(b"  headers [");
             for (i, (k, v)) in r.headers.iter().enumerate() {
@@ -465,7 +531,7 @@ impl Sink for TextLines {
             }
             self.out.push(b']');
         }
-        if self.print_data {
+        if self.print_data && !self.control {
             self.out.extend_from_slice(b"  key: ");
             if !self.payload(self.key, r.key) {
                 self.out.extend_from_slice(b"null");
@@ -492,7 +558,8 @@ pub struct KafkaLines {
     print_data: bool,
     key: Payload,
     value: Payload,
-    refused: bool,
+    refused: Option<Reason>,
+    control: bool,
 }
 
 impl KafkaLines {
@@ -577,7 +644,35 @@ impl Sink for KafkaLines {
                 self.out.push(b'}');
             }
         }
-        if self.print_data {
+        if self.control {
+            let Some(c) = self.decoded(r) else { return };
+            match c.name {
+                "ABORT" | "COMMIT" => {
+                    self.out.extend_from_slice(b" endTxnMarker: ");
+                    self.out.extend_from_slice(c.name.as_bytes());
+                    self.out.extend_from_slice(b" coordinatorEpoch: ");
+                    // the fields end with the epoch: `..."coordinatorEpoch":<epoch>`
+                    let epoch = c.fields.rsplit(':').next().unwrap_or_default();
+                    self.out.extend_from_slice(epoch.as_bytes());
+                }
+                "SNAPSHOT_HEADER" | "SNAPSHOT_FOOTER" | "KRAFT_VERSION" => {
+                    self.out.extend_from_slice(match c.name {
+                        "SNAPSHOT_HEADER" => b" SnapshotHeader {",
+                        "SNAPSHOT_FOOTER" => b" SnapshotFooter {",
+                        _ => b" KRaftVersion {",
+                    });
+                    self.out.extend_from_slice(c.fields.as_bytes());
+                    self.out.push(b'}');
+                }
+                _ => {
+                    self.out.extend_from_slice(b" controlType: ");
+                    self.out.extend_from_slice(c.name.as_bytes());
+                    self.out.push(b'(');
+                    self.out.extend_from_slice(num.format(c.type_id).as_bytes());
+                    self.out.push(b')');
+                }
+            }
+        } else if self.print_data {
             self.payload(b" key: ", self.key, r.key);
             self.payload(b" payload: ", self.value, r.value);
         }
@@ -590,21 +685,25 @@ pub fn kafka(
     source: Source<'_>,
     max_batch_bytes: usize,
     out: &Buffers,
+    controls: Controls,
     print_data: bool,
     key: Payload,
     value: Payload,
 ) -> Option<KafkaLines> {
-    render(source, max_batch_bytes, out, |ts_type| KafkaLines {
-        out: Vec::new(),
-        records: 0,
-        first: None,
-        last: None,
-        breaks: Vec::new(),
-        ts_type,
-        print_data,
-        key,
-        value,
-        refused: false,
+    render(source, max_batch_bytes, out, controls, |ts_type| {
+        KafkaLines {
+            out: Vec::new(),
+            records: 0,
+            first: None,
+            last: None,
+            breaks: Vec::new(),
+            ts_type,
+            print_data,
+            key,
+            value,
+            refused: None,
+            control: false,
+        }
     })
 }
 
@@ -620,11 +719,12 @@ pub fn text(
     source: Source<'_>,
     max_batch_bytes: usize,
     out: &Buffers,
+    controls: Controls,
     print_data: bool,
     key: Payload,
     value: Payload,
 ) -> Option<(Vec<u8>, usize)> {
-    let lines = render(source, max_batch_bytes, out, |_| {
+    let lines = render(source, max_batch_bytes, out, controls, |_| {
         TextLines::new(print_data, key, value)
     })?;
     Some((lines.out, lines.records))

@@ -13,6 +13,10 @@ from klogtool.formats import engine
 from klogtool.formats.batch import NativeWrapper
 
 RENDERINGS = ("jsonl", "text", "kafka")
+# A rendering may say how control records are shown: "text+control" decoded (--decoder auto),
+# "text+raw-control" as any record, their raw key and value (--decoder none); a bare "text"
+# leaves control batches to the python renderer.
+_CONTROLS = {"control": "decoded", "raw-control": "raw"}
 # lines (UTF-8, an object with the buffer protocol: the engine's memory, not a copy), records,
 # first and last record offsets, non-consecutive (previous, next) offsets
 Rendered = tuple[Any, int, int | None, int | None, list[tuple[int, int]]]
@@ -32,16 +36,20 @@ def render_records(
     """The ``dump-segments`` lines (``rendering``: ``jsonl``, ``text`` or ``kafka``) of every
     record of a whole v2 batch (or, with ``wrapper``, of the decompressed inner set ``data``
     of that v0/v1 wrapper), byte for byte what ``klogtool.log.read.dumper``,
-    ``klogtool.output`` and the kafka renderer make of them; their number; the first and last
-    record offsets and, for ``kafka``, the pairs of records whose offsets are not consecutive.
-    None: render them in Python (control batches, the ``json`` decoder, UTF-8 that needs an
-    error handler, anything the decoder hands back)."""
+    ``klogtool.output`` and the kafka renderer make of them (``rendering`` may end in
+    ``+control`` or ``+raw-control``: control records decoded, or shown as any record); their
+    number; the first and last record offsets and, for ``kafka``, the pairs of records whose
+    offsets are not consecutive.
+    None: render them in Python (control batches under a bare rendering, control records the
+    native engine does not decode, the ``json`` decoder, anything the decoder hands back)."""
     native = engine.native_module()
     if native is None:
         return None
+    fmt, _, controls = rendering.partition("+")
     return engine.call(
         where,
         native.render_records,
-        *(data, max_batch_bytes, position, print_data, key_decoder, value_decoder, rendering),
+        *(data, max_batch_bytes, position, print_data, key_decoder, value_decoder, fmt),
         wrapper,
+        _CONTROLS.get(controls, "python"),
     )

@@ -21,10 +21,12 @@ type Rendered<'py> = (
 
 /// `dump-segments` lines (`format`: "jsonl", "text" or "kafka") of every record of a whole v2
 /// batch, or with `inner` (`(magic, shift, fixed timestamp)`) of a v0/v1 wrapper's
-/// decompressed inner set; or None: render them in Python.
+/// decompressed inner set; or None: render them in Python. `controls` says how control
+/// records are shown: "decoded" (`--decoder auto`), "raw" (`--decoder none`: as any record),
+/// or "python" (control batches are handed back).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (batch, max_batch_bytes, position, print_data, key_decoder, value_decoder, format, inner=None))]
+#[pyo3(signature = (batch, max_batch_bytes, position, print_data, key_decoder, value_decoder, format, inner=None, controls="python"))]
 pub(super) fn render_records<'py>(
     py: Python<'py>,
     batch: &Bound<'py, PyAny>,
@@ -35,6 +37,7 @@ pub(super) fn render_records<'py>(
     value_decoder: &str,
     format: &str,
     inner: Option<(u8, i64, Option<i64>)>,
+    controls: &str,
 ) -> PyResult<Option<Rendered<'py>>> {
     // Without --print-data the decoders show nothing.
     let parse = |name| match print_data {
@@ -46,6 +49,11 @@ pub(super) fn render_records<'py>(
         handback::note(handback::Reason::RenderDecoder);
         handback::count(handback::Kernel::Render, bytes.as_slice());
         return Ok(None);
+    };
+    let controls = match controls {
+        "decoded" => render::Controls::Decoded,
+        "raw" => render::Controls::Raw,
+        _ => render::Controls::Python,
     };
     if !matches!(format, "jsonl" | "text" | "kafka") {
         handback::note(handback::Reason::RenderDecoder);
@@ -63,14 +71,31 @@ pub(super) fn render_records<'py>(
     let rendered = py.detach(|| {
         handback::kernel(handback::Kernel::Render, data, || {
             let lines = match format {
-                "kafka" => render::kafka(source, max_batch_bytes, &out, print_data, key, value)
-                    .map(|k| (k.out, k.records, k.first, k.last, k.breaks)),
-                "text" => render::text(source, max_batch_bytes, &out, print_data, key, value)
-                    .map(|(out, n)| (out, n, None, None, Vec::new())),
+                "kafka" => render::kafka(
+                    source,
+                    max_batch_bytes,
+                    &out,
+                    controls,
+                    print_data,
+                    key,
+                    value,
+                )
+                .map(|k| (k.out, k.records, k.first, k.last, k.breaks)),
+                "text" => render::text(
+                    source,
+                    max_batch_bytes,
+                    &out,
+                    controls,
+                    print_data,
+                    key,
+                    value,
+                )
+                .map(|(out, n)| (out, n, None, None, Vec::new())),
                 _ => render::jsonl(
                     source,
                     max_batch_bytes,
                     &out,
+                    controls,
                     position,
                     print_data,
                     key,
