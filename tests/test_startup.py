@@ -93,7 +93,8 @@ def test_ctrl_c_at_any_moment_is_one_line_and_130(delay: float) -> None:
     time.sleep(delay)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
-    if p.returncode == -signal.SIGINT or "init_import_site" in err:
+    # (site, or runpy that -m needs: the interpreter's own start-up, before klogtool's code)
+    if p.returncode == -signal.SIGINT or "init_import_site" in err or "import runpy" in err:
         pytest.skip("the signal landed while the interpreter itself started (a loaded machine)")
     assert p.returncode == 130, err
     assert err == "klogtool: interrupted\n", err
