@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -76,7 +77,16 @@ def test_explain_and_compact_show_byte_progress_by_phase(
     # then only a spinner: now a bar per phase, by bytes, that reaches each phase's total
     from klogtool import output
 
-    seen: dict[tuple[str, str], list[int]] = {}
+    seen: dict[tuple[str, str], list[int]] = {}  # (the bars' prefix, a phase) -> done, total
+
+    class Phases(output.Bar):
+        def __init__(self, prefix: str) -> None:
+            super().__init__(prefix=prefix)
+
+        def phase(self, name: str, walked: int, total: int) -> None:
+            done = seen.setdefault((self.prefix, name), [0, total])
+            assert done[1] == total and walked >= 0
+            done[0] += walked
 
     class Recorder(output.Output):
         def __init__(self, *a: object, **k: object) -> None:
@@ -84,19 +94,16 @@ def test_explain_and_compact_show_byte_progress_by_phase(
             self.show_progress = True
 
         @contextmanager
-        def phases(self, prefix: str):  # type: ignore[override]
-            def report(phase: str, n: int, total: int) -> None:
-                done = seen.setdefault((prefix.split(":")[0], phase), [0, total])
-                assert done[1] == total and n >= 0
-                done[0] += n
-
-            yield report
+        def phases(self, prefix: str = "") -> Iterator[output.Bar]:
+            yield Phases(prefix)
 
     part = _partition(tmp_path)
     monkeypatch.setattr("klogtool.output.Output", Recorder)  # what Settings.output builds
     assert run("explain", str(part), cwd=tmp_path)[0] == 0
     assert run("compact", str(part), "--high-watermark", "log-end", cwd=tmp_path)[0] == 0
-    phases = {phase for _who, phase in seen}
+    # compact titles each phase with the partition and the pass ("t-0: pass 1: cleaning")
+    phases = {name.rsplit(": ", 1)[-1] for _prefix, name in seen}
     assert {"reading segments", "building the offset map", "cleaning"} <= phases
-    assert any(who.startswith("explaining") for who, _ in seen)
+    assert any(prefix.startswith("explaining") for prefix, _ in seen)
+    assert any(name.startswith(f"{part.name}: pass 1: ") for prefix, name in seen if not prefix)
     assert all(done == total and total > 0 for done, total in seen.values()), seen

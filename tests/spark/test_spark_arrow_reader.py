@@ -91,12 +91,13 @@ def test_columns_start_with_the_spark_kafka_source() -> None:
 
 
 def test_batch_level_equals_the_dump_batches() -> None:
-    from klogtool.log.read.dumper import Dumper
+    from klogtool.log.read.dumper import Dumper, DumpOptions
 
     opts = spec.ReadOptions(ctx=ReadContext.of(), level="batches")
     table = read([LOGDIR], opts)
     files = [s.path for s in splits.list_segments([str(LOGDIR)])]
-    expected = [o for o in Dumper(files).objects() if o["type"] == "batch"]
+    dumper = Dumper(files, DumpOptions(ctx=ReadContext.of()))
+    expected = [o for o in dumper.objects() if o["type"] == "batch"]
     rows = table.to_pylist()
     assert len(rows) == len(expected)
     for r, e in zip(rows, expected, strict=True):
