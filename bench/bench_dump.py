@@ -3,14 +3,17 @@
 
 Run by hand (it is not a test; nothing here asserts a timing)::
 
-    python bench/bench_dump.py [--records 1200000] [--runs 5] [--out DIR]
+    python bench/bench_dump.py [--records 1200000] [--runs 5] [--out DIR] [--segment FILE]
+        [--only native1,native2,python,peer]
 
 The segment is ``bench_engines.py``'s small uncompressed one (~120-byte records, cached in
 ``--out``). Each run is a separate process writing to /dev/null, the runs interleaved:
 
 ``klogtool``
     ``python -m klogtool dump-segments --format jsonl --print-data SEG`` under each engine
-    (``--jobs 1``), and with ``--jobs 2`` (threads rendering ahead) under the native one.
+    (``--jobs 1``), and with ``--jobs 2`` under the native one (worker processes writing the
+    parts of a segment of 64 MiB or more in turn; threads rendering ahead below that).
+    ``--segment FILE`` dumps that segment instead (issue 25's 2 GB one, say).
 ``kafka-python + json.dumps``
     The script operators write today (:data:`PEER`): kafka-python's ``MemoryRecords`` over the
     file's bytes, one ``json.dumps`` per record with base64 key and value.
@@ -25,6 +28,7 @@ import argparse
 import os
 import resource
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -61,37 +65,65 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, cpu
 
 
+def v2_records(path: str) -> int:
+    """The records of a segment of v2 batches, from their headers."""
+    n = 0
+    with open(path, "rb") as f:
+        while len(head := f.read(61)) == 61:
+            size, count = (
+                struct.unpack_from(">i", head, 8)[0],
+                struct.unpack_from(">i", head, 57)[0],
+            )
+            n += count
+            f.seek(12 + size - 61, os.SEEK_CUR)
+    return n
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--records", type=int, default=1_200_000)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "klogtool-bench-engines"))
+    p.add_argument("--segment", help="dump this .log (v2 batches) instead of the generated one")
+    p.add_argument(
+        "--only",
+        default="",
+        help="comma-separated cases to run (native1, native2, python, peer) [default: all]",
+    )
     a = p.parse_args(argv)
-    pdir = partition_dir(a.out, "small", "none", a.records)
-    seg = segment_file(pdir)
-    if not os.path.isfile(seg):
-        write_segments(a.out, "small", ["none"], a.records)
+    if a.segment:
+        seg = a.segment
+        a.records = v2_records(seg)
+    else:
+        seg = segment_file(partition_dir(a.out, "small", "none", a.records))
+        if not os.path.isfile(seg):
+            write_segments(a.out, "small", ["none"], a.records)
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=repo)
     dump = [sys.executable, "-m", "klogtool", "--no-progress", "dump-segments"]
     dump += ["--format", "jsonl", "--print-data"]
-    cases: dict[str, tuple[list[str], dict[str, str]]] = {
-        "klogtool, native engine": (
+    every: dict[str, tuple[str, list[str], dict[str, str]]] = {
+        "native1": (
+            "klogtool, native engine",
             dump + ["--jobs", "1", seg],
             dict(env, KLOGTOOL_ENGINE="native"),
         ),
-        "klogtool --jobs 2, native": (
+        "native2": (
+            "klogtool --jobs 2, native",
             dump + ["--jobs", "2", seg],
             dict(env, KLOGTOOL_ENGINE="native"),
         ),
-        "klogtool, python engine": (dump + [seg], dict(env, KLOGTOOL_ENGINE="python")),
-        "kafka-python + json.dumps": ([sys.executable, "-c", PEER, seg], env),
+        "python": ("klogtool, python engine", dump + [seg], dict(env, KLOGTOOL_ENGINE="python")),
+        "peer": ("kafka-python + json.dumps", [sys.executable, "-c", PEER, seg], env),
     }
+    only = [c for c in a.only.split(",") if c] or list(every)
+    cases = {every[c][0]: every[c][1:] for c in only}
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
     for _ in range(a.runs):
         for name, (cmd, case_env) in cases.items():
             times[name].append(timed(cmd, case_env))
-    peer = statistics.median(w for w, _c in times["kafka-python + json.dumps"])
+    runs_of_peer = times.get("kafka-python + json.dumps")
+    peer = statistics.median(w for w, _c in runs_of_peer) if runs_of_peer else float("nan")
     print(f"{a.records:,} records ({os.path.getsize(seg):,} bytes); median of {a.runs} runs")
     print(f"{'':34} {'wall s':>8} {'CPU s':>8} {'records/s wall':>15} {'vs peer':>8}")
     for name, runs in times.items():

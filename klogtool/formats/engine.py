@@ -52,7 +52,7 @@ class NativeModule(Protocol):
     def records_v2(self, batch: _Readable, max_batch_bytes: int) -> list[_stub.Record] | None: ...
     def legacy_decompress(
         self, value: _Readable, codec: int, magic: int, limit: int
-    ) -> bytes | None: ...
+    ) -> _stub.Buffer | None: ...
     def legacy_scan(self, raw: _Readable, magic: int) -> _stub.LegacyScan | None: ...
     def records_legacy(
         self, raw: _Readable, magic: int, shift: int, fixed_timestamp: int | None
@@ -336,15 +336,16 @@ def find_matcher(spec: FindSpec) -> FindMatcher | None:
 
 def legacy_decompress(
     codec: int, value: bytes | memoryview, magic: int, limit: int, where: str
-) -> bytes | None:
+) -> memoryview | None:
     """A v0/v1 wrapper's value (``codec`` gzip, snappy or lz4, ``magic`` 0 or 1) decompressed
     within ``limit`` bytes, exactly as ``codecs.decompress(codec, value, magic=magic,
-    limit=limit)`` decompresses it; None: decompress it in Python (the reference says what is
-    wrong), or under the python engine."""
+    limit=limit)`` decompresses it (a read-only view of the native engine's memory, not a
+    copy); None: decompress it in Python (the reference says what is wrong), or under the
+    python engine."""
     if _active is None:
         return None
-    raw: bytes | None = call(where, _active.legacy_decompress, value, codec, magic, limit)
-    return raw
+    raw = call(where, _active.legacy_decompress, value, codec, magic, limit)
+    return None if raw is None else memoryview(raw)
 
 
 def legacy_scan(raw: bytes | memoryview, magic: int, where: str) -> tuple[int, int, int] | None:

@@ -233,6 +233,8 @@ fn legacy_scan(
 /// bytes, exactly as `codecs.decompress(codec, value, magic=magic, limit=limit)` decompresses
 /// it, or None: decompress it in Python, which says what is wrong (see
 /// `codecs::decompress_legacy`).
+/// The output is handed over without a copy (a read-only `Buffer`: a wrapper of a million
+/// small messages decompresses to tens of MB, which a copy would double).
 #[pyfunction]
 fn legacy_decompress<'py>(
     py: Python<'py>,
@@ -240,7 +242,7 @@ fn legacy_decompress<'py>(
     codec: u8,
     magic: u8,
     limit: usize,
-) -> PyResult<Option<Bound<'py, PyBytes>>> {
+) -> PyResult<Option<Bound<'py, columns::Buffer>>> {
     let bytes = Bytes::get(value)?;
     let data = bytes.as_slice();
     let out = py.detach(|| {
@@ -248,7 +250,16 @@ fn legacy_decompress<'py>(
             crate::codecs::decompress_legacy(codec, magic, data, limit)
         })
     });
-    Ok(out.map(|raw| PyBytes::new(py, &raw)))
+    out.map(|raw| {
+        Bound::new(
+            py,
+            columns::Buffer {
+                data: columns::Column::Bytes(raw),
+                spares: None,
+            },
+        )
+    })
+    .transpose()
 }
 
 fn wrapper(magic: u8, shift: i64, fixed_timestamp: Option<i64>) -> legacy::Wrapper {
