@@ -478,8 +478,9 @@ from klogtool.log.read import dumper
 dumper.PROCESS_MIN_BYTES, dumper.PROCESS_CHUNK_BYTES = 0, 2048
 dumped = dumper.Dumper._in_processes
 def spy(self, f, buf, chunks, fd):
+    chunks = list(chunks)
     print(f"parts in processes: {len(chunks)}", file=sys.stderr)
-    return dumped(self, f, buf, chunks, fd)
+    return dumped(self, f, buf, iter(chunks), fd)
 dumper.Dumper._in_processes = spy
 main(sys.argv[1:])
 """

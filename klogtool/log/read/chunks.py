@@ -13,7 +13,7 @@ holds more than its share.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from klogtool.formats.records import ENTRY_PREFIX, ReleaseBehind, ScanResult
@@ -29,13 +29,13 @@ class Chunk(NamedTuple):
     last_offset: int | None  # the last offset of the batch before it (None: it starts the file)
 
 
-def plan_chunks(buf: memoryview, chunk_bytes: int) -> list[Chunk] | None:
-    """``buf`` cut at batch boundaries into parts of about ``chunk_bytes``; None when it makes
-    fewer than two."""
+def plan_chunks(buf: memoryview, chunk_bytes: int) -> Iterator[Chunk]:
+    """``buf`` cut at batch boundaries into parts of about ``chunk_bytes``, each yielded as
+    soon as the walk of headers passes it (so that workers start on the first parts while the
+    walk goes on)."""
     n = len(buf)
     unpack_prefix = ENTRY_PREFIX.unpack_from
     unpack_delta = _LAST_OFFSET_DELTA.unpack_from
-    chunks: list[Chunk] = []
     start, before, last = 0, None, None
     pos = 0
     release = ReleaseBehind(buf)  # the pages of headers read leave this process (flat RSS)
@@ -46,13 +46,12 @@ def plan_chunks(buf: memoryview, chunk_bytes: int) -> list[Chunk] | None:
         if magic != 2 or size < MIN_LENGTH or end > n or delta < 0:
             break  # the last part's walk judges it
         if pos - start >= chunk_bytes:
-            chunks.append(Chunk(start, pos, before))
+            release(pos)
+            yield Chunk(start, pos, before)
             start, before = pos, last
         last = offset + delta
         pos = end
-        release(pos)
-    chunks.append(Chunk(start, n, before))
-    return chunks if len(chunks) > 1 else None
+    yield Chunk(start, n, before)
 
 
 def joined(parts: Sequence[tuple[Chunk, ScanResult]], size: int) -> ScanResult:

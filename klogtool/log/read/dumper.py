@@ -8,6 +8,7 @@ batches / records / entries, and ``finding`` objects for what is wrong; the stre
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -376,9 +377,9 @@ class Dumper:
         yield finding(sev, code, f.display, result.stopped_at, msg, invalid_bytes=invalid)
 
     # -- a large segment in processes ---------------------------------------------------------
-    def _chunks(self, f: InputFile, buf: memoryview) -> list[Chunk] | None:
+    def _chunks(self, f: InputFile, buf: memoryview) -> Iterator[Chunk] | None:
         """The parts of a large segment its records are rendered in, by ``--jobs`` worker
-        processes; None: rendered here (threads at most)."""
+        processes (found as they are taken); None: rendered here (threads at most)."""
         opts = self.opts
         if (
             opts.threads < 2
@@ -391,10 +392,14 @@ class Dumper:
             or storage.is_remote(f.path)
         ):
             return None
-        return plan_chunks(buf, PROCESS_CHUNK_BYTES)
+        chunks = plan_chunks(buf, PROCESS_CHUNK_BYTES)
+        first = next(chunks)
+        if first.end == len(buf):
+            return None  # one part: nothing to share
+        return itertools.chain([first], chunks)
 
     def _in_processes(
-        self, f: InputFile, buf: memoryview, chunks: list[Chunk], fd: int
+        self, f: InputFile, buf: memoryview, chunks: Iterator[Chunk], fd: int
     ) -> ScanResult:
         """The dump of ``chunks`` of ``f`` by worker processes (:func:`_dump_chunk`): each
         renders a part ahead and writes it to ``fd`` itself when its turn comes, up to the
@@ -407,7 +412,7 @@ class Dumper:
         done: list[tuple[Chunk, ScanResult]] = []
         with pool.processes(opts.ctx, opts.threads, _share_turns, (turn, turns)) as workers:
             todo = iter(enumerate(chunks))
-            ahead: deque[tuple[Chunk, Future[tuple[ScanResult, events.DumpSegmentsSummary]]]]
+            ahead: deque[tuple[Chunk, Future[tuple[ScanResult | None, events.DumpSegmentsSummary]]]]
             ahead = deque()
             try:
                 while True:
@@ -417,6 +422,7 @@ class Dumper:
                         break
                     chunk, fut = ahead.popleft()
                     result, counts = fut.result()  # a worker's error is raised in its turn
+                    assert result is not None  # (None: a part after the walk's end)
                     for k in ("batches", "records", "errors", "warnings"):
                         self.counts[k] += counts[k]
                     self.progress(chunk.end - chunk.start)
@@ -801,17 +807,32 @@ def _share_turns(turn: Any, turns: Any) -> None:
 
 def _dump_chunk(
     path: str, display: str, opts: DumpOptions, fd: int, index: int, chunk: Chunk
-) -> tuple[ScanResult, events.DumpSegmentsSummary]:
+) -> tuple[ScanResult | None, events.DumpSegmentsSummary]:
     """In a worker: the dump of part ``index`` of a segment (objects as ``opts.write_object``
-    writes them, records as the native renderer's lines), held in memory, then written to
-    ``fd`` when the parts before it have been; its scan result and counts. A part whose walk
-    stops early, or fails, ends the turns: the parts after it write nothing."""
+    writes them, records as the native renderer's lines) written to ``fd`` in its turn: held
+    until the parts before it are written, then as it is rendered. Its scan result and counts.
+    A part whose walk stops early, or fails, ends the turns: the parts after it write nothing
+    (and stop: their result is None)."""
     turn, turns = _TURNS
     write = opts.write_object
     assert write is not None  # (Dumper._chunks)
     dumper = Dumper([], opts)
     f = InputFile(Path(path), layout.LOG, display)
-    text: list[Any] = []
+    held = _HELD
+    held.size = 0
+    streaming = False  # the parts before are written: this one goes out as it is rendered
+
+    def out(piece: Any) -> None:
+        nonlocal streaming
+        if not streaming and turn.value == index:
+            _write_all(fd, held.view())
+            held.size = 0
+            streaming = True
+        if streaming:
+            _write_all(fd, piece)
+        else:
+            held.add(piece)
+
     result: ScanResult | None = None
     try:
         with mapped(Path(path)) as buf:
@@ -822,34 +843,59 @@ def _dump_chunk(
                 last_offset=chunk.last_offset,
             )
             for obj in dumper._walk(f, scanner, lambda _position: None, 1):
+                if turn.value == _DONE:
+                    break  # a part before this one ended the walk
                 if obj["type"] == "lines":
-                    text.append(obj["text"])
+                    out(obj["text"])
                     continue
                 if obj["type"] == "finding":
                     dumper.counts["errors" if obj["severity"] == "error" else "warnings"] += 1
-                text.append(write(obj))
-            result = scanner.result
+                out(write(obj))
+            else:
+                result = scanner.result
     finally:
         with turns:
             turns.wait_for(lambda: turn.value in (index, _DONE))
             mine = turn.value == index
         try:
-            if mine and result is not None:
-                _write_all(fd, text)
+            if mine and not streaming:
+                _write_all(fd, held.view())
         finally:
-            with turns:
-                clean = mine and result is not None and result.end == CLEAN
-                turn.value = index + 1 if clean else _DONE
-                turns.notify_all()
-    assert result is not None
+            held.size = 0
+            if mine:
+                with turns:
+                    clean = result is not None and result.end == CLEAN
+                    turn.value = index + 1 if clean else _DONE
+                    turns.notify_all()
     return result, dumper.counts
 
 
-def _write_all(fd: int, parts: list[Any]) -> None:
+class _Held:
+    """A worker's output waiting for its turn, in one buffer kept from part to part (fresh
+    memory for every part, or every batch's own buffer kept, would cost page faults)."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.size = 0
+
+    def add(self, piece: Any) -> None:
+        end = self.size + len(memoryview(piece))
+        if end > len(self.buf):
+            self.buf.extend(bytes(max(end, 2 * len(self.buf)) - len(self.buf)))
+        self.buf[self.size : end] = piece
+        self.size = end
+
+    def view(self) -> memoryview:
+        return memoryview(self.buf)[: self.size]
+
+
+_HELD = _Held()
+
+
+def _write_all(fd: int, data: Any) -> None:
+    view = memoryview(data)
     try:
-        for part in parts:
-            view = memoryview(part)
-            while view:
-                view = view[os.write(fd, view) :]
+        while view:
+            view = view[os.write(fd, view) :]
     except BrokenPipeError:
         raise StdoutClosed() from None
