@@ -6,6 +6,7 @@ Run by hand (it is not a test; nothing here asserts a timing)::
     python bench/bench_engines.py [--runs 5] [--cli-runs 5] [--codecs none,gzip,snappy,lz4,zstd]
                                   [--shapes small,large] [--small-records 300000]
                                   [--large-records 60000] [--skip-cli] [--cli-codecs LIST]
+                                  [--ops "native records,aiokafka decode"] [--cpu-time]
                                   [--out DIR]
 
 Two record shapes, each written once per codec as a v2 segment with klogtool's own encoder
@@ -18,6 +19,9 @@ the operations' runs interleaved (median of ``--runs``):
     ``native_columns.record_columns(...).add(batch.data, i)``, ``take()`` every ~16k rows.
 ``python decode``
     The same walk, ``list(batch.records())`` per batch.
+``native records`` / ``python records``
+    The same walk, ``batch.records()`` per batch, reading offset, timestamp, key, value and
+    headers of every record as the peers' loop below does (what every caller of records pays).
 ``kafka-python decode`` / ``aiokafka decode``
     ``MemoryRecords(bytes)`` batches and records, reading offset, timestamp, key, value and
     headers of every record (aiokafka with its C extension, ``aiokafka.record._crecords``).
@@ -343,6 +347,30 @@ def _consume(records, acc: list[int]) -> None:
     acc[3] += nheaders
 
 
+def _records_walk(ctx: Ctx, engine_name: str) -> tuple:
+    """CRC walk + ``batch.records()`` per batch under ``engine_name``, reading offset,
+    timestamp, key, value and headers of every record (the peers' loop, :func:`_consume`)."""
+    engine.use(engine_name)
+    acc = [0, 0, 0, 0]
+    bad_crc = 0
+    scanner = SegmentScanner(ctx.view, stop_on_crc=False)
+    for batch in scanner:
+        if not scanner.crc_valid:
+            bad_crc += 1
+        _consume(batch.records(MAX_BATCH_BYTES), acc)
+    return (*acc, 0, bad_crc)
+
+
+def native_records(ctx: Ctx, check: bool = False) -> tuple:
+    """``batch.records()`` under the native engine, every record read as the peers read theirs."""
+    return _records_walk(ctx, "native")
+
+
+def python_records(ctx: Ctx, check: bool = False) -> tuple:
+    """``batch.records()`` under the python engine, every record read as the peers read theirs."""
+    return _records_walk(ctx, "python")
+
+
 def kafka_decode(ctx: Ctx, check: bool = False) -> tuple:
     acc = [0, 0, 0, 0]
     for batch in KafkaMemoryRecords(ctx.data):
@@ -405,6 +433,8 @@ def python_deep(ctx: Ctx, check: bool = False) -> tuple:
 OPS: dict[str, Callable[..., tuple]] = {
     "native decode": native_decode,
     "python decode": python_decode,
+    "native records": native_records,
+    "python records": python_records,
     "kafka-python decode": kafka_decode,
     "aiokafka decode": aiokafka_decode,
     "native deep": native_deep,
@@ -426,13 +456,16 @@ def available_ops() -> tuple[list[str], dict[str, str]]:
     return ops, skipped
 
 
+CLOCK = time.perf_counter  # --cpu-time: time.process_time (on a machine others share)
+
+
 def _timed(fn: Callable, ctx: Ctx) -> tuple[float, tuple]:
     gc.collect()
     gc.disable()
     try:
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         out = fn(ctx)
-        return time.perf_counter() - t0, out
+        return CLOCK() - t0, out
     finally:
         gc.enable()
 
@@ -858,6 +891,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--large-records", type=int, default=60_000)
     p.add_argument("--skip-cli", action="store_true", help="in-process timings only")
     p.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="time the in-process operations in CPU time (time.process_time), not wall time: "
+        "steadier where other processes share the CPUs",
+    )
+    p.add_argument(
+        "--ops",
+        default=None,
+        help="in-process operations to time, comma-separated (default: all available)",
+    )
+    p.add_argument(
         "--cli-codecs",
         default=None,
         help="codecs for the CLI part (default: as --codecs); it is most of the run time",
@@ -876,6 +920,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         a.cli_codecs = [c.strip() for c in a.cli_codecs.split(",") if c.strip()]
         if bad := [c for c in a.cli_codecs if c not in a.codecs]:
             p.error(f"--cli-codecs {bad} not in --codecs")
+    if a.ops is not None:
+        a.ops = [o.strip() for o in a.ops.split(",") if o.strip()]
+        if bad := [o for o in a.ops if o not in OPS]:
+            p.error(f"unknown op(s) {bad}")
     if bad := [c for c in a.codecs if c not in CODEC_IDS]:
         p.error(f"unknown codec(s) {bad}")
     if bad := [s for s in a.shapes if s not in SHAPES]:
@@ -887,6 +935,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.cpu_time:
+        global CLOCK
+        CLOCK = time.process_time
     t_start = time.perf_counter()
     print_header()
     counts = {"small": args.small_records, "large": args.large_records}
@@ -909,6 +960,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  using cached {shape} segments", file=sys.stderr)
 
     ops, skipped = available_ops()
+    if args.ops is not None:
+        ops = [op for op in ops if op in args.ops]
+        skipped = {op: why for op, why in skipped.items() if op in args.ops}
     segs: list[Segment] = []
     results: list[Result] = []
     handbacks: list[tuple[str, str, dict[str, int]]] = []

@@ -616,7 +616,7 @@ def compare_engines(batch, stats: Counter) -> None:
         assert error is None, f"the native engine decoded what the python engine rejects: {error}"
         assert expected is not None
         assert got == [r[:6] for r in expected], "the engines decoded different records"
-        assert rows is None or rows == expected, "records_v2 decoded different records"
+        assert rows is None or [r[:7] for r in rows] == expected, "records_v2 decoded other records"
     if checked is not None:
         assert error is None, f"check_v2 accepted what the python engine rejects: {error}"
         assert expected is not None
@@ -684,7 +684,7 @@ def compare_find(
     want = [(i, r) for i, r in enumerate(expected) if where.matches(Record(*r))]
     assert count == len(expected), "the find kernel counted other records"
     assert indexes == [i for i, _ in want], f"the find kernel matched other records: {where}"
-    assert list(rows) == [r for _, r in want], "the find kernel made other records"
+    assert [r[:7] for r in rows] == [r for _, r in want], "the find kernel made other records"
     stats["find-agreed"] += 1
     stats["find-matched"] += len(rows)
 

@@ -6,7 +6,8 @@ it through ``engine.native_module()``. Every entry point answers None where the 
 must read the batch itself. The aliases and the TypedDict below exist for type checkers only.
 """
 
-from typing import TypeAlias, TypedDict, final
+from collections.abc import Iterator
+from typing import Any, ClassVar, TypeAlias, TypedDict, final, overload
 
 from typing_extensions import Buffer as _Readable
 
@@ -19,11 +20,6 @@ CrcAhead: TypeAlias = tuple[list[tuple[int, int]], int]
 Checked: TypeAlias = tuple[int, bool, int]
 # a record header: (key, value)
 Header: TypeAlias = tuple[str, bytes | None]
-# (offset, timestamp, key, value, headers, sequence, attributes) of one v2 record
-Row: TypeAlias = tuple[int, int, bytes | None, bytes | None, tuple[Header, ...], int, int]
-# Row of a v0/v1 message (no headers; attributes a signed byte), then its CRC-32 and whether
-# it holds
-LegacyRow: TypeAlias = tuple[int, int, bytes | None, bytes | None, tuple[()], int, int, int, bool]
 # count, first offset, last offset of a v0/v1 inner message set
 LegacyScan: TypeAlias = tuple[int, int, int]
 # records area, records, largest record timestamp, base timestamp of the deltas
@@ -44,12 +40,12 @@ Retained: TypeAlias = tuple[bytes, int, int, int, int]
 def crc32c(data: _Readable) -> int: ...
 def crc_ahead(buf: _Readable, start: int, limit: int) -> CrcAhead: ...
 def check_v2(batch: _Readable, max_batch_bytes: int) -> Checked | None: ...
-def records_v2(batch: _Readable, max_batch_bytes: int) -> list[Row] | None: ...
+def records_v2(batch: _Readable, max_batch_bytes: int) -> list[Record] | None: ...
 def legacy_decompress(value: _Readable, codec: int, magic: int, limit: int) -> Buffer | None: ...
 def legacy_scan(raw: _Readable, magic: int) -> LegacyScan | None: ...
 def records_legacy(
     raw: _Readable, magic: int, shift: int, fixed_timestamp: int | None
-) -> list[LegacyRow] | None: ...
+) -> list[Record] | None: ...
 def reencode_v2(
     batch: _Readable,
     max_batch_bytes: int,
@@ -138,9 +134,75 @@ class Columns:
     def payload_bytes(self) -> int: ...
     def take(self) -> ColumnBuffers: ...
 
+# -- records (formats/batch.py's Record when the module is built) ---------------------------
+# a record's payload: bytes from the native engine, a zero-copy view from the python engine
+_Payload: TypeAlias = memoryview | bytes | None
+
+class Record:
+    """One logical record, frozen, that behaves like a named tuple of its nine fields (see
+    ``klogtool.formats.batch.PyRecord``, the same without the native module)."""
+
+    __match_args__: ClassVar[tuple[str, ...]]
+    _fields: ClassVar[tuple[str, ...]]
+
+    def __init__(
+        self,
+        offset: int,
+        timestamp: int,
+        key: _Payload,
+        value: _Payload,
+        headers: tuple[tuple[str, _Payload], ...] = (),
+        sequence: int = -1,
+        attributes: int = 0,
+        crc: int | None = None,
+        crc_valid: bool | None = None,
+    ) -> None: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def timestamp(self) -> int: ...
+    @property
+    def key(self) -> _Payload: ...
+    @property
+    def value(self) -> _Payload: ...
+    @property
+    def headers(self) -> tuple[tuple[str, _Payload], ...]: ...
+    @property
+    def sequence(self) -> int: ...
+    @property
+    def attributes(self) -> int: ...
+    @property
+    def crc(self) -> int | None: ...  # v0/v1 messages only
+    @property
+    def crc_valid(self) -> bool | None: ...  # v0/v1 messages only
+    def _astuple(self) -> tuple[Any, ...]: ...
+    def __iter__(self) -> Iterator[Any]: ...
+    def __len__(self) -> int: ...
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Any, ...]: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+    def _replace(self, **changes: Any) -> Record: ...
+    def _asdict(self) -> dict[str, Any]: ...
+
+def make_record(
+    offset: int,
+    timestamp: int,
+    key: _Payload,
+    value: _Payload,
+    headers: tuple[tuple[str, _Payload], ...],
+    sequence: int,
+    attributes: int,
+    crc: int | None,
+    crc_valid: bool | None,
+    /,
+) -> Record: ...
+
 # -- find's record filters (formats/engine.py, for log/read/finder.py) -----------------------
-# records in the batch, indexes of the matching records, their rows
-Matched: TypeAlias = tuple[int, list[int], list[Row]]
+# records in the batch, indexes of the matching records, those records
+Matched: TypeAlias = tuple[int, list[int], list[Record]]
 
 @final
 class FindFilter:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from klogtool.formats import engine
 
 NO_TIMESTAMP_TYPE = -1
 CREATE_TIME = 0
@@ -26,14 +28,17 @@ DEFAULT_MAX_BATCH_BYTES = 64 * 1024 * 1024
 Header = tuple[str, "memoryview | bytes | None"]
 
 
-class Record:
+class PyRecord:
     """One logical record. ``key``/``value`` are zero-copy views (``None`` = null).
 
-    It behaves like a named tuple of its nine fields (unpacking, indexing, equality with records
-    and tuples, hashing, ``_replace``, ``_asdict``) but is a ``__slots__`` class, not a
-    ``tuple``: the decode loop fills slots directly, which costs less than building a tuple
-    subclass, and reading a slot costs less than a named tuple's field getter. Unlike a named
-    tuple's, its fields can be assigned; no two decoded records share one object."""
+    ``Record`` is the native module's class when it is built (``native/src/python/record.rs``:
+    the native engine makes records directly, at C speed) and this pure-Python one when it is
+    not; whichever it is, both engines make that one type. Both behave like a named tuple of
+    the nine fields (unpacking, indexing, equality with records and tuples, hashing,
+    ``_replace``, ``_asdict``, pickling) while reading a field costs what reading a slot
+    does. Fields are read-only (the native class cannot assign them; type checkers reject an
+    assignment to this one too): ``_replace`` makes a changed copy. No two decoded records
+    share one object."""
 
     __match_args__ = (
         "offset",
@@ -82,20 +87,20 @@ class Record:
         self.crc_valid = crc_valid
 
     def _astuple(self) -> tuple[Any, ...]:
-        fields: tuple[Any, ...] = record_fields(self)
+        fields: tuple[Any, ...] = _py_fields(self)
         return fields
 
     def __iter__(self) -> Iterator[Any]:
-        return iter(record_fields(self))
+        return iter(_py_fields(self))
 
     def __len__(self) -> int:
         return 9
 
     def __getitem__(self, index: int | slice) -> Any:
-        return record_fields(self)[index]
+        return _py_fields(self)[index]
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, Record):
+        if isinstance(other, PyRecord):
             return self._astuple() == other._astuple()
         if isinstance(other, tuple):
             return self._astuple() == other
@@ -108,12 +113,58 @@ class Record:
         fields = ", ".join(map("{}={!r}".format, self._fields, self._astuple()))
         return f"Record({fields})"
 
-    def _replace(self, **changes: Any) -> Record:
-        return Record(**{**self._asdict(), **changes})
+    def _replace(self, **changes: Any) -> PyRecord:
+        return PyRecord(**{**self._asdict(), **changes})
 
     def _asdict(self) -> dict[str, Any]:
         return dict(zip(self._fields, self._astuple(), strict=True))
 
+    def __reduce__(self) -> tuple[type[PyRecord], tuple[Any, ...]]:
+        return PyRecord, self._astuple()
+
+
+_py_fields = attrgetter(*PyRecord._fields)
+
+
+def _py_make_record(
+    offset: int,
+    timestamp: int,
+    key: memoryview | bytes | None,
+    value: memoryview | bytes | None,
+    headers: tuple[Header, ...],
+    sequence: int,
+    attributes: int,
+    crc: int | None,
+    crc_valid: bool | None,
+    new: Any = object.__new__,
+) -> PyRecord:
+    """``PyRecord(...)`` with every field given, without an ``__init__`` call."""
+    r: PyRecord = new(PyRecord)
+    r.offset = offset
+    r.timestamp = timestamp
+    r.key = key
+    r.value = value
+    r.headers = headers
+    r.sequence = sequence
+    r.attributes = attributes
+    r.crc = crc
+    r.crc_valid = crc_valid
+    return r
+
+
+if TYPE_CHECKING:
+    # the native class's stub (klogtool/_native.pyi) types every record; PyRecord matches it
+    Record = engine.NativeRecord
+
+    make_record: engine.MakeRecord
+
+elif (_native_record := engine.native_record()) is not None:
+    Record, make_record = _native_record
+else:  # no native module: the pure-Python class
+    Record, make_record = PyRecord, _py_make_record
+# ``make_record(offset, timestamp, key, value, headers, sequence, attributes, crc, crc_valid)``
+# makes a record with every field given, as the python engine's decode loops do: a function
+# call, cheaper than calling the class.
 
 # The nine fields of a record as a tuple, in C (what ``zip(*records)`` would give per record).
 record_fields = attrgetter(*Record._fields)

@@ -27,12 +27,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
 
-from klogtool.formats.batch import NativeWrapper
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (batch.py imports this module: it takes its Record from native_record)
     from typing_extensions import Buffer as _Readable
 
     import klogtool._native as _stub  # its stub, klogtool/_native.pyi: types only
+    from klogtool.formats.batch import NativeWrapper
+
+    NativeRecord = _stub.Record  # batch.Record, for type checkers
 
 NATIVE = "native"
 PYTHON = "python"
@@ -48,14 +49,14 @@ class NativeModule(Protocol):
     def crc32c(self, data: _Readable) -> int: ...
     def crc_ahead(self, buf: _Readable, start: int, limit: int) -> _stub.CrcAhead: ...
     def check_v2(self, batch: _Readable, max_batch_bytes: int) -> _stub.Checked | None: ...
-    def records_v2(self, batch: _Readable, max_batch_bytes: int) -> list[_stub.Row] | None: ...
+    def records_v2(self, batch: _Readable, max_batch_bytes: int) -> list[_stub.Record] | None: ...
     def legacy_decompress(
         self, value: _Readable, codec: int, magic: int, limit: int
     ) -> _stub.Buffer | None: ...
     def legacy_scan(self, raw: _Readable, magic: int) -> _stub.LegacyScan | None: ...
     def records_legacy(
         self, raw: _Readable, magic: int, shift: int, fixed_timestamp: int | None
-    ) -> list[_stub.LegacyRow] | None: ...
+    ) -> list[_stub.Record] | None: ...
     def reencode_v2(
         self,
         batch: _Readable,
@@ -69,6 +70,21 @@ class NativeModule(Protocol):
     def handbacks(self) -> list[tuple[str, int]]: ...
     @property
     def FindFilter(self) -> type[_stub.FindFilter]: ...
+    @property
+    def Record(self) -> type[_stub.Record]: ...
+    def make_record(
+        self,
+        offset: int,
+        timestamp: int,
+        key: _stub._Payload,
+        value: _stub._Payload,
+        headers: tuple[tuple[str, _stub._Payload], ...],
+        sequence: int,
+        attributes: int,
+        crc: int | None,
+        crc_valid: bool | None,
+        /,
+    ) -> _stub.Record: ...
 
     # the adapters': log/rewrite/native_clean, log/read/native_render, log/export/native_columns,
     # log/read/native_stats
@@ -102,8 +118,31 @@ else:
 
 _active: NativeModule | None = None
 
-# (offset, timestamp, key, value, headers, sequence, attributes) of one record
-Row = tuple[int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...], int, int]
+
+class MakeRecord(Protocol):
+    """``make_record(offset, timestamp, key, value, headers, sequence, attributes, crc,
+    crc_valid)``: a record with every field given (``batch.make_record``)."""
+
+    def __call__(
+        self,
+        offset: int,
+        timestamp: int,
+        key: memoryview | bytes | None,
+        value: memoryview | bytes | None,
+        headers: tuple[tuple[str, memoryview | bytes | None], ...],
+        sequence: int,
+        attributes: int,
+        crc: int | None,
+        crc_valid: bool | None,
+        /,
+    ) -> NativeRecord: ...
+
+
+def native_record() -> tuple[type[NativeRecord], MakeRecord] | None:
+    """The native module's ``Record`` class and its ``make_record`` when it is built (what
+    ``batch.Record`` then is, whichever engine is in use: both engines make that type), else
+    None."""
+    return None if _native is None else (_native.Record, _native.make_record)
 
 
 class EngineChoiceError(ValueError):
@@ -230,13 +269,16 @@ def check_v2(data: memoryview, max_batch_bytes: int, where: str) -> tuple[int, b
     return result
 
 
-def records_v2(data: memoryview, max_batch_bytes: int, position: int) -> list[Row] | None:
-    """The records of a whole well-formed v2 batch as tuples (payloads as ``bytes``), or None:
-    decode it in Python. ``position`` (the batch's) names it if the engine fails."""
+def records_v2(data: memoryview, max_batch_bytes: int, position: int) -> list[NativeRecord] | None:
+    """The records of a whole well-formed v2 batch (payloads as ``bytes``), made by the native
+    engine, or None: decode it in Python. ``position`` (the batch's) names it if the engine
+    fails."""
     if _active is None:
         return None
-    rows: list[Row] | None = call(f"byte {position}", _active.records_v2, data, max_batch_bytes)
-    return rows
+    records: list[NativeRecord] | None = call(
+        f"byte {position}", _active.records_v2, data, max_batch_bytes
+    )
+    return records
 
 
 # find's native conditions: key, headers, offsets, from_time, to_time, min_size, max_size
@@ -263,11 +305,11 @@ class FindMatcher:
 
     def matches(
         self, data: memoryview | bytes, max_batch_bytes: int, position: int
-    ) -> tuple[int, list[int], list[Row]] | None:
-        """``(records in the batch, indexes of the matching records, their rows)`` of a
+    ) -> tuple[int, list[int], list[NativeRecord]] | None:
+        """``(records in the batch, indexes of the matching records, those records)`` of a
         whole well-formed v2 batch, or None: read it with the python engine (``position``,
         the batch's, names it if the engine fails)."""
-        result: tuple[int, list[int], list[Row]] | None = call(
+        result: tuple[int, list[int], list[NativeRecord]] | None = call(
             f"byte {position}", self._filter.matches, data, max_batch_bytes
         )
         return result
@@ -290,10 +332,6 @@ def find_matcher(spec: FindSpec) -> FindMatcher | None:
         max_size,
     )
     return None if native_filter is None else FindMatcher(native_filter)
-
-
-# Row, then the message's stored CRC-32 and whether it holds (v0/v1)
-LegacyRow = tuple[int, int, bytes | None, bytes | None, tuple[()], int, int, int, bool]
 
 
 def legacy_decompress(
@@ -323,13 +361,13 @@ def legacy_scan(raw: bytes | memoryview, magic: int, where: str) -> tuple[int, i
 
 def records_legacy(
     raw: bytes | memoryview, wrapper: NativeWrapper, where: str
-) -> list[LegacyRow] | None:
-    """The records of an inner set :func:`legacy_scan` accepted, as tuples (payloads as
-    ``bytes``, the CRC judged), or None: make them in Python."""
+) -> list[NativeRecord] | None:
+    """The records of an inner set :func:`legacy_scan` accepted (payloads as ``bytes``, the
+    CRC judged), made by the native engine, or None: make them in Python."""
     if _active is None:
         return None
-    rows: list[LegacyRow] | None = call(where, _active.records_legacy, raw, *wrapper)
-    return rows
+    records: list[NativeRecord] | None = call(where, _active.records_legacy, raw, *wrapper)
+    return records
 
 
 # records area, records, largest record timestamp, base timestamp of the deltas

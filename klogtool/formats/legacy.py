@@ -23,6 +23,7 @@ from klogtool.formats.batch import (
     Batch,
     NativeWrapper,
     Record,
+    make_record,
 )
 from klogtool.formats.crc import crc32
 from klogtool.formats.errors import (
@@ -206,17 +207,18 @@ class LegacyBatch(Batch):
                 msg.compute_crc() == msg.crc,
             )
             return iter((record,))
-        kept: list[Record] = []
+        kept: list[_Fields] = []
         return self._inner_records(self._wrapper(max_batch_bytes, kept), kept)
 
     def _wrapper(
-        self, limit: int = DEFAULT_MAX_BATCH_BYTES, kept: list[Record] | None = None
+        self, limit: int = DEFAULT_MAX_BATCH_BYTES, kept: list[_Fields] | None = None
     ) -> _Unpacked:
         """The decompressed inner message set, checked whole once (so that every error is
         raised before the first record) and kept as bytes only: records are made a chunk at a
         time, so a wrapper of millions of tiny messages costs its decompressed size, not a
-        Python object per message. The first unpacking appends the first chunk's records to
-        ``kept`` as it checks them (at inner offsets, with their own timestamps). Every call
+        Python object per message. The first unpacking appends the first chunk's record
+        fields to ``kept`` as it checks them (at inner offsets, with their own timestamps).
+        Every call
         holds ``limit``, also when an earlier call (a larger limit, or none) already
         decompressed it."""
         if self._inner is None:
@@ -228,7 +230,7 @@ class LegacyBatch(Batch):
             )
         return self._inner
 
-    def _unpack(self, limit: int, kept: list[Record] | None) -> _Unpacked:
+    def _unpack(self, limit: int, kept: list[_Fields] | None) -> _Unpacked:
         msg = self._msg
         pos0 = self.position
         where = f"byte {pos0}"
@@ -255,8 +257,11 @@ class LegacyBatch(Batch):
         except FormatError as e:
             raise e.at(pos0) from None  # positions inside the compressed value are relative
         scanned = engine.legacy_scan(raw, msg.magic, where) or _plain_walk(raw, msg.magic, 0, kept)
+        made_to = 0
         if scanned is not None:
             count, first_rel, last_rel = scanned[:3]
+            if len(scanned) > 3:  # _plain_walk's, which made the first chunk's fields
+                made_to = scanned[3]
         else:  # something unusual: the careful walk says what, or reads it
             if kept:
                 kept.clear()
@@ -286,7 +291,7 @@ class LegacyBatch(Batch):
                 shift = wrapper_offset - last_rel
         else:
             shift = 0
-        return _Unpacked(raw, shift, count, first_rel + shift, scanned is not None)
+        return _Unpacked(raw, shift, count, first_rel + shift, scanned is not None, made_to)
 
     def native_input(
         self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
@@ -309,15 +314,15 @@ class LegacyBatch(Batch):
         log_append = msg.magic >= 1 and msg.attributes & TIMESTAMP_TYPE_MASK
         return msg.magic, shift, msg.timestamp if log_append else None
 
-    def _inner_records(self, unpacked: _Unpacked, kept: list[Record]) -> Iterator[Record]:
+    def _inner_records(self, unpacked: _Unpacked, kept: list[_Fields]) -> Iterator[Record]:
         if not unpacked.plain:
             return self._careful_records(unpacked)
         making = self._making(unpacked.shift)
         if not kept and unpacked.plain and unpacked.n_records <= _LISTED_RECORDS:
-            rows = engine.records_legacy(unpacked.raw, making, f"byte {self.position}")
-            if rows is not None:
-                return _from_rows(rows)
-        return _plain_records(unpacked.raw, kept, *making)
+            records = engine.records_legacy(unpacked.raw, making, f"byte {self.position}")
+            if records is not None:
+                return iter(records)
+        return _plain_records(unpacked.raw, kept, unpacked.made_to if kept else 0, *making)
 
     def _careful_records(self, unpacked: _Unpacked) -> Iterator[Record]:
         _, shift, fixed_ts = self._making(unpacked.shift)
@@ -341,49 +346,29 @@ class _Unpacked(NamedTuple):
     n_records: int
     first_offset: int
     plain: bool  # every inner message has the wrapper's magic and its lengths add up
+    made_to: int  # where the first chunk of fields the first walk made ends (0: none made)
 
 
 # The inner message headers up to the key length, for each magic.
 _INNER_HEAD = {0: struct.Struct(">qiIbbi"), 1: struct.Struct(">qiIbbqi")}
 
 
-_CRC_VALID = Record.__dict__["crc_valid"]  # the slot the property below fills
-
-
-class _InnerRecord(Record):
-    """A record of a compressed wrapper whose CRC-32 is computed when ``crc_valid`` is first
-    read: most readers never ask, and it was a third of the cost of reading such a record."""
-
-    __slots__ = ("_raw", "_pos")  # the decompressed message set, and where the message starts
-    _raw: memoryview
-    _pos: int
-
-    @property
-    def crc_valid(self) -> bool:
-        try:
-            valid: bool = _CRC_VALID.__get__(self, Record)
-        except AttributeError:  # not computed yet
-            pos = self._pos
-            (size,) = LENGTH.unpack_from(self._raw, pos + 8)
-            valid = zlib.crc32(self._raw[pos + CRC_START : pos + LOG_OVERHEAD + size]) == self.crc
-            _CRC_VALID.__set__(self, valid)
-        return valid
-
-    @crc_valid.setter
-    def crc_valid(self, valid: bool | None) -> None:
-        _CRC_VALID.__set__(self, valid)
+# The fields of an inner message that a record is made of: offset (inner), timestamp, key,
+# value, attributes, stored CRC-32, whether it holds. Made while the set is checked, before the
+# offset shift is known.
+_Fields = tuple[int, int, memoryview | None, memoryview | None, int, int, bool]
 
 
 _CHUNK_RECORDS = 1024  # records made per step: bounds memory whatever the wrapper holds
 
 
 def _plain_walk(
-    raw: memoryview, magic: int, pos: int, kept: list[Record] | None, stop: bool = False
+    raw: memoryview, magic: int, pos: int, kept: list[_Fields] | None, stop: bool = False
 ) -> tuple[int, int, int, int] | None:
     """Walks an inner message set from ``pos`` while its messages all have ``magic``, no
     compression and consistent lengths: returns (count, first offset, last offset, position
     after the last record made), or None for anything else (the careful walk then reads it or
-    says what is wrong). Makes records of the first :data:`_CHUNK_RECORDS` messages into
+    says what is wrong). Appends the fields of the first :data:`_CHUNK_RECORDS` messages to
     ``kept`` (at their inner offsets and own timestamps) and, with ``stop``, ends there."""
     head = _INNER_HEAD.get(magic)
     if head is None:
@@ -391,7 +376,7 @@ def _plain_walk(
     unpack = head.unpack_from
     length = LENGTH.unpack_from
     hsize = head.size
-    new = object.__new__  # fill the slots: Record(...) would run __init__ in Python
+    crc_of = zlib.crc32
     make = 0 if kept is None else _CHUNK_RECORDS
     count = first = last = made_to = 0
     n = len(raw)
@@ -412,18 +397,18 @@ def _plain_walk(
             last = offset
             count += 1
             if count <= make:
-                r = new(_InnerRecord)
-                r.offset = offset
-                r.timestamp = fields[5] if magic else -1
-                r.key = raw[pos + hsize : p] if klen >= 0 else None
-                r.value = raw[p + 4 : end] if vlen >= 0 else None
-                r.headers = ()
-                r.sequence = -1
-                r.attributes = fields[4]
-                r.crc = fields[2]
-                r._raw = raw
-                r._pos = pos
-                kept.append(r)  # type: ignore[union-attr]  # make > 0: kept is a list
+                crc = fields[2]
+                kept.append(  # type: ignore[union-attr]  # make > 0: kept is a list
+                    (
+                        offset,
+                        fields[5] if magic else -1,
+                        raw[pos + hsize : p] if klen >= 0 else None,
+                        raw[p + 4 : end] if vlen >= 0 else None,
+                        fields[4],
+                        crc,
+                        crc_of(raw[pos + CRC_START : end]) == crc,
+                    )
+                )
                 made_to = end
             elif stop:
                 break
@@ -434,46 +419,39 @@ def _plain_walk(
 
 
 def _plain_records(
-    raw: memoryview, kept: list[Record], magic: int, shift: int, fixed_ts: int | None
+    raw: memoryview,
+    kept: list[_Fields],
+    pos: int,
+    magic: int,
+    shift: int,
+    fixed_ts: int | None,
 ) -> Iterator[Record]:
-    """The records of an inner message set :func:`_plain_walk` accepted: ``kept`` (the first
-    chunk, made while the set was checked; empty if it was checked before), then the rest a
-    chunk at a time."""
-    pos = 0
-    if kept:
-        last: int = kept[-1]._pos  # type: ignore[attr-defined]
-        pos = last + LOG_OVERHEAD + LENGTH.unpack_from(raw, last + 8)[0]
+    """The records of an inner message set :func:`_plain_walk` accepted: those of ``kept``
+    (the first chunk's fields, made while the set was checked, which end at ``pos``; empty if
+    it was checked before), then the rest a chunk at a time."""
+    make = make_record
     while True:
         if not kept:
             walked = _plain_walk(raw, magic, pos, kept, stop=True) if pos < len(raw) else None
             if walked is None:  # the end (the set was accepted whole, so nothing else)
                 return
             pos = walked[3]
-        for r in kept:
-            r.offset += shift
-            if fixed_ts is not None:
-                r.timestamp = fixed_ts
-        yield from kept
+        for offset, timestamp, key, value, attributes, crc, valid in kept:
+            yield make(
+                offset + shift,
+                timestamp if fixed_ts is None else fixed_ts,
+                key,
+                value,
+                (),
+                -1,
+                attributes,
+                crc,
+                valid,
+            )
         kept = []
 
 
 _LISTED_RECORDS = 4096  # the most records the native engine returns in one list
-
-
-def _from_rows(rows: list[engine.LegacyRow]) -> Iterator[Record]:
-    new = object.__new__  # as in _plain_walk: fill the slots, no __init__ call
-    for offset, timestamp, key, value, headers, sequence, attributes, crc, valid in rows:
-        r = new(Record)
-        r.offset = offset
-        r.timestamp = timestamp
-        r.key = key
-        r.value = value
-        r.headers = headers
-        r.sequence = sequence
-        r.attributes = attributes
-        r.crc = crc
-        r.crc_valid = valid
-        yield r
 
 
 def _inner_messages(raw: memoryview, pos0: int) -> Iterator[_Message]:

@@ -20,6 +20,7 @@ from klogtool.formats.batch import (
     Batch,
     Header,
     Record,
+    make_record,
 )
 from klogtool.formats.crc import crc32c
 from klogtool.formats.errors import (
@@ -194,9 +195,9 @@ class DefaultBatch(Batch):
             raise e.at(self.position + RECORD_BATCH_OVERHEAD) from None
 
     def records(self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> Iterator[Record]:
-        rows = engine.records_v2(self.data, max_batch_bytes, self.position)
-        if rows is not None:  # the native engine decoded it (payloads are bytes then)
-            return records_of_rows(rows)
+        records = engine.records_v2(self.data, max_batch_bytes, self.position)
+        if records is not None:  # the native engine decoded it (payloads are bytes then)
+            return iter(records)
         count = self.records_count
         if count < 0:
             raise CorruptRecordError(
@@ -233,23 +234,6 @@ class DefaultBatch(Batch):
             self.position,
         )
         return chain.from_iterable(chunks)
-
-
-def records_of_rows(rows: Iterable[engine.Row]) -> Iterator[Record]:
-    """The native engine's record tuples (``records_v2``, find's matcher) as Records."""
-    new = object.__new__  # as in _decode_fast: fill the slots, no __init__ call
-    for offset, timestamp, key, value, headers, sequence, attributes in rows:
-        r = new(Record)
-        r.offset = offset
-        r.timestamp = timestamp
-        r.key = key
-        r.value = value
-        r.headers = headers
-        r.sequence = sequence
-        r.attributes = attributes
-        r.crc = None
-        r.crc_valid = None
-        yield r
 
 
 def sequence_at(base_sequence: int, delta: int) -> int:
@@ -333,20 +317,21 @@ def _record_chunks(
                 try:
                     pos = _decode_fast(
                         chunk, buf, view, pos, n - len(chunk), base_offset, base_timestamp,
-                        base_sequence,
+                        fixed_ts, base_sequence,
                     )  # fmt: skip
                     break
                 except _CarefulFrom as slow:
                     pos = slow.pos
             try:
                 record, pos = _decode_record(
-                    buf, view, pos, base_offset, base_timestamp, base_sequence, anchor, batch_pos
-                )
+                    buf, view, pos, base_offset, base_timestamp, base_sequence, anchor,
+                    batch_pos, fixed_ts,
+                )  # fmt: skip
             except FormatError:
-                yield _log_append_time(chunk, fixed_ts)
+                yield chunk
                 raise
             chunk.append(record)
-        yield _log_append_time(chunk, fixed_ts)
+        yield chunk
         left -= n
     if pos != len(buf):
         raise _corrupt(
@@ -357,15 +342,6 @@ def _record_chunks(
             batch_pos,
             "bad-record-count",
         )
-
-
-def _log_append_time(chunk: list[Record], fixed_ts: int | None) -> list[Record]:
-    """LogAppendTime batches give every record the batch's max timestamp (kept out of the
-    hot loop: such batches are rare)."""
-    if fixed_ts is not None:
-        for r in chunk:
-            r.timestamp = fixed_ts
-    return chunk
 
 
 class _CarefulFrom(Exception):
@@ -383,9 +359,11 @@ def _decode_fast(
     n: int,
     base_offset: int,
     base_timestamp: int,
+    fixed_ts: int | None,
     base_sequence: int,
 ) -> int:
-    """The hot loop: appends ``n`` records to ``out`` and returns the new position.
+    """The hot loop: appends ``n`` records to ``out`` and returns the new position. A
+    LogAppendTime batch's records all have its ``fixed_ts``.
 
     One- and two-byte varints (nearly all of them) are decoded inline by table, longer ones by
     :func:`_slow_varint`; timestamp deltas test for those first, as after a delete horizon all
@@ -396,7 +374,7 @@ def _decode_fast(
     z2 = _ZIGZAG2
     slow = _slow_varint
     append = out.append
-    new = object.__new__  # Record(...) would run __init__ in Python: fill the slots here
+    make = make_record  # a record of all nine fields, without calling the class
     idempotent = base_sequence >= 0
     names: dict[bytes | memoryview, str] = {}  # header keys repeat: decode each once
     # Whole header blocks repeat too (a content type, a source): records with the same bytes
@@ -512,17 +490,19 @@ def _decode_fast(
         # with its length field, or with the buffer, cannot end exactly at rec_end.
         if pos != rec_end:
             raise _CarefulFrom(start)
-        r = new(Record)
-        r.offset = base_offset + off_delta
-        r.timestamp = base_timestamp + ts_delta
-        r.key = key
-        r.value = value
-        r.headers = headers
-        r.sequence = base_sequence + off_delta if idempotent else -1
-        r.attributes = attributes
-        r.crc = None
-        r.crc_valid = None
-        append(r)
+        append(
+            make(
+                base_offset + off_delta,
+                base_timestamp + ts_delta if fixed_ts is None else fixed_ts,
+                key,
+                value,
+                headers,
+                base_sequence + off_delta if idempotent else -1,
+                attributes,
+                None,
+                None,
+            )
+        )
     return pos
 
 
@@ -577,9 +557,11 @@ def _decode_record(
     base_sequence: int,
     anchor: int | None,
     batch_pos: int,
+    fixed_ts: int | None = None,
 ) -> tuple[Record, int]:
     """One record, every field checked as Kafka's ``DefaultRecord.readFrom`` checks it:
-    returns (record fields, new position) or raises at the position of the record."""
+    returns (record fields, new position) or raises at the position of the record. A
+    LogAppendTime batch's records all have its ``fixed_ts``."""
     start = pos
     try:
         length, pos = _slow_varint(buf, pos, 5, anchor, batch_pos)
@@ -629,7 +611,7 @@ def _decode_record(
         )
     record = Record(
         base_offset + off_delta,
-        base_timestamp + ts_delta,
+        base_timestamp + ts_delta if fixed_ts is None else fixed_ts,
         fields[0],
         fields[1],
         headers,

@@ -7,6 +7,7 @@ The oracle is ``bench/fuzz.py``'s ``compare_engines``, which the large fuzz runs
 from __future__ import annotations
 
 import gzip
+import pickle
 import random
 import struct
 from collections import Counter
@@ -362,3 +363,38 @@ def test_a_dropped_column_buffer_is_reused_for_the_next_rows() -> None:
     _fourth, fourth = chunk()
     assert len({first, second, third}) == 3 and fourth == first
     assert bytes(kept["value_data"]) == bytes(100_000)  # the held ones are intact
+
+
+@pytest.mark.parametrize("codec", sorted(codecs.CODEC_NAMES), ids=codecs.CODEC_NAMES.get)
+@pytest.mark.parametrize("ts_type", [CREATE_TIME, LOG_APPEND_TIME], ids=["create", "append"])
+def test_both_engines_make_one_record_type(codec: int, ts_type: int) -> None:
+    """``batch.records()`` gives records of the one ``Record`` type under either engine (the
+    native engine makes them in Rust, the python engine through ``make_record``), and they
+    compare equal field by field, hash alike and pickle back to ``Record``."""
+    records = [
+        Record(10 + i, 1_700_000_000_000 + i, b"k%d" % i if i % 3 else None, b"v" * i,
+               (("h", b"1"), ("n", None)) if i % 2 else (), 5 + i, 0)
+        for i in range(50)
+    ]  # fmt: skip
+    data = v2.encode_batch(
+        records,
+        compression=codec,
+        base_sequence=5,
+        timestamp_type=ts_type,
+        producer_id=7,
+        max_timestamp=1_800_000_000_000,
+    )
+    (batch,) = SegmentScanner(memoryview(data))
+    made = {}
+    for name in engine.ENGINES:
+        with engine.using(name):
+            made[name] = list(batch.records())
+    native, python = made[engine.NATIVE], made[engine.PYTHON]
+    assert {type(r) for r in native} == {type(r) for r in python} == {Record}
+    assert native == python and [hash(r) for r in native] == [hash(r) for r in python]
+    assert [tuple(r) for r in native] == [tuple(r) for r in python]
+    if ts_type == LOG_APPEND_TIME:
+        assert {r.timestamp for r in python} == {batch.max_timestamp}
+    assert [r.offset for r in native] == [r.offset for r in records]
+    assert all(isinstance(r.key, bytes | None) for r in native)  # the native engine's bytes
+    assert [pickle.loads(pickle.dumps(r)) for r in native] == python

@@ -61,7 +61,7 @@ from klogtool.formats.records import (
     read_batch,
     sniff_magic,
 )
-from klogtool.formats.v2 import DefaultBatch, records_of_rows
+from klogtool.formats.v2 import DefaultBatch
 from klogtool.log import layout, storage
 from klogtool.log.files import InputFile, detect_kind, partition_dirs_of
 from klogtool.log.findings import Finding
@@ -600,9 +600,9 @@ class Finder:
                 if where.matches(rec):
                     yield rec
             return
-        count, indexes, rows = found
+        count, indexes, records = found
         counted = 0  # as the python path counts: each record when it is reached
-        for i, r in zip(indexes, records_of_rows(rows), strict=True):
+        for i, r in zip(indexes, records, strict=True):
             self.counts.records += i + 1 - counted
             self._records_reported += i + 1 - counted
             counted = i + 1

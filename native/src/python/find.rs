@@ -15,7 +15,8 @@ pub(super) struct FindFilter {
     spec: Spec,
 }
 
-/// The matching records as `records_v2`'s tuples, and their indexes in the batch.
+/// The matching records as `Record`s (as `records_v2` makes them), and their indexes in the
+/// batch.
 struct Found<'py> {
     rows: Rows<'py>,
     indexes: Vec<usize>,
@@ -65,9 +66,8 @@ impl FindFilter {
         }
     }
 
-    /// `(records in the batch, indexes of the matching records, their (offset, timestamp,
-    /// key, value, headers, sequence, attributes) tuples)` of a whole v2 batch, or None: read
-    /// it in Python.
+    /// `(records in the batch, indexes of the matching records, those `Record`s)` of a whole
+    /// v2 batch, or None: read it in Python.
     fn matches<'py>(
         &self,
         py: Python<'py>,

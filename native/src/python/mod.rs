@@ -12,11 +12,14 @@
 //! This file holds the format kernels' entry points (CRC, check, records, legacy, re-encode,
 //! the mapping guard) and the module itself; `clean` the cleaner's offset map, `find` find's
 //! record filters, `stats` stats' per-record aggregates, `render` the dump-segments lines,
-//! `columns` export's record columns and the `Buffer` that hands memory to Python.
+//! `columns` export's record columns and the `Buffer` that hands memory to Python, `record`
+//! the `Record` class that the records entry points make (`klogtool/formats/batch.py` takes
+//! it from `engine.py` as its `Record`).
 
 mod clean;
 mod columns;
 mod find;
+mod record;
 mod render;
 mod stats;
 
@@ -106,11 +109,11 @@ fn check_v2(
     }))
 }
 
-/// Python tuples `(offset, timestamp, key, value, headers, sequence, attributes)` of records,
-/// and for v0/v1 records `crc, crc_valid` after them.
+/// `Record`s of decoded records (`record`): v2 records with `crc, crc_valid` None, v0/v1
+/// records with their message's CRC-32 and whether it holds.
 struct Rows<'py> {
     py: Python<'py>,
-    rows: Vec<Bound<'py, PyTuple>>,
+    rows: Vec<Bound<'py, record::Record>>,
     error: Option<PyErr>,
 }
 
@@ -122,38 +125,35 @@ impl<'py> Rows<'py> {
         }
     }
 
-    fn row(&self, r: &batch::Record<'_>) -> PyResult<Bound<'py, PyTuple>> {
+    fn row(&self, r: &batch::Record<'_>) -> PyResult<Bound<'py, record::Record>> {
         let py = self.py;
         let headers = r
             .headers
             .iter()
             .map(|(k, v)| PyTuple::new(py, [PyString::new(py, k).into_any(), self.optional(*v)]))
             .collect::<PyResult<Vec<_>>>()?;
-        let [offset, timestamp, key, value, headers, sequence] = [
+        let none = || PyNone::get(py).to_owned().into_any();
+        let (attributes, crc, valid) = match r.crc {
+            None => (r.attributes.into_pyobject(py)?.into_any(), none(), none()),
+            // a v0/v1 message's attributes are a signed byte, as Python unpacks them
+            Some((crc, valid)) => (
+                (r.attributes as i8).into_pyobject(py)?.into_any(),
+                crc.into_pyobject(py)?.into_any(),
+                PyBool::new(py, valid).to_owned().into_any(),
+            ),
+        };
+        let fields = [
             r.offset.into_pyobject(py)?.into_any(),
             r.timestamp.into_pyobject(py)?.into_any(),
             self.optional(r.key),
             self.optional(r.value),
             PyTuple::new(py, headers)?.into_any(),
             r.sequence.into_pyobject(py)?.into_any(),
+            attributes,
+            crc,
+            valid,
         ];
-        let Some((crc, valid)) = r.crc else {
-            let attributes = r.attributes.into_pyobject(py)?.into_any();
-            return PyTuple::new(
-                py,
-                [offset, timestamp, key, value, headers, sequence, attributes],
-            );
-        };
-        // a v0/v1 message's attributes are a signed byte, as Python unpacks them
-        let attributes = (r.attributes as i8).into_pyobject(py)?.into_any();
-        let crc = crc.into_pyobject(py)?.into_any();
-        let valid = PyBool::new(py, valid).to_owned().into_any();
-        PyTuple::new(
-            py,
-            [
-                offset, timestamp, key, value, headers, sequence, attributes, crc, valid,
-            ],
-        )
+        Bound::new(py, record::Record::of(fields))
     }
 }
 
@@ -169,13 +169,13 @@ impl Sink for Rows<'_> {
     }
 }
 
-/// The most records `records_v2` returns as one list: about 16 MB of tuples besides the
+/// The most records `records_v2` returns as one list: about 16 MB of records besides the
 /// payloads. Real producers write batches of 10,000 records and more (every client's default
 /// `batch.size` allows it for small records); past this the Python decoder, a chunk at a time.
 const MAX_LISTED_RECORDS: i32 = 65_536;
 
-/// The records of a whole v2 batch as `(offset, timestamp, key, value, headers, sequence,
-/// attributes)` tuples (payloads as bytes), or None: decode it in Python.
+/// The records of a whole v2 batch as `Record`s (payloads as bytes), or None: decode it in
+/// Python.
 #[pyfunction]
 fn records_v2<'py>(
     py: Python<'py>,
@@ -270,8 +270,8 @@ fn wrapper(magic: u8, shift: i64, fixed_timestamp: Option<i64>) -> legacy::Wrapp
     }
 }
 
-/// The records of a v0/v1 wrapper's decompressed inner set as `records_v2`'s tuples followed
-/// by `crc, crc_valid`, or None: read it in Python. The caller bounds the number of records.
+/// The records of a v0/v1 wrapper's decompressed inner set as `Record`s with their `crc,
+/// crc_valid`, or None: read it in Python. The caller bounds the number of records.
 #[pyfunction]
 fn records_legacy<'py>(
     py: Python<'py>,
@@ -382,6 +382,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(render::render_records, m)?)?;
     m.add_function(wrap_pyfunction!(reencode_v2, m)?)?;
     m.add_class::<columns::Columns>()?;
+    m.add_class::<record::Record>()?;
+    m.add_function(wrap_pyfunction!(record::make_record, m)?)?;
     m.add_class::<columns::Buffer>()?;
     m.add_class::<clean::OffsetMap>()?;
     m.add_class::<find::FindFilter>()?;
