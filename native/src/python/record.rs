@@ -6,9 +6,9 @@
 //! The class is frozen so that PyO3 gives its `Py` fields as Python struct members: a field
 //! is read as fast as a `__slots__` slot (the interpreter's specialised slot load), where a
 //! getter function costs about twice the read on every access. Its fields therefore cannot be
-//! assigned (`_replace` makes a changed copy). It may be subclassed (`legacy._InnerRecord`
-//! computes `crc_valid` when first read): the named-tuple methods read a subclass's fields
-//! through its attributes.
+//! assigned (`_replace` makes a changed copy). It may be subclassed (a subclass may compute a
+//! field when first read): the named-tuple methods read a subclass's fields through its
+//! attributes.
 
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
@@ -87,7 +87,7 @@ impl Record {
                 ],
             );
         }
-        // a subclass may compute a field (legacy._InnerRecord's crc_valid): its attributes
+        // a subclass may compute a field: its attributes
         let values = FIELDS
             .iter()
             .map(|name| slf.getattr(*name))
