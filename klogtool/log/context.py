@@ -43,16 +43,14 @@ QUIET = Quiet()
 
 
 class Tally(Quiet):
-    """A :class:`Progress` that adds up what it hears: a worker process's, handed to the
+    """A :class:`Progress` that adds up the bytes it hears: a worker process's, handed to the
     parent's bar with the worker's result."""
 
     def __init__(self) -> None:
         self.walked = 0
-        self.records = 0
 
     def advance(self, walked: int, records: int = 0) -> None:
         self.walked += walked
-        self.records += records
 
 
 @dataclass(frozen=True)
