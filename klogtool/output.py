@@ -238,11 +238,7 @@ class Output:
         else decoded."""
         assert self.fmt in ("jsonl", "text")
         binary = getattr(self.out, "buffer", None)
-        if (
-            binary is None
-            or not _is_utf8(getattr(self.out, "encoding", None))
-            or (self._live is not None and self._on_the_bars_screen)
-        ):
+        if binary is None or not self._takes_utf8_bytes():
             self._write(str(data, "utf-8"))
             return
         try:
@@ -251,13 +247,17 @@ class Output:
         except BrokenPipeError:
             raise StdoutClosed() from None
 
+    def _takes_utf8_bytes(self) -> bool:
+        """Whether lines rendered as UTF-8 may go to the stream's bytes as they are: a UTF-8
+        stream, with no bar drawn on its screen."""
+        on_the_bar = self._live is not None and self._on_the_bars_screen
+        return _is_utf8(getattr(self.out, "encoding", None)) and not on_the_bar
+
     def descriptor(self) -> int | None:
         """The file descriptor of the data stream, once what was written is flushed, when
         other processes may write lines of this output (jsonl or text, UTF-8) to it directly;
         else None (another format or encoding, a stream without one, a bar on its screen)."""
-        if self.fmt not in ("jsonl", "text") or not _is_utf8(getattr(self.out, "encoding", None)):
-            return None
-        if self._live is not None and self._on_the_bars_screen:
+        if self.fmt not in ("jsonl", "text") or not self._takes_utf8_bytes():
             return None
         try:
             fd = self.out.fileno()
