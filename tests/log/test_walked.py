@@ -44,5 +44,6 @@ def test_a_second_walk_reports_nothing_twice() -> None:
 def test_no_sink_no_reports() -> None:
     walked = Walked(None)
     walked.at(PHASE_STEP * 2)
+    assert walked.reported == 0  # (checked before done(), which resets it whatever happened)
     walked.done(10)
     assert walked.reported == 0
