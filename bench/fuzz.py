@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Mutation fuzzer for klogtool's record formats (v0, v1, v2; every codec).
 
-Valid segments of each magic x codec are mutated (bit flips, byte overwrites, truncation,
-length/count fields rewritten with extreme values, zero runs, inserted or deleted junk, and
-mutations *inside* compressed payloads or record areas followed by re-compression and CRC
-repair, so the decoders behind the CRC get exercised too). Each result is scanned in every
+Valid segments of each magic x codec, and batches real clients wrote (``fixtures/producers``),
+are mutated (bit flips, byte overwrites, truncation, length/count fields rewritten with extreme
+values, zero runs, inserted or deleted junk, and mutations *inside* compressed payloads or
+record areas followed by re-compression and CRC repair, so the decoders behind the CRC get
+exercised too). Each result is scanned in every
 scanner mode and every record decoded; the only exceptions allowed are
 ``klogtool.formats.errors.FormatError`` subclasses. Anything else is a bug.
 
@@ -187,6 +188,27 @@ def build_seeds(rng: random.Random) -> list[Seed]:
                 )
         name = f"v{magic}-{codecs.CODEC_NAMES[codec]}"
         seeds.append(Seed(name, b"".join(parts), magic, codec))
+    return seeds
+
+
+PRODUCERS = Path(__file__).resolve().parents[1] / "fixtures" / "producers"
+PRODUCER_SHARE = 0.4  # of the cases (bombs aside) that mutate a real client's batch
+PRODUCER_FULL_WEIGHT_BYTES = 3000  # a larger seed is picked less, in proportion to its size
+
+
+def producer_seeds() -> list[Seed]:
+    """The smallest batch of each file in ``fixtures/producers`` (real clients' bytes: lz4
+    frames with content sizes, librdkafka's and sarama's gzip, ...), the 10k-record ``large``
+    shapes aside: their cases would cost seconds each."""
+    seeds = []
+    for path in sorted(PRODUCERS.glob("*/*.log")):
+        if path.stem.startswith("large"):
+            continue
+        data = path.read_bytes()
+        smallest = min(SegmentScanner(data), key=lambda b: b.size)
+        one = data[smallest.position : smallest.position + smallest.size]
+        name = f"{path.parent.name}:{path.stem}"
+        seeds.append(Seed(name, one, smallest.magic, smallest.compression))
     return seeds
 
 
@@ -876,10 +898,20 @@ def check(data: bytes, stats: Counter | None = None) -> Counter:
     return stats
 
 
-def case(seed: int, i: int, seeds: list[Seed], bombs: list[Seed]) -> tuple[str, bytes]:
-    """Case ``i`` of ``seed``: a mutated seed segment (a bomb once in 50 cases)."""
+def case(
+    seed: int, i: int, seeds: list[Seed], bombs: list[Seed], producers: list[Seed]
+) -> tuple[str, bytes]:
+    """Case ``i`` of ``seed``: a mutated seed segment (a bomb once in 50 cases), a real
+    client's batch in PRODUCER_SHARE of the rest."""
     rng = random.Random(f"{seed}:{i}")
-    s = rng.choice(bombs) if bombs and rng.random() < 0.02 else rng.choice(seeds)
+    pick = rng.random()
+    if bombs and pick < 0.02:
+        s = rng.choice(bombs)
+    elif producers and pick < 0.02 + PRODUCER_SHARE:
+        weights = [min(1.0, PRODUCER_FULL_WEIGHT_BYTES / len(p.data)) for p in producers]
+        s = rng.choices(producers, weights)[0]
+    else:
+        s = rng.choice(seeds)
     return s.name, mutate(rng, s)
 
 
@@ -894,11 +926,13 @@ def run(
 ) -> Counter:
     seeds = build_seeds(random.Random(seed))
     bomb_seeds = build_bombs() if bombs else []
+    producers = producer_seeds()
+    producer_names = {p.name for p in producers}
     stats: Counter = Counter()
     slowest = 0.0
     t_start = time.perf_counter()
     for i in range(start, start + iterations):
-        name, data = case(seed, i, seeds, bomb_seeds)
+        name, data = case(seed, i, seeds, bomb_seeds, producers)
         t = time.perf_counter()
         try:
             check(data, stats)
@@ -912,6 +946,7 @@ def run(
             ) from e
         slowest = max(slowest, time.perf_counter() - t)
         stats["cases"] += 1
+        stats["cases-of-producers"] += name in producer_names
         if progress and (i - start + 1) % 1000 == 0:
             rate = (i - start + 1) / (time.perf_counter() - t_start)
             print(f"  {i - start + 1} cases, {rate:.0f}/s", file=sys.stderr)

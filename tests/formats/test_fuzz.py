@@ -25,6 +25,7 @@ from klogtool.formats.records import SegmentScanner
 
 SEEDS = fuzz.build_seeds(random.Random(2024))
 SEED_IDS = [s.name for s in SEEDS]
+PRODUCER_SEEDS = fuzz.producer_seeds()
 CASE_BUDGET_S = 5.0  # per input: "terminates" (the slowest case is far below this)
 
 
@@ -197,9 +198,34 @@ def test_decompression_bombs_are_limited(bombs):
         assert len(rec.value) == BOMB
 
 
+def test_producer_seeds_are_every_clients_every_codec():
+    assert {s.name.split(":")[0] for s in PRODUCER_SEEDS} == {
+        "aiokafka",
+        "confluent-kafka",
+        "kafka-python",
+        "sarama",
+    }
+    assert {(s.magic, s.codec) for s in PRODUCER_SEEDS} == {(2, c) for c in range(5)}
+    for seed in PRODUCER_SEEDS:
+        (batch,) = SegmentScanner(seed.data)
+        assert batch.crc_valid and len(list(batch.records())) >= 1
+
+
+@pytest.mark.parametrize("seed", PRODUCER_SEEDS, ids=[s.name for s in PRODUCER_SEEDS])
+def test_producer_batches_mutated(seed):
+    stats: Counter = Counter()
+    for i in range(6):
+        data = fuzz.mutate(random.Random(f"test:{seed.name}:{i}"), seed)
+        try:
+            check(data, stats)
+        except Exception as e:
+            raise AssertionError(f"{seed.name} case {i}: {type(e).__name__}: {e}") from e
+
+
 def test_bench_fuzz_runs_small():
     stats = fuzz.run(150, seed=7, bombs=False)
     assert stats["cases"] == 150
+    assert 0 < stats["cases-of-producers"] < 150
 
 
 def test_legacy_wrapper_of_wrappers_is_refused():
