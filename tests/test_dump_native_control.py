@@ -4,8 +4,9 @@ Under ``--decoder auto`` a control record shows decoded (``control COMMIT {...}`
 no payloads); under ``--decoder none`` as any record, its raw key and value. The native
 renderer is told which (the rendering ``text+control`` or ``text+raw-control``) and writes both
 byte for byte as the python renderer does, in every format and with every payload decoder,
-without a hand-back; a control record it does not decode (KRAFT_VOTERS, a malformed key or
-value, a tagged field) sends the batch back to Python, counted as ``control-batch``.
+without a hand-back; a control record it does not decode (a malformed key or value, a tagged
+field, a KRAFT_VOTERS string other than printable ASCII) sends the batch back to Python,
+counted as ``control-batch``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,26 @@ needs_native = pytest.mark.skipif(not engine.native_available(), reason="no nati
 T0 = 1_700_000_000_000
 
 _COMMIT_KEY, _COMMIT_VALUE = control.encode_end_txn_marker(control.COMMIT, 5)
+
+
+def _voters(*hosts: str, version: int = 0) -> tuple[bytes, bytes]:
+    """A KRAFT_VOTERS record of one voter a host (voter 2 with no endpoint)."""
+    voters = [
+        {
+            "voterId": i,
+            "voterDirectoryId": "AAAAAAAAAAAAAAAAAAAAAQ" if i % 2 else "_____________________w",
+            "endpoints": [{"name": "CONTROLLER", "host": h, "port": 65535 - 30000 * i}]
+            if h
+            else [],
+            "kRaftVersionFeature": {"minSupportedVersion": 0, "maxSupportedVersion": i},
+        }
+        for i, h in enumerate(hosts)
+    ]
+    return control.encode_control_record(
+        control.KRAFT_VOTERS, {"version": version, "voters": voters}
+    )
+
+
 # (key, value) of control records of every kind the native renderer decodes
 WELL_FORMED = [
     control.encode_end_txn_marker(control.COMMIT, 5),
@@ -39,11 +60,15 @@ WELL_FORMED = [
     control.encode_snapshot_header(T0),
     control.encode_snapshot_footer(),
     control.encode_kraft_version(1),
+    _voters("localhost", "", "kafka-2.example.com"),
+    _voters("x" * 200, version=1),  # a length past one varint byte
+    _voters(),
     (struct.pack(">hh", 0, 99), None),  # a type Kafka does not know: no fields
     (struct.pack(">hh", 3, -2), b"anything"),
     (_COMMIT_KEY, _COMMIT_VALUE + b"more"),
 ]
-# ... and records it leaves to Python (errors the reference words, KRAFT_VOTERS, tagged fields)
+# ... and records it leaves to Python (errors the reference words, tagged fields, strings it
+# does not write)
 HANDED_BACK = [
     (None, _COMMIT_VALUE),
     (b"\x00\x00\x00", _COMMIT_VALUE),
@@ -51,7 +76,10 @@ HANDED_BACK = [
     (control.encode_control_key(control.COMMIT), None),
     (control.encode_control_key(control.COMMIT), b"\x00\x00\x00"),
     (control.encode_control_key(control.LEADER_CHANGE), bytes.fromhex("00000000000101010100")),
-    (control.encode_control_key(control.KRAFT_VOTERS), b"\x00\x00\x01\x00"),
+    (control.encode_control_key(control.KRAFT_VOTERS), b"\x00\x00\x01\x01\x00\x00"),  # a tag
+    _voters('a"b'),
+    _voters("caf\u00e9"),
+    _voters("tab\there"),
 ]
 
 
@@ -116,9 +144,10 @@ _bytes = st.none() | st.binary(max_size=30)
                 _bytes,
             ),
             st.tuples(
-                st.sampled_from([0, 1, 2, 3, 4, 5]).map(lambda t: struct.pack(">hh", 0, t)),
+                st.sampled_from([0, 1, 2, 3, 4, 5, 6]).map(lambda t: struct.pack(">hh", 0, t)),
                 st.binary(max_size=30),
             ),
+            st.lists(st.text(max_size=12), max_size=3).map(lambda hosts: _voters(*hosts)),
         ),
         min_size=1,
         max_size=4,

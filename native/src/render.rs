@@ -655,11 +655,12 @@ impl Sink for KafkaLines {
                     let epoch = c.fields.rsplit(':').next().unwrap_or_default();
                     self.out.extend_from_slice(epoch.as_bytes());
                 }
-                "SNAPSHOT_HEADER" | "SNAPSHOT_FOOTER" | "KRAFT_VERSION" => {
+                "SNAPSHOT_HEADER" | "SNAPSHOT_FOOTER" | "KRAFT_VERSION" | "KRAFT_VOTERS" => {
                     self.out.extend_from_slice(match c.name {
                         "SNAPSHOT_HEADER" => b" SnapshotHeader {",
                         "SNAPSHOT_FOOTER" => b" SnapshotFooter {",
-                        _ => b" KRaftVersion {",
+                        "KRAFT_VERSION" => b" KRaftVersion {",
+                        _ => b" KRaftVoters {",
                     });
                     self.out.extend_from_slice(c.fields.as_bytes());
                     self.out.push(b'}');
