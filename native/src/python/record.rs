@@ -28,7 +28,7 @@ pub(super) const FIELDS: [&str; 9] = [
 ];
 
 /// One logical record; see `klogtool/formats/batch.py` (`PyRecord`) for what it promises.
-#[pyclass(module = "klogtool.formats.batch", frozen, subclass)]
+#[pyclass(module = "klogtool.formats.batch", frozen, subclass, freelist = 256)]
 pub(super) struct Record {
     #[pyo3(get)]
     offset: Py<PyAny>,
