@@ -14,7 +14,7 @@
 //! record filters, `stats` stats' per-record aggregates, `render` the dump-segments lines,
 //! `columns` export's record columns and the `Buffer` that hands memory to Python, `record`
 //! the `Record` class that the records entry points make (`klogtool/formats/batch.py` takes
-//! it from `engine.py` as its `Record`).
+//! it from `engine.py` as its `Record`), `records` the iterator `records_v2` returns.
 
 mod clean;
 mod columns;
