@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from itertools import chain
 from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
 
 if TYPE_CHECKING:  # (batch.py imports this module: it takes its Record from native_record)
@@ -49,7 +50,7 @@ class NativeModule(Protocol):
     def crc32c(self, data: _Readable) -> int: ...
     def crc_ahead(self, buf: _Readable, start: int, limit: int) -> _stub.CrcAhead: ...
     def check_v2(self, batch: _Readable, max_batch_bytes: int) -> _stub.Checked | None: ...
-    def records_v2(self, batch: _Readable, max_batch_bytes: int) -> list[_stub.Record] | None: ...
+    def records_v2(self, batch: _Readable, max_batch_bytes: int) -> _stub.RecordsV2 | None: ...
     def legacy_decompress(
         self, value: _Readable, codec: int, magic: int, limit: int
     ) -> _stub.Buffer | None: ...
@@ -269,16 +270,29 @@ def check_v2(data: memoryview, max_batch_bytes: int, where: str) -> tuple[int, b
     return result
 
 
-def records_v2(data: memoryview, max_batch_bytes: int, position: int) -> list[NativeRecord] | None:
+def records_v2(
+    data: memoryview, max_batch_bytes: int, position: int
+) -> Iterator[NativeRecord] | None:
     """The records of a whole well-formed v2 batch (payloads as ``bytes``), made by the native
-    engine, or None: decode it in Python. ``position`` (the batch's) names it if the engine
-    fails."""
+    engine as they are iterated (the batch is checked whole first), or None: decode it in
+    Python. ``position`` (the batch's) names it if the engine fails. The iterator holds
+    ``data``'s buffer until it is freed."""
     if _active is None:
         return None
-    records: list[NativeRecord] | None = call(
-        f"byte {position}", _active.records_v2, data, max_batch_bytes
-    )
-    return records
+    where = f"byte {position}"
+    chunks: _stub.RecordsV2 | None = call(where, _active.records_v2, data, max_batch_bytes)
+    return None if chunks is None else chain.from_iterable(_guarded(chunks, where))
+
+
+def _guarded(chunks: _stub.RecordsV2, where: str) -> Iterator[list[NativeRecord]]:
+    """``chunks`` as :func:`call` guards a call: a panic while a chunk is made names
+    ``where`` (a generator per batch; records are not yielded one by one through it)."""
+    try:
+        yield from chunks
+    except BaseException as e:
+        if type(e).__name__ == "PanicException":
+            raise NativeEngineError(where, e) from None
+        raise
 
 
 # find's native conditions: key, headers, offsets, from_time, to_time, min_size, max_size

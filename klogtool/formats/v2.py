@@ -196,8 +196,8 @@ class DefaultBatch(Batch):
 
     def records(self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> Iterator[Record]:
         records = engine.records_v2(self.data, max_batch_bytes, self.position)
-        if records is not None:  # the native engine decoded it (payloads are bytes then)
-            return iter(records)
+        if records is not None:  # the native engine checked it (payloads are bytes then)
+            return records
         count = self.records_count
         if count < 0:
             raise CorruptRecordError(

@@ -29,8 +29,8 @@ pub enum Reason {
     SizeLimit,
     /// A control batch (dump-segments renders its records decoded, in Python).
     ControlBatch,
-    /// A batch of more records than `records_v2` lists at once (Python decodes it a chunk at
-    /// a time).
+    /// A batch of more records than `records_v2` reads (Python decodes it a chunk at a
+    /// time).
     ManyRecords,
     /// A payload decoder or rendering the native renderer does not have (`json`): every batch
     /// of the run.

@@ -398,3 +398,68 @@ def test_both_engines_make_one_record_type(codec: int, ts_type: int) -> None:
     assert [r.offset for r in native] == [r.offset for r in records]
     assert all(isinstance(r.key, bytes | None) for r in native)  # the native engine's bytes
     assert [pickle.loads(pickle.dumps(r)) for r in native] == python
+
+
+def _records_and_error(batch: v2.DefaultBatch, name: str) -> tuple[list, object]:
+    """The records ``batch.records()`` yields under engine ``name`` and what it raises then."""
+    got: list = []
+    with engine.using(name):
+        try:
+            for r in batch.records():
+                got.append(r)
+        except Exception as e:  # noqa: BLE001 (compared below)
+            return got, (type(e), str(e), getattr(e, "position", None))
+    return got, None
+
+
+@pytest.mark.parametrize("codec", sorted(codecs.CODEC_NAMES), ids=codecs.CODEC_NAMES.get)
+@pytest.mark.parametrize("base_sequence", [-1, 0, 77])
+def test_native_records_are_made_as_they_are_iterated(codec: int, base_sequence: int) -> None:
+    """The native engine's records come a chunk at a time (more records than one chunk here,
+    timestamps shared by neighbours, sequences that are or are not the offsets): every one, in
+    order, is the python engine's, however far the iteration goes."""
+    records = [
+        Record(i, 1_700_000_000_000 + i // 7, b"k%d" % i, b"v" * (i % 5),
+               (("h", b"%d" % i),) if i % 11 == 0 else (),
+               base_sequence + i if base_sequence >= 0 else -1)
+        for i in range(200)
+    ]  # fmt: skip
+    data = v2.encode_batch(
+        records,
+        compression=codec,
+        base_sequence=base_sequence,
+        producer_id=7 if base_sequence >= 0 else -1,
+        producer_epoch=0 if base_sequence >= 0 else -1,
+    )
+    (batch,) = SegmentScanner(memoryview(data))
+    with engine.using(engine.NATIVE):
+        assert engine.records_v2(batch.data, 1 << 20, batch.position) is not None
+        it = batch.records()
+        assert not isinstance(it, list)
+        head = [next(it) for _ in range(70)]  # past the first chunk
+        rest = list(it)
+    native, error = _records_and_error(batch, engine.NATIVE)
+    python, _ = _records_and_error(batch, engine.PYTHON)
+    assert error is None and head + rest == native == python
+    assert [tuple(r) for r in native] == [tuple(r) for r in python]
+
+
+def test_a_bad_record_late_in_a_batch_fails_at_the_same_record_under_both_engines() -> None:
+    """The native engine checks a batch whole before it makes a record: a bad record near the
+    end hands the batch back, and the records before it, then the error (message and
+    position), are the python engine's."""
+    records = [
+        Record(i, 1_700_000_000_000, b"k", b"v", (("hkey", b"x"),) if i == 180 else ())
+        for i in range(200)
+    ]
+    data = bytearray(v2.encode_batch(records))
+    at = bytes(data).index(b"hkey")
+    assert data[at - 1] == 8  # the header key's length, 4: now past the record's end
+    data[at - 1] = 0x7E
+    (batch,) = SegmentScanner(memoryview(bytes(data)), stop_on_crc=False)
+    with engine.using(engine.NATIVE):
+        assert engine.records_v2(batch.data, 1 << 20, batch.position) is None
+    native = _records_and_error(batch, engine.NATIVE)
+    python = _records_and_error(batch, engine.PYTHON)
+    assert native == python
+    assert len(python[0]) == 180 and python[1] is not None

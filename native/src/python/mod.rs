@@ -14,12 +14,13 @@
 //! record filters, `stats` stats' per-record aggregates, `render` the dump-segments lines,
 //! `columns` export's record columns and the `Buffer` that hands memory to Python, `record`
 //! the `Record` class that the records entry points make (`klogtool/formats/batch.py` takes
-//! it from `engine.py` as its `Record`).
+//! it from `engine.py` as its `Record`), `records` the iterator `records_v2` returns.
 
 mod clean;
 mod columns;
 mod find;
 mod record;
+mod records;
 mod render;
 mod stats;
 
@@ -169,30 +170,23 @@ impl Sink for Rows<'_> {
     }
 }
 
-/// The most records `records_v2` returns as one list: about 16 MB of records besides the
-/// payloads. Real producers write batches of 10,000 records and more (every client's default
-/// `batch.size` allows it for small records); past this the Python decoder, a chunk at a time.
+/// The most records `records_v2` reads from one batch; past this the Python decoder, a chunk
+/// at a time (the bound of the lists it once made, kept so that the same batches are handed
+/// back).
 const MAX_LISTED_RECORDS: i32 = 65_536;
 
-/// The records of a whole v2 batch as `Record`s (payloads as bytes), or None: decode it in
-/// Python.
+/// The records of a whole v2 batch as an iterator of `Record`s (payloads as bytes), checked
+/// well formed first, or None: decode it in Python.
 #[pyfunction]
 fn records_v2<'py>(
     py: Python<'py>,
     batch: &Bound<'py, PyAny>,
     max_batch_bytes: usize,
-) -> PyResult<Option<Bound<'py, PyList>>> {
+) -> PyResult<Option<Bound<'py, records::RecordsV2>>> {
     let bytes = Bytes::get(batch)?;
-    // A list holds the whole batch: past this many records the Python decoder, which yields
-    // them a chunk at a time, keeps memory bounded instead.
     let data = bytes.as_slice();
-    let mut rows = Rows {
-        py,
-        rows: Vec::new(),
-        error: None,
-    };
-    // Python objects are made as the records decode: the GIL stays held.
-    let decoded = handback::kernel(handback::Kernel::Records, data, || {
+    // Checked with the GIL held: releasing it costs more than a small batch's check.
+    let checked = handback::kernel(handback::Kernel::Records, data, || {
         match batch::parse_header(data) {
             Some(h) if (0..=MAX_LISTED_RECORDS).contains(&h.records_count) => {}
             Some(h) if h.records_count > MAX_LISTED_RECORDS => {
@@ -201,15 +195,14 @@ fn records_v2<'py>(
             }
             _ => return None,
         }
-        batch::decode(data, max_batch_bytes, &mut rows)
+        batch::Cursor::new(data, max_batch_bytes)
     });
-    if decoded.is_none() {
-        return Ok(None);
+    match checked {
+        Some((cursor, inflated)) => {
+            Bound::new(py, records::RecordsV2::new(py, bytes, cursor, inflated)).map(Some)
+        }
+        None => Ok(None),
     }
-    if let Some(e) = rows.error {
-        return Err(e);
-    }
-    Ok(Some(PyList::new(py, rows.rows)?))
 }
 
 /// `(count, first offset, last offset)` of a v0/v1 wrapper's decompressed inner set, or None:
@@ -383,6 +376,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reencode_v2, m)?)?;
     m.add_class::<columns::Columns>()?;
     m.add_class::<record::Record>()?;
+    m.add_class::<records::RecordsV2>()?;
     m.add_function(wrap_pyfunction!(record::make_record, m)?)?;
     m.add_class::<columns::Buffer>()?;
     m.add_class::<clean::OffsetMap>()?;

@@ -28,7 +28,9 @@ pub(super) const FIELDS: [&str; 9] = [
 ];
 
 /// One logical record; see `klogtool/formats/batch.py` (`PyRecord`) for what it promises.
-#[pyclass(module = "klogtool.formats.batch", frozen, subclass)]
+/// The freelist reuses freed records without a trip to the allocator (a record is made per
+/// record read); a Python subclass gets CPython's own allocator, not the list.
+#[pyclass(module = "klogtool.formats.batch", frozen, subclass, freelist = 256)]
 pub(super) struct Record {
     #[pyo3(get)]
     offset: Py<PyAny>,
