@@ -151,8 +151,8 @@ class EngineChoiceError(ValueError):
 
 
 class NativeEngineError(RuntimeError):
-    """The native engine panicked: a bug, reported as an internal error (exit 70) naming
-    where it happened, never a crash."""
+    """The native engine panicked (a bug), or found a batch's mapped bytes changed since it
+    checked them: reported as an internal error (exit 70) naming where, never a crash."""
 
     def __init__(self, where: str, panic: BaseException):
         super().__init__(f"the native engine failed at {where}: {panic}")
@@ -285,12 +285,13 @@ def records_v2(
 
 
 def _guarded(chunks: _stub.RecordsV2, where: str) -> Iterator[list[NativeRecord]]:
-    """``chunks`` as :func:`call` guards a call: a panic while a chunk is made names
+    """``chunks`` as :func:`call` guards a call: a panic while a chunk is made, or the batch's
+    bytes found changed since they were checked (a file written to under its map), names
     ``where`` (a generator per batch; records are not yielded one by one through it)."""
     try:
         yield from chunks
     except BaseException as e:
-        if type(e).__name__ == "PanicException":
+        if type(e).__name__ == "PanicException" or type(e) is RuntimeError:
             raise NativeEngineError(where, e) from None
         raise
 
