@@ -245,6 +245,8 @@ mod tests {
         // \A is the haystack's start, \z its end (no line anchors)
         assert!(!is(r"(?-u)\A\x62", b"a\nb") && !is(r"(?-u)\x61\z", b"a\nb"));
         assert!(is(r"(?-u)(?:(?:\x61|)){0,}", b"") && is(r"(?-u)", b""));
+        // case-sensitive, as re without IGNORECASE
+        assert!(!is(r"(?-u)\x61", b"A"));
         // beyond the crate's limits: refused, not a panic
         assert!(compile(r"(?-u)(?:(?:\x61){1000}){1000}").is_none());
         assert!(compile(&format!("(?-u){}", "(?:".repeat(1000) + &")".repeat(1000))).is_none());
