@@ -22,7 +22,7 @@ import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache, cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from klogtool.formats.batch import LOG_APPEND_TIME, Batch, Record
@@ -222,7 +222,7 @@ class _Refused(Exception):
     """A node whose meaning the crate may not share."""
 
 
-@cache
+@lru_cache(maxsize=64)  # native_spec is asked once per search and engine
 def native_regex(text: str) -> str | None:
     """``re.compile(text.encode())`` in the regex crate's syntax, to be searched in bytes with
     Unicode off (``find::compile``), with a match somewhere exactly when ``re``'s ``search``
