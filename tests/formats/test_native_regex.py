@@ -167,6 +167,12 @@ def _native_indexes(where: RecordFilter, batch: v2.DefaultBatch) -> list[int] | 
 @example(pattern="\\s", hays=[bytes([b]) for b in range(256)])
 @example(pattern="x{,2}y{", hays=[b"y{", b"xy", b"xxxy{"])
 @example(pattern="[é]", hays=[b"\xc3", b"\xa9", b"e"])
+@example(pattern="a.b", hays=[b"a\nb", b"a\xffb", b"\n"])
+@example(pattern="(?i)a", hays=[b"A"])  # flags: refused
+@example(pattern="(?m)^b", hays=[b"a\nb"])
+@example(pattern="x(?s:.)", hays=[b"x\n"])
+@example(pattern="a*+a", hays=[b"aa"])  # possessive: re gives up the match
+@example(pattern="a$\n", hays=[b"a\n"])  # $ before the final newline, then the newline
 def test_translated_regexes_search_as_re_does(pattern: str, hays: list[bytes]) -> None:
     try:
         compiled = re.compile(pattern.encode())
