@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""``find --key`` and ``find --header`` against ``verify --deep`` and a kafka-python script.
+"""``find --key``, ``--header`` and the regexes against ``verify --deep`` and a kafka-python
+script.
 
 Run by hand (it is not a test; nothing here asserts a timing)::
 
     python bench/bench_find.py [--records 1000000] [--runs 3] [--codecs none,zstd] [--out DIR]
+        [--only "find --key-regex"]...
 
 Inputs: one partition per codec of ``--records`` records of 200-byte values (keys of 1,000
 distinct values, a ``trace`` header on every tenth record), written by klogtool's encoder
@@ -49,6 +51,9 @@ COMMANDS = {
     "find --key": ["find", "--key", KEY.decode(), "--format", "jsonl"],
     "find --header N=V": ["find", "--header", "trace=t420", "--format", "jsonl"],
     "find --header N": ["find", "--header", "trace", "--format", "jsonl", "--limit", "10"],
+    # 10 of the 1,000 keys; a value's number (translated to the regex crate's syntax)
+    "find --key-regex": ["find", "--key-regex", r"^key-0004\d$", "--format", "jsonl"],
+    "find --value-regex": ["find", "--value-regex", r"-42\d\d-x", "--format", "jsonl"],
 }
 
 
@@ -68,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--codecs", default="none,zstd")
     ap.add_argument("--engines", default="native,python")
+    ap.add_argument(
+        "--only", action="append", help="these commands only (repeatable; verify --deep always)"
+    )
     ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "klogtool-bench-cmd")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -88,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
             env = {**os.environ, "KLOGTOOL_ENGINE": engine, "KLOGTOOL_ENGINE_STATS": "1"}
             verify = None
             for label, cmd in COMMANDS.items():
+                if args.only and label != "verify --deep" and label not in args.only:
+                    continue
                 runs = [
                     timed([sys.executable, "-m", "klogtool", *cmd, str(part)], env)
                     for _ in range(args.runs)

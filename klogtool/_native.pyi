@@ -212,8 +212,9 @@ class RecordsV2(Iterator[list[Record]]):
 
 @final
 class FindFilter:
-    """find's exact key, header, offset, time and size conditions (all must hold), decided
-    per record on whole v2 batches."""
+    """find's exact key, header, offset, time and size conditions and key and value regexes
+    (``record_filter.native_regex``'s translations; all must hold), decided per record on
+    whole v2 batches. A regex the crate does not compile raises ValueError."""
 
     def __init__(
         self,
@@ -224,6 +225,8 @@ class FindFilter:
         to_time: int | None,
         min_size: int | None,
         max_size: int | None,
+        key_regex: str | None,
+        value_regex: str | None,
     ) -> None: ...
     def matches(self, batch: _Readable, max_batch_bytes: int) -> Matched | None: ...
 

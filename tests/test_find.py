@@ -222,6 +222,8 @@ def test_log_append_time_batches(tmp_path: Path) -> None:
         ({"offsets": (40, 1 << 62)}, lambda r: r.offset >= 40),
         ({"key": b"k-3"}, lambda r: r.key == b"k-3"),
         ({"key_regex": "^k-[12]$"}, lambda r: r.key in (b"k-1", b"k-2")),
+        ({"key_regex": "k-1"}, lambda r: r.key is not None and b"k-1" in r.key),
+        ({"key_regex": "(?i)K-1"}, lambda r: r.key is not None and b"k-1" in r.key),  # in Python
         ({"headers": (("trace", None),)}, lambda r: any(k == "trace" for k, _ in r.headers)),
         ({"headers": (("trace", b"t2"),)}, lambda r: ("trace", b"t2") in r.headers),
         ({"headers": (("trace", b"t2"), ("flag", None))}, lambda r: ("trace", b"t2") in r.headers),

@@ -296,8 +296,8 @@ def _guarded(chunks: _stub.RecordsV2, where: str) -> Iterator[list[NativeRecord]
         raise
 
 
-# find's native conditions: key, headers, offsets, from_time, to_time, min_size, max_size
-# (record_filter.RecordFilter.native_spec)
+# find's native conditions: key, headers, offsets, from_time, to_time, min_size, max_size, and
+# the key and value regexes in the regex crate's syntax (record_filter.RecordFilter.native_spec)
 FindSpec = tuple[
     bytes | None,
     list[tuple[str, bytes | None]],
@@ -306,6 +306,8 @@ FindSpec = tuple[
     int | None,
     int | None,
     int | None,
+    str | None,
+    str | None,
 ]
 
 
@@ -331,21 +333,27 @@ class FindMatcher:
 
 
 def find_matcher(spec: FindSpec) -> FindMatcher | None:
-    """A :class:`FindMatcher` of ``spec`` under the native engine, else None."""
+    """A :class:`FindMatcher` of ``spec`` under the native engine, else None (also for a
+    regex the regex crate does not compile: past its size or nesting limits)."""
     if _active is None:
         return None
-    key, headers, offsets, from_time, to_time, min_size, max_size = spec
-    native_filter = call(
-        "find's filter",
-        _active.FindFilter,
-        key,
-        headers,
-        offsets,
-        from_time,
-        to_time,
-        min_size,
-        max_size,
-    )
+    key, headers, offsets, from_time, to_time, min_size, max_size, key_rx, value_rx = spec
+    try:
+        native_filter = call(
+            "find's filter",
+            _active.FindFilter,
+            key,
+            headers,
+            offsets,
+            from_time,
+            to_time,
+            min_size,
+            max_size,
+            key_rx,
+            value_rx,
+        )
+    except ValueError:  # the regex crate's refusal: RecordFilter.matches decides in Python
+        return None
     return None if native_filter is None else FindMatcher(native_filter)
 
 

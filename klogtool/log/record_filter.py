@@ -16,12 +16,13 @@ source's ``where``), so the two cannot drift apart.
 
 from __future__ import annotations
 
+import importlib
 import re
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from klogtool.formats.batch import LOG_APPEND_TIME, Batch, Record
@@ -87,11 +88,17 @@ class RecordFilter:
 
     def native_spec(self) -> FindSpec | None:
         """The record-level conditions as the native engine's find kernel takes them (key,
-        headers, offsets, from_time, to_time, min_size, max_size; ``engine.find_matcher``), or
-        None when :meth:`matches` must decide in Python: a regex (``re`` and Rust's regex
-        differ), a header name that is not UTF-8-encodable, a bound past 64 bits, a key or
-        header value given as something other than ``bytes`` (the library API)."""
-        if self.key_regex or self.value_regex:
+        headers, offsets, from_time, to_time, min_size, max_size, key and value regexes in the
+        regex crate's syntax; ``engine.find_matcher``), or None when :meth:`matches` must decide
+        in Python: a regex :func:`native_regex` does not translate, a header name that is not
+        UTF-8-encodable, a bound past 64 bits, a key or header value given as something other
+        than ``bytes`` (the library API)."""
+        key_regex, value_regex = (
+            native_regex(t) if type(t) is str and t else None
+            for t in (self.key_regex, self.value_regex)
+        )
+        # "" filters nothing (record_level); a regex not translated is decided in Python
+        if (self.key_regex and key_regex is None) or (self.value_regex and value_regex is None):
             return None
         if self.key is not None and type(self.key) is not bytes:
             return None
@@ -111,7 +118,19 @@ class RecordFilter:
         sizes = (self.min_size, self.max_size)
         if any(s is not None and (type(s) is not int or not 0 <= s < 1 << 63) for s in sizes):
             return None
-        return (self.key, headers, self.offsets, *times, *sizes)
+        from_time, to_time = times
+        min_size, max_size = sizes
+        return (
+            self.key,
+            headers,
+            self.offsets,
+            from_time,
+            to_time,
+            min_size,
+            max_size,
+            key_regex,
+            value_regex,
+        )
 
     def skips_batch(self, batch: Batch) -> bool:
         """True when no record of ``batch`` can match, judged from its header alone."""
@@ -161,6 +180,143 @@ class RecordFilter:
             ):
                 return False
         return True
+
+
+# -- regexes for the native engine -----------------------------------------------------------------
+# A ``re`` pattern is parsed by ``re``'s own parser (so every question of syntax, ``{`` as a
+# literal, ``{,n}``, escapes, a non-ASCII character as its UTF-8 bytes, is answered as ``re``
+# answers it) and its tree is written out in the regex crate's syntax when every node is one whose
+# meaning for "is there a match anywhere" is the same in both: what else is None and stays in
+# Python. Private modules (typeshed has no stubs for them): a Python without them, or a tree of
+# an unexpected shape, translates nothing.
+try:
+    _parser: Any = importlib.import_module("re._parser")
+    _MAXREPEAT: Any = importlib.import_module("re._constants").MAXREPEAT
+except (ImportError, AttributeError):  # pragma: no cover - CPython 3.11+ has them
+    _parser = None
+
+# the classes of a bytes pattern are ASCII (_sre.c: SRE_IS_DIGIT, SRE_IS_WORD, SRE_IS_SPACE)
+_DIGIT = frozenset(b"0123456789")
+_WORD = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz")
+_SPACE = frozenset(b" \t\n\r\f\v")
+_ALL = frozenset(range(256))
+_CATEGORIES = {
+    "CATEGORY_DIGIT": _DIGIT,
+    "CATEGORY_NOT_DIGIT": _ALL - _DIGIT,
+    "CATEGORY_WORD": _WORD,
+    "CATEGORY_NOT_WORD": _ALL - _WORD,
+    "CATEGORY_SPACE": _SPACE,
+    "CATEGORY_NOT_SPACE": _ALL - _SPACE,
+}
+_ZERO_WIDTH = {
+    # ^ and \A without MULTILINE (flags are refused): the start of the string only
+    "AT_BEGINNING": r"\A",
+    "AT_BEGINNING_STRING": r"\A",
+    "AT_END_STRING": r"\z",  # re's \Z; the crate has no \Z
+    "AT_BOUNDARY": r"\b",  # ASCII under (?-u), as SRE_IS_WORD
+    # \B is not here: re's never matches an empty string (before 3.14), the crate's does
+}
+
+
+class _Refused(Exception):
+    """A node whose meaning the crate may not share."""
+
+
+@lru_cache(maxsize=64)  # native_spec is asked once per search and engine
+def native_regex(text: str) -> str | None:
+    """``re.compile(text.encode())`` in the regex crate's syntax, to be searched in bytes with
+    Unicode off (``find::compile``), with a match somewhere exactly when ``re``'s ``search``
+    finds one; or None: not a pattern this translation is sure of (flags, lookarounds, backrefs,
+    possessive and atomic forms, ``\\B``, ``$`` anywhere but at the end) or not a pattern."""
+    if _parser is None:
+        return None
+    try:
+        tree = _parser.parse(text.encode())
+        if tree.state.flags:  # (?i), (?m), (?s), (?x), (?a), (?L): refused whole
+            return None
+        return "(?-u)" + _sequence(list(tree), tail=True)
+    except (_Refused, re.error, UnicodeEncodeError, RecursionError, TypeError, ValueError):
+        return None
+
+
+def _sequence(nodes: list[Any], tail: bool) -> str:
+    """``tail``: nothing is matched after the sequence (its last node may be ``$``)."""
+    return "".join(_node(n, tail and i == len(nodes) - 1) for i, n in enumerate(nodes))
+
+
+def _node(node: Any, tail: bool) -> str:
+    op, av = node
+    name = str(op)
+    if name == "LITERAL":
+        return _byte_class(frozenset((av,)))
+    if name == "NOT_LITERAL":
+        return _byte_class(_ALL - {av})
+    if name == "ANY":  # no DOTALL: any byte but a newline
+        return _byte_class(_ALL - {0x0A})
+    if name == "IN":
+        return _byte_class(_class_bytes(av))
+    if name == "AT":
+        at = str(av)
+        if at == "AT_END" and tail:
+            # re's $: at the end or before a final newline; nothing follows it, so consuming
+            # that newline changes no answer (the crate has no lookahead)
+            return r"(?:\n?\z)"
+        if at in _ZERO_WIDTH:
+            return _ZERO_WIDTH[at]
+        raise _Refused(at)
+    if name == "SUBPATTERN":
+        _group, add_flags, del_flags, body = av
+        if add_flags or del_flags:
+            raise _Refused("flags")
+        return "(?:" + _sequence(list(body), tail) + ")"
+    if name == "BRANCH":
+        _, alternatives = av
+        return "(?:" + "|".join(_sequence(list(a), tail) for a in alternatives) + ")"
+    if name in ("MAX_REPEAT", "MIN_REPEAT"):  # lazy or greedy: the same "is there a match"
+        lo, hi, body = av
+        bounds = f"{lo}," if hi == _MAXREPEAT else f"{lo},{hi}"
+        return "(?:" + _sequence(list(body), tail=False) + "){" + bounds + "}"
+    # POSSESSIVE_REPEAT, ATOMIC_GROUP (they give up matches), ASSERT, ASSERT_NOT, GROUPREF,
+    # GROUPREF_EXISTS (the crate has none of them), anything unknown
+    raise _Refused(name)
+
+
+def _class_bytes(items: Any) -> frozenset[int]:
+    """The bytes a ``[...]`` (or ``\\d``, ``\\w``, ``\\s`` and their negations) matches."""
+    out: set[int] = set()
+    negate = False
+    for op, av in items:
+        name = str(op)
+        if name == "NEGATE":
+            negate = True
+        elif name == "LITERAL":
+            out.add(av)
+        elif name == "RANGE":
+            out.update(range(av[0], av[1] + 1))
+        elif name == "CATEGORY" and str(av) in _CATEGORIES:
+            out |= _CATEGORIES[str(av)]
+        else:  # the *_IGNORE and Unicode forms: flags, refused
+            raise _Refused(name)
+    return _ALL - out if negate else frozenset(out)
+
+
+def _byte_class(members: frozenset[int]) -> str:
+    """A set of bytes as the crate writes it under (?-u): ``\\xHH`` escapes only."""
+    if not members <= _ALL:
+        raise _Refused("not a byte")
+    if not members:
+        return r"[^\x00-\xFF]"  # matches nothing, as re's empty set
+    if len(members) == 1:
+        return rf"\x{next(iter(members)):02X}"
+    ranges: list[str] = []
+    ordered = sorted(members)
+    start = prev = ordered[0]
+    for b in [*ordered[1:], -2]:
+        if b != prev + 1:
+            ranges.append(rf"\x{start:02X}" if start == prev else rf"\x{start:02X}-\x{prev:02X}")
+            start = b
+        prev = b
+    return "[" + "".join(ranges) + "]"
 
 
 def record_size(rec: Record) -> int:

@@ -4,16 +4,27 @@
 //!
 //! The conditions are the ones that compare bytes and integers: the exact key, header names
 //! (and values), the offset and time ranges and the record size (key + value + header names'
-//! UTF-8 bytes + header values). Regular expressions stay in Python (`re` and Rust's regex
-//! differ): the caller does not ask this kernel when one is given. The batch is decoded by
+//! UTF-8 bytes + header values), and the key and value regexes that
+//! `klogtool/log/record_filter.py` (`native_regex`) could translate from Python's `re` into the
+//! regex crate's syntax, searched in the raw bytes as `re.search` searches them; a regex it does
+//! not translate is decided in Python (the caller does not ask this kernel). The batch is decoded by
 //! `batch::decode`, so anything it cannot read is `None` and the Python engine reads the
 //! batch, as for every other kernel.
 #![forbid(unsafe_code)]
 
+use regex::bytes::{Regex, RegexBuilder};
+
 use crate::batch::{self, Header, Record, Sink};
 
+/// A pattern `native_regex` translated (bytes only, `\xHH` escapes, ASCII classes), or `None`
+/// when the crate refuses it (its size or nesting limits): the caller leaves it to Python.
+pub fn compile(pattern: &str) -> Option<Regex> {
+    // Unicode off: `.`/classes/`\b` are over bytes, and invalid UTF-8 is searched as it is
+    RegexBuilder::new(pattern).unicode(false).build().ok()
+}
+
 /// All given conditions must hold; ranges are inclusive.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Spec {
     pub key: Option<Vec<u8>>,
     /// `(name as UTF-8, value or None = any value)`: each must be present.
@@ -23,6 +34,10 @@ pub struct Spec {
     pub to_time: Option<i64>,
     pub min_size: Option<u64>,
     pub max_size: Option<u64>,
+    /// Searched in the key (a null key never matches), as `re.search`.
+    pub key_regex: Option<Regex>,
+    /// Searched in the value (a null value never matches).
+    pub value_regex: Option<Regex>,
 }
 
 /// `record_filter.record_size`: key, value, header names (UTF-8 bytes) and header values.
@@ -61,7 +76,7 @@ impl Spec {
                 return false;
             }
         }
-        self.headers.iter().all(|(name, value)| {
+        let headers = self.headers.iter().all(|(name, value)| {
             r.headers.iter().any(|(k, v)| {
                 k.as_bytes() == name.as_slice()
                     && match value {
@@ -69,7 +84,13 @@ impl Spec {
                         Some(want) => *v == Some(want.as_slice()),
                     }
             })
-        })
+        });
+        // the regexes last: the dearest conditions
+        let searched = |re: &Option<Regex>, field: Option<&[u8]>| match re {
+            None => true,
+            Some(re) => field.is_some_and(|b| re.is_match(b)),
+        };
+        headers && searched(&self.key_regex, r.key) && searched(&self.value_regex, r.value)
     }
 }
 
@@ -201,6 +222,54 @@ mod tests {
         };
         assert!(range.matches(&r));
         assert!(!range.matches(&record(6, Some(b"k"), &hs)));
+    }
+
+    /// What `native_regex` writes (`klogtool/log/record_filter.py`) means in the crate what
+    /// the `re` pattern means in Python (tests/formats/test_native_regex.py checks the whole
+    /// translation against `re`; these pin the crate's side of it).
+    #[test]
+    fn translated_regexes_search_bytes_as_re_does() {
+        let is = |pattern: &str, hay: &[u8]| compile(pattern).expect(pattern).is_match(hay);
+        // re's `a$` (at the end or before a final newline)
+        let end = r"(?-u)\x61(?:\n?\z)";
+        assert!(is(end, b"xa") && is(end, b"xa\n"));
+        assert!(!is(end, b"xa\n\n") && !is(end, b"a\nb"));
+        // `.` as re's without DOTALL: any byte (invalid UTF-8 too) but a newline
+        let dot = r"(?-u)[\x00-\x09\x0B-\xFF]";
+        assert!(is(dot, b"\xff") && is(dot, b"\x00") && !is(dot, b"\n") && !is(dot, b""));
+        // an ASCII word boundary: 0xE9 is no word byte (re's bytes \b)
+        let boundary = r"(?-u)\b\x61";
+        assert!(is(boundary, b"\xe9a") && !is(boundary, b"_a") && !is(r"(?-u)\b", b""));
+        // re's empty set `[^\x00-\xff]`: compiles, matches nothing
+        assert!(!is(r"(?-u)[^\x00-\xFF]", b"abc"));
+        // \A is the haystack's start, \z its end (no line anchors)
+        assert!(!is(r"(?-u)\A\x62", b"a\nb") && !is(r"(?-u)\x61\z", b"a\nb"));
+        assert!(is(r"(?-u)(?:(?:\x61|)){0,}", b"") && is(r"(?-u)", b""));
+        // case-sensitive, as re without IGNORECASE
+        assert!(!is(r"(?-u)\x61", b"A"));
+        // beyond the crate's limits: refused, not a panic
+        assert!(compile(r"(?-u)(?:(?:\x61){1000}){1000}").is_none());
+        assert!(compile(&format!("(?-u){}", "(?:".repeat(1000) + &")".repeat(1000))).is_none());
+    }
+
+    #[test]
+    fn regexes_search_the_key_and_the_value() {
+        let r = record(5, Some(b"k\xff1"), &[]);
+        let spec = |key: Option<&str>, value: Option<&str>| Spec {
+            key_regex: key.map(|p| compile(p).expect(p)),
+            value_regex: value.map(|p| compile(p).expect(p)),
+            ..Spec::default()
+        };
+        assert!(spec(Some(r"(?-u)\xFF[\x30-\x39]"), None).matches(&r));
+        assert!(!spec(Some(r"(?-u)\x32"), None).matches(&r));
+        assert!(spec(None, Some(r"(?-u)\x6C\x75")).matches(&r)); // "lu" in "value"
+        assert!(!spec(Some(r"(?-u)\xFF"), Some(r"(?-u)\x78")).matches(&r));
+        // a null key or value matches no regex, even one that matches everything
+        assert!(!spec(Some(r"(?-u)"), None).matches(&record(5, None, &[])));
+        let mut no_value = record(5, Some(b"k"), &[]);
+        no_value.value = None;
+        assert!(!spec(None, Some(r"(?-u)")).matches(&no_value));
+        assert!(spec(Some(r"(?-u)"), None).matches(&no_value));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `FindFilter`: find's record-level filters decided per record (`crate::find`), for
 //! `klogtool/log/read/finder.py` through `klogtool/formats/engine.py`.
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
@@ -9,7 +10,8 @@ use crate::batch::{Record, Sink};
 use crate::find::{self, MatchSink, Spec};
 use crate::handback;
 
-/// find's exact-key, header, offset, time and size conditions, made once per search.
+/// find's exact-key, header, offset, time, size and (translated) regex conditions, made once
+/// per search.
 #[pyclass(module = "klogtool._native", frozen)]
 pub(super) struct FindFilter {
     spec: Spec,
@@ -37,8 +39,12 @@ type HeaderCondition<'py> = (String, Option<Bound<'py, PyBytes>>);
 
 #[pymethods]
 impl FindFilter {
+    /// A regex the crate does not compile (past its size or nesting limits) is a ValueError:
+    /// `engine.find_matcher` leaves the search to Python.
     #[new]
-    #[pyo3(signature = (key, headers, offsets, from_time, to_time, min_size, max_size))]
+    #[pyo3(signature = (
+        key, headers, offsets, from_time, to_time, min_size, max_size, key_regex, value_regex
+    ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         key: Option<&[u8]>,
@@ -48,12 +54,23 @@ impl FindFilter {
         to_time: Option<i64>,
         min_size: Option<u64>,
         max_size: Option<u64>,
-    ) -> Self {
+        key_regex: Option<&str>,
+        value_regex: Option<&str>,
+    ) -> PyResult<Self> {
+        let regex = |pattern: Option<&str>| {
+            pattern
+                .map(|p| {
+                    find::compile(p).ok_or_else(|| PyValueError::new_err("regex not compiled"))
+                })
+                .transpose()
+        };
+        let key_regex = regex(key_regex)?;
+        let value_regex = regex(value_regex)?;
         let headers = headers
             .into_iter()
             .map(|(name, value)| (name.into_bytes(), value.map(|v| v.as_bytes().to_vec())))
             .collect();
-        FindFilter {
+        Ok(FindFilter {
             spec: Spec {
                 key: key.map(<[u8]>::to_vec),
                 headers,
@@ -62,8 +79,10 @@ impl FindFilter {
                 to_time,
                 min_size,
                 max_size,
+                key_regex,
+                value_regex,
             },
-        }
+        })
     }
 
     /// `(records in the batch, indexes of the matching records, those `Record`s)` of a whole
