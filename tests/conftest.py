@@ -24,6 +24,7 @@ ONE_ENGINE = (
     "tests/test_layers.py",
     "tests/formats/test_engines.py",  # compares the engines itself
     "tests/formats/test_crc_prefetch.py",  # native machinery, on and off
+    "tests/formats/test_native_regex.py",  # native against re itself
     "tests/test_cli_dump.py::test_processes_render_the_same_dump",  # native: its child's
     "tests/test_corpus_notice.py",
     "tests/test_startup.py",
