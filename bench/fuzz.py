@@ -630,7 +630,7 @@ def compare_engines(batch, stats: Counter) -> None:
     got = native_records(batch.data, MAX_BATCH_BYTES)
     rows = engine.records_v2(batch.data, MAX_BATCH_BYTES, batch.position)
     checked = engine.check_v2(batch.data, MAX_BATCH_BYTES, "fuzz")
-    # records_v2 also hands back batches of over 4,096 records (a list holds them all)
+    # records_v2 also hands back batches of over 65,536 records
     assert rows is None or got is not None, "records_v2 decoded what Columns.add handed back"
     if got is None:
         stats["native-handed-back"] += 1

@@ -35,9 +35,6 @@ pub enum Reason {
     /// A payload decoder or rendering the native renderer does not have (`json`): every batch
     /// of the run.
     RenderDecoder,
-    /// A payload only the Python renderer writes exactly: that batch (none is left since
-    /// invalid UTF-8 is rendered natively; kept so that the printed names keep their order).
-    RenderPayload,
     /// An lz4 block checksum that does not hold.
     Lz4BlockChecksum,
     /// A gzip header CRC that does not hold, or reserved header flags.
@@ -48,7 +45,7 @@ pub enum Reason {
     SnappyConcatenated,
 }
 
-const REASONS: usize = 10;
+const REASONS: usize = 9;
 
 /// The printed names, in `Reason` order.
 pub const NAMES: [&str; REASONS] = [
@@ -57,7 +54,6 @@ pub const NAMES: [&str; REASONS] = [
     "control-batch",
     "many-records",
     "render-decoder",
-    "render-payload",
     "lz4-block-checksum",
     "gzip-header-fields",
     "gzip-multi-member",

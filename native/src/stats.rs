@@ -30,7 +30,7 @@ pub const HLL_P: u32 = 14;
 /// The bytes of a heavy key kept as its label.
 pub const LABEL_BYTES: usize = 64;
 /// The most records of a batch held aside until it decoded to its end (about 80 bytes each,
-/// as `records_v2` lists at most 65,536); a larger batch is walked twice.
+/// as `records_v2` reads at most 65,536); a larger batch is walked twice.
 pub const MAX_HELD: usize = 1 << 16;
 
 /// `key_hash`: BLAKE2b with an 8-byte digest, read big-endian.

@@ -414,7 +414,7 @@ def test_dump_segments_says_why_it_rendered_in_python(tmp_path: Path, klogtool_e
 @pytest.mark.parametrize("count", [10_000, 65_537])
 def test_a_batch_of_many_records(count: int, klogtool_engine: str) -> None:
     """Real producers write batches of 10,000 small records and more (every client's 'large'
-    capture in fixtures/producers): records_v2 lists up to 65,536 at once (it was 4,096, and
+    capture in fixtures/producers): records_v2 reads up to 65,536 natively (it was 4,096, and
     each of those batches went to Python); past that, Python's decoder, a chunk at a time."""
     records = [Record(o, o, b"k", b"v") for o in range(count)]
     data = v2.encode_batch(records, compression=codecs.ZSTD)
