@@ -5,9 +5,9 @@ Valid segments of each magic x codec, and batches real clients wrote (``fixtures
 are mutated (bit flips, byte overwrites, truncation, length/count fields rewritten with extreme
 values, zero runs, inserted or deleted junk, and mutations *inside* compressed payloads or
 record areas followed by re-compression and CRC repair, so the decoders behind the CRC get
-exercised too). Each result is scanned in every
-scanner mode and every record decoded; the only exceptions allowed are
-``klogtool.formats.errors.FormatError`` subclasses. Anything else is a bug.
+exercised too). Each result is scanned in every scanner mode and every record decoded; the
+only exceptions allowed are ``klogtool.formats.errors.FormatError`` subclasses. Anything else
+is a bug.
 
     python bench/fuzz.py --iterations 100000 --seed 1
 
