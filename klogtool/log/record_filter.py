@@ -118,19 +118,7 @@ class RecordFilter:
         sizes = (self.min_size, self.max_size)
         if any(s is not None and (type(s) is not int or not 0 <= s < 1 << 63) for s in sizes):
             return None
-        from_time, to_time = times
-        min_size, max_size = sizes
-        return (
-            self.key,
-            headers,
-            self.offsets,
-            from_time,
-            to_time,
-            min_size,
-            max_size,
-            key_regex,
-            value_regex,
-        )
+        return (self.key, headers, self.offsets, *times, *sizes, key_regex, value_regex)
 
     def skips_batch(self, batch: Batch) -> bool:
         """True when no record of ``batch`` can match, judged from its header alone."""

@@ -94,21 +94,36 @@ pub trait Sink {
 /// On `None` the sink may already hold the records before the bad one: a sink that keeps
 /// state across batches rolls them back (see `columns::Columns::add`).
 pub fn decode<S: Sink>(batch: &[u8], max_batch_bytes: usize, sink: &mut S) -> Option<Header> {
+    let (header, count, inflated) = unpack(batch, max_batch_bytes)?;
+    walk(area(batch, &inflated), count, &header, sink)?;
+    Some(header)
+}
+
+/// `batch`'s header, its record count, checked against the size of the records area, and the
+/// area decompressed when the batch is compressed (see [`area`]); `None` when the reference
+/// must read it.
+#[inline]
+fn unpack(batch: &[u8], max_batch_bytes: usize) -> Option<(Header, usize, Option<Vec<u8>>)> {
     let header = parse_header(batch)?;
     let count = usize::try_from(header.records_count).ok()?;
-    let raw = &batch[HEADER_SIZE..];
-    let inflated;
-    let area: &[u8] = if header.compression() == codecs::NONE {
-        raw
-    } else {
-        inflated = codecs::decompress(header.compression(), raw, max_batch_bytes)?;
-        &inflated
+    let inflated = match header.compression() {
+        codecs::NONE => None,
+        codec => Some(codecs::decompress(
+            codec,
+            &batch[HEADER_SIZE..],
+            max_batch_bytes,
+        )?),
     };
-    if count.checked_mul(MIN_RECORD_SIZE)? > area.len() {
+    if count.checked_mul(MIN_RECORD_SIZE)? > area(batch, &inflated).len() {
         return None;
     }
-    walk(area, count, &header, sink)?;
-    Some(header)
+    Some((header, count, inflated))
+}
+
+/// The records area of `batch`: `inflated` when it was decompressed, else the batch's own.
+#[inline]
+fn area<'a>(batch: &'a [u8], inflated: &'a Option<Vec<u8>>) -> &'a [u8] {
+    inflated.as_deref().unwrap_or(&batch[HEADER_SIZE..])
 }
 
 /// A zig-zag varint of at most `max_bytes` bytes (5: int, 10: long), Java's surplus-bit rule.
@@ -289,23 +304,8 @@ impl Cursor {
     /// decompressed records area when the batch is compressed (`None`: the area is
     /// `batch[HEADER_SIZE..]`).
     pub fn new(batch: &[u8], max_batch_bytes: usize) -> Option<(Self, Option<Vec<u8>>)> {
-        let header = parse_header(batch)?;
-        let count = usize::try_from(header.records_count).ok()?;
-        let raw = &batch[HEADER_SIZE..];
-        let inflated = if header.compression() == codecs::NONE {
-            None
-        } else {
-            Some(codecs::decompress(
-                header.compression(),
-                raw,
-                max_batch_bytes,
-            )?)
-        };
-        let area = inflated.as_deref().unwrap_or(raw);
-        if count.checked_mul(MIN_RECORD_SIZE)? > area.len() {
-            return None;
-        }
-        walk(area, count, &header, &mut Nothing)?;
+        let (header, count, inflated) = unpack(batch, max_batch_bytes)?;
+        walk(area(batch, &inflated), count, &header, &mut Nothing)?;
         let cursor = Cursor {
             header,
             fixed_ts: header.log_append_time().then_some(header.max_timestamp),
