@@ -36,7 +36,8 @@ use crate::handback;
 use crate::legacy;
 use crate::scan;
 
-/// A read-only view of a Python buffer (bytes, a memoryview of an mmap) for one call.
+/// A read-only view of a Python buffer (bytes, a memoryview of an mmap) for one call, or for
+/// as long as `records_v2`'s iterator lives (the buffer stays exported meanwhile).
 struct Bytes {
     buffer: PyUntypedBuffer,
 }
