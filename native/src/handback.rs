@@ -29,9 +29,6 @@ pub enum Reason {
     SizeLimit,
     /// A control batch (dump-segments renders its records decoded, in Python).
     ControlBatch,
-    /// A batch of more records than `records_v2` reads (Python decodes it a chunk at a
-    /// time).
-    ManyRecords,
     /// A payload decoder or rendering the native renderer does not have (`json`): every batch
     /// of the run.
     RenderDecoder,
@@ -45,14 +42,13 @@ pub enum Reason {
     SnappyConcatenated,
 }
 
-const REASONS: usize = 9;
+const REASONS: usize = 8;
 
 /// The printed names, in `Reason` order.
 pub const NAMES: [&str; REASONS] = [
     "malformed",
     "size-limit",
     "control-batch",
-    "many-records",
     "render-decoder",
     "lz4-block-checksum",
     "gzip-header-fields",

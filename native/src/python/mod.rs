@@ -171,11 +171,6 @@ impl Sink for Rows<'_> {
     }
 }
 
-/// The most records `records_v2` reads from one batch; past this the Python decoder, a chunk
-/// at a time (the bound of the lists it once made, kept so that the same batches are handed
-/// back).
-const MAX_NATIVE_RECORDS: i32 = 65_536;
-
 /// The records of a whole v2 batch as an iterator of `Record`s (payloads as bytes), checked
 /// well formed first, or None: decode it in Python.
 #[pyfunction]
@@ -188,14 +183,6 @@ fn records_v2<'py>(
     let data = bytes.as_slice();
     // Checked with the GIL held: releasing it costs more than a small batch's check.
     let checked = handback::kernel(handback::Kernel::Records, data, || {
-        match batch::parse_header(data) {
-            Some(h) if (0..=MAX_NATIVE_RECORDS).contains(&h.records_count) => {}
-            Some(h) if h.records_count > MAX_NATIVE_RECORDS => {
-                handback::note(handback::Reason::ManyRecords);
-                return None;
-            }
-            _ => return None,
-        }
         batch::Cursor::new(data, max_batch_bytes)
     });
     match checked {
