@@ -35,6 +35,7 @@ import time
 import traceback
 import zlib
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 try:
@@ -436,15 +437,35 @@ def native_records(
     return rows
 
 
-def python_records(batch, max_batch_bytes: int) -> list[tuple]:
-    """The same tuples, plus the record attributes, from the python engine (raises its
-    FormatError)."""
-    with engine.using(engine.PYTHON):
-        return [
-            (r.offset, r.timestamp, _b(r.key), _b(r.value),
-             tuple((k, _b(v)) for k, v in r.headers), r.sequence, r.attributes)
-            for r in batch.records(max_batch_bytes)
-        ]  # fmt: skip
+def _tuple(r) -> tuple:
+    return (r.offset, r.timestamp, _b(r.key), _b(r.value),
+            tuple((k, _b(v)) for k, v in r.headers), r.sequence, r.attributes)  # fmt: skip
+
+
+def records_until_error(batch, name: str) -> tuple[list[tuple], tuple | None]:
+    """``batch.records()`` under engine ``name``: the records it yields, then its error as
+    ``(type, message, position)`` (None: it ended)."""
+    got: list[tuple] = []
+    with engine.using(name):
+        try:
+            for r in batch.records(MAX_BATCH_BYTES):
+                got.append(_tuple(r))
+        except FormatError as e:
+            return got, (type(e), str(e), e.position)
+    return got, None
+
+
+def records_v2_made(batch) -> tuple[list[tuple], tuple[int, int] | None] | None:
+    """The records ``records_v2`` makes itself, and where it stopped at a malformed one for
+    the python engine to read on (None: it ended); None: it handed the batch back whole."""
+    stops: list[tuple[int, int]] = []
+
+    def rest(pos: int, done: int) -> Iterator:
+        stops.append((pos, done))
+        return iter(())
+
+    rows = engine.records_v2(batch.data, MAX_BATCH_BYTES, batch.position, rest)
+    return None if rows is None else ([_tuple(r) for r in rows], stops[0] if stops else None)
 
 
 _DUMPER = Dumper(
@@ -622,23 +643,27 @@ def compare_engines(batch, stats: Counter) -> None:
         return
     if engine.name() != engine.NATIVE:
         return
-    try:
-        expected: list[tuple] | None = python_records(batch, MAX_BATCH_BYTES)
-        error = None
-    except FormatError as e:
-        expected, error = None, e
+    python = records_until_error(batch, engine.PYTHON)
+    expected, error = (python[0], None) if python[1] is None else (None, python[1])
     got = native_records(batch.data, MAX_BATCH_BYTES)
-    rows = engine.records_v2(batch.data, MAX_BATCH_BYTES, batch.position)
+    made = records_v2_made(batch)
     checked = engine.check_v2(batch.data, MAX_BATCH_BYTES, "fuzz")
-    # records_v2 also hands back batches of over 65,536 records
-    assert rows is None or got is not None, "records_v2 decoded what Columns.add handed back"
     if got is None:
         stats["native-handed-back"] += 1
     else:
         assert error is None, f"the native engine decoded what the python engine rejects: {error}"
         assert expected is not None
         assert got == [r[:6] for r in expected], "the engines decoded different records"
-        assert rows is None or [r[:7] for r in rows] == expected, "records_v2 decoded other records"
+        assert made == (expected, None), "records_v2 decoded other records"
+    # records() whole, as callers see it: the records and the error, wherever the native
+    # engine stopped and the python engine read on
+    if made is not None:
+        rows, stopped = made
+        assert rows == python[0][: len(rows)], "records_v2 made other records"
+        assert stopped is None or stopped[1] == len(rows), stopped
+        assert stopped is not None or python == (rows, None), "records_v2 ended elsewhere"
+        stats["records-v2-stopped" if stopped else "records-v2-whole"] += 1
+    assert records_until_error(batch, engine.NATIVE) == python, "records() differs"
     if checked is not None:
         assert error is None, f"check_v2 accepted what the python engine rejects: {error}"
         assert expected is not None
@@ -715,7 +740,7 @@ def _random_regex(rng: random.Random, sample: bytes | None) -> str:
 
 
 def compare_find(
-    batch, stats: Counter, expected: list[tuple] | None, error: FormatError | None, rng
+    batch, stats: Counter, expected: list[tuple] | None, error: tuple | None, rng
 ) -> None:
     """find's native filter (``engine.find_matcher``) on a v2 batch: the records
     ``RecordFilter.matches`` keeps of the python engine's records, with their indexes and the

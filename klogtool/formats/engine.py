@@ -23,7 +23,7 @@ dump-segments' renderings (``klogtool.log.read.native_render``) and export's Arr
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain
 from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
@@ -151,8 +151,8 @@ class EngineChoiceError(ValueError):
 
 
 class NativeEngineError(RuntimeError):
-    """The native engine panicked (a bug), or found a batch's mapped bytes changed since it
-    checked them: reported as an internal error (exit 70) naming where, never a crash."""
+    """The native engine panicked (a bug): reported as an internal error (exit 70) naming
+    where, never a crash."""
 
     def __init__(self, where: str, panic: BaseException):
         super().__init__(f"the native engine failed at {where}: {panic}")
@@ -271,29 +271,38 @@ def check_v2(data: memoryview, max_batch_bytes: int, where: str) -> tuple[int, b
 
 
 def records_v2(
-    data: memoryview, max_batch_bytes: int, position: int
+    data: memoryview,
+    max_batch_bytes: int,
+    position: int,
+    rest: Callable[[int, int], Iterator[NativeRecord]],
 ) -> Iterator[NativeRecord] | None:
-    """The records of a whole well-formed v2 batch (payloads as ``bytes``), made by the native
-    engine as they are iterated (the batch is checked whole first), or None: decode it in
-    Python. ``position`` (the batch's) names it if the engine fails. The iterator holds
+    """The records of a v2 batch (payloads as ``bytes``), made by the native engine as they
+    are iterated, or None: decode it in Python. At a malformed record (the native engine
+    checks each as it makes it) ``rest(pos, done)`` yields the records from ``pos`` of the
+    records area on, after the ``done`` made (the python engine's decoder, which says what is
+    wrong). ``position`` (the batch's) names it if the engine fails. The iterator holds
     ``data``'s buffer until it is freed."""
     if _active is None:
         return None
     where = f"byte {position}"
     chunks: _stub.RecordsV2 | None = call(where, _active.records_v2, data, max_batch_bytes)
-    return None if chunks is None else chain.from_iterable(_guarded(chunks, where))
+    return None if chunks is None else chain.from_iterable(_guarded(chunks, where, rest))
 
 
-def _guarded(chunks: _stub.RecordsV2, where: str) -> Iterator[list[NativeRecord]]:
-    """``chunks`` as :func:`call` guards a call: a panic while a chunk is made, or the batch's
-    bytes found changed since they were checked (a file written to under its map), names
-    ``where`` (a generator per batch; records are not yielded one by one through it)."""
+def _guarded(
+    chunks: _stub.RecordsV2, where: str, rest: Callable[[int, int], Iterator[NativeRecord]]
+) -> Iterator[Iterable[NativeRecord]]:
+    """``chunks`` as :func:`call` guards a call (a panic while a chunk is made names
+    ``where``), then ``rest`` from where they stopped, if a record was malformed (a generator
+    per batch; records are not yielded one by one through it)."""
     try:
         yield from chunks
     except BaseException as e:
-        if type(e).__name__ == "PanicException" or type(e) is RuntimeError:
+        if type(e).__name__ == "PanicException":
             raise NativeEngineError(where, e) from None
         raise
+    if chunks.stopped is not None:
+        yield rest(*chunks.stopped)
 
 
 # find's native conditions: key, headers, offsets, from_time, to_time, min_size, max_size, and

@@ -195,9 +195,18 @@ class DefaultBatch(Batch):
             raise e.at(self.position + RECORD_BATCH_OVERHEAD) from None
 
     def records(self, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> Iterator[Record]:
-        records = engine.records_v2(self.data, max_batch_bytes, self.position)
-        if records is not None:  # the native engine checked it (payloads are bytes then)
+        records = engine.records_v2(
+            self.data,
+            max_batch_bytes,
+            self.position,
+            lambda pos, done: self._records_from(max_batch_bytes, pos, done),
+        )
+        if records is not None:  # the native engine reads it (payloads are bytes then)
             return records
+        return self._records_from(max_batch_bytes, 0, 0)
+
+    def _records_from(self, max_batch_bytes: int, pos: int, done: int) -> Iterator[Record]:
+        """The records after the first ``done``, which end at ``pos`` of the records area."""
         count = self.records_count
         if count < 0:
             raise CorruptRecordError(
@@ -232,6 +241,8 @@ class DefaultBatch(Batch):
             # Positions inside decompressed data mean nothing on disk: report the batch start.
             None if compressed else self.position + RECORD_BATCH_OVERHEAD,
             self.position,
+            pos,
+            done,
         )
         return chain.from_iterable(chunks)
 
@@ -302,13 +313,15 @@ def _record_chunks(
     base_sequence: int,
     anchor: int | None,
     batch_pos: int,
+    pos: int = 0,
+    done: int = 0,
 ) -> Iterator[Iterable[Record]]:
-    """The records of a batch a chunk at a time (bounded memory whatever the batch holds).
-    Records before a corrupt one are yielded before its error is raised."""
+    """The records of a batch a chunk at a time (bounded memory whatever the batch holds),
+    after the first ``done``, which end at ``pos``. Records before a corrupt one are yielded
+    before its error is raised."""
     # Sequences that may wrap past Int.MAX are left to the careful decoder.
     wraps = base_sequence > _INT32_MAX - _FAST_MAX_DELTA
-    pos = 0
-    left = count
+    left = count - done
     while left > 0:
         n = min(left, _CHUNK_RECORDS)
         chunk: list[Record] = []

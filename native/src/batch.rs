@@ -281,36 +281,46 @@ fn walk<S: Sink>(area: &[u8], count: usize, h: &Header, sink: &mut S) -> Option<
     (pos == area.len()).then_some(())
 }
 
-/// A sink that keeps nothing: `decode` as a check that every record is well formed.
-struct Nothing;
-
-impl Sink for Nothing {
-    #[inline(always)]
-    fn record(&mut self, _r: &Record<'_>) {}
-}
-
 /// The records of a batch, one at a time: `records_v2`'s iterator, which makes each Python
-/// record as Python asks for it (see `Cursor::new`).
+/// record as Python asks for it.
 pub struct Cursor {
     header: Header,
     fixed_ts: Option<i64>,
     pos: usize,
+    count: usize,
     left: usize,
+    /// Where a record (or the end) was found malformed: `(position in the area, records
+    /// read before it)`.
+    stopped: Option<(usize, usize)>,
+}
+
+/// What `Cursor::next` found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A record, given to the sink.
+    Record,
+    /// The end of a well-formed batch.
+    End,
+    /// A malformed record, or bytes after the last: the python engine reads on from
+    /// `Cursor::stopped` (and says what is wrong there).
+    Malformed,
 }
 
 impl Cursor {
-    /// A cursor over a whole batch checked well formed first (so that it cannot fail
-    /// half-way: a bad batch is `None` before any record, as `decode` answers it), with the
-    /// decompressed records area when the batch is compressed (`None`: the area is
-    /// `batch[HEADER_SIZE..]`).
+    /// A cursor over a batch whose header, decompression and record count (against the area)
+    /// were checked, with the decompressed records area when the batch is compressed (`None`:
+    /// the area is `batch[HEADER_SIZE..]`). The records are checked as they are read: the
+    /// python engine yields a batch's records up to a malformed one too, so the two engines
+    /// agree if the python engine takes over there.
     pub fn new(batch: &[u8], max_batch_bytes: usize) -> Option<(Self, Option<Vec<u8>>)> {
         let (header, count, inflated) = unpack(batch, max_batch_bytes)?;
-        walk(area(batch, &inflated), count, &header, &mut Nothing)?;
         let cursor = Cursor {
             header,
             fixed_ts: header.log_append_time().then_some(header.max_timestamp),
             pos: 0,
+            count,
             left: count,
+            stopped: None,
         };
         Some((cursor, inflated))
     }
@@ -320,14 +330,25 @@ impl Cursor {
         self.left
     }
 
-    /// The next record of `area` (the area `new` checked) to `sink`; `false` when none is
-    /// left, or when `area` no longer holds what was checked (a mapping changed under the
-    /// read).
+    /// Where the python engine takes over, once `next` found the batch malformed.
+    pub fn stopped(&self) -> Option<(usize, usize)> {
+        self.stopped
+    }
+
+    /// The next record of `area` (the area `new` was given) to `sink`.
     #[inline]
-    pub fn next<S: Sink>(&mut self, area: &[u8], sink: &mut S) -> bool {
-        if self.left == 0 {
-            return false;
+    pub fn next<S: Sink>(&mut self, area: &[u8], sink: &mut S) -> Step {
+        if self.stopped.is_some() {
+            return Step::End;
         }
+        if self.left == 0 {
+            if self.pos == area.len() {
+                return Step::End;
+            }
+            self.stopped = Some((self.pos, self.count));
+            return Step::Malformed;
+        }
+        let start = self.pos;
         let mut headers = Vec::new();
         let Some(fields) = read_record(
             area,
@@ -336,12 +357,12 @@ impl Cursor {
             self.fixed_ts,
             &mut headers,
         ) else {
-            self.left = 0;
-            return false;
+            self.stopped = Some((start, self.count - self.left));
+            return Step::Malformed;
         };
         self.left -= 1;
         sink.record(&fields.with(&headers));
-        true
+        Step::Record
     }
 }
 
@@ -390,25 +411,41 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_cursor_gives_what_decode_gives_and_refuses_what_it_refuses() {
-        let data = batch_of(3);
-        let (mut cursor, inflated) = Cursor::new(&data, 1 << 20).unwrap();
-        assert!(inflated.is_none());
+    /// The offsets a cursor gives, and what it ended with.
+    fn read_all(batch: &[u8], area: &[u8]) -> (Vec<i64>, Step, Option<(usize, usize)>) {
+        let (mut cursor, _) = Cursor::new(batch, 1 << 20).unwrap();
         let mut got = Offsets(Vec::new());
-        while cursor.next(&data[HEADER_SIZE..], &mut got) {}
+        let end = loop {
+            match cursor.next(area, &mut got) {
+                Step::Record => {}
+                step => break step,
+            }
+        };
+        // once ended, it stays ended
+        assert_eq!(cursor.next(area, &mut got), Step::End);
+        (got.0, end, cursor.stopped())
+    }
+
+    #[test]
+    fn a_cursor_gives_what_decode_gives_and_stops_where_it_refuses() {
+        let data = batch_of(3);
+        let (cursor, inflated) = Cursor::new(&data, 1 << 20).unwrap();
+        assert!(inflated.is_none() && cursor.left() == 3);
         let mut decoded = Offsets(Vec::new());
         decode(&data, 1 << 20, &mut decoded).unwrap();
-        assert_eq!((got.0, cursor.left()), (decoded.0, 0));
-        // the last record's length one short: refused whole, before any record
+        let got = read_all(&data, &data[HEADER_SIZE..]);
+        assert_eq!(got, (decoded.0, Step::End, None));
+        // the last record's length one short: two records, then a stop at the third (byte 16)
         let mut bad = batch_of(3);
         bad[HEADER_SIZE + 16] = 0x0c;
-        assert!(Cursor::new(&bad, 1 << 20).is_none());
-        // an area that no longer holds what was checked: the cursor stops, no record
-        let (mut cursor, _) = Cursor::new(&data, 1 << 20).unwrap();
-        let mut none = Offsets(Vec::new());
-        assert!(!cursor.next(&data[HEADER_SIZE..HEADER_SIZE + 2], &mut none));
-        assert_eq!((none.0.len(), cursor.left()), (0, 0));
+        assert!(decode(&bad, 1 << 20, &mut Offsets(Vec::new())).is_none());
+        let got = read_all(&bad, &bad[HEADER_SIZE..]);
+        assert_eq!(got, (vec![0, 1], Step::Malformed, Some((16, 2))));
+        // bytes after the last record: all three, then a stop at the end
+        let mut longer = data.clone();
+        longer.push(0);
+        let got = read_all(&data, &longer[HEADER_SIZE..]);
+        assert_eq!(got, (vec![0, 1, 2], Step::Malformed, Some((24, 3))));
     }
 
     #[test]

@@ -103,9 +103,14 @@ pub fn kernel<T>(who: Kernel, data: &[u8], f: impl FnOnce() -> Option<T>) -> Opt
 /// Count a hand-back of `data` by `who` for the reason noted (once for the same bytes that
 /// another kernel refused just before).
 pub fn count(who: Kernel, data: &[u8]) {
+    count_at(who, (data.as_ptr() as usize, data.len()));
+}
+
+/// `count` of the bytes at `(address, length)`, for a kernel that no longer holds them.
+pub fn count_at(who: Kernel, (addr, len): (usize, usize)) {
     // the note is taken, so the next kernel starts from `malformed`
     let reason = NOTED.with(|n| n.replace(Reason::Malformed));
-    let key = (data.as_ptr() as usize, data.len(), who);
+    let key = (addr, len, who);
     let (addr, len, last) = LAST.with(|l| l.replace(key));
     if (addr, len) == (key.0, key.1) && last != who {
         return;

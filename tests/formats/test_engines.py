@@ -11,7 +11,7 @@ import pickle
 import random
 import struct
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -433,7 +433,7 @@ def test_native_records_are_made_as_they_are_iterated(codec: int, base_sequence:
     )
     (batch,) = SegmentScanner(memoryview(data))
     with engine.using(engine.NATIVE):
-        assert engine.records_v2(batch.data, 1 << 20, batch.position) is not None
+        assert engine.records_v2(batch.data, 1 << 20, batch.position, _no_rest) is not None
         it = batch.records()
         assert not isinstance(it, list)
         head = [next(it) for _ in range(70)]  # past the first chunk
@@ -444,10 +444,15 @@ def test_native_records_are_made_as_they_are_iterated(codec: int, base_sequence:
     assert [tuple(r) for r in native] == [tuple(r) for r in python]
 
 
+def _no_rest(pos: int, done: int) -> Iterator[Record]:
+    raise AssertionError(f"records_v2 stopped at byte {pos} of the area, after {done} records")
+
+
 def test_a_bad_record_late_in_a_batch_fails_at_the_same_record_under_both_engines() -> None:
-    """The native engine checks a batch whole before it makes a record: a bad record near the
-    end hands the batch back, and the records before it, then the error (message and
-    position), are the python engine's."""
+    """The native engine checks each record as it makes it: at a bad record near the end it
+    stops, the python engine reads on from there, and the records before it, then the error
+    (message and position), are the python engine's walk of the whole batch (every codec:
+    test_handbacks)."""
     records = [
         Record(i, 1_700_000_000_000, b"k", b"v", (("hkey", b"x"),) if i == 180 else ())
         for i in range(200)
@@ -457,8 +462,14 @@ def test_a_bad_record_late_in_a_batch_fails_at_the_same_record_under_both_engine
     assert data[at - 1] == 8  # the header key's length, 4: now past the record's end
     data[at - 1] = 0x7E
     (batch,) = SegmentScanner(memoryview(bytes(data)), stop_on_crc=False)
+    stops: list[tuple[int, int]] = []
     with engine.using(engine.NATIVE):
-        assert engine.records_v2(batch.data, 1 << 20, batch.position) is None
+        made = engine.records_v2(
+            batch.data, 1 << 20, batch.position, lambda p, d: iter(stops.append((p, d)) or ())
+        )
+        assert made is not None and len(list(made)) == 180
+    # where record 180 starts: after the area of the 180 before it
+    assert stops == [(len(v2.encode_batch(records[:180])) - v2.RECORD_BATCH_OVERHEAD, 180)]
     native = _records_and_error(batch, engine.NATIVE)
     python = _records_and_error(batch, engine.PYTHON)
     assert native == python

@@ -423,3 +423,41 @@ def test_a_batch_of_many_records(count: int, klogtool_engine: str) -> None:
     before = engine_stats()
     assert _read(data) == expected and len(expected) == count
     assert _delta(before) == {}
+
+
+def _records_then_error(data: bytes) -> tuple[list[tuple], tuple | None]:
+    """The records the batch's iteration yields under the engine in use, then its error."""
+    (batch,) = SegmentScanner(memoryview(data))
+    got: list[tuple] = []
+    try:
+        for r in batch.records(MAX):
+            got.append((r.offset, r.timestamp, _b(r.key), _b(r.value), tuple(r.headers)))
+    except FormatError as e:
+        return got, (type(e).__name__, e.code, str(e), e.position)
+    return got, None
+
+
+@pytest.mark.parametrize("codec", sorted(codecs.CODEC_NAMES), ids=codecs.CODEC_NAMES.get)
+@pytest.mark.parametrize("bad", ["record 250 cut", "bytes after the last"])
+def test_a_batch_read_natively_up_to_a_bad_record(
+    codec: int, bad: str, klogtool_engine: str
+) -> None:
+    """The native engine makes records until the first bad one (or bytes after the last), and
+    the python engine reads on from there: the same records, then the same error, as the
+    python engine's walk of the whole batch; one hand-back, `malformed`."""
+    area = bytearray(_area(RECORDS))
+    if bad == "record 250 cut":
+        at = len(_area(RECORDS[:250]))  # record 250's length varint: one more than it holds
+        assert area[at] & 0x7F < 0x7E
+        area[at] += 2  # (zig-zag)
+    else:
+        area += b"\x00\x00"
+    payload = bytes(area) if codec == codecs.NONE else codecs.compress(codec, area, magic=2)
+    data = _batch(codec, payload)
+    with engine.using(engine.PYTHON):
+        expected = _records_then_error(data)
+    assert len(expected[0]) == (250 if bad == "record 250 cut" else 300) and expected[1]
+    before = engine_stats()
+    assert _records_then_error(data) == expected
+    native = klogtool_engine == engine.NATIVE
+    assert _delta(before) == ({"malformed": 1} if native else {})

@@ -171,8 +171,10 @@ impl Sink for Rows<'_> {
     }
 }
 
-/// The records of a whole v2 batch as an iterator of `Record`s (payloads as bytes), checked
-/// well formed first, or None: decode it in Python.
+/// The records of a v2 batch as an iterator of lists of `Record`s (payloads as bytes), or
+/// None (a bad header, record count or compressed area): decode it in Python. The records
+/// are checked as they are made: the iterator ends at a malformed one, and its `stopped`
+/// says where Python reads on (see `records::RecordsV2`).
 #[pyfunction]
 fn records_v2<'py>(
     py: Python<'py>,
@@ -181,7 +183,7 @@ fn records_v2<'py>(
 ) -> PyResult<Option<Bound<'py, records::RecordsV2>>> {
     let bytes = Bytes::get(batch)?;
     let data = bytes.as_slice();
-    // Checked with the GIL held: releasing it costs more than a small batch's check.
+    // With the GIL held: releasing it costs more than a small batch's decompression.
     let checked = handback::kernel(handback::Kernel::Records, data, || {
         batch::Cursor::new(data, max_batch_bytes)
     });

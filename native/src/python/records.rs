@@ -1,15 +1,17 @@
 //! `RecordsV2`: what `records_v2` returns, an iterator of lists of `CHUNK` records (Python
 //! chains them) made as Python asks for them, not one list of the whole batch: a chunk is
-//! made, read and freed while its memory is still in the cache. The batch is checked whole
-//! first, so a malformed one is still handed back before any record is made.
+//! made, read and freed while its memory is still in the cache. Each record is checked as it
+//! is read: at a malformed one (or bytes after the last) the iterator ends, and `stopped`
+//! says where the python engine reads on, yielding the same records and error from there as
+//! its own walk of the whole batch would (it yields the records before a bad one too).
 
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyNone, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyNone, PyString, PyTuple};
 
 use super::record::Record;
 use super::Bytes;
-use crate::batch::{self, Cursor, Sink};
+use crate::batch::{self, Cursor, Sink, Step};
+use crate::handback;
 
 /// Where a batch's records are: in the caller's buffer (uncompressed: no copy) or
 /// decompressed.
@@ -18,15 +20,40 @@ enum Area {
     Inflated(Vec<u8>),
 }
 
-/// The records of one v2 batch, checked well formed before the first is made.
+/// The records of one v2 batch, checked as they are made.
 #[pyclass(module = "klogtool._native")]
 pub(super) struct RecordsV2 {
     area: Area,
+    /// The batch's address and length, which name it to `handback::count_at`.
+    batch: (usize, usize),
     cursor: Cursor,
     /// What every record without headers holds (one tuple, not one per record).
     empty: Py<PyTuple>,
     /// The last timestamp and its int: records of a batch often share their millisecond.
     timestamp: Option<(i64, Py<PyAny>)>,
+    /// Header names made so far: a batch's records repeat a few names (`traceparent`...).
+    names: Names,
+}
+
+/// The first `NAMES` distinct header names of a batch and their strings (Python strings are
+/// immutable: records share them, as they share the empty headers tuple).
+#[derive(Default)]
+struct Names(Vec<(Box<str>, Py<PyString>)>);
+
+/// Names kept: more distinct names than this are made for each record that holds them.
+const NAMES: usize = 8;
+
+impl Names {
+    fn get<'py>(&mut self, py: Python<'py>, name: &str) -> Bound<'py, PyString> {
+        if let Some((_, s)) = self.0.iter().find(|(n, _)| **n == *name) {
+            return s.bind(py).clone();
+        }
+        let s = PyString::new(py, name);
+        if self.0.len() < NAMES {
+            self.0.push((name.into(), s.clone().unbind()));
+        }
+        s
+    }
 }
 
 impl RecordsV2 {
@@ -38,6 +65,7 @@ impl RecordsV2 {
         inflated: Option<Vec<u8>>,
     ) -> Self {
         RecordsV2 {
+            batch: (batch.as_slice().as_ptr() as usize, batch.as_slice().len()),
             area: match inflated {
                 Some(v) => Area::Inflated(v),
                 None => Area::Raw(batch),
@@ -45,6 +73,7 @@ impl RecordsV2 {
             cursor,
             empty: PyTuple::empty(py).unbind(),
             timestamp: None,
+            names: Names::default(),
         }
     }
 }
@@ -58,6 +87,7 @@ struct Make<'a, 'py> {
     py: Python<'py>,
     empty: &'a Py<PyTuple>,
     timestamp: &'a mut Option<(i64, Py<PyAny>)>,
+    names: &'a mut Names,
     out: Option<PyResult<Bound<'py, Record>>>,
 }
 
@@ -75,7 +105,8 @@ impl<'py> Make<'_, 'py> {
             self.empty.bind(py).clone().into_any()
         } else {
             let pairs = r.headers.iter().map(|(k, v)| {
-                PyTuple::new(py, [k.into_pyobject(py)?.into_any(), self.optional(*v)])
+                let name = self.names.get(py, k).into_any();
+                PyTuple::new(py, [name, self.optional(*v)])
             });
             PyTuple::new(py, pairs.collect::<PyResult<Vec<_>>>()?)?.into_any()
         };
@@ -127,28 +158,38 @@ impl RecordsV2 {
             Area::Raw(b) => b.as_slice().get(batch::HEADER_SIZE..).unwrap_or_default(),
             Area::Inflated(v) => v.as_slice(),
         };
-        let n = self.cursor.left().min(CHUNK);
-        if n == 0 {
-            return Ok(None);
-        }
         let mut make = Make {
             py,
             empty: &self.empty,
             timestamp: &mut self.timestamp,
+            names: &mut self.names,
             out: None,
         };
-        let mut chunk = Vec::with_capacity(n);
-        for _ in 0..n {
-            if !self.cursor.next(area, &mut make) {
-                // checked well formed when made: only a buffer written to since gets here
-                return Err(PyRuntimeError::new_err(
-                    "the batch changed while its records were read",
-                ));
-            }
-            if let Some(made) = make.out.take() {
-                chunk.push(made?);
+        let mut chunk = Vec::with_capacity(self.cursor.left().min(CHUNK));
+        while chunk.len() < CHUNK {
+            match self.cursor.next(area, &mut make) {
+                Step::Record => {
+                    if let Some(made) = make.out.take() {
+                        chunk.push(made?);
+                    }
+                }
+                Step::End => break,
+                Step::Malformed => {
+                    handback::count_at(handback::Kernel::Records, self.batch);
+                    break;
+                }
             }
         }
+        if chunk.is_empty() {
+            return Ok(None);
+        }
         PyList::new(py, chunk).map(Some)
+    }
+
+    /// `(position in the records area, records read)` where the batch was found malformed
+    /// once the iterator ended there (the python engine reads on from it), else None.
+    #[getter]
+    fn stopped(&self) -> Option<(usize, usize)> {
+        self.cursor.stopped()
     }
 }
