@@ -25,6 +25,9 @@ the operations' runs interleaved (median of ``--runs``):
 ``kafka-python decode`` / ``aiokafka decode``
     ``MemoryRecords(bytes)`` batches and records, reading offset, timestamp, key, value and
     headers of every record (aiokafka with its C extension, ``aiokafka.record._crecords``).
+``aiokafka decode+crc``
+    The same, with ``batch.validate_crc()`` per batch first, as aiokafka's consumer does by
+    default (``check_crcs``): the CRC-32C that klogtool's walk computes for every batch.
 ``native deep`` / ``python deep``
     What ``verify --deep`` does per batch after the CRC walk: ``engine.check_v2(batch.data,
     64 MiB)`` against ``list(batch.records())``.
@@ -378,15 +381,22 @@ def kafka_decode(ctx: Ctx, check: bool = False) -> tuple:
     return (*acc, 0, 0)
 
 
-def aiokafka_decode(ctx: Ctx, check: bool = False) -> tuple:
+def aiokafka_decode(ctx: Ctx, check: bool = False, crc: bool = False) -> tuple:
     acc = [0, 0, 0, 0]
+    bad_crc = 0
     mr = AioMemoryRecords(ctx.data)
     while mr.has_next():
         batch = mr.next_batch()
         if batch is None:
             break
+        if crc and not batch.validate_crc():
+            bad_crc += 1
         _consume(batch, acc)
-    return (*acc, 0, 0)
+    return (*acc, 0, bad_crc)
+
+
+def aiokafka_decode_crc(ctx: Ctx, check: bool = False) -> tuple:
+    return aiokafka_decode(ctx, check, crc=True)
 
 
 def native_deep(ctx: Ctx, check: bool = False) -> tuple:
@@ -437,6 +447,7 @@ OPS: dict[str, Callable[..., tuple]] = {
     "python records": python_records,
     "kafka-python decode": kafka_decode,
     "aiokafka decode": aiokafka_decode,
+    "aiokafka decode+crc": aiokafka_decode_crc,
     "native deep": native_deep,
     "python deep": python_deep,
 }
