@@ -171,7 +171,7 @@ def call(where: str, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -
     try:
         return fn(*args, **kwargs)
     except OverflowError:  # PyO3's conversion of the arguments, before the function runs
-        _handed_back("argument-range")
+        handed_back("argument-range")
         return None
     except BaseException as e:
         if type(e).__name__ == "PanicException":
@@ -431,11 +431,13 @@ def reencode_v2(
 # -- hand-backs ------------------------------------------------------------------------------
 # The native engine counts the batches its kernels answer None for, per reason (its `handback`
 # module); the seam counts what never reaches a kernel: an argument past the native integer
-# types.
+# types, and an adapter's size rule (`handed_back`).
 _py_handbacks: dict[str, int] = {}
 
 
-def _handed_back(reason: str) -> None:
+def handed_back(reason: str) -> None:
+    """Count a batch left to the python engine for ``reason`` where no kernel was asked (a
+    rule of the seam or of an adapter): ``engine_stats`` shows it with the kernels' counts."""
     _py_handbacks[reason] = _py_handbacks.get(reason, 0) + 1
 
 

@@ -411,6 +411,31 @@ def test_dump_segments_says_why_it_rendered_in_python(tmp_path: Path, klogtool_e
     assert _delta(before) == {}
 
 
+def test_a_batch_past_the_native_renderers_bound_is_counted(
+    tmp_path: Path, klogtool_engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dump-segments renders a batch of more than NATIVE_RENDER_RECORDS records in Python (the
+    native renderer holds a batch's text in one buffer): the same lines, and counted."""
+    from support.cli import run
+
+    from klogtool.log.read import dumper
+
+    monkeypatch.setattr(dumper, "NATIVE_RENDER_RECORDS", 100)
+    records = [Record(o, o, b"k", b"v%d" % o) for o in range(201)]
+    small, large = v2.encode_batch(records[:100]), v2.encode_batch(records[100:], base_offset=100)
+    seg = _segment(tmp_path, small + large)
+    outputs = set()
+    for name in (engine.PYTHON, klogtool_engine):
+        with engine.using(name):
+            before = engine_stats()
+            code, out, _ = run("dump-segments", "--print-data", "--format", "jsonl", str(seg))
+            assert code == 0
+            outputs.add(out)
+    native = klogtool_engine == engine.NATIVE
+    assert _delta(before) == ({"render-many-records": 1} if native else {})
+    assert len(outputs) == 1
+
+
 @pytest.mark.parametrize("count", [10_000, 65_537, 300_000])
 def test_a_batch_of_many_records(count: int, klogtool_engine: str) -> None:
     """Real producers write batches of 10,000 small records and more (every client's 'large'

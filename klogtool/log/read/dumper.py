@@ -299,7 +299,11 @@ class Dumper:
             if rendering is None:
                 return None
             source = batch.native_input(opts.ctx.limits.max_batch_bytes)
-            if source is None or batch.count > NATIVE_RENDER_RECORDS:
+            if source is None:
+                return None
+            if batch.count > NATIVE_RENDER_RECORDS:
+                if engine.native_module() is not None:
+                    engine.handed_back("render-many-records")
                 return None
             return native_render.render_records(
                 source[0],
