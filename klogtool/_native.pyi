@@ -16,6 +16,8 @@ __version__: str
 # -- aliases of what the functions return (type checkers only) -------------------------------
 # (byte position, CRC-32C) of each v2 batch walked, then where the walk stopped
 CrcAhead: TypeAlias = tuple[list[tuple[int, int]], int]
+# where a walk of v2 batch headers stopped, the last offset of the batch before, a cut there
+Cut: TypeAlias = tuple[int, int | None, bool]
 # records, offsets increase inside the batch's range, largest record timestamp
 Checked: TypeAlias = tuple[int, bool, int]
 # a record header: (key, value)
@@ -71,6 +73,9 @@ def render_records(
     inner: Inner | None = None,
     controls: str = "python",
 ) -> Rendered | None: ...
+
+# -- dump-segments' parts for worker processes (log/read/chunks.py) -------------------------
+def chunk_cut(buf: _Readable, pos: int, start: int, chunk_bytes: int, last: int | None) -> Cut: ...
 
 # -- export's record columns (log/export/native_columns.py) ----------------------------------
 @final

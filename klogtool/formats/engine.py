@@ -88,7 +88,7 @@ class NativeModule(Protocol):
     ) -> _stub.Record: ...
 
     # the adapters': log/rewrite/native_clean, log/read/native_render, log/export/native_columns,
-    # log/read/native_stats
+    # log/read/native_stats, log/read/chunks
     @property
     def OffsetMap(self) -> type[_stub.OffsetMap]: ...
     def render_records(
@@ -103,6 +103,9 @@ class NativeModule(Protocol):
         inner: _stub.Inner | None = None,
         controls: str = "python",
     ) -> _stub.Rendered | None: ...
+    def chunk_cut(
+        self, buf: _Readable, pos: int, start: int, chunk_bytes: int, last: int | None
+    ) -> _stub.Cut: ...
     @property
     def Columns(self) -> type[_stub.Columns]: ...
     @property

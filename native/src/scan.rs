@@ -1,6 +1,7 @@
-//! The CRC-32C of v2 batches ahead of the Python scanner: a walk over batch headers alone,
-//! so that a background thread can compute a large segment's CRCs while the scanner checks
-//! each batch (`klogtool/formats/crc.py`, `CrcPrefetch`).
+//! Walks over v2 batch headers alone: the CRC-32C of batches ahead of the Python scanner, so
+//! that a background thread can compute a large segment's CRCs while the scanner checks each
+//! batch (`klogtool/formats/crc.py`, `CrcPrefetch`); and the cuts of a large segment into
+//! parts for worker processes (`klogtool/log/read/chunks.py`, `plan_chunks`).
 #![forbid(unsafe_code)]
 
 use crate::batch::{HEADER_SIZE, LOG_OVERHEAD};
@@ -33,6 +34,65 @@ pub fn crc_ahead(buf: &[u8], start: usize, limit: usize) -> (Vec<(usize, u32)>, 
         pos = end;
     }
     (out, pos)
+}
+
+/// The smallest length field of a v2 batch (`klogtool/formats/v2.py`'s `MIN_LENGTH`).
+const MIN_LENGTH: i32 = (HEADER_SIZE - LOG_OVERHEAD) as i32;
+/// Bytes of a v2 batch up to and including its last offset delta.
+const CUT_HEADER: usize = 27;
+
+fn be_i64(b: &[u8], at: usize) -> Option<i64> {
+    Some(i64::from_be_bytes(
+        b.get(at..at.checked_add(8)?)?.try_into().ok()?,
+    ))
+}
+
+fn be_i32(b: &[u8], at: usize) -> Option<i32> {
+    Some(i32::from_be_bytes(
+        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
+}
+
+/// One step of `plan_chunks`' walk, which it must match exactly: from `pos`, a batch
+/// boundary of the part that starts at `start` (`last`: the last offset of the batch before
+/// `pos`), over v2 batch headers until a batch that starts `chunk_bytes` or more past `start`
+/// (`cut` true: the part ends there) or until anything else (a v0/v1 entry, a length that
+/// cannot be, a negative last offset delta, a torn tail: `cut` false, the rest is the last
+/// part). Returns `(pos, last, cut)` where the walk stopped. (`offset + delta` can pass
+/// 64 bits in a hostile segment, as Python's integers do: hence `i128`.)
+pub fn chunk_cut(
+    buf: &[u8],
+    mut pos: usize,
+    start: usize,
+    chunk_bytes: usize,
+    mut last: Option<i128>,
+) -> (usize, Option<i128>, bool) {
+    loop {
+        let Some(head) = pos
+            .checked_add(CUT_HEADER)
+            .and_then(|end| buf.get(pos..end))
+        else {
+            return (pos, last, false);
+        };
+        let (Some(offset), Some(size), Some(delta)) =
+            (be_i64(head, 0), be_i32(head, 8), be_i32(head, 23))
+        else {
+            return (pos, last, false);
+        };
+        let end = usize::try_from(size)
+            .ok()
+            .filter(|_| size >= MIN_LENGTH)
+            .and_then(|size| pos.checked_add(LOG_OVERHEAD)?.checked_add(size))
+            .filter(|&end| end <= buf.len());
+        let Some(end) = end.filter(|_| head[16] == 2 && delta >= 0) else {
+            return (pos, last, false);
+        };
+        if pos.saturating_sub(start) >= chunk_bytes {
+            return (pos, last, true);
+        }
+        last = Some(i128::from(offset) + i128::from(delta));
+        pos = end;
+    }
 }
 
 #[cfg(test)]
@@ -77,6 +137,49 @@ mod tests {
         assert_eq!(
             crc_ahead(&a, usize::MAX - 3, usize::MAX),
             (vec![], usize::MAX - 3)
+        );
+    }
+
+    fn batch(offset: i64, body: usize, delta: i32) -> Vec<u8> {
+        let mut e = entry(2, body);
+        e[..8].copy_from_slice(&offset.to_be_bytes());
+        e[23..27].copy_from_slice(&delta.to_be_bytes());
+        e
+    }
+
+    #[test]
+    fn chunk_cut_cuts_at_batch_boundaries_and_stops_at_anything_else() {
+        let (a, b, c) = (batch(0, 60, 4), batch(5, 60, 1), batch(i64::MAX, 60, 7));
+        let buf = [a.clone(), b.clone(), c.clone()].concat();
+        // a part of at least one batch's bytes: cut before b, then before c
+        assert_eq!(chunk_cut(&buf, 0, 0, 1, None), (a.len(), Some(4), true));
+        assert_eq!(
+            chunk_cut(&buf, a.len(), a.len(), 1, Some(4)),
+            (a.len() + b.len(), Some(6), true)
+        );
+        // no cut: the walk ends at the end, the last offset past 64 bits
+        let (end, last, cut) = chunk_cut(&buf, 0, 0, usize::MAX, None);
+        assert_eq!((end, cut), (buf.len(), false));
+        assert_eq!(last, Some(i128::from(i64::MAX) + 7));
+        // a v1 entry, a negative delta, a short length, a torn tail: it stops before them
+        let mut short = batch(9, 60, 0);
+        short[8..12].copy_from_slice(&(MIN_LENGTH - 1).to_be_bytes());
+        for bad in [
+            entry(1, 60),
+            batch(9, 60, -1),
+            short,
+            batch(9, 60, 0)[..40].to_vec(),
+        ] {
+            let buf = [a.clone(), bad].concat();
+            assert_eq!(
+                chunk_cut(&buf, 0, 0, usize::MAX, None),
+                (a.len(), Some(4), false)
+            );
+        }
+        // a start past the end
+        assert_eq!(
+            chunk_cut(&a, usize::MAX - 3, 0, 1, None),
+            (usize::MAX - 3, None, false)
         );
     }
 }

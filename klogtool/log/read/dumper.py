@@ -822,15 +822,13 @@ def _dump_chunk(
     assert write is not None  # (Dumper._chunks)
     dumper = Dumper([], opts)
     f = InputFile(Path(path), layout.LOG, display)
-    held = _HELD
-    held.size = 0
+    held = _Held()
     streaming = False  # the parts before are written: this one goes out as it is rendered
 
     def out(piece: Any) -> None:
         nonlocal streaming
         if not streaming and turn.value == index:
-            _write_all(fd, held.view())
-            held.size = 0
+            held.write(fd)
             streaming = True
         if streaming:
             _write_all(fd, piece)
@@ -863,9 +861,9 @@ def _dump_chunk(
             mine = turn.value == index
         try:
             if mine and not streaming:
-                _write_all(fd, held.view())
+                held.write(fd)
         finally:
-            held.size = 0
+            held.pieces.clear()
             if mine:
                 with turns:
                     clean = result is not None and result.end == CLEAN
@@ -875,25 +873,41 @@ def _dump_chunk(
 
 
 class _Held:
-    """A worker's output waiting for its turn, in one buffer kept from part to part (fresh
-    memory for every part, or every batch's own buffer kept, would cost page faults)."""
+    """A worker's output waiting for its turn: the pieces themselves (the native renderer's
+    buffers, never changed once made, and the objects' lines), written with writev when the
+    turn comes. Copying them into one buffer cost ~0.3 s of CPU on a 2 GiB segment's half."""
 
     def __init__(self) -> None:
-        self.buf = bytearray()
-        self.size = 0
+        self.pieces: list[Any] = []
 
     def add(self, piece: Any) -> None:
-        end = self.size + len(memoryview(piece))
-        if end > len(self.buf):
-            self.buf.extend(bytes(max(end, 2 * len(self.buf)) - len(self.buf)))
-        self.buf[self.size : end] = piece
-        self.size = end
+        self.pieces.append(piece)
 
-    def view(self) -> memoryview:
-        return memoryview(self.buf)[: self.size]
+    def write(self, fd: int) -> None:
+        pieces, self.pieces = self.pieces, []
+        try:
+            for i in range(0, len(pieces), _IOV_MAX):
+                group = pieces[i : i + _IOV_MAX]
+                written = os.writev(fd, group)
+                for piece in group:
+                    size = memoryview(piece).nbytes
+                    if written < size:  # a short write: the rest of it (and of the group)
+                        _write_all(fd, memoryview(piece)[written:])
+                    written = max(written - size, 0)
+        except BrokenPipeError:
+            raise StdoutClosed() from None
 
 
-_HELD = _Held()
+def _iov_max() -> int:
+    """How many buffers one writev takes (Linux: 1024; POSIX: at least 16)."""
+    try:
+        n = os.sysconf("SC_IOV_MAX")
+    except (AttributeError, ValueError, OSError):
+        return 16
+    return n if n >= 16 else 16
+
+
+_IOV_MAX = _iov_max()
 
 
 def _write_all(fd: int, data: Any) -> None:

@@ -94,6 +94,22 @@ fn crc_ahead(
     Ok(py.detach(|| scan::crc_ahead(data, start, limit)))
 }
 
+/// `(pos, last, cut)`: one step of the walk that cuts a large segment into parts at batch
+/// boundaries, see `scan::chunk_cut`. The GIL is released while it runs.
+#[pyfunction]
+fn chunk_cut(
+    py: Python<'_>,
+    buf: &Bound<'_, PyAny>,
+    pos: usize,
+    start: usize,
+    chunk_bytes: usize,
+    last: Option<i128>,
+) -> PyResult<(usize, Option<i128>, bool)> {
+    let bytes = Bytes::get(buf)?;
+    let data = bytes.as_slice();
+    Ok(py.detach(|| scan::chunk_cut(data, pos, start, chunk_bytes, last)))
+}
+
 /// `(records, offsets in order and inside the batch's range, largest record timestamp)` for
 /// a well-formed v2 batch (`batch` is the whole batch), or None.
 #[pyfunction]
@@ -357,6 +373,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unwatch_mapping, m)?)?;
     m.add_function(wrap_pyfunction!(crc32c_of, m)?)?;
     m.add_function(wrap_pyfunction!(crc_ahead, m)?)?;
+    m.add_function(wrap_pyfunction!(chunk_cut, m)?)?;
     m.add_function(wrap_pyfunction!(handbacks, m)?)?;
     m.add_function(wrap_pyfunction!(legacy_decompress, m)?)?;
     m.add_function(wrap_pyfunction!(legacy_scan, m)?)?;
