@@ -22,6 +22,9 @@ the operations' runs interleaved (median of ``--runs``):
 ``native records`` / ``python records``
     The same walk, ``batch.records()`` per batch, reading offset, timestamp, key, value and
     headers of every record as the peers' loop below does (what every caller of records pays).
+``native records-crc``
+    ``native records`` without the CRC-32C of each batch (``check_crc=False``), as
+    ``aiokafka decode`` reads.
 ``kafka-python decode`` / ``aiokafka decode``
     ``MemoryRecords(bytes)`` batches and records, reading offset, timestamp, key, value and
     headers of every record (aiokafka with its C extension, ``aiokafka.record._crecords``).
@@ -350,13 +353,13 @@ def _consume(records, acc: list[int]) -> None:
     acc[3] += nheaders
 
 
-def _records_walk(ctx: Ctx, engine_name: str) -> tuple:
+def _records_walk(ctx: Ctx, engine_name: str, check_crc: bool = True) -> tuple:
     """CRC walk + ``batch.records()`` per batch under ``engine_name``, reading offset,
     timestamp, key, value and headers of every record (the peers' loop, :func:`_consume`)."""
     engine.use(engine_name)
     acc = [0, 0, 0, 0]
     bad_crc = 0
-    scanner = SegmentScanner(ctx.view, stop_on_crc=False)
+    scanner = SegmentScanner(ctx.view, check_crc=check_crc, stop_on_crc=False)
     for batch in scanner:
         if not scanner.crc_valid:
             bad_crc += 1
@@ -367,6 +370,11 @@ def _records_walk(ctx: Ctx, engine_name: str) -> tuple:
 def native_records(ctx: Ctx, check: bool = False) -> tuple:
     """``batch.records()`` under the native engine, every record read as the peers read theirs."""
     return _records_walk(ctx, "native")
+
+
+def native_records_no_crc(ctx: Ctx, check: bool = False) -> tuple:
+    """``native records`` without the CRC-32C of each batch, as ``aiokafka decode`` reads."""
+    return _records_walk(ctx, "native", check_crc=False)
 
 
 def python_records(ctx: Ctx, check: bool = False) -> tuple:
@@ -444,6 +452,7 @@ OPS: dict[str, Callable[..., tuple]] = {
     "native decode": native_decode,
     "python decode": python_decode,
     "native records": native_records,
+    "native records-crc": native_records_no_crc,
     "python records": python_records,
     "kafka-python decode": kafka_decode,
     "aiokafka decode": aiokafka_decode,
