@@ -40,12 +40,13 @@ struct Message<'a> {
     end: usize,
 }
 
-fn be_i32(b: &[u8], at: usize) -> Option<i32> {
+/// The big-endian int at `at`, None past the end (the header walks' checked reads).
+pub(crate) fn be_i32(b: &[u8], at: usize) -> Option<i32> {
     Some(i32::from_be_bytes(
         b.get(at..at.checked_add(4)?)?.try_into().ok()?,
     ))
 }
-fn be_i64(b: &[u8], at: usize) -> Option<i64> {
+pub(crate) fn be_i64(b: &[u8], at: usize) -> Option<i64> {
     Some(i64::from_be_bytes(
         b.get(at..at.checked_add(8)?)?.try_into().ok()?,
     ))

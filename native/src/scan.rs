@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::{HEADER_SIZE, LOG_OVERHEAD};
+use crate::legacy::{be_i32, be_i64};
 
 /// The CRC starts at the attributes and runs to the end of the batch.
 const CRC_START: usize = 21;
@@ -40,18 +41,6 @@ pub fn crc_ahead(buf: &[u8], start: usize, limit: usize) -> (Vec<(usize, u32)>, 
 const MIN_LENGTH: i32 = (HEADER_SIZE - LOG_OVERHEAD) as i32;
 /// Bytes of a v2 batch up to and including its last offset delta.
 const CUT_HEADER: usize = 27;
-
-fn be_i64(b: &[u8], at: usize) -> Option<i64> {
-    Some(i64::from_be_bytes(
-        b.get(at..at.checked_add(8)?)?.try_into().ok()?,
-    ))
-}
-
-fn be_i32(b: &[u8], at: usize) -> Option<i32> {
-    Some(i32::from_be_bytes(
-        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
-    ))
-}
 
 /// One step of `plan_chunks`' walk, which it must match exactly: from `pos`, a batch
 /// boundary of the part that starts at `start` (`last`: the last offset of the batch before
