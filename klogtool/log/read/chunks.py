@@ -31,25 +31,27 @@ class Chunk(NamedTuple):
 
 
 def plan_chunks(buf: memoryview, chunk_bytes: int) -> Iterator[Chunk]:
-    """``buf`` cut at batch boundaries into parts of about ``chunk_bytes``, each yielded as
-    soon as the walk of headers passes it (so that workers start on the first parts while the
-    walk goes on). The native engine walks the headers between two cuts (a Python step per
-    batch cost ~0.15 s of CPU on a 2 GiB segment, which the workers want); the walk below is
-    the reference, and what the python engine runs."""
+    """``buf`` cut at batch boundaries into parts of about ``chunk_bytes`` (at least one batch
+    each), each yielded as soon as the walk of headers passes it (so that workers start on the
+    first parts while the walk goes on). The native engine walks the headers between two cuts
+    (a Python step per batch cost ~0.15 s of CPU on a 2 GiB segment, which the workers want);
+    :func:`_cut` is its reference, and what the python engine runs."""
+    chunk_bytes = max(chunk_bytes, 1)
     native = engine.native_module()
-    if native is None or chunk_bytes < 1:  # (< 1: a cut at every batch, the reference's)
-        yield from _plan_python(buf, chunk_bytes)
-        return
-    step = min(chunk_bytes, len(buf) + 1)  # (the same cuts: it fits the native integer)
+
+    def cut(pos: int, start: int, last: int | None) -> tuple[int, int | None, bool]:
+        if native is None:
+            return _cut(buf, pos, start, chunk_bytes, last)
+        step = min(chunk_bytes, len(buf) + 1)  # (the same cuts: it fits the native integer)
+        found = engine.call(f"byte {pos}", native.chunk_cut, buf, pos, start, step, last)
+        assert found is not None  # (None: an argument past the native integers; none is)
+        return found
+
     start, before, last = 0, None, None
     pos = 0
     release = ReleaseBehind(buf)  # the pages of headers read leave this process (flat RSS)
     while True:
-        cut = engine.call(f"byte {pos}", native.chunk_cut, buf, pos, start, step, last)
-        if cut is None:  # (cannot be: every argument fits)
-            yield from _plan_python(buf, chunk_bytes, (start, before, last, pos))
-            return
-        pos, last, at_cut = cut
+        pos, last, at_cut = cut(pos, start, last)
         if not at_cut:
             break  # the last part's walk judges what stopped it
         release(pos)
@@ -58,31 +60,29 @@ def plan_chunks(buf: memoryview, chunk_bytes: int) -> Iterator[Chunk]:
     yield Chunk(start, len(buf), before)
 
 
-def _plan_python(
-    buf: memoryview,
-    chunk_bytes: int,
-    state: tuple[int, int | None, int | None, int] = (0, None, None, 0),
-) -> Iterator[Chunk]:
-    """:func:`plan_chunks` in Python, from ``state`` (the part's start, the last offset
-    before it, the last offset before ``pos``, and ``pos``, a batch boundary in it)."""
+def _cut(
+    buf: memoryview, pos: int, start: int, chunk_bytes: int, last: int | None
+) -> tuple[int, int | None, bool]:
+    """One step of :func:`plan_chunks`' walk (``scan::chunk_cut`` natively): from ``pos``, a
+    batch boundary of the part that starts at ``start`` (``last``: the last offset of the
+    batch before ``pos``), over v2 batch headers until a batch that starts ``chunk_bytes``
+    or more past ``start`` (the part ends there: ``True``) or until anything else (a v0/v1
+    entry, a length that cannot be, a negative last offset delta, a torn tail: ``False``, the
+    rest is the last part). Returns ``(pos, last, cut)`` where the walk stopped."""
     n = len(buf)
     unpack_prefix = ENTRY_PREFIX.unpack_from
     unpack_delta = _LAST_OFFSET_DELTA.unpack_from
-    start, before, last, pos = state
-    release = ReleaseBehind(buf)  # the pages of headers read leave this process (flat RSS)
     while n - pos >= _HEADER:
         offset, size, magic = unpack_prefix(buf, pos)
         (delta,) = unpack_delta(buf, pos + 23)
         end = pos + 12 + size
         if magic != 2 or size < MIN_LENGTH or end > n or delta < 0:
-            break  # the last part's walk judges it
+            break
         if pos - start >= chunk_bytes:
-            release(pos)
-            yield Chunk(start, pos, before)
-            start, before = pos, last
+            return pos, last, True
         last = offset + delta
         pos = end
-    yield Chunk(start, n, before)
+    return pos, last, False
 
 
 def joined(parts: Sequence[tuple[Chunk, ScanResult]], size: int) -> ScanResult:
