@@ -253,16 +253,22 @@ def _b(v: bytes | memoryview | None) -> bytes | None:
     return None if v is None else bytes(v)
 
 
+def _records_then_error(data: bytes, limit: int = MAX) -> tuple[list[tuple], tuple | None]:
+    """The records the batch's iteration yields under the engine in use, then its error."""
+    (batch,) = SegmentScanner(memoryview(data))
+    got: list[tuple] = []
+    try:
+        for r in batch.records(limit):
+            got.append((r.offset, r.timestamp, _b(r.key), _b(r.value), tuple(r.headers)))
+    except FormatError as e:
+        return got, (type(e).__name__, e.code, str(e), e.position)
+    return got, None
+
+
 def _read(data: bytes, limit: int = MAX) -> list[tuple] | tuple:
     """The batch's records under the engine in use, or its error."""
-    (batch,) = SegmentScanner(memoryview(data))
-    try:
-        return [
-            (r.offset, r.timestamp, _b(r.key), _b(r.value), tuple(r.headers))
-            for r in batch.records(limit)
-        ]
-    except FormatError as e:
-        return (type(e).__name__, e.code, str(e), e.position)
+    records, error = _records_then_error(data, limit)
+    return records if error is None else error
 
 
 def _delta(before: dict[str, int]) -> dict[str, int]:
@@ -448,18 +454,6 @@ def test_a_batch_of_many_records(count: int, klogtool_engine: str) -> None:
     before = engine_stats()
     assert _read(data) == expected and len(expected) == count
     assert _delta(before) == {}
-
-
-def _records_then_error(data: bytes) -> tuple[list[tuple], tuple | None]:
-    """The records the batch's iteration yields under the engine in use, then its error."""
-    (batch,) = SegmentScanner(memoryview(data))
-    got: list[tuple] = []
-    try:
-        for r in batch.records(MAX):
-            got.append((r.offset, r.timestamp, _b(r.key), _b(r.value), tuple(r.headers)))
-    except FormatError as e:
-        return got, (type(e).__name__, e.code, str(e), e.position)
-    return got, None
 
 
 @pytest.mark.parametrize("codec", sorted(codecs.CODEC_NAMES), ids=codecs.CODEC_NAMES.get)
