@@ -485,13 +485,9 @@ def python_lines(batch, dumper: Dumper = _DUMPER, rendering: str = "jsonl") -> s
 
 
 def _render(batch, o: DumpOptions, rendering: str) -> native_render.Rendered | None:
-    source = batch.native_input(o.ctx.limits.max_batch_bytes)
-    if source is None:
-        return None
     return native_render.render_records(
-        source[0], o.ctx.limits.max_batch_bytes, batch.position, o.print_data, o.key_decoder,
-        o.value_decoder, f"{rendering}+{'raw-control' if o.decoder == 'none' else 'control'}",
-        "fuzz", source[1],
+        batch, o.ctx.limits.max_batch_bytes, o.print_data, o.key_decoder, o.value_decoder,
+        f"{rendering}+{'raw-control' if o.decoder == 'none' else 'control'}", "fuzz",
     )  # fmt: skip
 
 

@@ -155,7 +155,7 @@ def test_dumping_a_million_record_batch_keeps_memory_flat(
     bombs: dict[str, Path], tmp_path: Path, magic: str, fmt: str
 ) -> None:
     """The native renderer renders a batch into one buffer: a batch of more than
-    NATIVE_RENDER_RECORDS records streams through the Python renderer instead (the native
+    native_render.MAX_RECORDS records streams through the Python renderer instead (the native
     engine grew by ~100 bytes a record: 783-901 MB for 5 M empty records)."""
     seg = str(bombs[magic] / "00000000000000000000.log")
     tail = str(bombs[magic] / f"{N:020d}.log")

@@ -420,13 +420,13 @@ def test_dump_segments_says_why_it_rendered_in_python(tmp_path: Path, klogtool_e
 def test_a_batch_past_the_native_renderers_bound_is_counted(
     tmp_path: Path, klogtool_engine: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """dump-segments renders a batch of more than NATIVE_RENDER_RECORDS records in Python (the
+    """dump-segments renders a batch of more than native_render.MAX_RECORDS records in Python (the
     native renderer holds a batch's text in one buffer): the same lines, and counted."""
     from support.cli import run
 
-    from klogtool.log.read import dumper
+    from klogtool.log.read import native_render
 
-    monkeypatch.setattr(dumper, "NATIVE_RENDER_RECORDS", 100)
+    monkeypatch.setattr(native_render, "MAX_RECORDS", 100)
     records = [Record(o, o, b"k", b"v%d" % o) for o in range(201)]
     small, large = v2.encode_batch(records[:100]), v2.encode_batch(records[100:], base_offset=100)
     seg = _segment(tmp_path, small + large)

@@ -298,23 +298,14 @@ class Dumper:
             batch = item[1]
             if rendering is None:
                 return None
-            source = batch.native_input(opts.ctx.limits.max_batch_bytes)
-            if source is None:
-                return None
-            if batch.count > NATIVE_RENDER_RECORDS:
-                if engine.native_module() is not None:
-                    engine.handed_back("render-many-records")
-                return None
             return native_render.render_records(
-                source[0],
+                batch,
                 opts.ctx.limits.max_batch_bytes,
-                batch.position,
                 opts.print_data,
                 opts.key_decoder,
                 opts.value_decoder,
                 rendering,
                 f"{f.display}:{batch.position}",
-                source[1],
             )
 
         ahead = threaded(render, selected(), threads, per_task=RENDER_TASK_BYTES, weigh=_batch_size)
@@ -663,10 +654,6 @@ def internal_decoder(name: str, f: InputFile) -> str | None:
 PROCESS_MIN_BYTES = 64 << 20
 PROCESS_CHUNK_BYTES = 16 << 20
 RENDER_TASK_BYTES = 2 << 20  # batch bytes a rendering thread takes at a time (--jobs)
-# The native renderer renders a whole batch into one buffer: a batch of more records (millions
-# of tiny ones fit in a small compressed batch) streams through the Python renderer instead, so
-# memory stays flat (~100 bytes of text a record: this bounds the buffer near 13 MB).
-NATIVE_RENDER_RECORDS = 1 << 17
 
 
 def _batch_size(item: tuple[events.DumpSegmentsBatch, Batch]) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from klogtool.formats import engine
-from klogtool.formats.batch import NativeWrapper
+from klogtool.formats.batch import Batch
 
 RENDERINGS = ("jsonl", "text", "kafka")
 # A rendering may say how control records are shown: "text+control" decoded (--decoder auto),
@@ -20,36 +20,46 @@ _CONTROLS = {"control": "decoded", "raw-control": "raw"}
 # lines (UTF-8, an object with the buffer protocol: the engine's memory, not a copy), records,
 # first and last record offsets, non-consecutive (previous, next) offsets
 Rendered = tuple[Any, int, int | None, int | None, list[tuple[int, int]]]
+# The native renderer renders a whole batch into one buffer: a batch of more records (millions
+# of tiny ones fit in a small compressed batch) streams through the Python renderer instead, so
+# memory stays flat (~100 bytes of text a record: this bounds the buffer near 13 MB).
+MAX_RECORDS = 1 << 17
 
 
 def render_records(
-    data: memoryview | bytes,
+    batch: Batch,
     max_batch_bytes: int,
-    position: int,
     print_data: bool,
     key_decoder: str,
     value_decoder: str,
     rendering: str,
     where: str,
-    wrapper: NativeWrapper | None = None,
 ) -> Rendered | None:
     """The ``dump-segments`` lines (``rendering``: ``jsonl``, ``text`` or ``kafka``) of every
-    record of a whole v2 batch (or, with ``wrapper``, of the decompressed inner set ``data``
-    of that v0/v1 wrapper), byte for byte what ``klogtool.log.read.dumper``,
+    record of ``batch`` (a v2 batch, or the decompressed inner set of a v0/v1 wrapper, as
+    ``batch.native_input`` gives them), byte for byte what ``klogtool.log.read.dumper``,
     ``klogtool.output`` and the kafka renderer make of them (``rendering`` may end in
     ``+control`` or ``+raw-control``: control records decoded, or shown as any record); their
     number; the first and last record offsets and, for ``kafka``, the pairs of records whose
     offsets are not consecutive.
     None: render them in Python (control batches under a bare rendering, control records the
-    native engine does not decode, the ``json`` decoder, anything the decoder hands back)."""
+    native engine does not decode, the ``json`` decoder, a batch of more than
+    ``MAX_RECORDS``, anything the decoder hands back)."""
     native = engine.native_module()
     if native is None:
         return None
+    source = batch.native_input(max_batch_bytes)
+    if source is None:
+        return None
+    if batch.count > MAX_RECORDS:
+        engine.handed_back("render-many-records")
+        return None
+    data, wrapper = source
     fmt, _, controls = rendering.partition("+")
     return engine.call(
         where,
         native.render_records,
-        *(data, max_batch_bytes, position, print_data, key_decoder, value_decoder, fmt),
+        *(data, max_batch_bytes, batch.position, print_data, key_decoder, value_decoder, fmt),
         wrapper,
         _CONTROLS.get(controls, "python"),
     )
