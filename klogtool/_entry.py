@@ -5,6 +5,20 @@ import signal
 import sys
 
 
+def by_interrupt(e: BaseException) -> bool:
+    """Whether `e` came of a Ctrl-C: Python 3.11 wraps a KeyboardInterrupt raised while a class
+    is made (`__set_name__`, a lazily imported module) in a RuntimeError, and an error raised
+    while the interrupt unwinds carries it as its context."""
+    seen: set[int] = set()
+    at: BaseException | None = e
+    while at is not None and id(at) not in seen:
+        if isinstance(at, KeyboardInterrupt):
+            return True
+        seen.add(id(at))
+        at = at.__cause__ or at.__context__
+    return False
+
+
 def main() -> None:
     code: str | int | None = 130
     try:
@@ -18,8 +32,16 @@ def main() -> None:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
     except SystemExit as e:
         code = e.code
+    except Exception as e:
+        if not by_interrupt(e):
+            raise
+        _interrupted()
     except KeyboardInterrupt:
-        from klogtool.errors import INTERRUPTED  # only now: nothing loads before the try
-
-        sys.stderr.write(INTERRUPTED)
+        _interrupted()
     sys.exit(code)
+
+
+def _interrupted() -> None:
+    from klogtool.errors import INTERRUPTED  # only now: nothing loads before the try
+
+    sys.stderr.write(INTERRUPTED)

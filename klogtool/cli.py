@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import click
 
 from klogtool import __version__
+from klogtool._entry import by_interrupt
 from klogtool.errors import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
@@ -256,15 +257,12 @@ def main(argv: list[str] | None = None) -> None:
         where = f"{os.fsdecode(e.filename)}: " if e.filename else ""
         click.echo(shown(f"klogtool: error: {where}{e.strerror or e} (io-error)"), err=True)
         code = EXIT_BAD_INPUT
-    except Exception as e:  # a bug: say so in one line, traceback only with --debug
-        if debug:
-            traceback.print_exc()
-        click.echo(
-            f"klogtool: internal error: {type(e).__name__}: {e} "
-            "(please report it; --debug shows the traceback)",
-            err=True,
-        )
-        code = EXIT_INTERNAL
+    except Exception as e:
+        if by_interrupt(e):
+            _interrupted()
+            code = EXIT_INTERRUPTED
+        else:  # a bug: say so in one line, traceback only with --debug
+            code = _internal_error(e, debug)
     if code == EXIT_BROKEN_PIPE:
         # stdout's reader went away (e.g. `| head`): silence the final flush of stdout.
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -278,6 +276,17 @@ def _interrupted() -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
+
+
+def _internal_error(e: Exception, debug: bool) -> int:
+    if debug:
+        traceback.print_exc()
+    click.echo(
+        f"klogtool: internal error: {type(e).__name__}: {e} "
+        "(please report it; --debug shows the traceback)",
+        err=True,
+    )
+    return EXIT_INTERNAL
 
 
 def _flush_quietly() -> None:

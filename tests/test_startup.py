@@ -125,3 +125,64 @@ def test_ctrl_c_as_a_command_finishes_is_still_one_line() -> None:
         preexec_fn=_default_sigint,
     )
     assert (p.returncode, p.stderr) == (130, "klogtool: interrupted\n")
+
+
+# Python 3.11 wraps a KeyboardInterrupt raised while a class is made (a descriptor's
+# __set_name__, as when the signal lands while a command's module loads) in a RuntimeError: CI
+# once saw "internal error: RuntimeError: Error calling __set_name__ ..." for a Ctrl-C.
+_CLASS_MADE_AS_CTRL_C_LANDS = (
+    "class _Interrupted:\n"
+    "    def __set_name__(self, owner, name):\n"
+    "        raise KeyboardInterrupt\n"
+    "def interrupted_while_a_class_is_made(*args, **kwargs):\n"
+    "    class Output:\n"
+    "        bars = _Interrupted()\n"
+)
+
+
+@pytest.mark.parametrize("where", ["while the command runs", "while klogtool.cli loads"])
+def test_ctrl_c_wrapped_by_python_is_still_one_line_and_130(where: str) -> None:
+    if where == "while the command runs":
+        patch = "import klogtool.cli\nklogtool.cli.cli.invoke = interrupted_while_a_class_is_made\n"
+    else:
+        patch = (
+            "import types\n"
+            "class _Loading(types.ModuleType):\n"
+            "    @property\n"
+            "    def main(self):\n"
+            "        interrupted_while_a_class_is_made()\n"
+            "sys.modules['klogtool.cli'] = _Loading('klogtool.cli')\n"
+        )
+    code = (
+        "import sys\n"
+        + _CLASS_MADE_AS_CTRL_C_LANDS
+        + patch
+        + "from klogtool._entry import main\nmain()\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code, "verify", "-"],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (p.returncode, p.stderr) == (130, "klogtool: interrupted\n")
+
+
+def test_a_runtime_error_of_its_own_is_still_an_internal_error() -> None:
+    # the other side: only an error an interrupt caused is taken for one
+    code = (
+        "import klogtool.cli\n"
+        "def failing(*args, **kwargs):\n"
+        "    try:\n"
+        "        raise ValueError('first')\n"
+        "    except ValueError:\n"
+        "        raise RuntimeError('a bug')\n"
+        "klogtool.cli.cli.invoke = failing\n"
+        "from klogtool._entry import main\nmain()\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code, "verify", "-"], env=ENV, capture_output=True, text=True
+    )
+    assert p.returncode == 70
+    assert p.stderr.startswith("klogtool: internal error: RuntimeError: a bug"), p.stderr
