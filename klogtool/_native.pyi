@@ -76,6 +76,9 @@ def render_records(
 
 # -- dump-segments' parts for worker processes (log/read/chunks.py) -------------------------
 def chunk_cut(buf: _Readable, pos: int, start: int, chunk_bytes: int, last: int | None) -> Cut: ...
+def chunk_cut_file(
+    path: str, size: int, pos: int, start: int, chunk_bytes: int, last: int | None
+) -> Cut: ...
 
 # -- export's record columns (log/export/native_columns.py) ----------------------------------
 @final

@@ -106,6 +106,9 @@ class NativeModule(Protocol):
     def chunk_cut(
         self, buf: _Readable, pos: int, start: int, chunk_bytes: int, last: int | None
     ) -> _stub.Cut: ...
+    def chunk_cut_file(
+        self, path: str, size: int, pos: int, start: int, chunk_bytes: int, last: int | None
+    ) -> _stub.Cut: ...
     @property
     def Columns(self) -> type[_stub.Columns]: ...
     @property

@@ -1,9 +1,13 @@
-"""plan_chunks: the native engine's walk of batch headers (``chunk_cut``) cuts a segment into
-exactly the parts the python walk, the reference, does: whatever the headers hold."""
+"""plan_chunks: the native engine's walk of batch headers (``chunk_cut`` over the mapping,
+``chunk_cut_file`` reading the file itself) cuts a segment into exactly the parts the python
+walk, the reference, does: whatever the headers hold."""
 
 from __future__ import annotations
 
+import os
 import struct
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -53,9 +57,17 @@ def _odd(draw: st.DrawFn) -> bytes:
 _segments = st.lists(st.one_of(_v2(), _v2(), _v2(), _odd()), max_size=30).map(b"".join)
 
 
-def _plan(name: str, data: bytes, chunk_bytes: int) -> list[Chunk]:
+def _plan(name: str, data: bytes, chunk_bytes: int, path: str | None = None) -> list[Chunk]:
     with engine.using(name):
-        return list(plan_chunks(memoryview(data), chunk_bytes))
+        return list(plan_chunks(memoryview(data), chunk_bytes, path))
+
+
+def _plan_from_file(data: bytes, chunk_bytes: int) -> list[Chunk]:
+    """The native walk reading the headers from a file holding ``data``."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "00000000000000000000.log")
+        Path(path).write_bytes(data)
+        return _plan(engine.NATIVE, data, chunk_bytes, path)
 
 
 @needs_native
@@ -63,7 +75,28 @@ def _plan(name: str, data: bytes, chunk_bytes: int) -> list[Chunk]:
 @given(data=_segments, torn=st.integers(0, 100), chunk_bytes=st.integers(-2, 600))
 def test_native_chunks_are_the_python_walks(data: bytes, torn: int, chunk_bytes: int) -> None:
     data = data[: max(len(data) - torn, 0)]  # a torn tail (or none)
-    assert _plan(engine.NATIVE, data, chunk_bytes) == _plan(engine.PYTHON, data, chunk_bytes)
+    python = _plan(engine.PYTHON, data, chunk_bytes)
+    assert _plan(engine.NATIVE, data, chunk_bytes) == python
+    assert _plan_from_file(data, chunk_bytes) == python
+
+
+@needs_native
+def test_a_file_shorter_than_its_mapping_ends_the_walk_where_it_ends(tmp_path: Path) -> None:
+    # (a segment cut short after it was mapped: the walk stops at the first header it cannot
+    # read whole, and the last part's walk says what is there)
+    data = b"".join(_entry(o, 100, 2, 0, 100) for o in range(6))
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data[: 112 * 3 + 20])
+    chunks = _plan(engine.NATIVE, data, 1, str(path))
+    assert chunks == [Chunk(0, 112, None), Chunk(112, 224, 0), Chunk(224, len(data), 1)]
+
+
+@needs_native
+def test_a_file_that_cannot_be_read_is_an_os_error_naming_it(tmp_path: Path) -> None:
+    missing = str(tmp_path / "gone.log")
+    with pytest.raises(FileNotFoundError) as e:
+        _plan(engine.NATIVE, bytes(200), 1, missing)
+    assert e.value.filename == missing and e.value.strerror == os.strerror(e.value.errno)
 
 
 @needs_native

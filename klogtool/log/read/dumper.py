@@ -387,7 +387,7 @@ class Dumper:
             or storage.is_remote(f.path)
         ):
             return None
-        chunks = plan_chunks(buf, PROCESS_CHUNK_BYTES)
+        chunks = plan_chunks(buf, PROCESS_CHUNK_BYTES, str(f.path))
         first = next(chunks)
         if first.end == len(buf):
             return None  # one part: nothing to share

@@ -24,7 +24,11 @@ mod records;
 mod render;
 mod stats;
 
+use std::fs::File;
+use std::path::PathBuf;
+
 use pyo3::buffer::PyUntypedBuffer;
+use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyList, PyNone, PyString, PyTuple};
 
@@ -108,6 +112,26 @@ fn chunk_cut(
     let bytes = Bytes::get(buf)?;
     let data = bytes.as_slice();
     Ok(py.detach(|| scan::chunk_cut(data, pos, start, chunk_bytes, last)))
+}
+
+/// `chunk_cut` over the first `size` bytes of the file at `path`, its headers read with
+/// `pread` (no pages mapped), see `scan::chunk_cut_file`. An I/O error is an `OSError` with
+/// its errno (the caller names the file).
+#[pyfunction]
+fn chunk_cut_file(
+    py: Python<'_>,
+    path: PathBuf,
+    size: usize,
+    pos: usize,
+    start: usize,
+    chunk_bytes: usize,
+    last: Option<i128>,
+) -> PyResult<(usize, Option<i128>, bool)> {
+    py.detach(|| {
+        let file = File::open(&path)?;
+        scan::chunk_cut_file(&file, size, pos, start, chunk_bytes, last)
+    })
+    .map_err(|e| PyOSError::new_err((e.raw_os_error().unwrap_or(0), e.to_string())))
 }
 
 /// `(records, offsets in order and inside the batch's range, largest record timestamp)` for
@@ -374,6 +398,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(crc32c_of, m)?)?;
     m.add_function(wrap_pyfunction!(crc_ahead, m)?)?;
     m.add_function(wrap_pyfunction!(chunk_cut, m)?)?;
+    m.add_function(wrap_pyfunction!(chunk_cut_file, m)?)?;
     m.add_function(wrap_pyfunction!(handbacks, m)?)?;
     m.add_function(wrap_pyfunction!(legacy_decompress, m)?)?;
     m.add_function(wrap_pyfunction!(legacy_scan, m)?)?;
