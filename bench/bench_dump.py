@@ -4,7 +4,7 @@
 Run by hand (it is not a test; nothing here asserts a timing)::
 
     python bench/bench_dump.py [--records 1200000] [--runs 5] [--out DIR] [--segment FILE]
-        [--only native1,native2,python,peer]
+        [--only native1,native2,halves,python,peer]
 
 The segment is ``bench_engines.py``'s small uncompressed one (~120-byte records, cached in
 ``--out``). Each run is a separate process writing to /dev/null, the runs interleaved:
@@ -14,12 +14,18 @@ The segment is ``bench_engines.py``'s small uncompressed one (~120-byte records,
     (``--jobs 1``), and with ``--jobs 2`` under the native one (worker processes writing the
     parts of a segment of 64 MiB or more in turn; threads rendering ahead below that).
     ``--segment FILE`` dumps that segment instead (issue 25's 2 GB one, say).
+``2 x --jobs 1 on its halves``
+    The ceiling ``--jobs 2`` is held to: the segment cut at the batch boundary nearest its
+    middle into two segments (written once beside the generated ones, in ``--out``), dumped
+    by two independent ``--jobs 1`` processes at the same time (what two cores give two
+    processes that share nothing; on a 2-vCPU VM far less than 2x).
 ``kafka-python + json.dumps``
     The script operators write today (:data:`PEER`): kafka-python's ``MemoryRecords`` over the
     file's bytes, one ``json.dumps`` per record with base64 key and value.
 
-Reported: median wall and CPU time (user + system of the child) and records/s. Exit status 0
-whatever the numbers say.
+Reported: median wall and CPU time (user + system of the children) and records/s; and the
+median of each round's ``--jobs 1`` wall over the case's (the rounds interleave the cases, so a
+round's ratio is of runs minutes apart at most). Exit status 0 whatever the numbers say.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_engines import partition_dir, segment_file, write_segments  # noqa: E402
 
+ONE = "klogtool, native engine"
+PEER_NAME = "kafka-python + json.dumps"
 PEER = """
 import base64, json, sys
 from kafka.record import MemoryRecords
@@ -53,12 +61,14 @@ while (batch := records.next_batch()) is not None:
 """
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(wall, CPU) seconds of one run of ``cmd`` with stdout to /dev/null."""
+def timed(cmds: list[list[str]], env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run of ``cmds``, all at once, with stdout to /dev/null."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     with open(os.devnull, "wb") as null:
-        subprocess.run(cmd, stdout=null, env=env, check=True)
+        running = [subprocess.Popen(cmd, stdout=null, env=env) for cmd in cmds]
+        if any(p.wait() != 0 for p in running):
+            raise SystemExit(f"a run failed: {cmds}")
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -79,6 +89,31 @@ def v2_records(path: str) -> int:
     return n
 
 
+def halves(seg: str, out: str) -> list[str]:
+    """``seg`` cut at the batch boundary nearest its middle into two segments (each a
+    partition directory's ``00000000000000000000.log`` under ``out``), written once."""
+    size = os.path.getsize(seg)
+    name = f"halves-{os.path.basename(os.path.dirname(seg))}-{size}"
+    paths = [os.path.join(out, name, half, "00000000000000000000.log") for half in "ab"]
+    if all(os.path.isfile(p) for p in paths):
+        return paths
+    with open(seg, "rb") as f:
+        cut = 0
+        while cut < size // 2 and len(head := f.read(12)) == 12:
+            cut += 12 + struct.unpack_from(">i", head, 8)[0]
+            f.seek(cut)
+        for path, (start, end) in zip(paths, [(0, cut), (cut, size)], strict=True):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            f.seek(start)
+            with open(path + ".part", "wb") as half:
+                while start < end:
+                    piece = f.read(min(end - start, 64 << 20))
+                    half.write(piece)
+                    start += len(piece)
+            os.replace(path + ".part", path)
+    return paths
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--records", type=int, default=1_200_000)
@@ -88,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--only",
         default="",
-        help="comma-separated cases to run (native1, native2, python, peer) [default: all]",
+        help="comma-separated cases to run (native1, native2, halves, python, peer) [default: all]",
     )
     a = p.parse_args(argv)
     if a.segment:
@@ -102,35 +137,41 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ, PYTHONPATH=repo)
     dump = [sys.executable, "-m", "klogtool", "--no-progress", "dump-segments"]
     dump += ["--format", "jsonl", "--print-data"]
-    every: dict[str, tuple[str, list[str], dict[str, str]]] = {
-        "native1": (
-            "klogtool, native engine",
-            dump + ["--jobs", "1", seg],
-            dict(env, KLOGTOOL_ENGINE="native"),
-        ),
-        "native2": (
-            "klogtool --jobs 2, native",
-            dump + ["--jobs", "2", seg],
-            dict(env, KLOGTOOL_ENGINE="native"),
-        ),
-        "python": ("klogtool, python engine", dump + [seg], dict(env, KLOGTOOL_ENGINE="python")),
-        "peer": ("kafka-python + json.dumps", [sys.executable, "-c", PEER, seg], env),
+    native = dict(env, KLOGTOOL_ENGINE="native")
+    only = [c for c in a.only.split(",") if c] or ["native1", "native2", "halves", "python", "peer"]
+    every: dict[str, tuple[str, list[list[str]], dict[str, str]]] = {
+        "native1": (ONE, [dump + ["--jobs", "1", seg]], native),
+        "native2": ("klogtool --jobs 2, native", [dump + ["--jobs", "2", seg]], native),
+        "python": ("klogtool, python engine", [dump + [seg]], dict(env, KLOGTOOL_ENGINE="python")),
+        "peer": (PEER_NAME, [[sys.executable, "-c", PEER, seg]], env),
     }
-    only = [c for c in a.only.split(",") if c] or list(every)
+    if "halves" in only:
+        cmds = [dump + ["--jobs", "1", half] for half in halves(seg, a.out)]
+        every["halves"] = ("2 x --jobs 1 on its halves", cmds, native)
     cases = {every[c][0]: every[c][1:] for c in only}
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
     for _ in range(a.runs):
         for name, (cmd, case_env) in cases.items():
             times[name].append(timed(cmd, case_env))
-    runs_of_peer = times.get("kafka-python + json.dumps")
+    runs_of_peer = times.get(PEER_NAME)
     peer = statistics.median(w for w, _c in runs_of_peer) if runs_of_peer else float("nan")
     print(f"{a.records:,} records ({os.path.getsize(seg):,} bytes); median of {a.runs} runs")
-    print(f"{'':34} {'wall s':>8} {'CPU s':>8} {'records/s wall':>15} {'vs peer':>8}")
+    print(
+        f"{'':34} {'wall s':>8} {'CPU s':>8} {'records/s wall':>15} {'vs peer':>8} "
+        f"{'--jobs 1 / it (each round)':>28}"
+    )
     for name, runs in times.items():
         wall = statistics.median(w for w, _c in runs)
         cpu = statistics.median(c for _w, c in runs)
         rate = a.records / wall
-        print(f"{name:34} {wall:8.2f} {cpu:8.2f} {rate:15,.0f} {peer / wall:7.1f}x")
+        ratios = [one / w for (one, _c), (w, _c2) in zip(times.get(ONE, []), runs, strict=False)]
+        vs_one = (
+            f"{statistics.median(ratios):6.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
+            if ratios and name != ONE
+            else ""
+        )
+        vs_peer = f"{peer / wall:7.1f}x" if runs_of_peer else ""
+        print(f"{name:34} {wall:8.2f} {cpu:8.2f} {rate:15,.0f} {vs_peer:>8} {vs_one:>28}")
     return 0
 
 
