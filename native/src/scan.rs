@@ -62,8 +62,13 @@ pub fn chunk_cut(
     last: Option<i128>,
 ) -> Cut {
     let read = |at: usize, head: &mut [u8; CUT_HEADER]| -> Result<bool, Infallible> {
-        head.copy_from_slice(&buf[at..at + CUT_HEADER]); // (in bounds: `cut` checked it)
-        Ok(true)
+        match at.checked_add(CUT_HEADER).and_then(|end| buf.get(at..end)) {
+            Some(bytes) => {
+                head.copy_from_slice(bytes);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     };
     match cut(buf.len(), read, pos, start, chunk_bytes, last) {
         Ok(found) => found,
