@@ -497,6 +497,13 @@ def _render(batch, o: DumpOptions, rendering: str) -> native_render.Rendered | N
 _UTF8_DUMPER = Dumper(
     [], DumpOptions(print_data=True, key_decoder="utf8", value_decoder="utf8", ctx=ReadContext.of())
 )
+# dump-segments' own default for --format jsonl (the native renderer's SIMD base64)
+_B64_DUMPER = Dumper(
+    [],
+    DumpOptions(
+        print_data=True, key_decoder="base64", value_decoder="base64", ctx=ReadContext.of()
+    ),
+)
 # --decoder none: control records shown as any record (their raw key and value)
 _RAW_DUMPER = Dumper(
     [],
@@ -616,14 +623,16 @@ def compare_kafka(batch, stats: Counter, dumper: Dumper = _KAFKA_DUMPER, label: 
 
 def compare_renderings(batch, stats: Counter) -> None:
     """Every native rendering of a batch the native engine reads: the three renderings (control
-    records decoded), again with every payload as UTF-8 (invalid UTF-8 included), and under
-    ``--decoder none`` (control records as any record)."""
+    records decoded), again with every payload as UTF-8 (invalid UTF-8 included) and as
+    base64, and under ``--decoder none`` (control records as any record)."""
     compare_lines(batch, stats, rendering="jsonl")
     compare_lines(batch, stats, rendering="text")
     compare_kafka(batch, stats)
     compare_lines(batch, stats, _UTF8_DUMPER, "jsonl", "-utf8")
     compare_lines(batch, stats, _UTF8_DUMPER, "text", "-utf8")
     compare_kafka(batch, stats, _UTF8_KAFKA_DUMPER, "-utf8")
+    compare_lines(batch, stats, _B64_DUMPER, "jsonl", "-base64")
+    compare_lines(batch, stats, _B64_DUMPER, "text", "-base64")
     compare_lines(batch, stats, _RAW_DUMPER, "jsonl", "-raw")
     compare_lines(batch, stats, _RAW_DUMPER, "text", "-raw")
     compare_kafka(batch, stats, _RAW_KAFKA_DUMPER, "-raw")
