@@ -103,7 +103,16 @@ def _compare(data: bytes) -> Counter:
     return stats
 
 
-RENDERINGS = ("jsonl", "text", "kafka", "jsonl-utf8", "text-utf8", "kafka-utf8")
+RENDERINGS = (
+    "jsonl",
+    "text",
+    "kafka",
+    "jsonl-utf8",
+    "text-utf8",
+    "kafka-utf8",
+    "jsonl-base64",
+    "text-base64",
+)
 RAW = ("jsonl-raw", "text-raw", "kafka-raw")
 
 
