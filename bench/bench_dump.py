@@ -100,7 +100,10 @@ def halves(seg: str, out: str) -> list[str]:
     with open(seg, "rb") as f:
         cut = 0
         while cut < size // 2 and len(head := f.read(12)) == 12:
-            cut += 12 + struct.unpack_from(">i", head, 8)[0]
+            length = struct.unpack_from(">i", head, 8)[0]
+            if length < 0:
+                break  # (not a segment of whole batches: cut here)
+            cut += 12 + length
             f.seek(cut)
         for path, (start, end) in zip(paths, [(0, cut), (cut, size)], strict=True):
             os.makedirs(os.path.dirname(path), exist_ok=True)
