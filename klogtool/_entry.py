@@ -35,13 +35,18 @@ def main() -> None:
     except Exception as e:
         if not by_interrupt(e):
             raise
-        _interrupted()
+        say_interrupted()
     except KeyboardInterrupt:
-        _interrupted()
+        say_interrupted()
     sys.exit(code)
 
 
-def _interrupted() -> None:
-    from klogtool.errors import INTERRUPTED  # only now: nothing loads before the try
+def say_interrupted() -> None:
+    """The one line a Ctrl-C ends with (none where stderr is closed)."""
+    from klogtool.errors import INTERRUPTED  # only now: nothing loads before main's try
 
-    sys.stderr.write(INTERRUPTED)
+    try:
+        sys.stderr.write(INTERRUPTED)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass

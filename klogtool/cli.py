@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING, NamedTuple
 import click
 
 from klogtool import __version__
-from klogtool._entry import by_interrupt
+from klogtool._entry import by_interrupt, say_interrupted
 from klogtool.errors import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
-    INTERRUPTED,
     KlogtoolError,
     StdoutClosed,
 )
@@ -237,7 +236,7 @@ def main(argv: list[str] | None = None) -> None:
         e.show()
         code = EXIT_USAGE if isinstance(e, click.UsageError) else e.exit_code
     except (click.exceptions.Abort, KeyboardInterrupt):
-        _interrupted()
+        say_interrupted()
         code = EXIT_INTERRUPTED
     except KlogtoolError as e:
         _flush_quietly()
@@ -259,7 +258,7 @@ def main(argv: list[str] | None = None) -> None:
         code = EXIT_BAD_INPUT
     except Exception as e:
         if by_interrupt(e):
-            _interrupted()
+            say_interrupted()
             code = EXIT_INTERRUPTED
         else:  # a bug: say so in one line, traceback only with --debug
             code = _internal_error(e, debug)
@@ -268,14 +267,6 @@ def main(argv: list[str] | None = None) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     sys.exit(code or 0)
-
-
-def _interrupted() -> None:
-    try:
-        sys.stderr.write(INTERRUPTED)
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
 
 
 def _internal_error(e: Exception, debug: bool) -> int:
