@@ -60,6 +60,7 @@ from klogtool.formats.errors import FormatError  # noqa: E402
 from klogtool.formats.records import SegmentScanner, read_batch  # noqa: E402
 from klogtool.log.context import ReadContext  # noqa: E402
 from klogtool.log.export import native_columns  # noqa: E402
+from klogtool.log.objects import batch_object  # noqa: E402
 from klogtool.log.read import native_render  # noqa: E402
 from klogtool.log.read.dumper import Dumper, DumpOptions  # noqa: E402
 from klogtool.log.record_filter import RecordFilter  # noqa: E402
@@ -485,10 +486,46 @@ def python_lines(batch, dumper: Dumper = _DUMPER, rendering: str = "jsonl") -> s
 
 
 def _render(batch, o: DumpOptions, rendering: str) -> native_render.Rendered | None:
-    return native_render.render_records(
+    """The native record lines of ``batch``; a v2 batch's are asked with its batch line first
+    (as dump-segments asks them), which must be the python renderer's: the rest is returned."""
+    crc_valid = bool(batch.crc & 1) if batch.magic == 2 else None
+    got = native_render.render_records(
         batch, o.ctx.limits.max_batch_bytes, o.print_data, o.key_decoder, o.value_decoder,
-        f"{rendering}+{'raw-control' if o.decoder == 'none' else 'control'}", "fuzz",
+        f"{rendering}+{'raw-control' if o.decoder == 'none' else 'control'}", "fuzz", crc_valid,
     )  # fmt: skip
+    if got is None or crc_valid is None:
+        return got
+    head = python_batch_line(batch, crc_valid, rendering).encode()
+    text = bytes(got[0])
+    assert text.startswith(head), f"the {rendering} lines do not begin with the batch line"
+    return (text[len(head) :], *got[1:])
+
+
+def python_batch_line(batch, crc_valid: bool, rendering: str) -> str:
+    """The python renderers' line of ``batch`` in ``rendering`` (jsonl, text or kafka)."""
+    obj = batch_object(batch, crc_valid)
+    if rendering == "kafka":
+        out = _Captured()
+        KafkaRenderer(out)._batch(obj)  # type: ignore[arg-type]
+        return out.parts[0]
+    return (to_json(obj) if rendering == "jsonl" else render_text(obj)) + "\n"
+
+
+def compare_batch_lines(batch, stats: Counter) -> None:
+    """The native line of a v2 batch (its header alone: whatever its records hold) is the
+    python renderers', in each rendering, with and without a valid CRC. (A batch with
+    another magic, yielded by a lenient scan, is left to them.)"""
+    for rendering in ("jsonl", "text", "kafka"):
+        for crc_valid in (True, False):
+            got = native_render.batch_line(batch, crc_valid, rendering, "fuzz")
+            if batch.magic != 2:
+                assert got is None, f"a native line of a magic {batch.magic} batch"
+                stats["batch-lines-of-other-magic"] += 1
+                return
+            assert got is not None, "a v2 batch line handed back"
+            expected = python_batch_line(batch, crc_valid, rendering)
+            assert got.decode() == expected, f"the engines' {rendering} batch lines differ"
+    stats["batch-lines-agreed"] += 1
 
 
 # every payload as UTF-8: the fuzzer's random keys and header values are mostly invalid UTF-8,
@@ -648,6 +685,7 @@ def compare_engines(batch, stats: Counter) -> None:
         return
     if engine.name() != engine.NATIVE:
         return
+    compare_batch_lines(batch, stats)
     python = records_until_error(batch, engine.PYTHON)
     expected, error = (python[0], None) if python[1] is None else (None, python[1])
     got = native_records(batch.data, MAX_BATCH_BYTES)

@@ -72,7 +72,11 @@ def render_records(
     format: str,
     inner: Inner | None = None,
     controls: str = "python",
+    batch_line: bool | None = None,
 ) -> Rendered | None: ...
+def render_batch_line(
+    batch: _Readable, position: int, crc_valid: bool, format: str
+) -> bytes | None: ...
 
 # -- dump-segments' parts for worker processes (log/read/chunks.py) -------------------------
 def chunk_cut(buf: _Readable, pos: int, start: int, chunk_bytes: int, last: int | None) -> Cut: ...

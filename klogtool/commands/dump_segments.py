@@ -289,6 +289,8 @@ def command(
             rendered_records=f"{fmt}+{'raw-control' if decoder == 'none' else 'control'}"
             if native_render
             else None,
+            # a v2 batch's own line too (it has no payload: a terminal takes it as it is)
+            rendered_batches=fmt if fmt in ("jsonl", "text", "kafka") else None,
             threads=jobs_for(jobs, log_bytes),
             # (worker processes write a large segment's objects as emit would)
             write_object=functools.partial(object_bytes, fmt) if fmt in ("jsonl", "text") else None,

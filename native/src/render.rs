@@ -72,8 +72,7 @@ impl JsonLines {
     }
 
     fn int(&mut self, v: impl itoa::Integer) {
-        self.out
-            .extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+        push_int(&mut self.out, v);
     }
 
     fn payload(&mut self, how: Payload, data: Option<&[u8]>) {
@@ -245,8 +244,9 @@ pub fn jsonl(
     Some((lines.out, lines.records))
 }
 
-/// Where the lines are written: an empty buffer with room for the bytes asked for (a reused
-/// one, say, so that every batch does not fault in fresh memory).
+/// Where the lines are written: a buffer with room for the bytes asked for (a reused one, say,
+/// so that every batch does not fault in fresh memory), empty or beginning with the batch's
+/// own line; the records' lines are appended.
 pub type Buffers = dyn Fn(usize) -> Vec<u8> + Sync;
 
 /// A sink that writes lines, and may refuse a batch only Python renders exactly.
@@ -772,6 +772,266 @@ pub fn kafka(
             control: false,
         }
     })
+}
+
+/// A v2 batch header's fields, as `klogtool/formats/v2.py`'s `DefaultBatch` reads them.
+struct BatchHead {
+    base_offset: i64,
+    size: usize,
+    partition_leader_epoch: i32,
+    crc: u32,
+    attributes: i16,
+    last_offset_delta: i32,
+    base_timestamp: i64,
+    max_timestamp: i64,
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+    count: i32,
+}
+
+impl BatchHead {
+    /// The header of `batch`, a whole v2 batch (`batch::parse_header`'s checks).
+    fn of(batch: &[u8]) -> Option<BatchHead> {
+        let h = batch::parse_header(batch)?;
+        Some(BatchHead {
+            base_offset: h.base_offset,
+            size: batch.len(),
+            partition_leader_epoch: i32::from_be_bytes(be(batch, 12)?),
+            crc: u32::from_be_bytes(be(batch, 17)?),
+            attributes: h.attributes,
+            last_offset_delta: h.last_offset_delta,
+            base_timestamp: h.base_timestamp,
+            max_timestamp: h.max_timestamp,
+            producer_id: i64::from_be_bytes(be(batch, 43)?),
+            producer_epoch: i16::from_be_bytes(be(batch, 51)?),
+            base_sequence: h.base_sequence,
+            count: h.records_count,
+        })
+    }
+
+    /// Python's unbounded `base_offset + last_offset_delta`.
+    fn last_offset(&self) -> i128 {
+        i128::from(self.base_offset) + i128::from(self.last_offset_delta)
+    }
+
+    /// `v2.sequence_at(base_sequence, last_offset_delta)`: -1 without a sequence, wrapping
+    /// past Int.MAX to 0.
+    fn last_sequence(&self) -> i64 {
+        if self.base_sequence < 0 {
+            return -1;
+        }
+        let seq = i64::from(self.base_sequence) + i64::from(self.last_offset_delta);
+        if seq > i64::from(i32::MAX) {
+            seq - (1 << 31)
+        } else {
+            seq
+        }
+    }
+
+    fn flag(&self, mask: i16) -> bool {
+        self.attributes & mask != 0
+    }
+
+    fn timestamp_type(&self) -> &'static str {
+        if self.flag(0x08) {
+            "LogAppendTime"
+        } else {
+            "CreateTime"
+        }
+    }
+
+    fn delete_horizon_ms(&self) -> Option<i64> {
+        self.flag(0x40).then_some(self.base_timestamp)
+    }
+
+    /// `codecs.CODEC_NAMES`, `unknown(N)` for the ids 5-7.
+    fn compression(&self, out: &mut Vec<u8>) {
+        match self.attributes & 0x07 {
+            0 => out.extend_from_slice(b"none"),
+            1 => out.extend_from_slice(b"gzip"),
+            2 => out.extend_from_slice(b"snappy"),
+            3 => out.extend_from_slice(b"lz4"),
+            4 => out.extend_from_slice(b"zstd"),
+            n => {
+                out.extend_from_slice(b"unknown(");
+                push_int(out, n);
+                out.push(b')');
+            }
+        }
+    }
+}
+
+/// The `N` bytes of `b` at `at`.
+fn be<const N: usize>(b: &[u8], at: usize) -> Option<[u8; N]> {
+    b.get(at..at + N)?.try_into().ok()
+}
+
+fn push_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+fn push_bool(out: &mut Vec<u8>, v: bool) {
+    out.extend_from_slice(if v { b"true" } else { b"false" });
+}
+
+/// The `dump-segments` line of a whole v2 batch at `position` (its CRC held if `crc_valid`),
+/// byte for byte as the Python renderers write `klogtool/log/objects.py`'s batch object:
+/// `format` "jsonl" (`json.dumps`), "text" (`output._batch_text`) or "kafka"
+/// (`KafkaRenderer._batch`). `None` if `batch` is not a whole v2 batch.
+pub fn batch_line(format: &str, batch: &[u8], position: i64, crc_valid: bool) -> Option<Vec<u8>> {
+    let h = BatchHead::of(batch)?;
+    let mut out = Vec::with_capacity(512);
+    match format {
+        "jsonl" => batch_json(&mut out, &h, position, crc_valid),
+        "text" => batch_text(&mut out, &h, position, crc_valid),
+        "kafka" => batch_kafka(&mut out, &h, position, crc_valid),
+        _ => return None,
+    }
+    out.push(b'\n');
+    Some(out)
+}
+
+fn batch_json(out: &mut Vec<u8>, h: &BatchHead, position: i64, crc_valid: bool) {
+    out.extend_from_slice(b"{\"type\":\"batch\",\"position\":");
+    push_int(out, position);
+    out.extend_from_slice(b",\"base_offset\":");
+    push_int(out, h.base_offset);
+    out.extend_from_slice(b",\"last_offset\":");
+    push_int(out, h.last_offset());
+    out.extend_from_slice(b",\"count\":");
+    push_int(out, h.count);
+    out.extend_from_slice(b",\"magic\":2,\"compression\":\"");
+    h.compression(out);
+    out.extend_from_slice(b"\",\"crc\":");
+    push_int(out, h.crc);
+    out.extend_from_slice(b",\"crc_valid\":");
+    push_bool(out, crc_valid);
+    out.extend_from_slice(b",\"size\":");
+    push_int(out, h.size);
+    out.extend_from_slice(b",\"partition_leader_epoch\":");
+    push_int(out, h.partition_leader_epoch);
+    out.extend_from_slice(b",\"timestamp_type\":\"");
+    out.extend_from_slice(h.timestamp_type().as_bytes());
+    out.extend_from_slice(b"\",\"base_timestamp\":");
+    push_int(out, h.base_timestamp);
+    out.extend_from_slice(b",\"max_timestamp\":");
+    push_int(out, h.max_timestamp);
+    out.extend_from_slice(b",\"producer_id\":");
+    push_int(out, h.producer_id);
+    out.extend_from_slice(b",\"producer_epoch\":");
+    push_int(out, h.producer_epoch);
+    out.extend_from_slice(b",\"base_sequence\":");
+    push_int(out, h.base_sequence);
+    out.extend_from_slice(b",\"last_sequence\":");
+    push_int(out, h.last_sequence());
+    out.extend_from_slice(b",\"is_transactional\":");
+    push_bool(out, h.flag(0x10));
+    out.extend_from_slice(b",\"is_control\":");
+    push_bool(out, h.flag(0x20));
+    out.extend_from_slice(b",\"delete_horizon_ms\":");
+    match h.delete_horizon_ms() {
+        Some(ms) => push_int(out, ms),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.push(b'}');
+}
+
+fn batch_text(out: &mut Vec<u8>, h: &BatchHead, position: i64, crc_valid: bool) {
+    out.extend_from_slice(b"batch @");
+    push_int(out, position);
+    out.extend_from_slice(b" offsets ");
+    push_int(out, h.base_offset);
+    out.extend_from_slice(b"..");
+    push_int(out, h.last_offset());
+    out.extend_from_slice(b" (");
+    push_int(out, h.count);
+    out.extend_from_slice(if h.count == 1 {
+        b" record)"
+    } else {
+        b" records)"
+    });
+    out.extend_from_slice(b"  magic 2 ");
+    h.compression(out);
+    out.push(b' ');
+    push_int(out, h.size);
+    out.extend_from_slice(b" bytes  ");
+    out.extend_from_slice(h.timestamp_type().as_bytes());
+    out.push(b' ');
+    timestamp(out, h.max_timestamp);
+    out.extend_from_slice(b"  crc ");
+    push_int(out, h.crc);
+    out.extend_from_slice(if crc_valid { b" ok" } else { b" INVALID" });
+    if h.partition_leader_epoch >= 0 {
+        out.extend_from_slice(b"  leader epoch ");
+        push_int(out, h.partition_leader_epoch);
+    }
+    if h.producer_id >= 0 {
+        out.extend_from_slice(b"  producer ");
+        push_int(out, h.producer_id);
+        out.extend_from_slice(b" epoch ");
+        push_int(out, h.producer_epoch);
+        out.extend_from_slice(b" seq ");
+        push_int(out, h.base_sequence);
+        out.extend_from_slice(b"..");
+        push_int(out, h.last_sequence());
+    }
+    if h.flag(0x10) {
+        out.extend_from_slice(b"  transactional");
+    }
+    if h.flag(0x20) {
+        out.extend_from_slice(b"  control");
+    }
+    if let Some(ms) = h.delete_horizon_ms() {
+        out.extend_from_slice(b"  delete horizon ");
+        timestamp(out, ms);
+    }
+}
+
+fn batch_kafka(out: &mut Vec<u8>, h: &BatchHead, position: i64, crc_valid: bool) {
+    out.extend_from_slice(b"baseOffset: ");
+    push_int(out, h.base_offset);
+    out.extend_from_slice(b" lastOffset: ");
+    push_int(out, h.last_offset());
+    out.extend_from_slice(b" count: ");
+    push_int(out, h.count);
+    out.extend_from_slice(b" baseSequence: ");
+    push_int(out, h.base_sequence);
+    out.extend_from_slice(b" lastSequence: ");
+    push_int(out, h.last_sequence());
+    out.extend_from_slice(b" producerId: ");
+    push_int(out, h.producer_id);
+    out.extend_from_slice(b" producerEpoch: ");
+    push_int(out, h.producer_epoch);
+    out.extend_from_slice(b" partitionLeaderEpoch: ");
+    push_int(out, h.partition_leader_epoch);
+    out.extend_from_slice(b" isTransactional: ");
+    push_bool(out, h.flag(0x10));
+    out.extend_from_slice(b" isControl: ");
+    push_bool(out, h.flag(0x20));
+    out.extend_from_slice(b" deleteHorizonMs: ");
+    match h.delete_horizon_ms().filter(|&ms| ms >= 0) {
+        Some(ms) => {
+            out.extend_from_slice(b"OptionalLong[");
+            push_int(out, ms);
+            out.push(b']');
+        }
+        None => out.extend_from_slice(b"OptionalLong.empty"),
+    }
+    out.extend_from_slice(b" position: ");
+    push_int(out, position);
+    out.push(b' ');
+    out.extend_from_slice(h.timestamp_type().as_bytes());
+    out.extend_from_slice(b": ");
+    push_int(out, h.max_timestamp);
+    out.extend_from_slice(b" size: ");
+    push_int(out, h.size);
+    out.extend_from_slice(b" magic: 2 compresscodec: ");
+    h.compression(out);
+    out.extend_from_slice(b" crc: ");
+    push_int(out, h.crc);
+    out.extend_from_slice(b" isvalid: ");
+    push_bool(out, crc_valid);
 }
 
 /// About what lines take: the payloads (a third more as base64) and ~160 bytes of field names

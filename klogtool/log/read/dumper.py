@@ -100,6 +100,9 @@ class DumpOptions:
     # object per batch: their lines in that format, rendered by the native engine (the fast
     # path; see native_render.render_records for the other fields).
     rendered_records: str | None = None
+    # With "jsonl", "text" or "kafka", a v2 batch's own line may come as such an object too (or
+    # begin its records'), rendered by the native engine.
+    rendered_batches: str | None = None
     # --jobs: threads rendering records natively (the GIL is released meanwhile), or for a
     # large segment worker processes rendering its parts (see PROCESS_MIN_BYTES)
     threads: int = 1
@@ -280,8 +283,10 @@ class Dumper:
         if rendering is None or opts.ctx.engine != engine.NATIVE:
             threads = 1
 
-        def selected() -> Iterator[tuple[events.DumpSegmentsBatch, Batch]]:
-            """The batches in range, each with its dump object."""
+        own_lines = opts.rendered_batches if opts.ctx.engine == engine.NATIVE else None
+
+        def selected() -> Iterator[tuple[Batch, bool]]:
+            """The batches in range, each with whether its CRC held."""
             for batch in scanner:
                 at(batch.position)
                 if hi is not None and _first_offset(batch) > hi:
@@ -289,28 +294,48 @@ class Dumper:
                 if lo is not None and batch.last_offset < lo:
                     continue
                 self.counts["batches"] += 1
-                obj = batch_object(batch, scanner.crc_valid)
                 if not scanner.crc_valid:
                     self.counts["errors"] += 1  # shown on the batch line; counted for the exit
-                yield obj, batch
+                yield batch, scanner.crc_valid
 
-        def render(item: tuple[events.DumpSegmentsBatch, Batch]) -> native_render.Rendered | None:
-            batch = item[1]
-            if rendering is None:
-                return None
-            return native_render.render_records(
-                batch,
-                opts.ctx.limits.max_batch_bytes,
-                opts.print_data,
-                opts.key_decoder,
-                opts.value_decoder,
-                rendering,
-                f"{f.display}:{batch.position}",
-            )
+        def render(item: tuple[Batch, bool]) -> tuple[Any, native_render.Rendered | None]:
+            """The batch's line rendered natively (None: not, ``IN_LINES``: it begins the
+            records' lines), and its records' lines (None: rendered in Python)."""
+            batch, crc_valid = item
+            own_line = own_lines is not None and batch.magic == 2
+            where = f"{f.display}:{batch.position}"
+            if rendering is not None:
+                lines = native_render.render_records(
+                    batch,
+                    opts.ctx.limits.max_batch_bytes,
+                    opts.print_data,
+                    opts.key_decoder,
+                    opts.value_decoder,
+                    rendering,
+                    where,
+                    crc_valid if own_line else None,
+                )
+                if lines is not None:
+                    return (IN_LINES if own_line else None), lines
+            # (the kafka renderer's python record lines take the type and magic of the batch
+            # object before them)
+            if own_line and not (deep and opts.kafka_text):
+                assert own_lines is not None
+                return native_render.batch_line(batch, crc_valid, own_lines, where), None
+            return None, None
 
         ahead = threaded(render, selected(), threads, per_task=RENDER_TASK_BYTES, weigh=_batch_size)
-        for (obj, batch), lines in ahead:
-            yield obj
+        for (batch, crc_valid), (line, lines) in ahead:
+            if line is None:
+                yield batch_object(batch, crc_valid)
+            elif line is not IN_LINES:
+                yield {
+                    "type": "lines",
+                    "text": line,
+                    "first_offset": None,
+                    "last_offset": None,
+                    "breaks": [],
+                }
             if not deep:
                 continue
             if lines is not None:
@@ -656,8 +681,12 @@ PROCESS_CHUNK_BYTES = 16 << 20
 RENDER_TASK_BYTES = 2 << 20  # batch bytes a rendering thread takes at a time (--jobs)
 
 
-def _batch_size(item: tuple[events.DumpSegmentsBatch, Batch]) -> int:
-    return item[1].size
+def _batch_size(item: tuple[Batch, bool]) -> int:
+    return item[0].size
+
+
+# What render (in Dumper._walk) says of a batch line that begins its records' native lines.
+IN_LINES = object()
 
 
 def record_object(

@@ -34,6 +34,7 @@ def render_records(
     value_decoder: str,
     rendering: str,
     where: str,
+    crc_valid: bool | None = None,
 ) -> Rendered | None:
     """The ``dump-segments`` lines (``rendering``: ``jsonl``, ``text`` or ``kafka``) of every
     record of ``batch`` (a v2 batch, or the decompressed inner set of a v0/v1 wrapper, as
@@ -41,7 +42,8 @@ def render_records(
     ``klogtool.output`` and the kafka renderer make of them (``rendering`` may end in
     ``+control`` or ``+raw-control``: control records decoded, or shown as any record); their
     number; the first and last record offsets and, for ``kafka``, the pairs of records whose
-    offsets are not consecutive.
+    offsets are not consecutive. With ``crc_valid`` (of a v2 batch), the lines begin with the
+    batch's own (:func:`batch_line`).
     None: render them in Python (control batches under a bare rendering, control records the
     native engine does not decode, the ``json`` decoder, a batch of more than
     ``MAX_RECORDS``, anything the decoder hands back)."""
@@ -62,4 +64,17 @@ def render_records(
         *(data, max_batch_bytes, batch.position, print_data, key_decoder, value_decoder, fmt),
         wrapper,
         _CONTROLS.get(controls, "python"),
+        crc_valid,
     )
+
+
+def batch_line(batch: Batch, crc_valid: bool, rendering: str, where: str) -> bytes | None:
+    """The ``dump-segments`` line of the v2 batch ``batch`` (``rendering``: ``jsonl``, ``text``
+    or ``kafka``, a ``+...`` suffix ignored), its CRC held if ``crc_valid``: UTF-8, byte for
+    byte what the python renderers make of ``klogtool.log.objects.batch_object``. None: render
+    it in Python (the python engine, a v0/v1 batch)."""
+    native = engine.native_module()
+    if native is None or batch.magic != 2:
+        return None
+    fmt = rendering.partition("+")[0]
+    return engine.call(where, native.render_batch_line, batch.data, batch.position, crc_valid, fmt)

@@ -23,10 +23,11 @@ type Rendered<'py> = (
 /// batch, or with `inner` (`(magic, shift, fixed timestamp)`) of a v0/v1 wrapper's
 /// decompressed inner set; or None: render them in Python. `controls` says how control
 /// records are shown: "decoded" (`--decoder auto`), "raw" (`--decoder none`: as any record),
-/// or "python" (control batches are handed back).
+/// or "python" (control batches are handed back). With `batch_line` (whether the batch's CRC
+/// held), the lines begin with the batch's own (`render_batch_line`).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (batch, max_batch_bytes, position, print_data, key_decoder, value_decoder, format, inner=None, controls="python"))]
+#[pyo3(signature = (batch, max_batch_bytes, position, print_data, key_decoder, value_decoder, format, inner=None, controls="python", batch_line=None))]
 pub(super) fn render_records<'py>(
     py: Python<'py>,
     batch: &Bound<'py, PyAny>,
@@ -38,6 +39,7 @@ pub(super) fn render_records<'py>(
     format: &str,
     inner: Option<(u8, i64, Option<i64>)>,
     controls: &str,
+    batch_line: Option<bool>,
 ) -> PyResult<Option<Rendered<'py>>> {
     // Without --print-data the decoders show nothing.
     let parse = |name| match print_data {
@@ -66,8 +68,22 @@ pub(super) fn render_records<'py>(
             render::Source::Legacy(bytes.as_slice(), wrapper(magic, shift, fixed))
         }
     };
-    let out = |n| RENDERED.get(n);
     let data = bytes.as_slice();
+    let head = match batch_line {
+        None => Vec::new(),
+        Some(crc_valid) if inner.is_none() => {
+            match render::batch_line(format, data, position, crc_valid) {
+                Some(line) => line,
+                None => return Ok(None), // (not a v2 batch: asked for v2 batches only)
+            }
+        }
+        Some(_) => return Ok(None),
+    };
+    let out = move |n: usize| {
+        let mut buf = RENDERED.get(head.len() + n);
+        buf.extend_from_slice(&head);
+        buf
+    };
     let rendered = py.detach(|| {
         handback::kernel(handback::Kernel::Render, data, || {
             let lines = match format {
@@ -126,3 +142,18 @@ pub(super) fn render_records<'py>(
 /// --jobs` about a hundred are in flight at once (the threads' tasks: 2 MiB of batches each).
 static RENDERED: std::sync::LazyLock<columns::Spares> =
     std::sync::LazyLock::new(|| columns::Spares::new(256, 4 << 20));
+
+/// The `dump-segments` line (`format`: "jsonl", "text" or "kafka") of the whole v2 batch
+/// `batch` at `position`, its CRC held if `crc_valid`, as UTF-8 bytes; None if it is not one.
+#[pyfunction]
+pub(super) fn render_batch_line<'py>(
+    py: Python<'py>,
+    batch: &Bound<'py, PyAny>,
+    position: i64,
+    crc_valid: bool,
+    format: &str,
+) -> PyResult<Option<Bound<'py, pyo3::types::PyBytes>>> {
+    let bytes = Bytes::get(batch)?;
+    let line = render::batch_line(format, bytes.as_slice(), position, crc_valid);
+    Ok(line.map(|l| pyo3::types::PyBytes::new(py, &l)))
+}
