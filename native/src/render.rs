@@ -1060,6 +1060,7 @@ pub fn text(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::batch::HEADER_SIZE;
 
     #[test]
     fn base64_is_the_scalar_engines_at_every_length() {
@@ -1072,6 +1073,56 @@ mod tests {
             let want = base64::engine::general_purpose::STANDARD.encode(&data[..n]);
             assert_eq!(&out[1..], want.as_bytes(), "{n} bytes");
         }
+    }
+
+    #[test]
+    fn batch_lines_in_each_rendering() {
+        // a LogAppendTime batch, transactional, with a delete horizon and a sequence that wraps
+        let mut b = vec![0u8; HEADER_SIZE + 3];
+        b[..8].copy_from_slice(&41i64.to_be_bytes());
+        b[8..12].copy_from_slice(&(HEADER_SIZE as i32 + 3 - 12).to_be_bytes());
+        b[12..16].copy_from_slice(&(-1i32).to_be_bytes());
+        b[16] = 2;
+        b[17..21].copy_from_slice(&4_000_000_000u32.to_be_bytes());
+        b[21..23].copy_from_slice(&(0x08i16 | 0x10 | 0x40 | 5).to_be_bytes());
+        b[23..27].copy_from_slice(&2i32.to_be_bytes());
+        b[27..35].copy_from_slice(&1_700_000_000_000i64.to_be_bytes());
+        b[35..43].copy_from_slice(&1_700_000_002_000i64.to_be_bytes());
+        b[43..51].copy_from_slice(&7i64.to_be_bytes());
+        b[51..53].copy_from_slice(&3i16.to_be_bytes());
+        b[53..57].copy_from_slice(&(i32::MAX - 1).to_be_bytes());
+        b[57..61].copy_from_slice(&1i32.to_be_bytes());
+        let line = |format| String::from_utf8(batch_line(format, &b, 99, false).unwrap()).unwrap();
+        let (jsonl, text, kafka) = (line("jsonl"), line("text"), line("kafka"));
+        assert_eq!(
+            jsonl,
+            "{\"type\":\"batch\",\"position\":99,\"base_offset\":41,\"last_offset\":43,\
+             \"count\":1,\"magic\":2,\"compression\":\"unknown(5)\",\"crc\":4000000000,\
+             \"crc_valid\":false,\"size\":64,\"partition_leader_epoch\":-1,\
+             \"timestamp_type\":\"LogAppendTime\",\"base_timestamp\":1700000000000,\
+             \"max_timestamp\":1700000002000,\"producer_id\":7,\"producer_epoch\":3,\
+             \"base_sequence\":2147483646,\"last_sequence\":0,\"is_transactional\":true,\
+             \"is_control\":false,\"delete_horizon_ms\":1700000000000}\n"
+        );
+        assert_eq!(
+            text,
+            "batch @99 offsets 41..43 (1 record)  magic 2 unknown(5) 64 bytes  LogAppendTime \
+             1700000002000 (2023-11-14T22:13:22.000Z)  crc 4000000000 INVALID  producer 7 \
+             epoch 3 seq 2147483646..0  transactional  delete horizon 1700000000000 \
+             (2023-11-14T22:13:20.000Z)\n"
+        );
+        assert_eq!(
+            kafka,
+            "baseOffset: 41 lastOffset: 43 count: 1 baseSequence: 2147483646 lastSequence: 0 \
+             producerId: 7 producerEpoch: 3 partitionLeaderEpoch: -1 isTransactional: true \
+             isControl: false deleteHorizonMs: OptionalLong[1700000000000] position: 99 \
+             LogAppendTime: 1700000002000 size: 64 magic: 2 compresscodec: unknown(5) \
+             crc: 4000000000 isvalid: false\n"
+        );
+        // not a whole v2 batch: none
+        assert!(batch_line("jsonl", &b[..60], 0, true).is_none());
+        b[16] = 1;
+        assert!(batch_line("jsonl", &b, 0, true).is_none());
     }
 
     #[test]
