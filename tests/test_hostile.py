@@ -98,11 +98,12 @@ def test_a_file_that_shrinks_under_its_mapping_is_one_line_and_exit_3(tmp_path: 
 
 @pytest.fixture(scope="module")
 def big_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 24 MB segment: 8 copies of the 3 MB one, offsets moved on."""
+    """A 96 MB segment: 32 copies of the 3 MB one, offsets moved on (the python engine's
+    verify --deep walked 24 MB in ~50 ms on a fast machine: done before the truncation)."""
     root = tmp_path_factory.mktemp("big")
     one = _big_segment(root / "one-0").read_bytes()
     out = bytearray()
-    for n in range(8):
+    for n in range(32):
         for b in SegmentScanner(memoryview(one)):
             raw = bytearray(b.data)
             struct.pack_into(">q", raw, 0, b.base_offset + 3000 * n)
@@ -144,7 +145,7 @@ def test_a_segment_truncated_while_a_command_reads_it(
         if str(target) in maps.read_text():  # the command has mapped the segment
             break
         time.sleep(0.001)
-    time.sleep(0.05)  # and walked into it
+    time.sleep(0.01)  # and walked into it
     os.truncate(target, 4096)
     _out, raw_err = p.communicate(timeout=120)
     err = raw_err.decode()
