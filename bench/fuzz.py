@@ -675,6 +675,54 @@ def compare_renderings(batch, stats: Counter) -> None:
     compare_kafka(batch, stats, _RAW_KAFKA_DUMPER, "-raw")
 
 
+def compare_run(batches: list, stats: Counter) -> None:
+    """``render_run`` of a scan's v2 batches (each with a CRC validity): its pieces are the
+    batches' own ``render_records`` (with their batch lines, which compare_lines holds to
+    Python) one after the other, a batch handed back exactly where ``render_records`` hands it
+    back; in kafka, with the same breaks from batch to batch as the kafka renderer finds."""
+    if engine.name() != engine.NATIVE:
+        return
+    run = [
+        (b, bool(b.crc & 1))
+        for b in batches
+        if b.magic == 2 and b.count <= native_render.MAX_RECORDS
+    ]
+    if not run:
+        return
+    for dumper, rendering in ((_DUMPER, "jsonl"), (_DUMPER, "text"), (_KAFKA_DUMPER, "kafka")):
+        o = dumper.opts
+        full = f"{rendering}+control"
+        args = (o.ctx.limits.max_batch_bytes, o.print_data, o.key_decoder, o.value_decoder, full)
+        pieces = native_render.render_run(run, *args, "fuzz")
+        assert pieces is not None
+        expected, got = _Captured(), _Captured()
+        want, have = _kafka_renderer(expected, run[0][0]), _kafka_renderer(got, run[0][0])
+        i = 0
+        for text, n_batches, records, first, last, breaks in pieces:
+            assert n_batches >= 1 and i + n_batches <= len(run), "pieces past the run"
+            alone = [
+                native_render.render_records(b, *args, "fuzz", crc_valid)
+                for b, crc_valid in run[i : i + n_batches]
+            ]
+            if text is None:
+                assert n_batches == 1 and alone == [None], "render_run handed back another batch"
+                stats[f"run-{rendering}-handed-back"] += 1
+            else:
+                assert None not in alone, "render_run rendered a batch render_records hands back"
+                assert bytes(text) == b"".join(bytes(a[0]) for a in alone), "run lines differ"
+                assert records == sum(a[1] for a in alone)
+                for a in alone:
+                    want.render({"type": "lines", "text": a[0], "first_offset": a[2],
+                                 "last_offset": a[3], "breaks": a[4]})  # fmt: skip
+                have.render({"type": "lines", "text": text, "first_offset": first,
+                             "last_offset": last, "breaks": breaks})  # fmt: skip
+                assert have.non_consecutive == want.non_consecutive, "run breaks differ"
+                assert have.last_record_offset == want.last_record_offset
+                stats[f"run-{rendering}-batches"] += n_batches
+            i += n_batches
+        assert i == len(run), "pieces short of the run"
+
+
 def compare_engines(batch, stats: Counter) -> None:
     """Differential oracle for one batch: the native engine decodes it exactly as the python
     engine does, or hands it back; it never accepts what the python engine rejects."""
@@ -988,9 +1036,13 @@ def check(data: bytes, stats: Counter | None = None) -> Counter:
     compared: set[tuple[int, bytes]] = set()
     for mode in MODES:
         scanner = SegmentScanner(data, **mode)
+        walked = []
         for batch in scanner:
             stats["batches"] += 1
             _touch_batch(batch, stats, compared)
+            walked.append(batch)
+        if mode == MODES[1]:  # (dump's walk)
+            compare_run(walked, stats)
         res = scanner.result
         assert res is not None and 0 <= res.valid_bytes <= res.stopped_at <= res.size == len(data)
         stats["end:" + res.end] += 1

@@ -6,7 +6,7 @@ it through ``engine.native_module()``. Every entry point answers None where the 
 must read the batch itself. The aliases and the TypedDict below exist for type checkers only.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar, TypeAlias, TypedDict, final, overload
 
 from typing_extensions import Buffer as _Readable
@@ -31,6 +31,9 @@ Inner: TypeAlias = tuple[int, int, int | None]
 # lines (UTF-8), records, first and last record offsets, non-consecutive (previous, next)
 # record offsets (kafka only)
 Rendered: TypeAlias = tuple[Buffer, int, int | None, int | None, list[tuple[int, int]]]
+# render_run's: the lines of a stretch of batches (None: one batch handed back), the number of
+# batches and of records, first and last record offsets, breaks
+Piece: TypeAlias = tuple[Buffer | None, int, int, int | None, int | None, list[tuple[int, int]]]
 # rows appended, records in the batch
 Added: TypeAlias = tuple[int, int]
 # the map filled up, offset of the last record put
@@ -74,6 +77,15 @@ def render_records(
     controls: str = "python",
     batch_line: bool | None = None,
 ) -> Rendered | None: ...
+def render_run(
+    batches: Sequence[tuple[_Readable, int, bool]],
+    max_batch_bytes: int,
+    print_data: bool,
+    key_decoder: str,
+    value_decoder: str,
+    format: str,
+    controls: str = "python",
+) -> list[Piece]: ...
 def render_batch_line(
     batch: _Readable, position: int, crc_valid: bool, format: str
 ) -> bytes | None: ...

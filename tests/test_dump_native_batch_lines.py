@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.cli import run
+from support.cli import run, run_subprocess
 from support.fuzz import fuzz
 
 from klogtool.formats import codecs, engine, engine_stats, v2
 from klogtool.formats.batch import LOG_APPEND_TIME, Record
+from klogtool.formats.crc import crc32c
 from klogtool.log.read import dumper, native_render
 
 needs_native = pytest.mark.skipif(not engine.native_available(), reason="no native engine")
@@ -139,3 +140,31 @@ def test_dump_batch_lines_are_native_and_the_python_engines(
         code, out, _ = run(*args)
     assert (code, out) == (1, expected)
     assert engine_stats() == before  # nothing handed back
+
+
+@needs_native
+@pytest.mark.parametrize("depth", ["--deep-iteration", "--print-data"])
+@pytest.mark.parametrize("fmt", RENDERINGS)
+def test_a_batch_handed_back_inside_a_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str, depth: str
+) -> None:
+    """A run of batches goes to the engine in one call (Dumper._walk, RUN_BYTES); a batch in it
+    that the engine hands back (records that do not decode) is shown by Python between the
+    lines of the batches around it, and counted once."""
+    good = [Record(i, T0 + i, b"k%d" % i, b"v%d" % i) for i in range(3)]
+    bad = bytearray(v2.encode_batch([Record(5, T0, b"k", b"v")], base_offset=5))
+    bad[-3] = 0x7F  # the record's value length runs past the batch: a malformed record
+    bad[17:21] = crc32c(bytes(bad[21:])).to_bytes(4, "big")  # (its CRC holds)
+    after = [Record(9 + i, T0, b"k", b"v") for i in range(2)]
+    seg = tmp_path / "t-0" / "00000000000000000000.log"
+    seg.parent.mkdir()
+    seg.write_bytes(v2.encode_batch(good) + bad + v2.encode_batch(after))
+    args = ["dump-segments", depth, "--format", fmt, str(seg)]
+    with engine.using(engine.PYTHON):
+        code, expected, _ = run(*args)
+    assert code == 1  # the records that do not decode
+    monkeypatch.setenv("KLOGTOOL_ENGINE", engine.NATIVE)
+    monkeypatch.setenv("KLOGTOOL_ENGINE_STATS", "1")
+    done = run_subprocess(*args)
+    assert (done.returncode, done.stdout) == (1, expected)
+    assert done.stderr.splitlines()[-1] == "klogtool engine: 1 batch handed back: malformed 1"

@@ -23,7 +23,7 @@ dump-segments' renderings (``klogtool.log.read.native_render``) and export's Arr
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import chain
 from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
@@ -107,6 +107,16 @@ class NativeModule(Protocol):
     def render_batch_line(
         self, batch: _Readable, position: int, crc_valid: bool, format: str
     ) -> bytes | None: ...
+    def render_run(
+        self,
+        batches: Sequence[tuple[_Readable, int, bool]],
+        max_batch_bytes: int,
+        print_data: bool,
+        key_decoder: str,
+        value_decoder: str,
+        format: str,
+        controls: str = "python",
+    ) -> list[_stub.Piece]: ...
     def chunk_cut(
         self, buf: _Readable, pos: int, start: int, chunk_bytes: int, last: int | None
     ) -> _stub.Cut: ...

@@ -224,30 +224,25 @@ pub enum Source<'a> {
     Legacy(&'a [u8], legacy::Wrapper),
 }
 
-/// The JSON lines of every record of `source` and their number, or `None`: the Python
-/// renderer writes this batch (control batches, anything the decoder hands back, payloads
-/// only Python renders exactly).
+/// The JSON lines of every record of `source`, appended to `out`, and their number; or `None`
+/// (`out` as it was): the Python renderer writes this batch (control batches, anything the
+/// decoder hands back, payloads only Python renders exactly).
 #[allow(clippy::too_many_arguments)]
 pub fn jsonl(
     source: Source<'_>,
     max_batch_bytes: usize,
-    out: &Buffers,
+    out: &mut Vec<u8>,
     controls: Controls,
     position: i64,
     print_data: bool,
     key: Payload,
     value: Payload,
-) -> Option<(Vec<u8>, usize)> {
+) -> Option<usize> {
     let lines = render(source, max_batch_bytes, out, controls, |_| {
         JsonLines::new(position, print_data, key, value)
     })?;
-    Some((lines.out, lines.records))
+    Some(lines.records)
 }
-
-/// Where the lines are written: a buffer with room for the bytes asked for (a reused one, say,
-/// so that every batch does not fault in fresh memory), empty or beginning with the batch's
-/// own line; the records' lines are appended.
-pub type Buffers = dyn Fn(usize) -> Vec<u8> + Sync;
 
 /// A sink that writes lines, and may refuse a batch only Python renders exactly.
 trait Lines: Sink {
@@ -297,16 +292,19 @@ pub enum Controls {
 }
 
 /// Render every record of `source` into the sink `make` builds from the name of its
-/// timestamp type, or `None`: control records are rendered decoded, by Python, as is anything
-/// the decoder or the sink hands back.
+/// timestamp type, its lines appended to `out` (the sink returned holds none); or `None`, `out`
+/// as it was: control records are rendered decoded, by Python, as is anything the decoder or
+/// the sink hands back.
 fn render<L: Lines>(
     source: Source<'_>,
     max_batch_bytes: usize,
-    out: &Buffers,
+    out: &mut Vec<u8>,
     controls: Controls,
     make: impl FnOnce(&'static str) -> L,
 ) -> Option<L> {
-    let lines = match source {
+    let start = out.len();
+    out.reserve(estimate(&source));
+    let (mut lines, decoded) = match source {
         Source::V2(batch_bytes) => {
             let header = batch::parse_header(batch_bytes)?;
             let is_control = header.attributes & 0x20 != 0;
@@ -322,9 +320,9 @@ fn render<L: Lines>(
             if is_control && controls == Controls::Decoded {
                 lines.decode_control();
             }
-            *lines.out() = out(reserve(batch_bytes.len(), header.records_count));
-            batch::decode(batch_bytes, max_batch_bytes, &mut lines)?;
-            lines
+            *lines.out() = std::mem::take(out);
+            let decoded = batch::decode(batch_bytes, max_batch_bytes, &mut lines).is_some();
+            (lines, decoded)
         }
         Source::Legacy(raw, wrapper) => {
             let mut lines = make(match (wrapper.magic, wrapper.fixed_timestamp) {
@@ -332,18 +330,34 @@ fn render<L: Lines>(
                 (_, Some(_)) => "LogAppendTime",
                 _ => "CreateTime",
             });
-            // a first guess (messages are 26 bytes and more): the buffer grows as needed
-            let messages = i32::try_from(raw.len() / 64).unwrap_or(i32::MAX);
-            *lines.out() = out(reserve(raw.len(), messages));
-            legacy::decode(raw, &wrapper, &mut lines)?;
-            lines
+            *lines.out() = std::mem::take(out);
+            let decoded = legacy::decode(raw, &wrapper, &mut lines).is_some();
+            (lines, decoded)
         }
     };
-    if let Some(reason) = lines.refused() {
+    *out = std::mem::take(lines.out());
+    let refused = lines.refused().filter(|_| decoded);
+    if let Some(reason) = refused {
         note(reason);
+    }
+    if !decoded || refused.is_some() {
+        out.truncate(start);
         return None;
     }
     Some(lines)
+}
+
+/// About how many bytes the lines of `source` take (a first guess: the buffer still grows as
+/// needed).
+pub fn estimate(source: &Source<'_>) -> usize {
+    match *source {
+        Source::V2(batch_bytes) => {
+            let records = batch::parse_header(batch_bytes).map_or(0, |h| h.records_count);
+            reserve(batch_bytes.len(), records)
+        }
+        // messages are 26 bytes and more
+        Source::Legacy(raw, _) => reserve(raw.len(), i32::try_from(raw.len() / 64).unwrap_or(0)),
+    }
 }
 
 /// Text lines (`dump-segments --deep-iteration`, text format).
@@ -747,11 +761,12 @@ impl Sink for KafkaLines {
     }
 }
 
-/// kafka-dump-log's lines of every record of `source`, or `None` (see `jsonl`).
+/// kafka-dump-log's lines of every record of `source`, appended to `out`, or `None` (see
+/// `jsonl`).
 pub fn kafka(
     source: Source<'_>,
     max_batch_bytes: usize,
-    out: &Buffers,
+    out: &mut Vec<u8>,
     controls: Controls,
     print_data: bool,
     key: Payload,
@@ -1041,20 +1056,21 @@ fn reserve(bytes: usize, records: i32) -> usize {
     (bytes * 3 / 2).saturating_add(records.min(1 << 20) * 160)
 }
 
-/// The text lines of every record of `source` and their number, or `None` (see `jsonl`).
+/// The text lines of every record of `source`, appended to `out`, and their number; or `None`
+/// (see `jsonl`).
 pub fn text(
     source: Source<'_>,
     max_batch_bytes: usize,
-    out: &Buffers,
+    out: &mut Vec<u8>,
     controls: Controls,
     print_data: bool,
     key: Payload,
     value: Payload,
-) -> Option<(Vec<u8>, usize)> {
+) -> Option<usize> {
     let lines = render(source, max_batch_bytes, out, controls, |_| {
         TextLines::new(print_data, key, value)
     })?;
-    Some((lines.out, lines.records))
+    Some(lines.records)
 }
 
 #[cfg(test)]

@@ -68,6 +68,38 @@ def render_records(
     )
 
 
+# a stretch of batches' lines (None: one batch handed back), the number of batches and of
+# records, first and last record offsets, the breaks in it (see render_run)
+Piece = tuple[Any, int, int, int | None, int | None, list[tuple[int, int]]]
+
+
+def render_run(
+    batches: list[tuple[Batch, bool]],
+    max_batch_bytes: int,
+    print_data: bool,
+    key_decoder: str,
+    value_decoder: str,
+    rendering: str,
+    where: str,
+) -> list[Piece] | None:
+    """:func:`render_records` (with the batch lines) of a run of v2 batches of at most
+    ``MAX_RECORDS`` records each, ``(batch, crc_valid)`` in segment order, in one call: the
+    pieces in order, the lines of consecutive batches together, a batch handed back alone
+    (its lines None: render it in Python). None: the whole run in Python (the python
+    engine)."""
+    native = engine.native_module()
+    if native is None:
+        return None
+    fmt, _, controls = rendering.partition("+")
+    items = [(b.data, b.position, crc_valid) for b, crc_valid in batches]
+    return engine.call(
+        where,
+        native.render_run,
+        *(items, max_batch_bytes, print_data, key_decoder, value_decoder, fmt),
+        _CONTROLS.get(controls, "python"),
+    )
+
+
 def batch_line(batch: Batch, crc_valid: bool, rendering: str, where: str) -> bytes | None:
     """The ``dump-segments`` line of the v2 batch ``batch`` (``rendering``: ``jsonl``, ``text``
     or ``kafka``, a ``+...`` suffix ignored), its CRC held if ``crc_valid``: UTF-8, byte for

@@ -19,6 +19,98 @@ type Rendered<'py> = (
     Vec<(i64, i64)>,
 );
 
+/// How the records are rendered: the arguments every batch of a call shares.
+#[derive(Clone, Copy)]
+struct How<'a> {
+    format: &'a str,
+    max_batch_bytes: usize,
+    print_data: bool,
+    key: render::Payload,
+    value: render::Payload,
+    controls: render::Controls,
+}
+
+impl<'a> How<'a> {
+    /// None: a decoder or format only Python renders (every batch is handed back).
+    fn parse(
+        format: &'a str,
+        max_batch_bytes: usize,
+        print_data: bool,
+        key_decoder: &str,
+        value_decoder: &str,
+        controls: &str,
+    ) -> Option<How<'a>> {
+        // Without --print-data the decoders show nothing.
+        let parse = |name| match print_data {
+            true => render::Payload::parse(name),
+            false => Some(render::Payload::Omit),
+        };
+        let (Some(key), Some(value)) = (parse(key_decoder), parse(value_decoder)) else {
+            return None;
+        };
+        if !matches!(format, "jsonl" | "text" | "kafka") {
+            return None;
+        }
+        let controls = match controls {
+            "decoded" => render::Controls::Decoded,
+            "raw" => render::Controls::Raw,
+            _ => render::Controls::Python,
+        };
+        Some(How {
+            format,
+            max_batch_bytes,
+            print_data,
+            key,
+            value,
+            controls,
+        })
+    }
+
+    /// The record lines of `source` (at `position`) appended to `out`: their number, first
+    /// and last offsets and breaks; or None (a hand-back, counted; `out` as it was).
+    fn append(
+        &self,
+        source: render::Source<'_>,
+        data: &[u8],
+        position: i64,
+        out: &mut Vec<u8>,
+    ) -> Option<Lines> {
+        let start = out.len();
+        handback::kernel(handback::Kernel::Render, data, || {
+            let (m, k, v) = (self.max_batch_bytes, self.key, self.value);
+            let (c, p) = (self.controls, self.print_data);
+            let lines = match self.format {
+                "kafka" => render::kafka(source, m, out, c, p, k, v)
+                    .map(|l| (l.records, l.first, l.last, l.breaks)),
+                "text" => render::text(source, m, out, c, p, k, v).map(|n| (n, None, None, vec![])),
+                _ => render::jsonl(source, m, out, c, position, p, k, v)
+                    .map(|n| (n, None, None, vec![])),
+            };
+            // UTF-8 by construction (made of valid UTF-8 strings); checked all the same
+            if lines.is_some() && std::str::from_utf8(&out[start..]).is_err() {
+                out.truncate(start);
+                return None;
+            }
+            lines
+        })
+    }
+}
+
+/// A batch's record lines: their number, first and last offsets, breaks.
+type Lines = (usize, Option<i64>, Option<i64>, Vec<(i64, i64)>);
+
+/// Handed over as UTF-8 bytes without a copy (the caller writes them as they are); the memory
+/// comes back for later batches when Python drops it.
+fn handed_over(py: Python<'_>, lines: Vec<u8>) -> PyResult<Bound<'_, Buffer>> {
+    Bound::new(
+        py,
+        Buffer {
+            data: Column::Bytes(lines),
+            spares: Some(RENDERED.clone()),
+        },
+    )
+}
+
 /// `dump-segments` lines (`format`: "jsonl", "text" or "kafka") of every record of a whole v2
 /// batch, or with `inner` (`(magic, shift, fixed timestamp)`) of a v0/v1 wrapper's
 /// decompressed inner set; or None: render them in Python. `controls` says how control
@@ -41,101 +133,181 @@ pub(super) fn render_records<'py>(
     controls: &str,
     batch_line: Option<bool>,
 ) -> PyResult<Option<Rendered<'py>>> {
-    // Without --print-data the decoders show nothing.
-    let parse = |name| match print_data {
-        true => render::Payload::parse(name),
-        false => Some(render::Payload::Omit),
-    };
     let bytes = Bytes::get(batch)?;
-    let (Some(key), Some(value)) = (parse(key_decoder), parse(value_decoder)) else {
-        handback::note(handback::Reason::RenderDecoder);
-        handback::count(handback::Kernel::Render, bytes.as_slice());
-        return Ok(None);
-    };
-    let controls = match controls {
-        "decoded" => render::Controls::Decoded,
-        "raw" => render::Controls::Raw,
-        _ => render::Controls::Python,
-    };
-    if !matches!(format, "jsonl" | "text" | "kafka") {
-        handback::note(handback::Reason::RenderDecoder);
-        handback::count(handback::Kernel::Render, bytes.as_slice());
-        return Ok(None);
-    }
-    let source = match inner {
-        None => render::Source::V2(bytes.as_slice()),
-        Some((magic, shift, fixed)) => {
-            render::Source::Legacy(bytes.as_slice(), wrapper(magic, shift, fixed))
-        }
-    };
     let data = bytes.as_slice();
-    let head = match batch_line {
-        None => Vec::new(),
-        Some(crc_valid) if inner.is_none() => {
-            match render::batch_line(format, data, position, crc_valid) {
-                Some(line) => line,
-                None => return Ok(None), // (not a v2 batch: asked for v2 batches only)
+    let how = How::parse(
+        format,
+        max_batch_bytes,
+        print_data,
+        key_decoder,
+        value_decoder,
+        controls,
+    );
+    let Some(how) = how else {
+        handback::note(handback::Reason::RenderDecoder);
+        handback::count(handback::Kernel::Render, data);
+        return Ok(None);
+    };
+    let source = match inner {
+        None => render::Source::V2(data),
+        Some((magic, shift, fixed)) => render::Source::Legacy(data, wrapper(magic, shift, fixed)),
+    };
+    let head = match (batch_line, inner) {
+        (None, _) => Vec::new(),
+        (Some(crc_valid), None) => match render::batch_line(format, data, position, crc_valid) {
+            Some(line) => line,
+            None => return Ok(None), // (not a v2 batch: asked for v2 batches only)
+        },
+        (Some(_), Some(_)) => return Ok(None),
+    };
+    let mut out = RENDERED.get(head.len() + render::estimate(&source));
+    out.extend_from_slice(&head);
+    let rendered = py.detach(|| how.append(source, data, position, &mut out));
+    let Some((n, first, last, breaks)) = rendered else {
+        RENDERED.give(out);
+        return Ok(None);
+    };
+    Ok(Some((handed_over(py, out)?, n, first, last, breaks)))
+}
+
+/// One piece of `render_run`'s answer: the lines of a stretch of batches (each batch's line,
+/// then its records'), the number of batches and of records, the first and last record
+/// offsets and the breaks in the stretch (kafka); or, lines None, one batch handed back.
+type Piece<'py> = (
+    Option<Bound<'py, Buffer>>,
+    usize,
+    usize,
+    Option<i64>,
+    Option<i64>,
+    Vec<(i64, i64)>,
+);
+
+/// `render_records` of a run of whole v2 batches (`(batch, position, crc_valid)` each, in
+/// segment order) with their batch lines, in one call: the lines of consecutive batches go
+/// into one buffer, a batch handed back (counted as `render_records` counts it) between two
+/// stretches. The breaks of a stretch include those between its batches, as the kafka
+/// renderer finds them from one batch's lines to the next.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (batches, max_batch_bytes, print_data, key_decoder, value_decoder, format, controls="python"))]
+pub(super) fn render_run<'py>(
+    py: Python<'py>,
+    batches: Vec<(Bound<'py, PyAny>, i64, bool)>,
+    max_batch_bytes: usize,
+    print_data: bool,
+    key_decoder: &str,
+    value_decoder: &str,
+    format: &str,
+    controls: &str,
+) -> PyResult<Vec<Piece<'py>>> {
+    let held = batches
+        .iter()
+        .map(|(b, position, crc_valid)| Ok((Bytes::get(b)?, *position, *crc_valid)))
+        .collect::<PyResult<Vec<_>>>()?;
+    let how = How::parse(
+        format,
+        max_batch_bytes,
+        print_data,
+        key_decoder,
+        value_decoder,
+        controls,
+    );
+    let stretches = py.detach(|| {
+        let items: Vec<(&[u8], i64, bool)> = held
+            .iter()
+            .map(|(b, p, c)| (b.as_slice(), *p, *c))
+            .collect();
+        run(how, &items)
+    });
+    stretches
+        .into_iter()
+        .map(|s| match s {
+            Stretch::HandedBack => Ok((None, 1, 0, None, None, Vec::new())),
+            Stretch::Lines(out, batches, (n, first, last, breaks)) => {
+                Ok((Some(handed_over(py, out)?), batches, n, first, last, breaks))
+            }
+        })
+        .collect()
+}
+
+enum Stretch {
+    /// The lines of consecutive batches, their number and what `Lines` says of them together.
+    Lines(Vec<u8>, usize, Lines),
+    HandedBack,
+}
+
+/// The stretches of `items` (see `render_run`).
+fn run(how: Option<How<'_>>, items: &[(&[u8], i64, bool)]) -> Vec<Stretch> {
+    // what the rest of the run takes, for each stretch's buffer
+    let mut left: usize = items
+        .iter()
+        .map(|(d, ..)| 512 + render::estimate(&render::Source::V2(d)))
+        .sum();
+    let mut stretches = Vec::new();
+    let mut open: Option<(Vec<u8>, usize, Lines)> = None;
+    for &(data, position, crc_valid) in items {
+        let need = 512 + render::estimate(&render::Source::V2(data));
+        left = left.saturating_sub(need);
+        let (out, batches, seen) =
+            open.get_or_insert_with(|| (RENDERED.get(need + left), 0, (0, None, None, vec![])));
+        let start = out.len();
+        let done = match (
+            how,
+            render::batch_line(formatted(how), data, position, crc_valid),
+        ) {
+            (Some(how), Some(line)) => {
+                out.extend_from_slice(&line);
+                how.append(render::Source::V2(data), data, position, out)
+            }
+            (None, _) => {
+                handback::note(handback::Reason::RenderDecoder);
+                handback::count(handback::Kernel::Render, data);
+                None
+            }
+            (Some(_), None) => None, // (not a v2 batch: asked for v2 batches only)
+        };
+        match done {
+            Some((n, first, last, breaks)) => {
+                *batches += 1;
+                seen.0 += n;
+                if let Some(f) = first {
+                    // the kafka renderer's break from one batch's lines to the next
+                    if let Some(l) = seen.2.filter(|&l| l != -1) {
+                        if Some(f) != l.checked_add(1) {
+                            seen.3.push((l, f));
+                        }
+                    }
+                    seen.1.get_or_insert(f);
+                    seen.3.extend(breaks);
+                    seen.2 = last;
+                }
+            }
+            None => {
+                out.truncate(start);
+                if let Some((out, batches, seen)) = open.take() {
+                    if batches > 0 {
+                        stretches.push(Stretch::Lines(out, batches, seen));
+                    } else {
+                        RENDERED.give(out);
+                    }
+                }
+                stretches.push(Stretch::HandedBack);
             }
         }
-        Some(_) => return Ok(None),
-    };
-    let out = move |n: usize| {
-        let mut buf = RENDERED.get(head.len() + n);
-        buf.extend_from_slice(&head);
-        buf
-    };
-    let rendered = py.detach(|| {
-        handback::kernel(handback::Kernel::Render, data, || {
-            let lines = match format {
-                "kafka" => render::kafka(
-                    source,
-                    max_batch_bytes,
-                    &out,
-                    controls,
-                    print_data,
-                    key,
-                    value,
-                )
-                .map(|k| (k.out, k.records, k.first, k.last, k.breaks)),
-                "text" => render::text(
-                    source,
-                    max_batch_bytes,
-                    &out,
-                    controls,
-                    print_data,
-                    key,
-                    value,
-                )
-                .map(|(out, n)| (out, n, None, None, Vec::new())),
-                _ => render::jsonl(
-                    source,
-                    max_batch_bytes,
-                    &out,
-                    controls,
-                    position,
-                    print_data,
-                    key,
-                    value,
-                )
-                .map(|(out, n)| (out, n, None, None, Vec::new())),
-            };
-            // UTF-8 by construction (made of valid UTF-8 strings); checked all the same
-            lines.filter(|l| std::str::from_utf8(&l.0).is_ok())
-        })
-    });
-    let Some((out, n, first, last, breaks)) = rendered else {
-        return Ok(None);
-    };
-    // Handed over as UTF-8 bytes without a copy (the caller writes them as they are); the
-    // memory comes back for later batches when Python drops it.
-    let out = Bound::new(
-        py,
-        Buffer {
-            data: Column::Bytes(out),
-            spares: Some(RENDERED.clone()),
-        },
-    )?;
-    Ok(Some((out, n, first, last, breaks)))
+    }
+    if let Some((out, batches, seen)) = open {
+        if batches > 0 {
+            stretches.push(Stretch::Lines(out, batches, seen));
+        } else {
+            RENDERED.give(out);
+        }
+    }
+    stretches
+}
+
+/// The format of the batch lines (any: no line is kept when `how` is None).
+fn formatted(how: Option<How<'_>>) -> &str {
+    how.map_or("jsonl", |h| h.format)
 }
 
 /// Rendered lines' buffers that Python has written, for later batches: with `dump-segments
