@@ -4,10 +4,11 @@
 Run by hand (it is not a test; nothing here asserts a timing)::
 
     python bench/bench_dump.py [--records 1200000] [--runs 5] [--out DIR] [--segment FILE]
-        [--only native1,native2,halves,python,peer]
+        [--batch-records N] [--only native1,native2,halves,python,peer]
 
 The segment is ``bench_engines.py``'s small uncompressed one (~120-byte records, cached in
-``--out``). Each run is a separate process writing to /dev/null, the runs interleaved:
+``--out``), its batches of ~500 records or, with ``--batch-records N``, of N. Each run is a
+separate process writing to /dev/null, the runs interleaved:
 
 ``klogtool``
     ``python -m klogtool dump-segments --format jsonl --print-data SEG`` under each engine
@@ -124,6 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "klogtool-bench-engines"))
     p.add_argument("--segment", help="dump this .log (v2 batches) instead of the generated one")
     p.add_argument(
+        "--batch-records",
+        type=int,
+        default=0,
+        help="generate batches of this many records (default: ~500, bench_engines' own)",
+    )
+    p.add_argument(
         "--only",
         default="",
         help="comma-separated cases to run (native1, native2, halves, python, peer) [default: all]",
@@ -133,9 +140,9 @@ def main(argv: list[str] | None = None) -> int:
         seg = a.segment
         a.records = v2_records(seg)
     else:
-        seg = segment_file(partition_dir(a.out, "small", "none", a.records))
+        seg = segment_file(partition_dir(a.out, "small", "none", a.records, a.batch_records))
         if not os.path.isfile(seg):
-            write_segments(a.out, "small", ["none"], a.records)
+            write_segments(a.out, "small", ["none"], a.records, a.batch_records)
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=repo)
     dump = [sys.executable, "-m", "klogtool", "--no-progress", "dump-segments"]

@@ -202,11 +202,12 @@ def generate_batches(shape: str, n_records: int, seed: int = SEED) -> Iterator[l
         yield batch
 
 
-def partition_dir(out: str, shape: str, codec: str, n_records: int) -> str:
+def partition_dir(out: str, shape: str, codec: str, n_records: int, per_batch: int = 0) -> str:
     # A partition directory (topic-partition) holding one segment, so that ``export`` can be
     # pointed at the directory and ``verify`` at the segment.
+    cut = f"-{per_batch}rb" if per_batch else ""
     return os.path.join(
-        out, f"gen{GENERATOR_VERSION}-seed{SEED}", f"eng-{shape}-{codec}-{n_records}r-0"
+        out, f"gen{GENERATOR_VERSION}-seed{SEED}", f"eng-{shape}-{codec}-{n_records}r{cut}-0"
     )
 
 
@@ -214,34 +215,43 @@ def segment_file(pdir: str) -> str:
     return os.path.join(pdir, "00000000000000000000.log")
 
 
-def write_segments(out: str, shape: str, codecs_: list[str], n_records: int) -> None:
-    """Generate the records once and encode them with every codec that needs a file."""
+def write_segments(
+    out: str, shape: str, codecs_: list[str], n_records: int, per_batch: int = 0
+) -> None:
+    """Generate the records once and encode them with every codec that needs a file
+    (``per_batch``: each generated batch cut into batches of that many records)."""
     files = {}
     for codec in codecs_:
-        pdir = partition_dir(out, shape, codec, n_records)
+        pdir = partition_dir(out, shape, codec, n_records, per_batch)
         os.makedirs(pdir, exist_ok=True)
         path = segment_file(pdir)
         tmp = f"{path}.tmp{os.getpid()}"
         files[codec] = (path, tmp, open(tmp, "wb"))
     try:
-        for records in generate_batches(shape, n_records):
-            base = records[0].offset
-            for codec, (_, _, f) in files.items():
-                f.write(
-                    v2.encode_batch(
-                        records,
-                        compression=CODEC_IDS[codec],
-                        partition_leader_epoch=PARTITION_LEADER_EPOCH,
-                        producer_id=PRODUCER_ID,
-                        producer_epoch=PRODUCER_EPOCH,
-                        base_sequence=base & 0x7FFFFFFF,
-                    )
-                )
+        for generated in generate_batches(shape, n_records):
+            step = per_batch or len(generated)
+            for i in range(0, len(generated), step):
+                _write_batch(files, generated[i : i + step])
     finally:
         for _, _, f in files.values():
             f.close()
     for path, tmp, _ in files.values():
         os.replace(tmp, path)
+
+
+def _write_batch(files: dict, records: list[Record]) -> None:
+    base = records[0].offset
+    for codec, (_, _, f) in files.items():
+        f.write(
+            v2.encode_batch(
+                records,
+                compression=CODEC_IDS[codec],
+                partition_leader_epoch=PARTITION_LEADER_EPOCH,
+                producer_id=PRODUCER_ID,
+                producer_epoch=PRODUCER_EPOCH,
+                base_sequence=base & 0x7FFFFFFF,
+            )
+        )
 
 
 # -- the timed operations -------------------------------------------------------------------
