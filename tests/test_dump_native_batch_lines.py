@@ -168,3 +168,30 @@ def test_a_batch_handed_back_inside_a_run(
     done = run_subprocess(*args)
     assert (done.returncode, done.stdout) == (1, expected)
     assert done.stderr.splitlines()[-1] == "klogtool engine: 1 batch handed back: malformed 1"
+
+
+@needs_native
+def test_a_run_under_a_decoder_only_python_renders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--value-decoder json``: the engine hands back every batch of a run, each counted once
+    (render-decoder), and Python shows them all."""
+    seg = tmp_path / "t-0" / "00000000000000000000.log"
+    seg.parent.mkdir()
+    seg.write_bytes(
+        b"".join(
+            v2.encode_batch([Record(3 * b + i, T0, b"k", b'{"n": %d}' % i) for i in range(3)])
+            for b in range(4)
+        )
+    )
+    args = ["dump-segments", "--print-data", "--value-decoder", "json", str(seg)]
+    with engine.using(engine.PYTHON):
+        code, expected, _ = run(*args)
+    assert code == 0 and '{"n":2}' in expected
+    monkeypatch.setenv("KLOGTOOL_ENGINE", engine.NATIVE)
+    monkeypatch.setenv("KLOGTOOL_ENGINE_STATS", "1")
+    done = run_subprocess(*args)
+    assert (done.returncode, done.stdout) == (0, expected)
+    assert done.stderr.splitlines()[-1] == (
+        "klogtool engine: 4 batches handed back: render-decoder 4"
+    )

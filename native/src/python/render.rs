@@ -238,76 +238,66 @@ enum Stretch {
 
 /// The stretches of `items` (see `render_run`).
 fn run(how: Option<How<'_>>, items: &[(&[u8], i64, bool)]) -> Vec<Stretch> {
+    let Some(how) = how else {
+        return items
+            .iter()
+            .map(|(data, ..)| {
+                handback::note(handback::Reason::RenderDecoder);
+                handback::count(handback::Kernel::Render, data);
+                Stretch::HandedBack
+            })
+            .collect();
+    };
     // what the rest of the run takes, for each stretch's buffer
-    let mut left: usize = items
-        .iter()
-        .map(|(d, ..)| 512 + render::estimate(&render::Source::V2(d)))
-        .sum();
+    let need = |data| 512 + render::estimate(&render::Source::V2(data));
+    let mut left: usize = items.iter().map(|(data, ..)| need(data)).sum();
     let mut stretches = Vec::new();
     let mut open: Option<(Vec<u8>, usize, Lines)> = None;
     for &(data, position, crc_valid) in items {
-        let need = 512 + render::estimate(&render::Source::V2(data));
-        left = left.saturating_sub(need);
-        let (out, batches, seen) =
-            open.get_or_insert_with(|| (RENDERED.get(need + left), 0, (0, None, None, vec![])));
+        left = left.saturating_sub(need(data));
+        let (out, batches, seen) = open.get_or_insert_with(|| {
+            let out = RENDERED.get(need(data) + left);
+            (out, 0, (0, None, None, vec![]))
+        });
         let start = out.len();
-        let done = match (
-            how,
-            render::batch_line(formatted(how), data, position, crc_valid),
-        ) {
-            (Some(how), Some(line)) => {
-                out.extend_from_slice(&line);
-                how.append(render::Source::V2(data), data, position, out)
-            }
-            (None, _) => {
-                handback::note(handback::Reason::RenderDecoder);
-                handback::count(handback::Kernel::Render, data);
-                None
-            }
-            (Some(_), None) => None, // (not a v2 batch: asked for v2 batches only)
+        // (None from batch_line: not a v2 batch; Python asks for v2 batches only)
+        let done = render::batch_line(how.format, data, position, crc_valid).and_then(|line| {
+            out.extend_from_slice(&line);
+            how.append(render::Source::V2(data), data, position, out)
+        });
+        let Some((n, first, last, breaks)) = done else {
+            out.truncate(start);
+            close(open.take(), &mut stretches);
+            stretches.push(Stretch::HandedBack);
+            continue;
         };
-        match done {
-            Some((n, first, last, breaks)) => {
-                *batches += 1;
-                seen.0 += n;
-                if let Some(f) = first {
-                    // the kafka renderer's break from one batch's lines to the next
-                    if let Some(l) = seen.2.filter(|&l| l != -1) {
-                        if Some(f) != l.checked_add(1) {
-                            seen.3.push((l, f));
-                        }
-                    }
-                    seen.1.get_or_insert(f);
-                    seen.3.extend(breaks);
-                    seen.2 = last;
+        *batches += 1;
+        seen.0 += n;
+        if let Some(f) = first {
+            // the kafka renderer's break from one batch's lines to the next
+            if let Some(l) = seen.2.filter(|&l| l != -1) {
+                if Some(f) != l.checked_add(1) {
+                    seen.3.push((l, f));
                 }
             }
-            None => {
-                out.truncate(start);
-                if let Some((out, batches, seen)) = open.take() {
-                    if batches > 0 {
-                        stretches.push(Stretch::Lines(out, batches, seen));
-                    } else {
-                        RENDERED.give(out);
-                    }
-                }
-                stretches.push(Stretch::HandedBack);
-            }
+            seen.1.get_or_insert(f);
+            seen.3.extend(breaks);
+            seen.2 = last;
         }
     }
-    if let Some((out, batches, seen)) = open {
-        if batches > 0 {
-            stretches.push(Stretch::Lines(out, batches, seen));
-        } else {
-            RENDERED.give(out);
-        }
-    }
+    close(open, &mut stretches);
     stretches
 }
 
-/// The format of the batch lines (any: no line is kept when `how` is None).
-fn formatted(how: Option<How<'_>>) -> &str {
-    how.map_or("jsonl", |h| h.format)
+/// The stretch `open` held, if it has a batch (its buffer back to the spares if not).
+fn close(open: Option<(Vec<u8>, usize, Lines)>, stretches: &mut Vec<Stretch>) {
+    match open {
+        Some((out, batches, seen)) if batches > 0 => {
+            stretches.push(Stretch::Lines(out, batches, seen))
+        }
+        Some((out, ..)) => RENDERED.give(out),
+        None => {}
+    }
 }
 
 /// Rendered lines' buffers that Python has written, for later batches: with `dump-segments
