@@ -115,6 +115,18 @@ def to_json(obj: events.Event | dict[str, Any]) -> str:
     return _JSON.encode(obj)
 
 
+def _write_through(stream: TextIO, on: bool) -> bool:
+    """Set ``stream``'s write_through (a TextIOWrapper's); whether it could be."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is None:
+        return False
+    try:
+        reconfigure(write_through=on)
+    except (AttributeError, TypeError, ValueError, OSError):
+        return False
+    return True
+
+
 def _is_utf8(encoding: str | None) -> bool:
     try:
         return encoding is not None and codecs.lookup(encoding).name == "utf-8"
@@ -142,6 +154,9 @@ class Output:
         self._json_count = 0
         self._live: Any = None  # the progress display being drawn on stderr, if any
         self._pending = ""  # stdout text after the last line feed, while it is routed
+        # write_lines has made the text layer hand every write to the bytes' buffer at once
+        # (write_through), so that lines written as bytes need no flush (a syscall) before them
+        self._text_through = False
 
     # Rich consoles are made when first needed: a run that draws nothing does not load Rich.
     def _console(self, **kw: Any) -> Console:
@@ -242,7 +257,9 @@ class Output:
             self._write(str(data, "utf-8"))
             return
         try:
-            self.out.flush()  # what the text layer holds goes first
+            if not self._text_through:
+                self.out.flush()  # what the text layer holds goes first
+                self._text_through = _write_through(self.out, True)
             binary.write(data)
         except BrokenPipeError:
             raise StdoutClosed() from None
@@ -274,6 +291,8 @@ class Output:
             self._write("[]\n" if self._json_count == 0 else "\n]\n")
         try:
             self.out.flush()
+            if self._text_through:  # the stream as it was given
+                self._text_through = not _write_through(self.out, False)
         except BrokenPipeError:
             raise StdoutClosed() from None
 
