@@ -695,6 +695,10 @@ def compare_run(batches: list, stats: Counter) -> None:
         args = (o.ctx.limits.max_batch_bytes, o.print_data, o.key_decoder, o.value_decoder, full)
         pieces = native_render.render_run(run, *args, "fuzz")
         assert pieces is not None
+        heads = native_render.batch_lines(run, rendering, "fuzz")  # (no --deep-iteration)
+        want_heads = "".join(python_batch_line(b, valid, rendering) for b, valid in run)
+        assert heads is not None and bytes(heads[0][0]).decode() == want_heads
+        assert heads[0][1:] == (len(run), 0, None, None, [])
         expected, got = _Captured(), _Captured()
         want, have = _kafka_renderer(expected, run[0][0]), _kafka_renderer(got, run[0][0])
         i = 0

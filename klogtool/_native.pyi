@@ -86,6 +86,9 @@ def render_run(
     format: str,
     controls: str = "python",
 ) -> list[Piece]: ...
+def render_batch_lines(
+    batches: Sequence[tuple[_Readable, int, bool]], format: str
+) -> bytes | None: ...
 def render_batch_line(
     batch: _Readable, position: int, crc_valid: bool, format: str
 ) -> bytes | None: ...

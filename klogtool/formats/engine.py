@@ -107,6 +107,9 @@ class NativeModule(Protocol):
     def render_batch_line(
         self, batch: _Readable, position: int, crc_valid: bool, format: str
     ) -> bytes | None: ...
+    def render_batch_lines(
+        self, batches: Sequence[tuple[_Readable, int, bool]], format: str
+    ) -> bytes | None: ...
     def render_run(
         self,
         batches: Sequence[tuple[_Readable, int, bool]],

@@ -305,8 +305,10 @@ class Dumper:
             max_bytes = opts.ctx.limits.max_batch_bytes
             kd, vd = opts.key_decoder, opts.value_decoder
             if isinstance(item, list):
-                assert rendering is not None
+                assert own_lines is not None
                 where = f"{f.display}:{item[0][0].position}"
+                if rendering is None:  # (no --deep-iteration)
+                    return native_render.batch_lines(item, own_lines, where)
                 return native_render.render_run(
                     item, max_bytes, opts.print_data, kd, vd, rendering, where
                 )
@@ -328,11 +330,12 @@ class Dumper:
                 return native_render.batch_line(batch, crc_valid, own_lines, where), None
             return None, None
 
-        # Records and batch lines both native: v2 batches go to the engine a run at a time, one
-        # call and one write for RUN_BYTES of them (a call and a write a batch cost ~5 us of
-        # Python each: ~15% of a --print-data dump of 100-record batches).
-        run_bytes = RUN_BYTES if rendering is not None and own_lines is not None else 0
-        items = _runs(selected(), run_bytes)
+        # Batch lines native, and records too or none: v2 batches go to the engine a run at a
+        # time, one call and one write for RUN_BYTES of them (a call and a write a batch cost
+        # ~5 us of Python each: ~15% of a --print-data dump of 100-record batches).
+        natively = own_lines is not None and (rendering is not None or not deep)
+        max_records = native_render.MAX_RECORDS if deep else None
+        items = _runs(selected(), RUN_BYTES if natively else 0, max_records)
         ahead = threaded(render, items, threads, per_task=RENDER_TASK_BYTES, weigh=_weight)
         for item, result in ahead:
             if isinstance(item, list):
@@ -376,12 +379,14 @@ class Dumper:
         rendered, and each batch it handed back (all of them, ``pieces`` None) in Python."""
         if pieces is None:
             pieces = [(None, 1, 0, None, None, [])] * len(run)
+        deep = self.opts.deep or self.opts.print_data
         i = 0
         for text, batches, records, first, last, breaks in pieces:
             if text is None:
                 batch, crc_valid = run[i]
                 yield batch_object(batch, crc_valid)
-                yield from self._python_records(f, batch, decoder)
+                if deep:
+                    yield from self._python_records(f, batch, decoder)
             else:
                 self.counts["records"] += records
                 yield {
@@ -734,14 +739,17 @@ RUN_BYTES = 256 << 10  # v2 batch bytes the native renderer takes in one call (D
 Item = tuple[Batch, bool] | list[tuple[Batch, bool]]
 
 
-def _runs(items: Iterator[tuple[Batch, bool]], run_bytes: int) -> Iterator[Item]:
-    """``items``, their v2 batches of at most ``native_render.MAX_RECORDS`` records gathered
-    into runs (lists) of about ``run_bytes`` of consecutive batches; each alone with 0."""
+def _runs(
+    items: Iterator[tuple[Batch, bool]], run_bytes: int, max_records: int | None
+) -> Iterator[Item]:
+    """``items``, their v2 batches (of at most ``max_records`` records) gathered into runs
+    (lists) of about ``run_bytes`` of consecutive batches; each alone with 0."""
     run: list[tuple[Batch, bool]] = []
     weight = 0
     for item in items:
         batch = item[0]
-        if run_bytes and batch.magic == 2 and batch.count <= native_render.MAX_RECORDS:
+        few = max_records is None or batch.count <= max_records
+        if run_bytes and batch.magic == 2 and few:
             run.append(item)
             weight += batch.size
             if weight >= run_bytes:

@@ -100,6 +100,20 @@ def render_run(
     )
 
 
+def batch_lines(
+    batches: list[tuple[Batch, bool]], rendering: str, where: str
+) -> list[Piece] | None:
+    """:func:`batch_line` of a run of v2 batches (``(batch, crc_valid)`` in segment order),
+    as one piece of :func:`render_run`'s (no records); None: render them in Python."""
+    native = engine.native_module()
+    if native is None:
+        return None
+    fmt = rendering.partition("+")[0]
+    items = [(b.data, b.position, crc_valid) for b, crc_valid in batches]
+    lines = engine.call(where, native.render_batch_lines, items, fmt)
+    return None if lines is None else [(lines, len(batches), 0, None, None, [])]
+
+
 def batch_line(batch: Batch, crc_valid: bool, rendering: str, where: str) -> bytes | None:
     """The ``dump-segments`` line of the v2 batch ``batch`` (``rendering``: ``jsonl``, ``text``
     or ``kafka``, a ``+...`` suffix ignored), its CRC held if ``crc_valid``: UTF-8, byte for

@@ -407,6 +407,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(render::render_records, m)?)?;
     m.add_function(wrap_pyfunction!(render::render_batch_line, m)?)?;
     m.add_function(wrap_pyfunction!(render::render_run, m)?)?;
+    m.add_function(wrap_pyfunction!(render::render_batch_lines, m)?)?;
     m.add_function(wrap_pyfunction!(reencode_v2, m)?)?;
     m.add_class::<columns::Columns>()?;
     m.add_class::<record::Record>()?;

@@ -305,6 +305,25 @@ fn close(open: Option<(Vec<u8>, usize, Lines)>, stretches: &mut Vec<Stretch>) {
 static RENDERED: std::sync::LazyLock<columns::Spares> =
     std::sync::LazyLock::new(|| columns::Spares::new(256, 4 << 20));
 
+/// `render_batch_line` of every batch of `batches` (`(batch, position, crc_valid)` each), one
+/// after the other; None if one is not a whole v2 batch.
+#[pyfunction]
+pub(super) fn render_batch_lines<'py>(
+    py: Python<'py>,
+    batches: Vec<(Bound<'py, PyAny>, i64, bool)>,
+    format: &str,
+) -> PyResult<Option<Bound<'py, pyo3::types::PyBytes>>> {
+    let mut out = Vec::with_capacity(batches.len() * 512);
+    for (batch, position, crc_valid) in &batches {
+        let bytes = Bytes::get(batch)?;
+        match render::batch_line(format, bytes.as_slice(), *position, *crc_valid) {
+            Some(line) => out.extend_from_slice(&line),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(pyo3::types::PyBytes::new(py, &out)))
+}
+
 /// The `dump-segments` line (`format`: "jsonl", "text" or "kafka") of the whole v2 batch
 /// `batch` at `position`, its CRC held if `crc_valid`, as UTF-8 bytes; None if it is not one.
 #[pyfunction]
