@@ -346,25 +346,13 @@ class Dumper:
             if line is None:
                 yield batch_object(batch, crc_valid)
             elif line is not IN_LINES:
-                yield {
-                    "type": "lines",
-                    "text": line,
-                    "first_offset": None,
-                    "last_offset": None,
-                    "breaks": [],
-                }
+                yield _lines(line)
             if not deep:
                 continue
             if lines is not None:
                 text, n, first, last, breaks = lines
                 self.counts["records"] += n
-                yield {
-                    "type": "lines",
-                    "text": text,
-                    "first_offset": first,
-                    "last_offset": last,
-                    "breaks": breaks,
-                }
+                yield _lines(text, first, last, breaks)
                 continue
             yield from self._python_records(f, batch, decoder)
 
@@ -389,13 +377,7 @@ class Dumper:
                     yield from self._python_records(f, batch, decoder)
             else:
                 self.counts["records"] += records
-                yield {
-                    "type": "lines",
-                    "text": text,
-                    "first_offset": first,
-                    "last_offset": last,
-                    "breaks": breaks,
-                }
+                yield _lines(text, first, last, breaks)
             i += batches
 
     def _python_records(self, f: InputFile, batch: Batch, decoder: str | None) -> Iterator[Obj]:
@@ -770,6 +752,22 @@ def _weight(item: Item) -> int:
 
 # What render (in Dumper._walk) says of a batch line that begins its records' native lines.
 IN_LINES = object()
+
+
+def _lines(
+    text: Any,
+    first: int | None = None,
+    last: int | None = None,
+    breaks: list[tuple[int, int]] | None = None,
+) -> Obj:
+    """The object of lines the native engine rendered (see ``DumpOptions.rendered_records``)."""
+    return {
+        "type": "lines",
+        "text": text,
+        "first_offset": first,
+        "last_offset": last,
+        "breaks": breaks or [],
+    }
 
 
 def record_object(

@@ -96,6 +96,12 @@ impl<'a> How<'a> {
     }
 }
 
+/// The hand-back of a batch whose decoder or format only Python renders.
+fn refused_decoder(data: &[u8]) {
+    handback::note(handback::Reason::RenderDecoder);
+    handback::count(handback::Kernel::Render, data);
+}
+
 /// A batch's record lines: their number, first and last offsets, breaks.
 type Lines = (usize, Option<i64>, Option<i64>, Vec<(i64, i64)>);
 
@@ -144,8 +150,7 @@ pub(super) fn render_records<'py>(
         controls,
     );
     let Some(how) = how else {
-        handback::note(handback::Reason::RenderDecoder);
-        handback::count(handback::Kernel::Render, data);
+        refused_decoder(data);
         return Ok(None);
     };
     let source = match inner {
@@ -242,8 +247,7 @@ fn run(how: Option<How<'_>>, items: &[(&[u8], i64, bool)]) -> Vec<Stretch> {
         return items
             .iter()
             .map(|(data, ..)| {
-                handback::note(handback::Reason::RenderDecoder);
-                handback::count(handback::Kernel::Render, data);
+                refused_decoder(data);
                 Stretch::HandedBack
             })
             .collect();
