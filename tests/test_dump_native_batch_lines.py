@@ -143,14 +143,16 @@ def test_dump_batch_lines_are_native_and_the_python_engines(
 
 
 @needs_native
+@pytest.mark.parametrize("jobs", ["1", "2"])
 @pytest.mark.parametrize("depth", ["--deep-iteration", "--print-data"])
 @pytest.mark.parametrize("fmt", RENDERINGS)
 def test_a_batch_handed_back_inside_a_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str, depth: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str, depth: str, jobs: str
 ) -> None:
     """A run of batches goes to the engine in one call (Dumper._walk, RUN_BYTES); a batch in it
     that the engine hands back (records that do not decode) is shown by Python between the
-    lines of the batches around it, and counted once."""
+    lines of the batches around it, and counted once: also when a rendering thread refused it
+    (--jobs 2) and the main thread then asks for its records (it was counted twice)."""
     good = [Record(i, T0 + i, b"k%d" % i, b"v%d" % i) for i in range(3)]
     bad = bytearray(v2.encode_batch([Record(5, T0, b"k", b"v")], base_offset=5))
     bad[-3] = 0x7F  # the record's value length runs past the batch: a malformed record
@@ -159,7 +161,7 @@ def test_a_batch_handed_back_inside_a_run(
     seg = tmp_path / "t-0" / "00000000000000000000.log"
     seg.parent.mkdir()
     seg.write_bytes(v2.encode_batch(good) + bad + v2.encode_batch(after))
-    args = ["dump-segments", depth, "--format", fmt, str(seg)]
+    args = ["dump-segments", depth, "--format", fmt, "--jobs", jobs, str(seg)]
     with engine.using(engine.PYTHON):
         code, expected, _ = run(*args)
     assert code == 1  # the records that do not decode

@@ -10,13 +10,17 @@
 //! (the counters are process-wide atomics, touched only on a
 //! hand-back). One batch asked of several kernels in a row (dump-segments' renderer, then the
 //! records of the batch it refused, as the python renderer reads them) counts once: a
-//! hand-back of the same bytes (address and length) as the thread's last one, by another
-//! kernel, is not counted again. (The same kernel refusing the same address and length again
+//! hand-back of the same bytes (address and length) as one of the last `RECENT` hand-backs,
+//! by another kernel, is not counted again, and uses that one up. They are the process's, not
+//! a thread's: dump-segments' renderer refuses a batch in a worker thread and the records are
+//! then asked for in the main one. (The same kernel refusing the same address and length again
 //! is another batch: a fresh buffer where the last one was freed.)
 #![forbid(unsafe_code)]
 
 use std::cell::Cell;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// Why a batch was handed back. The names are what `KLOGTOOL_ENGINE_STATS=1` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,9 +64,14 @@ static COUNTS: [AtomicU64; REASONS] = [const { AtomicU64::new(0) }; REASONS];
 
 thread_local! {
     static NOTED: Cell<Reason> = const { Cell::new(Reason::Malformed) };
-    /// (address, length, kernel) of the thread's last hand-back.
-    static LAST: Cell<(usize, usize, Kernel)> = const { Cell::new((0, 0, Kernel::None)) };
 }
+
+/// How many recent hand-backs a refusal of the same bytes by another kernel is matched
+/// against: more than the batches dump-segments' rendering threads run ahead refuse.
+const RECENT: usize = 256;
+
+/// (address, length, kernel) of the last hand-backs not yet matched, oldest first.
+static LAST: Mutex<VecDeque<(usize, usize, Kernel)>> = Mutex::new(VecDeque::new());
 
 /// The kernels, told apart so that a batch one refused and another is then asked for counts
 /// once.
@@ -110,10 +119,17 @@ pub fn count(who: Kernel, data: &[u8]) {
 pub fn count_at(who: Kernel, (addr, len): (usize, usize)) {
     // the note is taken, so the next kernel starts from `malformed`
     let reason = NOTED.with(|n| n.replace(Reason::Malformed));
-    let key = (addr, len, who);
-    let (addr, len, last) = LAST.with(|l| l.replace(key));
-    if (addr, len) == (key.0, key.1) && last != who {
-        return;
+    if let Ok(mut last) = LAST.lock() {
+        if let Some(i) = last.iter().rposition(|&(a, l, _)| (a, l) == (addr, len)) {
+            let by = last.remove(i).map(|(.., k)| k);
+            if by != Some(who) {
+                return; // the batch another kernel refused just before
+            }
+        }
+        if last.len() == RECENT {
+            last.pop_front();
+        }
+        last.push_back((addr, len, who));
     }
     COUNTS[reason as usize].fetch_add(1, Ordering::Relaxed);
 }
@@ -139,21 +155,44 @@ mod tests {
     #[test]
     fn counts_the_noted_reason_once_per_batch() {
         let before = counts()[Reason::Lz4BlockChecksum as usize].1;
-        let data = vec![1u8; 10];
+        // (a static: no other test's freed buffer at its address in the recent hand-backs)
+        static DATA: [u8; 10] = [1; 10];
+        let data = &DATA[..];
         let refuse = || -> Option<()> {
             note(Reason::Lz4BlockChecksum);
             None
         };
-        assert!(kernel(Kernel::Render, &data, refuse).is_none());
+        assert!(kernel(Kernel::Render, data, refuse).is_none());
         // the same bytes asked of another kernel: not counted again
-        assert!(kernel(Kernel::Records, &data, refuse).is_none());
+        assert!(kernel(Kernel::Records, data, refuse).is_none());
         assert_eq!(counts()[Reason::Lz4BlockChecksum as usize].1, before + 1);
         // the same kernel again: another batch where the last one was
-        assert!(kernel(Kernel::Records, &data, refuse).is_none());
+        assert!(kernel(Kernel::Records, data, refuse).is_none());
         assert_eq!(counts()[Reason::Lz4BlockChecksum as usize].1, before + 2);
         // A hand-back takes its note: the next kernel starts from `malformed`.
         assert_eq!(noted(), Reason::Malformed);
-        assert_eq!(kernel(Kernel::Check, &data, || Some(1)), Some(1));
+        assert_eq!(kernel(Kernel::Check, data, || Some(1)), Some(1));
         assert_eq!(noted(), Reason::Malformed);
+    }
+
+    #[test]
+    fn a_batch_refused_in_another_thread_counts_once() {
+        let before = counts()[Reason::GzipMultiMember as usize].1;
+        static BATCHES: [[u8; 10]; 2] = [[2; 10], [3; 10]];
+        let (a, b) = (&BATCHES[0][..], &BATCHES[1][..]);
+        let refuse = || -> Option<()> {
+            note(Reason::GzipMultiMember);
+            None
+        };
+        // a rendering thread refuses two batches; the main thread then asks for their records
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                assert!(kernel(Kernel::Render, a, refuse).is_none());
+                assert!(kernel(Kernel::Render, b, refuse).is_none());
+            });
+        });
+        assert!(kernel(Kernel::Records, a, refuse).is_none());
+        assert!(kernel(Kernel::Records, b, refuse).is_none());
+        assert_eq!(counts()[Reason::GzipMultiMember as usize].1, before + 2);
     }
 }
