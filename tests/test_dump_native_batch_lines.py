@@ -5,6 +5,9 @@ object: ``--format jsonl``, text and kafka, alone or at the head of the batch's 
 
 from __future__ import annotations
 
+import functools
+import mmap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -197,3 +200,42 @@ def test_a_run_under_a_decoder_only_python_renders(
     assert done.stderr.splitlines()[-1] == (
         "klogtool engine: 4 batches handed back: render-decoder 4"
     )
+
+
+@needs_native
+def test_a_released_mapping_s_hand_backs_are_forgotten(tmp_path: Path) -> None:
+    """A batch one kernel refused and another then reads counts once; but once the mapping is
+    released (``engine.watched`` ends) its hand-backs are forgotten: the next mapping at that
+    address (a second dump in the process) holds other batches, which must count (they were
+    taken for the batch refused before)."""
+    bad = bytearray(v2.encode_batch([Record(5, T0, b"k", b"v")], base_offset=5))
+    bad[-3] = 0x7F  # a malformed record
+    bad[17:21] = crc32c(bytes(bad[21:])).to_bytes(4, "big")
+    seg = tmp_path / "00000000000000000000.log"
+    seg.write_bytes(bytes(bad))
+    with open(seg, "rb") as f:
+        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    view = memoryview(m)
+    _refuse_then_release(view, str(seg))
+    view.release()
+    m.close()
+
+
+def _refusals(refuse: Callable[[], object]) -> int:
+    before = engine_stats().get("malformed", 0)
+    assert refuse() is None
+    return engine_stats().get("malformed", 0) - before
+
+
+def _refuse_then_release(view: memoryview, path: str) -> None:
+    batch = v2.DefaultBatch(view, 0)
+    args = (64 << 20, True, "hex", "utf8", "jsonl+control", "test")
+    render = functools.partial(native_render.render_records, batch, *args)
+    check = functools.partial(engine.check_v2, batch.data, 64 << 20, "test")
+    with engine.using(engine.NATIVE):
+        with engine.watched(view, path):  # a dump
+            assert _refusals(render) == 1
+            assert _refusals(check) == 0  # the batch the renderer refused
+            assert _refusals(render) == 1
+        with engine.watched(view, path):  # another, its mapping where the first one was
+            assert _refusals(check) == 1

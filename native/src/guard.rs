@@ -60,10 +60,11 @@ pub fn watch(base: usize, len: usize, path: &[u8]) -> Option<usize> {
 }
 
 /// Forget a mapping [`watch`] remembered.
-pub fn unwatch(slot: usize) {
-    if let Some(s) = TABLE.get(slot) {
-        s.base.store(FREE, Ordering::Release);
-    }
+/// Forget `slot`: the `(base, len)` it held, if any.
+pub fn unwatch(slot: usize) -> Option<(usize, usize)> {
+    let s = TABLE.get(slot)?;
+    let base = s.base.swap(FREE, Ordering::AcqRel);
+    (base != FREE && base != CLAIMED).then(|| (base, s.len.load(Ordering::Relaxed)))
 }
 
 /// The slot whose mapping holds `addr`, and the byte position of `addr` in it.

@@ -134,6 +134,14 @@ pub fn count_at(who: Kernel, (addr, len): (usize, usize)) {
     COUNTS[reason as usize].fetch_add(1, Ordering::Relaxed);
 }
 
+/// Forget the hand-backs of bytes from `base` to `base + len` (a mapping released: the next
+/// one at that address holds other batches, which must be counted).
+pub fn forget(base: usize, len: usize) {
+    if let Ok(mut last) = LAST.lock() {
+        last.retain(|&(addr, ..)| !(addr >= base && addr - base < len));
+    }
+}
+
 /// `(name, count)` of every reason, in `Reason` order.
 pub fn counts() -> Vec<(&'static str, u64)> {
     NAMES
@@ -194,5 +202,21 @@ mod tests {
         assert!(kernel(Kernel::Records, a, refuse).is_none());
         assert!(kernel(Kernel::Records, b, refuse).is_none());
         assert_eq!(counts()[Reason::GzipMultiMember as usize].1, before + 2);
+    }
+
+    #[test]
+    fn a_released_mapping_s_hand_backs_are_forgotten() {
+        let before = counts()[Reason::SnappyConcatenated as usize].1;
+        static MAPPED: [u8; 64] = [4; 64];
+        let batch = &MAPPED[16..32];
+        let refuse = || -> Option<()> {
+            note(Reason::SnappyConcatenated);
+            None
+        };
+        assert!(kernel(Kernel::Render, batch, refuse).is_none());
+        // the mapping is released; another at the same address holds another batch there
+        forget(MAPPED.as_ptr() as usize, MAPPED.len());
+        assert!(kernel(Kernel::Records, batch, refuse).is_none());
+        assert_eq!(counts()[Reason::SnappyConcatenated as usize].1, before + 2);
     }
 }

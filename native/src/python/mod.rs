@@ -384,10 +384,13 @@ fn handbacks() -> Vec<(&'static str, u64)> {
     handback::counts()
 }
 
-/// Forget a mapping `watch_mapping` remembered.
+/// Forget a mapping `watch_mapping` remembered, and the hand-backs of its bytes (a later
+/// mapping at the same address holds other batches).
 #[pyfunction]
 fn unwatch_mapping(slot: usize) {
-    guard::unwatch(slot);
+    if let Some((base, len)) = guard::unwatch(slot) {
+        handback::forget(base, len);
+    }
 }
 
 #[pymodule]
