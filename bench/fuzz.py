@@ -486,19 +486,10 @@ def python_lines(batch, dumper: Dumper = _DUMPER, rendering: str = "jsonl") -> s
 
 
 def _render(batch, o: DumpOptions, rendering: str) -> native_render.Rendered | None:
-    """The native record lines of ``batch``; a v2 batch's are asked with its batch line first
-    (as dump-segments asks them), which must be the python renderer's: the rest is returned."""
-    crc_valid = bool(batch.crc & 1) if batch.magic == 2 else None
-    got = native_render.render_records(
+    return native_render.render_records(
         batch, o.ctx.limits.max_batch_bytes, o.print_data, o.key_decoder, o.value_decoder,
-        f"{rendering}+{'raw-control' if o.decoder == 'none' else 'control'}", "fuzz", crc_valid,
+        f"{rendering}+{'raw-control' if o.decoder == 'none' else 'control'}", "fuzz",
     )  # fmt: skip
-    if got is None or crc_valid is None:
-        return got
-    head = python_batch_line(batch, crc_valid, rendering).encode()
-    text = bytes(got[0])
-    assert text.startswith(head), f"the {rendering} lines do not begin with the batch line"
-    return (text[len(head) :], *got[1:])
 
 
 def python_batch_line(batch, crc_valid: bool, rendering: str) -> str:
@@ -676,10 +667,11 @@ def compare_renderings(batch, stats: Counter) -> None:
 
 
 def compare_run(batches: list, stats: Counter) -> None:
-    """``render_run`` of a scan's v2 batches (each with a CRC validity): its pieces are the
-    batches' own ``render_records`` (with their batch lines, which compare_lines holds to
-    Python) one after the other, a batch handed back exactly where ``render_records`` hands it
-    back; in kafka, with the same breaks from batch to batch as the kafka renderer finds."""
+    """``render_run`` of a scan's v2 batches (each with a CRC validity): its pieces are, one
+    batch after the other, the python renderers' batch line and the batch's own
+    ``render_records`` (which compare_lines holds to Python), a batch handed back exactly where
+    ``render_records`` hands it back; in kafka, with the same breaks from batch to batch as the
+    kafka renderer finds."""
     if engine.name() != engine.NATIVE:
         return
     run = [
@@ -704,16 +696,18 @@ def compare_run(batches: list, stats: Counter) -> None:
         i = 0
         for text, n_batches, records, first, last, breaks in pieces:
             assert n_batches >= 1 and i + n_batches <= len(run), "pieces past the run"
-            alone = [
-                native_render.render_records(b, *args, "fuzz", crc_valid)
-                for b, crc_valid in run[i : i + n_batches]
-            ]
+            part = run[i : i + n_batches]
+            alone = [native_render.render_records(b, *args, "fuzz") for b, _ in part]
             if text is None:
                 assert n_batches == 1 and alone == [None], "render_run handed back another batch"
                 stats[f"run-{rendering}-handed-back"] += 1
             else:
                 assert None not in alone, "render_run rendered a batch render_records hands back"
-                assert bytes(text) == b"".join(bytes(a[0]) for a in alone), "run lines differ"
+                each = [
+                    python_batch_line(b, valid, rendering).encode() + bytes(a[0])
+                    for (b, valid), a in zip(part, alone, strict=True)
+                ]
+                assert bytes(text) == b"".join(each), "run lines differ"
                 assert records == sum(a[1] for a in alone)
                 for a in alone:
                     want.render({"type": "lines", "text": a[0], "first_offset": a[2],

@@ -75,7 +75,6 @@ def render_records(
     format: str,
     inner: Inner | None = None,
     controls: str = "python",
-    batch_line: bool | None = None,
 ) -> Rendered | None: ...
 def render_run(
     batches: Sequence[tuple[_Readable, int, bool]],

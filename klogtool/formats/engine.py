@@ -102,7 +102,6 @@ class NativeModule(Protocol):
         format: str,
         inner: _stub.Inner | None = None,
         controls: str = "python",
-        batch_line: bool | None = None,
     ) -> _stub.Rendered | None: ...
     def render_batch_line(
         self, batch: _Readable, position: int, crc_valid: bool, format: str

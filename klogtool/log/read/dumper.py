@@ -300,8 +300,9 @@ class Dumper:
 
         def render(item: Item) -> Any:
             """A run's pieces (``native_render.render_run``); or the batch's line rendered
-            natively (None: not, ``IN_LINES``: it begins the records' lines) and its records'
-            lines (None: rendered in Python)."""
+            natively (None: not) and its records' lines (None: rendered in Python). (A v2
+            batch comes alone only when its records are not native: too many of them, or none
+            asked for natively.)"""
             max_bytes = opts.ctx.limits.max_batch_bytes
             kd, vd = opts.key_decoder, opts.value_decoder
             if isinstance(item, list):
@@ -315,20 +316,17 @@ class Dumper:
             batch, crc_valid = item
             own_line = own_lines is not None and batch.magic == 2
             where = f"{f.display}:{batch.position}"
+            lines = None
             if rendering is not None:
                 lines = native_render.render_records(
-                    batch,
-                    *(max_bytes, opts.print_data, kd, vd, rendering, where),
-                    crc_valid if own_line else None,
+                    batch, *(max_bytes, opts.print_data, kd, vd, rendering, where)
                 )
-                if lines is not None:
-                    return (IN_LINES if own_line else None), lines
             # (the kafka renderer's python record lines take the type and magic of the batch
             # object before them)
-            if own_line and not (deep and opts.kafka_text):
+            if own_line and not (deep and lines is None and opts.kafka_text):
                 assert own_lines is not None
-                return native_render.batch_line(batch, crc_valid, own_lines, where), None
-            return None, None
+                return native_render.batch_line(batch, crc_valid, own_lines, where), lines
+            return None, lines
 
         # Batch lines native, and records too or none: v2 batches go to the engine a run at a
         # time, one call and one write for RUN_BYTES of them (a call and a write a batch cost
@@ -343,10 +341,7 @@ class Dumper:
                 continue
             batch, crc_valid = item
             line, lines = result
-            if line is None:
-                yield batch_object(batch, crc_valid)
-            elif line is not IN_LINES:
-                yield _lines(line)
+            yield batch_object(batch, crc_valid) if line is None else _lines(line)
             if not deep:
                 continue
             if lines is not None:
@@ -748,10 +743,6 @@ def _runs(
 
 def _weight(item: Item) -> int:
     return sum(b.size for b, _ in item) if isinstance(item, list) else item[0].size
-
-
-# What render (in Dumper._walk) says of a batch line that begins its records' native lines.
-IN_LINES = object()
 
 
 def _lines(

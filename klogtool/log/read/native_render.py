@@ -34,7 +34,6 @@ def render_records(
     value_decoder: str,
     rendering: str,
     where: str,
-    crc_valid: bool | None = None,
 ) -> Rendered | None:
     """The ``dump-segments`` lines (``rendering``: ``jsonl``, ``text`` or ``kafka``) of every
     record of ``batch`` (a v2 batch, or the decompressed inner set of a v0/v1 wrapper, as
@@ -42,8 +41,7 @@ def render_records(
     ``klogtool.output`` and the kafka renderer make of them (``rendering`` may end in
     ``+control`` or ``+raw-control``: control records decoded, or shown as any record); their
     number; the first and last record offsets and, for ``kafka``, the pairs of records whose
-    offsets are not consecutive. With ``crc_valid`` (of a v2 batch), the lines begin with the
-    batch's own (:func:`batch_line`).
+    offsets are not consecutive.
     None: render them in Python (control batches under a bare rendering, control records the
     native engine does not decode, the ``json`` decoder, a batch of more than
     ``MAX_RECORDS``, anything the decoder hands back)."""
@@ -57,15 +55,25 @@ def render_records(
         engine.handed_back("render-many-records")
         return None
     data, wrapper = source
-    fmt, _, controls = rendering.partition("+")
+    fmt, controls = _split(rendering)
     return engine.call(
         where,
         native.render_records,
         *(data, max_batch_bytes, batch.position, print_data, key_decoder, value_decoder, fmt),
         wrapper,
-        _CONTROLS.get(controls, "python"),
-        crc_valid,
+        controls,
     )
+
+
+def _split(rendering: str) -> tuple[str, str]:
+    """The format of a rendering and how the native engine shows its control records."""
+    fmt, _, controls = rendering.partition("+")
+    return fmt, _CONTROLS.get(controls, "python")
+
+
+def _items(batches: list[tuple[Batch, bool]]) -> list[tuple[memoryview, int, bool]]:
+    """What the native engine takes of a run: each batch's bytes, position and CRC validity."""
+    return [(b.data, b.position, crc_valid) for b, crc_valid in batches]
 
 
 # a stretch of batches' lines (None: one batch handed back), the number of batches and of
@@ -90,13 +98,12 @@ def render_run(
     native = engine.native_module()
     if native is None:
         return None
-    fmt, _, controls = rendering.partition("+")
-    items = [(b.data, b.position, crc_valid) for b, crc_valid in batches]
+    fmt, controls = _split(rendering)
     return engine.call(
         where,
         native.render_run,
-        *(items, max_batch_bytes, print_data, key_decoder, value_decoder, fmt),
-        _CONTROLS.get(controls, "python"),
+        *(_items(batches), max_batch_bytes, print_data, key_decoder, value_decoder, fmt),
+        controls,
     )
 
 
@@ -108,9 +115,7 @@ def batch_lines(
     native = engine.native_module()
     if native is None:
         return None
-    fmt = rendering.partition("+")[0]
-    items = [(b.data, b.position, crc_valid) for b, crc_valid in batches]
-    lines = engine.call(where, native.render_batch_lines, items, fmt)
+    lines = engine.call(where, native.render_batch_lines, _items(batches), _split(rendering)[0])
     return None if lines is None else [(lines, len(batches), 0, None, None, [])]
 
 
@@ -122,5 +127,5 @@ def batch_line(batch: Batch, crc_valid: bool, rendering: str, where: str) -> byt
     native = engine.native_module()
     if native is None or batch.magic != 2:
         return None
-    fmt = rendering.partition("+")[0]
+    fmt = _split(rendering)[0]
     return engine.call(where, native.render_batch_line, batch.data, batch.position, crc_valid, fmt)

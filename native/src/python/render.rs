@@ -121,11 +121,10 @@ fn handed_over(py: Python<'_>, lines: Vec<u8>) -> PyResult<Bound<'_, Buffer>> {
 /// batch, or with `inner` (`(magic, shift, fixed timestamp)`) of a v0/v1 wrapper's
 /// decompressed inner set; or None: render them in Python. `controls` says how control
 /// records are shown: "decoded" (`--decoder auto`), "raw" (`--decoder none`: as any record),
-/// or "python" (control batches are handed back). With `batch_line` (whether the batch's CRC
-/// held), the lines begin with the batch's own (`render_batch_line`).
+/// or "python" (control batches are handed back).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (batch, max_batch_bytes, position, print_data, key_decoder, value_decoder, format, inner=None, controls="python", batch_line=None))]
+#[pyo3(signature = (batch, max_batch_bytes, position, print_data, key_decoder, value_decoder, format, inner=None, controls="python"))]
 pub(super) fn render_records<'py>(
     py: Python<'py>,
     batch: &Bound<'py, PyAny>,
@@ -137,7 +136,6 @@ pub(super) fn render_records<'py>(
     format: &str,
     inner: Option<(u8, i64, Option<i64>)>,
     controls: &str,
-    batch_line: Option<bool>,
 ) -> PyResult<Option<Rendered<'py>>> {
     let bytes = Bytes::get(batch)?;
     let data = bytes.as_slice();
@@ -157,16 +155,7 @@ pub(super) fn render_records<'py>(
         None => render::Source::V2(data),
         Some((magic, shift, fixed)) => render::Source::Legacy(data, wrapper(magic, shift, fixed)),
     };
-    let head = match (batch_line, inner) {
-        (None, _) => Vec::new(),
-        (Some(crc_valid), None) => match render::batch_line(format, data, position, crc_valid) {
-            Some(line) => line,
-            None => return Ok(None), // (not a v2 batch: asked for v2 batches only)
-        },
-        (Some(_), Some(_)) => return Ok(None),
-    };
-    let mut out = RENDERED.get(head.len() + render::estimate(&source));
-    out.extend_from_slice(&head);
+    let mut out = RENDERED.get(render::estimate(&source));
     let rendered = py.detach(|| how.append(source, data, position, &mut out));
     let Some((n, first, last, breaks)) = rendered else {
         RENDERED.give(out);
