@@ -88,9 +88,6 @@ def render_run(
 def render_batch_lines(
     batches: Sequence[tuple[_Readable, int, bool]], format: str
 ) -> bytes | None: ...
-def render_batch_line(
-    batch: _Readable, position: int, crc_valid: bool, format: str
-) -> bytes | None: ...
 
 # -- dump-segments' parts for worker processes (log/read/chunks.py) -------------------------
 def chunk_cut(buf: _Readable, pos: int, start: int, chunk_bytes: int, last: int | None) -> Cut: ...

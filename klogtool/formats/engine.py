@@ -103,9 +103,6 @@ class NativeModule(Protocol):
         inner: _stub.Inner | None = None,
         controls: str = "python",
     ) -> _stub.Rendered | None: ...
-    def render_batch_line(
-        self, batch: _Readable, position: int, crc_valid: bool, format: str
-    ) -> bytes | None: ...
     def render_batch_lines(
         self, batches: Sequence[tuple[_Readable, int, bool]], format: str
     ) -> bytes | None: ...

@@ -893,18 +893,26 @@ fn push_bool(out: &mut Vec<u8>, v: bool) {
 /// The `dump-segments` line of a whole v2 batch at `position` (its CRC held if `crc_valid`),
 /// byte for byte as the Python renderers write `klogtool/log/objects.py`'s batch object:
 /// `format` "jsonl" (`json.dumps`), "text" (`output._batch_text`) or "kafka"
-/// (`KafkaRenderer._batch`). `None` if `batch` is not a whole v2 batch.
-pub fn batch_line(format: &str, batch: &[u8], position: i64, crc_valid: bool) -> Option<Vec<u8>> {
-    let h = BatchHead::of(batch)?;
-    let mut out = Vec::with_capacity(512);
+/// (`KafkaRenderer._batch`), appended to `out`. False, nothing appended, if `batch` is not a
+/// whole v2 batch.
+pub fn batch_line(
+    out: &mut Vec<u8>,
+    format: &str,
+    batch: &[u8],
+    position: i64,
+    crc_valid: bool,
+) -> bool {
+    let Some(h) = BatchHead::of(batch) else {
+        return false;
+    };
     match format {
-        "jsonl" => batch_json(&mut out, &h, position, crc_valid),
-        "text" => batch_text(&mut out, &h, position, crc_valid),
-        "kafka" => batch_kafka(&mut out, &h, position, crc_valid),
-        _ => return None,
+        "jsonl" => batch_json(out, &h, position, crc_valid),
+        "text" => batch_text(out, &h, position, crc_valid),
+        "kafka" => batch_kafka(out, &h, position, crc_valid),
+        _ => return false,
     }
     out.push(b'\n');
-    Some(out)
+    true
 }
 
 fn batch_json(out: &mut Vec<u8>, h: &BatchHead, position: i64, crc_valid: bool) {
@@ -1108,7 +1116,11 @@ mod tests {
         b[51..53].copy_from_slice(&3i16.to_be_bytes());
         b[53..57].copy_from_slice(&(i32::MAX - 1).to_be_bytes());
         b[57..61].copy_from_slice(&1i32.to_be_bytes());
-        let line = |format| String::from_utf8(batch_line(format, &b, 99, false).unwrap()).unwrap();
+        let line = |format| {
+            let mut out = b"before\n".to_vec();
+            assert!(batch_line(&mut out, format, &b, 99, false));
+            String::from_utf8(out.split_off(7)).unwrap()
+        };
         let (jsonl, text, kafka) = (line("jsonl"), line("text"), line("kafka"));
         assert_eq!(
             jsonl,
@@ -1136,9 +1148,10 @@ mod tests {
              crc: 4000000000 isvalid: false\n"
         );
         // not a whole v2 batch: none
-        assert!(batch_line("jsonl", &b[..60], 0, true).is_none());
+        let mut out = Vec::new();
+        assert!(!batch_line(&mut out, "jsonl", &b[..60], 0, true));
         b[16] = 1;
-        assert!(batch_line("jsonl", &b, 0, true).is_none());
+        assert!(!batch_line(&mut out, "jsonl", &b, 0, true) && out.is_empty());
     }
 
     #[test]

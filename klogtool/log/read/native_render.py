@@ -124,8 +124,7 @@ def batch_line(batch: Batch, crc_valid: bool, rendering: str, where: str) -> byt
     or ``kafka``, a ``+...`` suffix ignored), its CRC held if ``crc_valid``: UTF-8, byte for
     byte what the python renderers make of ``klogtool.log.objects.batch_object``. None: render
     it in Python (the python engine, a v0/v1 batch)."""
-    native = engine.native_module()
-    if native is None or batch.magic != 2:
+    if batch.magic != 2:
         return None
-    fmt = _split(rendering)[0]
-    return engine.call(where, native.render_batch_line, batch.data, batch.position, crc_valid, fmt)
+    lines = batch_lines([(batch, crc_valid)], rendering, where)
+    return None if lines is None else lines[0][0]

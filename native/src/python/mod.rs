@@ -408,7 +408,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(records_legacy, m)?)?;
     m.add_function(wrap_pyfunction!(records_v2, m)?)?;
     m.add_function(wrap_pyfunction!(render::render_records, m)?)?;
-    m.add_function(wrap_pyfunction!(render::render_batch_line, m)?)?;
     m.add_function(wrap_pyfunction!(render::render_run, m)?)?;
     m.add_function(wrap_pyfunction!(render::render_batch_lines, m)?)?;
     m.add_function(wrap_pyfunction!(reencode_v2, m)?)?;

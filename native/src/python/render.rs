@@ -253,11 +253,10 @@ fn run(how: Option<How<'_>>, items: &[(&[u8], i64, bool)]) -> Vec<Stretch> {
             (out, 0, (0, None, None, vec![]))
         });
         let start = out.len();
-        // (None from batch_line: not a v2 batch; Python asks for v2 batches only)
-        let done = render::batch_line(how.format, data, position, crc_valid).and_then(|line| {
-            out.extend_from_slice(&line);
-            how.append(render::Source::V2(data), data, position, out)
-        });
+        // (no batch line: not a v2 batch; Python asks for v2 batches only)
+        let done = render::batch_line(out, how.format, data, position, crc_valid)
+            .then(|| how.append(render::Source::V2(data), data, position, out))
+            .flatten();
         let Some((n, first, last, breaks)) = done else {
             out.truncate(start);
             close(open.take(), &mut stretches);
@@ -298,8 +297,9 @@ fn close(open: Option<(Vec<u8>, usize, Lines)>, stretches: &mut Vec<Stretch>) {
 static RENDERED: std::sync::LazyLock<columns::Spares> =
     std::sync::LazyLock::new(|| columns::Spares::new(256, 4 << 20));
 
-/// `render_batch_line` of every batch of `batches` (`(batch, position, crc_valid)` each), one
-/// after the other; None if one is not a whole v2 batch.
+/// The `dump-segments` lines (`format`: "jsonl", "text" or "kafka") of the whole v2 batches
+/// `batches` (`(batch, position, crc_valid)` each: its CRC held if `crc_valid`), one after the
+/// other, as UTF-8 bytes; None if one is not a whole v2 batch.
 #[pyfunction]
 pub(super) fn render_batch_lines<'py>(
     py: Python<'py>,
@@ -309,25 +309,9 @@ pub(super) fn render_batch_lines<'py>(
     let mut out = Vec::with_capacity(batches.len() * 512);
     for (batch, position, crc_valid) in &batches {
         let bytes = Bytes::get(batch)?;
-        match render::batch_line(format, bytes.as_slice(), *position, *crc_valid) {
-            Some(line) => out.extend_from_slice(&line),
-            None => return Ok(None),
+        if !render::batch_line(&mut out, format, bytes.as_slice(), *position, *crc_valid) {
+            return Ok(None);
         }
     }
     Ok(Some(pyo3::types::PyBytes::new(py, &out)))
-}
-
-/// The `dump-segments` line (`format`: "jsonl", "text" or "kafka") of the whole v2 batch
-/// `batch` at `position`, its CRC held if `crc_valid`, as UTF-8 bytes; None if it is not one.
-#[pyfunction]
-pub(super) fn render_batch_line<'py>(
-    py: Python<'py>,
-    batch: &Bound<'py, PyAny>,
-    position: i64,
-    crc_valid: bool,
-    format: &str,
-) -> PyResult<Option<Bound<'py, pyo3::types::PyBytes>>> {
-    let bytes = Bytes::get(batch)?;
-    let line = render::batch_line(format, bytes.as_slice(), position, crc_valid);
-    Ok(line.map(|l| pyo3::types::PyBytes::new(py, &l)))
 }
