@@ -471,17 +471,17 @@ _DAMAGE = {
 
 # klogtool in a child process whose dump cuts a segment into parts of ~2 KB (so that a small
 # one takes the worker processes' path), and says on stderr how many parts processes dumped
+# (up to the first whose walk did not end cleanly)
 _CUT_SMALL = """
 import sys
 from klogtool.cli import main
 from klogtool.log.read import dumper
 dumper.PROCESS_MIN_BYTES, dumper.PROCESS_CHUNK_BYTES = 0, 2048
-dumped = dumper.Dumper._in_processes
-def spy(self, f, buf, chunks, fd):
-    chunks = list(chunks)
-    print(f"parts in processes: {len(chunks)}", file=sys.stderr)
-    return dumped(self, f, buf, iter(chunks), fd)
-dumper.Dumper._in_processes = spy
+joined = dumper.joined
+def spy(parts, size):
+    print(f"parts in processes: {len(parts)}", file=sys.stderr)
+    return joined(parts, size)
+dumper.joined = spy
 main(sys.argv[1:])
 """
 
@@ -511,6 +511,40 @@ def test_processes_render_the_same_dump(tmp_path: Path, damage: str, fmt: str) -
     assert (one.returncode, one.stdout) == (two.returncode, two.stdout)
     assert one.stderr == two.stderr.replace(b"parts in processes: %d\n" % parts, b"")
     assert one.returncode == (0 if damage in ("whole", "zeros", "v1 entry") else 1), one.stderr
+
+
+# As _CUT_SMALL, but the worker that cuts the part starting past byte 20,000 fails to
+_CUT_FAILS = _CUT_SMALL.replace(
+    "main(sys.argv[1:])",
+    """cut = dumper.cut_part
+def failing(buf, start, last, chunk_bytes, path=None):
+    if start > 20_000:
+        raise OSError(5, "Input/output error", sys.argv[-1])
+    return cut(buf, start, last, chunk_bytes, path)
+dumper.cut_part = failing
+main(sys.argv[1:])""",
+)
+
+
+def test_a_worker_that_fails_to_cut_its_part_ends_the_dump(tmp_path: Path) -> None:
+    """Each worker cuts its own part (where the next starts): one whose cut fails is an I/O
+    error like a failed read (exit 3, the file named, the parts before it written), and the
+    workers waiting for the next part's start are released, not left waiting."""
+    from klogtool.formats import engine
+
+    if not engine.native_available():
+        pytest.skip("the native engine is not built")
+    seg = tmp_path / "00000000000000000000.log"
+    seg.write_bytes(b"".join(_batches(300)))
+    env = {**os.environ, "KLOGTOOL_ENGINE": "native", "NO_COLOR": "1"}
+    args = ["dump-segments", "--format", "jsonl", "--print-data", "--jobs", "2", str(seg)]
+    cmd = [sys.executable, "-c", _CUT_FAILS, *args]
+    done = subprocess.run(cmd, capture_output=True, env=env, timeout=120, check=False)
+    assert done.returncode == 3, done.stderr
+    assert str(seg).encode() in done.stderr and b"Input/output error" in done.stderr
+    assert b"Traceback" not in done.stderr
+    positions = [o["position"] for o in jsonl(done.stdout.decode()) if o["type"] == "batch"]
+    assert positions and max(positions) < 20_000 + 2048
 
 
 def test_kafka_format_escapes_control_characters_on_a_terminal_only(

@@ -7,7 +7,10 @@ offset delta only): where it meets anything else (a v0/v1 entry, a length that c
 torn tail) it stops, and the rest of the segment is the last part. Each part's walk is the real
 one (every check, from the last offset before the part, so that offsets must still increase
 across a cut), so a cut in the wrong place cannot change what is reported: at worst a part
-holds more than its share.
+holds more than its share. The process that dumps a part finds the part's end itself, by a
+walk of its headers in its own mapping (whose pages it reads next) before the real walk, and
+so where the next part starts; only the first part is cut by the process that shares the work
+out.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from klogtool.formats import engine
-from klogtool.formats.records import ENTRY_PREFIX, ReleaseBehind, ScanResult
+from klogtool.formats.records import ENTRY_PREFIX, ScanResult
 from klogtool.formats.v2 import MIN_LENGTH
 
 _LAST_OFFSET_DELTA = struct.Struct(">i")  # at byte 23 of a v2 batch
@@ -31,53 +34,53 @@ class Chunk(NamedTuple):
     last_offset: int | None  # the last offset of the batch before it (None: it starts the file)
 
 
-def plan_chunks(buf: memoryview, chunk_bytes: int, path: str | None = None) -> Iterator[Chunk]:
-    """``buf`` cut at batch boundaries into parts of about ``chunk_bytes`` (at least one batch
-    each), each yielded as soon as the walk of headers passes it (so that workers start on the
-    first parts while the walk goes on). The native engine walks the headers between two cuts
-    (a Python step per batch cost ~0.15 s of CPU on a 2 GiB segment, which the workers want);
-    :func:`_cut` is its reference, and what the python engine runs. ``path``: the file ``buf``
-    maps, whose headers the native walk then reads with ``pread`` instead: touching the
-    mapping faulted in (and then released) a page range per batch, ~0.3 s of CPU more."""
-    chunk_bytes = max(chunk_bytes, 1)
+def cut_part(
+    buf: memoryview, start: int, last: int | None, chunk_bytes: int, path: str | None = None
+) -> tuple[Chunk, int | None]:
+    """The part of ``buf`` that starts at the batch boundary ``start`` (``last``: the last
+    offset before it): up to the first batch that starts ``chunk_bytes`` or more past
+    ``start``, or to the end of ``buf`` where the walk of headers stops first (the last part);
+    and the last offset of the part's last batch the walk read. The native engine walks the
+    headers (a Python step per batch cost ~0.15 s of CPU on a 2 GiB segment); :func:`_cut`
+    is its reference, and what the python engine runs. ``path``: the file ``buf`` maps, whose
+    headers the native walk then reads with ``pread``, for a process that will not read the
+    part itself (touching the mapping faults its pages in)."""
     native = engine.native_module()
-    from_file = native is not None and path is not None
-
-    def cut(pos: int, start: int, last: int | None) -> tuple[int, int | None, bool]:
-        if native is None:
-            return _cut(buf, pos, start, chunk_bytes, last)
+    chunk_bytes = max(chunk_bytes, 1)
+    if native is None:
+        end, after, at_cut = _cut(buf, start, start, chunk_bytes, last)
+    else:
         step = min(chunk_bytes, len(buf) + 1)  # (the same cuts: it fits the native integer)
-        if not from_file:
-            found = engine.call(f"byte {pos}", native.chunk_cut, buf, pos, start, step, last)
+        if path is None:
+            found = engine.call(f"byte {start}", native.chunk_cut, buf, start, start, step, last)
         else:
-            assert path is not None
             try:
                 found = engine.call(
-                    f"byte {pos}", native.chunk_cut_file, path, len(buf), pos, start, step, last
+                    f"byte {start}", native.chunk_cut_file, path, len(buf), start, start, step, last
                 )
             except OSError as e:  # (its errno only)
                 raise OSError(e.errno, os.strerror(e.errno or 0), path) from None
         assert found is not None  # (None: an argument past the native integers; none is)
-        return found
+        end, after, at_cut = found
+    return Chunk(start, end if at_cut else len(buf), last), after
 
-    start, before, last = 0, None, None
-    pos = 0
-    release = ReleaseBehind(buf)  # the pages of headers read leave this process (flat RSS)
+
+def plan_chunks(buf: memoryview, chunk_bytes: int, path: str | None = None) -> Iterator[Chunk]:
+    """``buf`` cut into all its parts (:func:`cut_part` from the start, each from the last's
+    end), each yielded as soon as the walk of headers passes it."""
+    start, last = 0, None
     while True:
-        pos, last, at_cut = cut(pos, start, last)
-        if not at_cut:
-            break  # the last part's walk judges what stopped it
-        if not from_file:
-            release(pos)
-        yield Chunk(start, pos, before)
-        start, before = pos, last
-    yield Chunk(start, len(buf), before)
+        chunk, last = cut_part(buf, start, last, chunk_bytes, path)
+        yield chunk
+        if chunk.end == len(buf):
+            return
+        start = chunk.end
 
 
 def _cut(
     buf: memoryview, pos: int, start: int, chunk_bytes: int, last: int | None
 ) -> tuple[int, int | None, bool]:
-    """One step of :func:`plan_chunks`' walk (``scan::chunk_cut`` natively): from ``pos``, a
+    """The walk of :func:`cut_part` (``scan::chunk_cut`` natively): from ``pos``, a
     batch boundary of the part that starts at ``start`` (``last``: the last offset of the
     batch before ``pos``), over v2 batch headers until a batch that starts ``chunk_bytes``
     or more past ``start`` (the part ends there: ``True``) or until anything else (a v0/v1

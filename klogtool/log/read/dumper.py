@@ -45,7 +45,7 @@ from klogtool.log.findings import Finding
 from klogtool.log.objects import batch_object
 from klogtool.log.pool import threaded
 from klogtool.log.read import native_render
-from klogtool.log.read.chunks import Chunk, joined, plan_chunks
+from klogtool.log.read.chunks import Chunk, cut_part, joined
 from klogtool.log.segment import STDIN, Walked, mapped, read_small
 
 
@@ -247,11 +247,11 @@ class Dumper:
     def _log(self, f: InputFile) -> Iterator[Obj]:
         opts = self.opts
         with mapped(f.path) as buf:
-            chunks = self._chunks(f, buf)
-            fd = self.output() if chunks is not None and self.output is not None else None
+            first = self._first_part(f, buf)
+            fd = self.output() if first is not None and self.output is not None else None
             result: ScanResult | None
-            if chunks is not None and fd is not None:  # a large segment: its parts in processes
-                result = self._in_processes(f, buf, chunks, fd)
+            if first is not None and fd is not None:  # a large segment: its parts in processes
+                result = self._in_processes(f, buf, first, fd)
             else:
                 scanner = SegmentScanner(buf, stop_on_crc=False, max_bytes=opts.max_bytes)
                 walked = Walked(self.progress)
@@ -426,9 +426,10 @@ class Dumper:
         yield finding(sev, code, f.display, result.stopped_at, msg, invalid_bytes=invalid)
 
     # -- a large segment in processes ---------------------------------------------------------
-    def _chunks(self, f: InputFile, buf: memoryview) -> Iterator[Chunk] | None:
-        """The parts of a large segment its records are rendered in, by ``--jobs`` worker
-        processes (found as they are taken); None: rendered here (threads at most)."""
+    def _first_part(self, f: InputFile, buf: memoryview) -> tuple[Chunk, int | None] | None:
+        """The first of the parts a large segment's records are rendered in by ``--jobs``
+        worker processes, and the last offset in it (:func:`cut_part`); None: the segment is
+        rendered here (threads at most)."""
         opts = self.opts
         if (
             opts.threads < 2
@@ -441,45 +442,45 @@ class Dumper:
             or storage.is_remote(f.path)
         ):
             return None
-        chunks = plan_chunks(buf, PROCESS_CHUNK_BYTES, str(f.path))
-        first = next(chunks)
-        if first.end == len(buf):
+        first = cut_part(buf, 0, None, PROCESS_CHUNK_BYTES, str(f.path))
+        if first[0].end == len(buf):
             return None  # one part: nothing to share
-        return itertools.chain([first], chunks)
+        return first
 
     def _in_processes(
-        self, f: InputFile, buf: memoryview, chunks: Iterator[Chunk], fd: int
+        self, f: InputFile, buf: memoryview, first: tuple[Chunk, int | None], fd: int
     ) -> ScanResult:
-        """The dump of ``chunks`` of ``f`` by worker processes (:func:`_dump_chunk`): each
-        renders a part ahead and writes it to ``fd`` itself when its turn comes, up to the
-        first part whose walk did not end cleanly; the bytes the walk of the whole segment here
-        would write. Returns that walk's scan result."""
+        """The dump of ``f`` by worker processes (:func:`_dump_chunk`), part by part from
+        ``first``: each cuts its part, renders it ahead and writes it to ``fd`` itself when its
+        turn comes, up to the first part whose walk did not end cleanly; the bytes the walk of
+        the whole segment here would write. Returns that walk's scan result."""
         opts = self.opts
-        turn = pool.fork_context().Value("q", 0, lock=False)
-        turns = pool.fork_context().Condition()
-        work = functools.partial(_dump_chunk, str(f.path), f.display, opts, fd)
+        context = pool.fork_context()
+        turn = context.Value("q", 0, lock=False)
+        turns = context.Condition()
+        (chunk, after) = first
+        cut = context.Array("q", _Cut(1, chunk.end, after or 0, after is not None), lock=False)
+        work = functools.partial(_dump_chunk, str(f.path), f.display, opts, fd, len(buf))
         done: list[tuple[Chunk, ScanResult]] = []
-        with pool.processes(opts.ctx, opts.threads, _share_turns, (turn, turns)) as workers:
-            todo = iter(enumerate(chunks))
-            ahead: deque[tuple[Chunk, Future[tuple[ScanResult | None, events.DumpSegmentsSummary]]]]
-            ahead = deque()
+        shared = (turn, turns, cut)
+        with pool.processes(opts.ctx, opts.threads, _share_turns, shared) as workers:
+            todo = itertools.count()
+            ahead: deque[Future[_Part]] = deque()
             try:
                 while True:
-                    while len(ahead) < 2 * opts.threads and (nxt := next(todo, None)):
-                        ahead.append((nxt[1], workers.submit(work, *nxt)))
-                    if not ahead:
-                        break
-                    chunk, fut = ahead.popleft()
-                    result, counts = fut.result()  # a worker's error is raised in its turn
-                    assert result is not None  # (None: a part after the walk's end)
+                    while len(ahead) < 2 * opts.threads:
+                        index = next(todo)
+                        ahead.append(workers.submit(work, index, chunk if index == 0 else None))
+                    part, result, counts = ahead.popleft().result()  # (an error: in its turn)
+                    assert part is not None and result is not None  # (None: past the end)
                     for k in ("batches", "records", "errors", "warnings"):
                         self.counts[k] += counts[k]
-                    self.progress(chunk.end - chunk.start)
-                    done.append((chunk, result))
-                    if result.end != CLEAN:
-                        break  # the walk of the whole segment stops there too
+                    self.progress(part.end - part.start)
+                    done.append((part, result))
+                    if result.end != CLEAN or part.end == len(buf):
+                        break  # (the walk of the whole segment stops there too)
             finally:
-                for _chunk, fut in ahead:
+                for fut in ahead:
                     fut.cancel()
         self.progress(len(buf) - sum(c.end - c.start for c, _r in done))  # (a walk stopped)
         return joined(done, len(buf))
@@ -888,26 +889,41 @@ class BatchSummary(NamedTuple):
     max_timestamp: int
 
 
-_TURNS: Any = None  # in a worker: (the index of the part whose turn it is to write, its lock)
+_TURNS: Any = None  # in a worker: (the turn, its lock, the cut): see Dumper._in_processes
 _DONE = -1  # the turn when no part writes any more (a walk stopped, a worker failed)
 
 
-def _share_turns(turn: Any, turns: Any) -> None:
+class _Cut(NamedTuple):
+    """Where the next part of a segment starts, as the worker that cut the part before it
+    found (shared by the workers, under the turns' lock)."""
+
+    number: int  # the part's
+    start: int  # its position (the segment's size: no part starts there, the last has ended)
+    last: int  # the last offset before it (when has_last)
+    has_last: int
+
+
+_Part: TypeAlias = "tuple[Chunk | None, ScanResult | None, events.DumpSegmentsSummary]"
+
+
+def _share_turns(turn: Any, turns: Any, cut: Any) -> None:
     global _TURNS
-    _TURNS = (turn, turns)
+    _TURNS = (turn, turns, cut)
 
 
 def _dump_chunk(
-    path: str, display: str, opts: DumpOptions, fd: int, index: int, chunk: Chunk
-) -> tuple[ScanResult | None, events.DumpSegmentsSummary]:
-    """In a worker: the dump of part ``index`` of a segment (objects as ``opts.write_object``
-    writes them, records as the native renderer's lines) written to ``fd`` in its turn: held
-    until the parts before it are written, then as it is rendered. Its scan result and counts.
-    A part whose walk stops early, or fails, ends the turns: the parts after it write nothing
-    (and stop: their result is None)."""
-    turn, turns = _TURNS
+    path: str, display: str, opts: DumpOptions, fd: int, size: int, index: int, part: Chunk | None
+) -> _Part:
+    """In a worker: the dump of part ``index`` of the first ``size`` bytes of a segment
+    (objects as ``opts.write_object`` writes them, records as the native renderer's lines)
+    written to ``fd`` in its turn: held until the parts before it are written, then as it is
+    rendered. The part is ``part``, or else cut here from where the part before it ended (and
+    where it ends is then shared at once, for the next part to start). The part, its scan
+    result and counts. A part whose walk stops early, or fails, ends the turns: the parts after
+    it write nothing (and stop: their result is None); so does a part past the last."""
+    turn, turns, cut = _TURNS
     write = opts.write_object
-    assert write is not None  # (Dumper._chunks)
+    assert write is not None  # (Dumper._first_part)
     dumper = Dumper([], opts)
     f = InputFile(Path(path), layout.LOG, display)
     held = _Held()
@@ -923,14 +939,34 @@ def _dump_chunk(
         else:
             held.add(piece)
 
+    begin = None  # where this part starts, when it is to be cut here
+    if part is None:
+        with turns:
+            turns.wait_for(lambda: cut[0] == index or cut[1] == size or turn.value == _DONE)
+            begin = _Cut(*cut)
+        if begin.number != index or begin.start == size or turn.value == _DONE:
+            return None, None, dumper.counts  # past the last part (or the walk's end)
+
     result: ScanResult | None = None
     try:
-        with mapped(Path(path)) as buf:
+        with mapped(Path(path)) as whole:
+            buf = whole[:size]
+            if begin is not None:
+                after: int | None = None
+                try:
+                    last = begin.last if begin.has_last else None
+                    part, after = cut_part(buf, begin.start, last, PROCESS_CHUNK_BYTES)
+                finally:  # (a cut that failed: this part is the last)
+                    end = part.end if part is not None else size
+                    with turns:
+                        cut[:] = _Cut(index + 1, end, after or 0, after is not None)
+                        turns.notify_all()
+            assert part is not None
             scanner = SegmentScanner(
-                buf[chunk.start : chunk.end],
+                buf[part.start : part.end],
                 stop_on_crc=False,
-                base_position=chunk.start,
-                last_offset=chunk.last_offset,
+                base_position=part.start,
+                last_offset=part.last_offset,
             )
             for obj in dumper._walk(f, scanner, lambda _position: None, 1):
                 if turn.value == _DONE:
@@ -957,7 +993,7 @@ def _dump_chunk(
                     clean = result is not None and result.end == CLEAN
                     turn.value = index + 1 if clean else _DONE
                     turns.notify_all()
-    return result, dumper.counts
+    return part, result, dumper.counts
 
 
 class _Held:
