@@ -88,6 +88,12 @@ pub struct Record<'a> {
 /// Receives a batch's records, in order.
 pub trait Sink {
     fn record(&mut self, r: &Record<'_>);
+
+    /// A record's key and value, as soon as the walk has found them: before it reads the
+    /// record's headers, which follow the value (and `record`, which may not follow: the rest
+    /// of the record may be malformed).
+    #[inline(always)]
+    fn payload(&mut self, _key: Option<&[u8]>, _value: Option<&[u8]>) {}
 }
 
 /// Decode every record of `batch` into `sink`; `None` when the reference must read it.
@@ -201,12 +207,13 @@ struct Fields<'a> {
 /// The record at `*pos` of a batch's records area (its headers into `headers`), moving `pos`
 /// past it; `None` if it is malformed.
 #[inline(always)]
-fn read_record<'a>(
+fn read_record<'a, S: Sink>(
     area: &'a [u8],
     pos: &mut usize,
     h: &Header,
     fixed_ts: Option<i64>,
     headers: &mut Vec<(&'a str, Option<&'a [u8]>)>,
+    sink: &mut S,
 ) -> Option<Fields<'a>> {
     let length = usize::try_from(varint(area, pos, 5)?).ok()?;
     let end = pos.checked_add(length)?;
@@ -219,6 +226,7 @@ fn read_record<'a>(
     let off_delta = varint(area, pos, 5)?;
     let key = length_field(area, pos, end)?;
     let value = length_field(area, pos, end)?;
+    sink.payload(key, value);
     let hcount = varint(area, pos, 5)?;
     headers.clear();
     if hcount != 0 {
@@ -275,7 +283,7 @@ fn walk<S: Sink>(area: &[u8], count: usize, h: &Header, sink: &mut S) -> Option<
     let mut headers: Vec<(&str, Option<&[u8]>)> = Vec::new();
     let fixed_ts = h.log_append_time().then_some(h.max_timestamp);
     for _ in 0..count {
-        let fields = read_record(area, &mut pos, h, fixed_ts, &mut headers)?;
+        let fields = read_record(area, &mut pos, h, fixed_ts, &mut headers, sink)?;
         sink.record(&fields.with(&headers));
     }
     (pos == area.len()).then_some(())
@@ -356,6 +364,7 @@ impl Cursor {
             &self.header,
             self.fixed_ts,
             &mut headers,
+            sink,
         ) else {
             self.stopped = Some((start, self.count - self.left));
             return Step::Malformed;
@@ -446,6 +455,46 @@ mod tests {
         longer.push(0);
         let got = read_all(&data, &longer[HEADER_SIZE..]);
         assert_eq!(got, (vec![0, 1, 2], Step::Malformed, Some((24, 3))));
+    }
+
+    /// What a sink heard, in order: `payload`s and `record`s (offset), with their values.
+    #[derive(Default)]
+    struct Heard(Vec<(&'static str, i64, Option<Vec<u8>>)>);
+
+    impl Sink for Heard {
+        fn record(&mut self, r: &Record<'_>) {
+            self.0
+                .push(("record", r.offset, r.value.map(<[u8]>::to_vec)));
+        }
+
+        fn payload(&mut self, _key: Option<&[u8]>, value: Option<&[u8]>) {
+            self.0.push(("payload", -1, value.map(<[u8]>::to_vec)));
+        }
+    }
+
+    #[test]
+    fn a_sink_hears_each_payload_before_its_record() {
+        let v = Some(b"v".to_vec());
+        let two = vec![
+            ("payload", -1, v.clone()),
+            ("record", 0, v.clone()),
+            ("payload", -1, v.clone()),
+            ("record", 1, v.clone()),
+        ];
+        let data = batch_of(2);
+        let mut decoded = Heard::default();
+        decode(&data, 1 << 20, &mut decoded).unwrap();
+        assert_eq!(decoded.0, two);
+        // a third record whose header count (after its value) runs past it: its payload was
+        // heard, its record is not
+        let mut bad = batch_of(3);
+        bad[HEADER_SIZE + 23] = 0x02;
+        let (mut cursor, _) = Cursor::new(&bad, 1 << 20).unwrap();
+        let mut heard = Heard::default();
+        while cursor.next(&bad[HEADER_SIZE..], &mut heard) == Step::Record {}
+        assert_eq!(heard.0[..4], two[..]);
+        assert_eq!(heard.0[4..], [("payload", -1, v)]);
+        assert_eq!(cursor.stopped(), Some((16, 2)));
     }
 
     #[test]
