@@ -369,9 +369,7 @@ def _consume(records, acc: list[int]) -> None:
     acc[3] += nheaders
 
 
-def _records_walk(
-    ctx: Ctx, engine_name: str, check_crc: bool = True, mapped: bool = True
-) -> tuple:
+def _records_walk(ctx: Ctx, engine_name: str, check_crc: bool = True, mapped: bool = True) -> tuple:
     """CRC walk + ``batch.records()`` per batch under ``engine_name``, reading offset,
     timestamp, key, value and headers of every record (the peers' loop, :func:`_consume`),
     over the mapping (else the file's bytes, as the peers read)."""
@@ -596,7 +594,7 @@ def bench_segment(seg: Segment, runs: int, ops: list[str]) -> list[Result]:
         errors = sanity(seg, ctx, ops)
         results = {op: Result(seg, op, error=errors.get(op)) for op in ops}
         live = [op for op in ops if op not in errors]
-        for run in range(runs):
+        for run in range(runs if live else 0):  # (every op failed: their errors are shown)
             k = run % len(live)  # rotate the order: no op always runs first or after another
             for op in live[k:] + live[:k]:
                 t, out = _timed(OPS[op], ctx)
