@@ -547,6 +547,42 @@ def test_a_worker_that_fails_to_cut_its_part_ends_the_dump(tmp_path: Path) -> No
     assert positions and max(positions) < 20_000 + 2048
 
 
+# As _CUT_SMALL, but the worker that cuts the part starting past byte 20,000 then truncates
+# the file just after that part, before the worker of the next part maps it
+_CUT_TRUNCATES = _CUT_SMALL.replace(
+    "main(sys.argv[1:])",
+    """import os
+cut = dumper.cut_part
+def truncating(buf, start, last, chunk_bytes, path=None):
+    part, after = cut(buf, start, last, chunk_bytes, path)
+    if start > 20_000:
+        os.truncate(sys.argv[-1], part.end + 10)
+    return part, after
+dumper.cut_part = truncating
+main(sys.argv[1:])""",
+)
+
+
+def test_a_segment_that_shrinks_under_the_workers_says_so(tmp_path: Path) -> None:
+    """A worker that maps the segment after another process truncated it (shorter than the
+    parent's mapping) says the file shrank (exit 3), as the SIGBUS guard says it of a
+    mapping it reads. (It cut its part from the shorter file, and the dump ended with a torn
+    tail, exit 1.)"""
+    from klogtool.formats import engine
+
+    if not engine.native_available():
+        pytest.skip("the native engine is not built")
+    seg = tmp_path / "00000000000000000000.log"
+    seg.write_bytes(b"".join(_batches(300)))
+    env = {**os.environ, "KLOGTOOL_ENGINE": "native", "NO_COLOR": "1"}
+    args = ["dump-segments", "--format", "jsonl", "--print-data", "--jobs", "2", str(seg)]
+    cmd = [sys.executable, "-c", _CUT_TRUNCATES, *args]
+    done = subprocess.run(cmd, capture_output=True, env=env, timeout=120, check=False)
+    assert done.returncode == 3, done.stderr
+    line = done.stderr.decode().strip().splitlines()[-1]
+    assert line.startswith(f"klogtool: error: {seg}:") and line.endswith("(file-shrank)"), line
+
+
 def test_kafka_format_escapes_control_characters_on_a_terminal_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,7 +19,7 @@ from typing import Any, Literal, NamedTuple, TypeAlias, TypedDict
 
 from klogtool import events
 from klogtool.codes import Code
-from klogtool.errors import StdoutClosed
+from klogtool.errors import InputError, StdoutClosed
 from klogtool.formats import checkpoint, engine, index, payloads
 from klogtool.formats.batch import (
     Batch,
@@ -950,6 +950,14 @@ def _dump_chunk(
     result: ScanResult | None = None
     try:
         with mapped(Path(path)) as whole:
+            if len(whole) < size:  # (as the SIGBUS guard says it of a mapping it reads)
+                raise InputError(
+                    "the file shrank while klogtool read it (another process truncated or "
+                    "replaced it); run the command again",
+                    path=display,
+                    position=len(whole),
+                    code=Code.FILE_SHRANK,
+                )
             buf = whole[:size]
             if begin is not None:
                 after: int | None = None
