@@ -483,9 +483,10 @@ fn base64_pairs(data: &[u8], out: &mut [u8]) {
         q[..2].copy_from_slice(&PAIRS[n >> 12]);
         q[2..].copy_from_slice(&PAIRS[n & 0xfff]);
     }
-    if let Some(q) = quads.next() {
+    // (an `out` longer than the encoding keeps its extra bytes: nothing here indexes past)
+    if let (Some(q), Some(&b0)) = (quads.next(), rest.first()) {
         let b1 = rest.get(1).copied().unwrap_or(0);
-        let n = usize::from(rest[0]) << 16 | usize::from(b1) << 8;
+        let n = usize::from(b0) << 16 | usize::from(b1) << 8;
         q[..2].copy_from_slice(&PAIRS[n >> 12]);
         q[2] = if rest.len() == 2 {
             PAIRS[n & 0xfff][0]
@@ -1096,6 +1097,17 @@ mod tests {
             base64_into(&mut out, &data[..n]);
             let want = base64::engine::general_purpose::STANDARD.encode(&data[..n]);
             assert_eq!(&out[1..], want.as_bytes(), "{n} bytes");
+        }
+    }
+
+    #[test]
+    fn base64_pairs_leaves_what_follows_the_encoding_of_an_out_too_long() {
+        for n in 0..7usize {
+            let mut out = vec![b'#'; n.div_ceil(3) * 4 + 4];
+            base64_pairs(&b"abcdef"[..n], &mut out);
+            let want = base64::engine::general_purpose::STANDARD.encode(&b"abcdef"[..n]);
+            assert_eq!(out[..want.len()], *want.as_bytes(), "{n} bytes");
+            assert_eq!(out[want.len()..], *b"####", "{n} bytes");
         }
     }
 
