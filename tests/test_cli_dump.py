@@ -513,33 +513,41 @@ def test_processes_render_the_same_dump(tmp_path: Path, damage: str, fmt: str) -
     assert one.returncode == (0 if damage in ("whole", "zeros", "v1 entry") else 1), one.stderr
 
 
-# As _CUT_SMALL, but the worker that cuts the part starting past byte 20,000 fails to
-_CUT_FAILS = _CUT_SMALL.replace(
-    "main(sys.argv[1:])",
-    """cut = dumper.cut_part
-def failing(buf, start, last, chunk_bytes, path=None):
-    if start > 20_000:
-        raise OSError(5, "Input/output error", sys.argv[-1])
-    return cut(buf, start, last, chunk_bytes, path)
-dumper.cut_part = failing
-main(sys.argv[1:])""",
-)
-
-
-def test_a_worker_that_fails_to_cut_its_part_ends_the_dump(tmp_path: Path) -> None:
-    """Each worker cuts its own part (where the next starts): one whose cut fails is an I/O
-    error like a failed read (exit 3, the file named, the parts before it written), and the
-    workers waiting for the next part's start are released, not left waiting."""
+def _two_workers_where_cut_part_is(
+    tmp_path: Path, body: str
+) -> tuple[Path, subprocess.CompletedProcess[bytes]]:
+    """``dump-segments --format jsonl --print-data --jobs 2`` of a 300-batch segment by
+    :data:`_CUT_SMALL`'s child, ``dumper.cut_part`` replaced by a function of ``(buf, start,
+    last, chunk_bytes, path=None)`` whose body is ``body`` (``cut``: the real one; the
+    segment's path is ``sys.argv[-1]``): the segment and the run."""
     from klogtool.formats import engine
 
     if not engine.native_available():
         pytest.skip("the native engine is not built")
     seg = tmp_path / "00000000000000000000.log"
     seg.write_bytes(b"".join(_batches(300)))
+    patched = "cut = dumper.cut_part\ndef patched(buf, start, last, chunk_bytes, path=None):\n"
+    patched += "".join(f"    {line}\n" for line in body.strip().splitlines())
+    patched += "dumper.cut_part = patched\nmain(sys.argv[1:])"
+    script = _CUT_SMALL.replace("main(sys.argv[1:])", patched)
     env = {**os.environ, "KLOGTOOL_ENGINE": "native", "NO_COLOR": "1"}
     args = ["dump-segments", "--format", "jsonl", "--print-data", "--jobs", "2", str(seg)]
-    cmd = [sys.executable, "-c", _CUT_FAILS, *args]
-    done = subprocess.run(cmd, capture_output=True, env=env, timeout=120, check=False)
+    cmd = [sys.executable, "-c", script, *args]
+    return seg, subprocess.run(cmd, capture_output=True, env=env, timeout=120, check=False)
+
+
+def test_a_worker_that_fails_to_cut_its_part_ends_the_dump(tmp_path: Path) -> None:
+    """Each worker cuts its own part (where the next starts): one whose cut fails is an I/O
+    error like a failed read (exit 3, the file named, the parts before it written), and the
+    workers waiting for the next part's start are released, not left waiting."""
+    seg, done = _two_workers_where_cut_part_is(
+        tmp_path,
+        """
+if start > 20_000:
+    raise OSError(5, "Input/output error", sys.argv[-1])
+return cut(buf, start, last, chunk_bytes, path)
+""",
+    )
     assert done.returncode == 3, done.stderr
     assert str(seg).encode() in done.stderr and b"Input/output error" in done.stderr
     assert b"Traceback" not in done.stderr
@@ -547,37 +555,22 @@ def test_a_worker_that_fails_to_cut_its_part_ends_the_dump(tmp_path: Path) -> No
     assert positions and max(positions) < 20_000 + 2048
 
 
-# As _CUT_SMALL, but the worker that cuts the part starting past byte 20,000 then truncates
-# the file just after that part, before the worker of the next part maps it
-_CUT_TRUNCATES = _CUT_SMALL.replace(
-    "main(sys.argv[1:])",
-    """import os
-cut = dumper.cut_part
-def truncating(buf, start, last, chunk_bytes, path=None):
-    part, after = cut(buf, start, last, chunk_bytes, path)
-    if start > 20_000:
-        os.truncate(sys.argv[-1], part.end + 10)
-    return part, after
-dumper.cut_part = truncating
-main(sys.argv[1:])""",
-)
-
-
 def test_a_segment_that_shrinks_under_the_workers_says_so(tmp_path: Path) -> None:
     """A worker that maps the segment after another process truncated it (shorter than the
     parent's mapping) says the file shrank (exit 3), as the SIGBUS guard says it of a
     mapping it reads. (It cut its part from the shorter file, and the dump ended with a torn
-    tail, exit 1.)"""
-    from klogtool.formats import engine
-
-    if not engine.native_available():
-        pytest.skip("the native engine is not built")
-    seg = tmp_path / "00000000000000000000.log"
-    seg.write_bytes(b"".join(_batches(300)))
-    env = {**os.environ, "KLOGTOOL_ENGINE": "native", "NO_COLOR": "1"}
-    args = ["dump-segments", "--format", "jsonl", "--print-data", "--jobs", "2", str(seg)]
-    cmd = [sys.executable, "-c", _CUT_TRUNCATES, *args]
-    done = subprocess.run(cmd, capture_output=True, env=env, timeout=120, check=False)
+    tail, exit 1.) Here the worker that cuts the part past byte 20,000 truncates the file just
+    after it, before the next part's worker maps it."""
+    seg, done = _two_workers_where_cut_part_is(
+        tmp_path,
+        """
+part, after = cut(buf, start, last, chunk_bytes, path)
+if start > 20_000:
+    import os
+    os.truncate(sys.argv[-1], part.end + 10)
+return part, after
+""",
+    )
     assert done.returncode == 3, done.stderr
     line = done.stderr.decode().strip().splitlines()[-1]
     assert line.startswith(f"klogtool: error: {seg}:") and line.endswith("(file-shrank)"), line
