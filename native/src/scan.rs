@@ -1,7 +1,7 @@
 //! Walks over v2 batch headers alone: the CRC-32C of batches ahead of the Python scanner, so
 //! that a background thread can compute a large segment's CRCs while the scanner checks each
 //! batch (`klogtool/formats/crc.py`, `CrcPrefetch`); and the cuts of a large segment into
-//! parts for worker processes (`klogtool/log/read/chunks.py`, `plan_chunks`).
+//! parts for worker processes (`klogtool/log/read/chunks.py`, `cut_part`).
 #![forbid(unsafe_code)]
 
 use std::convert::Infallible;
@@ -47,20 +47,13 @@ const MIN_LENGTH: i32 = (HEADER_SIZE - LOG_OVERHEAD) as i32;
 /// Bytes of a v2 batch up to and including its last offset delta.
 const CUT_HEADER: usize = 27;
 
-/// One step of `plan_chunks`' walk, which it must match exactly: from `pos`, a batch
-/// boundary of the part that starts at `start` (`last`: the last offset of the batch before
-/// `pos`), over v2 batch headers until a batch that starts `chunk_bytes` or more past `start`
-/// (`cut` true: the part ends there) or until anything else (a v0/v1 entry, a length that
-/// cannot be, a negative last offset delta, a torn tail: `cut` false, the rest is the last
-/// part). Returns `(pos, last, cut)` where the walk stopped. (`offset + delta` can pass
+/// The walk of `cut_part`, which it must match exactly: from `start`, a batch boundary (`last`:
+/// the last offset of the batch before it), over v2 batch headers until a batch that starts
+/// `chunk_bytes` or more past `start` (`cut` true: the part ends there) or until anything else
+/// (a v0/v1 entry, a length that cannot be, a negative last offset delta, a torn tail: `cut`
+/// false, the rest is the last part). Returns `(pos, last, cut)` where the walk stopped. (`offset + delta` can pass
 /// 64 bits in a hostile segment, as Python's integers do: hence `i128`.)
-pub fn chunk_cut(
-    buf: &[u8],
-    pos: usize,
-    start: usize,
-    chunk_bytes: usize,
-    last: Option<i128>,
-) -> Cut {
+pub fn chunk_cut(buf: &[u8], start: usize, chunk_bytes: usize, last: Option<i128>) -> Cut {
     let read = |at: usize, head: &mut [u8; CUT_HEADER]| -> Result<bool, Infallible> {
         match at.checked_add(CUT_HEADER).and_then(|end| buf.get(at..end)) {
             Some(bytes) => {
@@ -70,19 +63,18 @@ pub fn chunk_cut(
             None => Ok(false),
         }
     };
-    match cut(buf.len(), read, pos, start, chunk_bytes, last) {
+    match cut(buf.len(), read, start, chunk_bytes, last) {
         Ok(found) => found,
         Err(never) => match never {},
     }
 }
 
 /// `chunk_cut` over the first `len` bytes of a file, each header read with `pread`: the
-/// parent of `dump-segments --jobs` walks a 2 GiB segment's ~140k headers this way without
-/// mapping its pages (the faults and their unmapping cost it ~0.3 s of CPU the workers want).
+/// parent of `dump-segments --jobs` cuts the first part this way without mapping pages it
+/// never reads (the workers cut the parts after it in their own mappings).
 pub fn chunk_cut_file(
     file: &File,
     len: usize,
-    pos: usize,
     start: usize,
     chunk_bytes: usize,
     last: Option<i128>,
@@ -93,7 +85,7 @@ pub fn chunk_cut_file(
         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(false),
         Err(e) => Err(e),
     };
-    cut(len, read, pos, start, chunk_bytes, last)
+    cut(len, read, start, chunk_bytes, last)
 }
 
 /// `(pos, last, cut)`: where a step of the walk stopped, see `chunk_cut`.
@@ -104,12 +96,12 @@ pub type Cut = (usize, Option<i128>, bool);
 fn cut<E>(
     len: usize,
     mut read: impl FnMut(usize, &mut [u8; CUT_HEADER]) -> Result<bool, E>,
-    mut pos: usize,
     start: usize,
     chunk_bytes: usize,
     mut last: Option<i128>,
 ) -> Result<Cut, E> {
     let mut head = [0u8; CUT_HEADER];
+    let mut pos = start;
     loop {
         if pos.checked_add(CUT_HEADER).is_none_or(|end| end > len) || !read(pos, &mut head)? {
             return Ok((pos, last, false));
@@ -192,13 +184,13 @@ mod tests {
         let (a, b, c) = (batch(0, 60, 4), batch(5, 60, 1), batch(i64::MAX, 60, 7));
         let buf = [a.clone(), b.clone(), c.clone()].concat();
         // a part of at least one batch's bytes: cut before b, then before c
-        assert_eq!(chunk_cut(&buf, 0, 0, 1, None), (a.len(), Some(4), true));
+        assert_eq!(chunk_cut(&buf, 0, 1, None), (a.len(), Some(4), true));
         assert_eq!(
-            chunk_cut(&buf, a.len(), a.len(), 1, Some(4)),
+            chunk_cut(&buf, a.len(), 1, Some(4)),
             (a.len() + b.len(), Some(6), true)
         );
         // no cut: the walk ends at the end, the last offset past 64 bits
-        let (end, last, cut) = chunk_cut(&buf, 0, 0, usize::MAX, None);
+        let (end, last, cut) = chunk_cut(&buf, 0, usize::MAX, None);
         assert_eq!((end, cut), (buf.len(), false));
         assert_eq!(last, Some(i128::from(i64::MAX) + 7));
         // a v1 entry, a negative delta, a short length, a torn tail: it stops before them
@@ -212,13 +204,13 @@ mod tests {
         ] {
             let buf = [a.clone(), bad].concat();
             assert_eq!(
-                chunk_cut(&buf, 0, 0, usize::MAX, None),
+                chunk_cut(&buf, 0, usize::MAX, None),
                 (a.len(), Some(4), false)
             );
         }
         // a start past the end
         assert_eq!(
-            chunk_cut(&a, usize::MAX - 3, 0, 1, None),
+            chunk_cut(&a, usize::MAX - 3, 1, None),
             (usize::MAX - 3, None, false)
         );
     }
@@ -229,13 +221,13 @@ mod tests {
         let path = std::env::temp_dir().join(format!("klogtool-scan-{}.log", std::process::id()));
         std::fs::write(&path, &buf[..buf.len() - 50]).unwrap();
         let file = File::open(&path).unwrap();
-        let step = |pos, start, last| chunk_cut_file(&file, buf.len(), pos, start, 1, last);
+        let step = |start, last| chunk_cut_file(&file, buf.len(), start, 1, last);
         let (a, b) = (batch(0, 60, 4).len(), batch(5, 60, 1).len());
-        assert_eq!(step(0, 0, None).unwrap(), chunk_cut(&buf, 0, 0, 1, None));
+        assert_eq!(step(0, None).unwrap(), chunk_cut(&buf, 0, 1, None));
         // the third header lies past the file's end (it was cut short after it was mapped):
         // the walk ends before it where the mapping's walk cuts
-        assert_eq!(chunk_cut(&buf, a, a, 1, Some(4)), (a + b, Some(6), true));
-        assert_eq!(step(a, a, Some(4)).unwrap(), (a + b, Some(6), false));
+        assert_eq!(chunk_cut(&buf, a, 1, Some(4)), (a + b, Some(6), true));
+        assert_eq!(step(a, Some(4)).unwrap(), (a + b, Some(6), false));
         std::fs::remove_file(&path).unwrap();
     }
 }

@@ -1,4 +1,4 @@
-"""plan_chunks: the native engine's walk of batch headers (``chunk_cut`` over the mapping,
+"""cut_part: the native engine's walk of batch headers (``chunk_cut`` over the mapping,
 ``chunk_cut_file`` reading the file itself) cuts a segment into exactly the parts the python
 walk, the reference, does: whatever the headers hold."""
 
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from klogtool.formats import engine
 from klogtool.formats.v2 import MIN_LENGTH
-from klogtool.log.read.chunks import Chunk, plan_chunks
+from klogtool.log.read.chunks import Chunk, cut_part
 
 needs_native = pytest.mark.skipif(not engine.native_available(), reason="no native engine")
 
@@ -58,8 +58,15 @@ _segments = st.lists(st.one_of(_v2(), _v2(), _v2(), _odd()), max_size=30).map(b"
 
 
 def _plan(name: str, data: bytes, chunk_bytes: int, path: str | None = None) -> list[Chunk]:
+    """All the parts of ``data`` under engine ``name``: each cut from where the one before
+    ended, as the workers of ``dump-segments --jobs`` cut them in turn."""
+    buf, start, last, parts = memoryview(data), 0, None, []
     with engine.using(name):
-        return list(plan_chunks(memoryview(data), chunk_bytes, path))
+        while not parts or parts[-1].end < len(buf):
+            part, last = cut_part(buf, start, last, chunk_bytes, path)
+            parts.append(part)
+            start = part.end
+    return parts
 
 
 def _plan_from_file(data: bytes, chunk_bytes: int) -> list[Chunk]:

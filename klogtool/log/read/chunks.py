@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from klogtool.formats import engine
@@ -48,15 +48,15 @@ def cut_part(
     native = engine.native_module()
     chunk_bytes = max(chunk_bytes, 1)
     if native is None:
-        end, after, at_cut = _cut(buf, start, start, chunk_bytes, last)
+        end, after, at_cut = _cut(buf, start, chunk_bytes, last)
     else:
         step = min(chunk_bytes, len(buf) + 1)  # (the same cuts: it fits the native integer)
         if path is None:
-            found = engine.call(f"byte {start}", native.chunk_cut, buf, start, start, step, last)
+            found = engine.call(f"byte {start}", native.chunk_cut, buf, start, step, last)
         else:
             try:
                 found = engine.call(
-                    f"byte {start}", native.chunk_cut_file, path, len(buf), start, start, step, last
+                    f"byte {start}", native.chunk_cut_file, path, len(buf), start, step, last
                 )
             except OSError as e:  # (its errno only)
                 raise OSError(e.errno, os.strerror(e.errno or 0), path) from None
@@ -65,28 +65,17 @@ def cut_part(
     return Chunk(start, end if at_cut else len(buf), last), after
 
 
-def plan_chunks(buf: memoryview, chunk_bytes: int, path: str | None = None) -> Iterator[Chunk]:
-    """``buf`` cut into all its parts (:func:`cut_part` from the start, each from the last's
-    end), each yielded as soon as the walk of headers passes it."""
-    start, last = 0, None
-    while True:
-        chunk, last = cut_part(buf, start, last, chunk_bytes, path)
-        yield chunk
-        if chunk.end == len(buf):
-            return
-        start = chunk.end
-
-
 def _cut(
-    buf: memoryview, pos: int, start: int, chunk_bytes: int, last: int | None
+    buf: memoryview, start: int, chunk_bytes: int, last: int | None
 ) -> tuple[int, int | None, bool]:
-    """The walk of :func:`cut_part` (``scan::chunk_cut`` natively): from ``pos``, a
-    batch boundary of the part that starts at ``start`` (``last``: the last offset of the
-    batch before ``pos``), over v2 batch headers until a batch that starts ``chunk_bytes``
-    or more past ``start`` (the part ends there: ``True``) or until anything else (a v0/v1
-    entry, a length that cannot be, a negative last offset delta, a torn tail: ``False``, the
-    rest is the last part). Returns ``(pos, last, cut)`` where the walk stopped."""
+    """The walk of :func:`cut_part` (``scan::chunk_cut`` natively): from ``start``, a batch
+    boundary (``last``: the last offset of the batch before it), over v2 batch headers until
+    a batch that starts ``chunk_bytes`` or more past ``start`` (the part ends there: ``True``)
+    or until anything else (a v0/v1 entry, a length that cannot be, a negative last offset
+    delta, a torn tail: ``False``, the rest is the last part). Returns ``(pos, last, cut)``
+    where the walk stopped."""
     n = len(buf)
+    pos = start
     unpack_prefix = ENTRY_PREFIX.unpack_from
     unpack_delta = _LAST_OFFSET_DELTA.unpack_from
     while n - pos >= _HEADER:

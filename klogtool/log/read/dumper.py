@@ -458,7 +458,7 @@ class Dumper:
         context = pool.fork_context()
         turn = context.Value("q", 0, lock=False)
         turns = context.Condition()
-        (chunk, after) = first
+        chunk, after = first
         cut = context.Array("q", _Cut(1, chunk.end, after or 0, after is not None), lock=False)
         work = functools.partial(_dump_chunk, str(f.path), f.display, opts, fd, len(buf))
         done: list[tuple[Chunk, ScanResult]] = []

@@ -98,20 +98,19 @@ fn crc_ahead(
     Ok(py.detach(|| scan::crc_ahead(data, start, limit)))
 }
 
-/// `(pos, last, cut)`: one step of the walk that cuts a large segment into parts at batch
-/// boundaries, see `scan::chunk_cut`. The GIL is released while it runs.
+/// `(pos, last, cut)`: the walk that cuts a large segment's part from `start` at a batch
+/// boundary, see `scan::chunk_cut`. The GIL is released while it runs.
 #[pyfunction]
 fn chunk_cut(
     py: Python<'_>,
     buf: &Bound<'_, PyAny>,
-    pos: usize,
     start: usize,
     chunk_bytes: usize,
     last: Option<i128>,
 ) -> PyResult<(usize, Option<i128>, bool)> {
     let bytes = Bytes::get(buf)?;
     let data = bytes.as_slice();
-    Ok(py.detach(|| scan::chunk_cut(data, pos, start, chunk_bytes, last)))
+    Ok(py.detach(|| scan::chunk_cut(data, start, chunk_bytes, last)))
 }
 
 /// `chunk_cut` over the first `size` bytes of the file at `path`, its headers read with
@@ -122,14 +121,13 @@ fn chunk_cut_file(
     py: Python<'_>,
     path: PathBuf,
     size: usize,
-    pos: usize,
     start: usize,
     chunk_bytes: usize,
     last: Option<i128>,
 ) -> PyResult<(usize, Option<i128>, bool)> {
     py.detach(|| {
         let file = File::open(&path)?;
-        scan::chunk_cut_file(&file, size, pos, start, chunk_bytes, last)
+        scan::chunk_cut_file(&file, size, start, chunk_bytes, last)
     })
     .map_err(|e| PyOSError::new_err((e.raw_os_error().unwrap_or(0), e.to_string())))
 }
