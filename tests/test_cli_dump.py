@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import crc32c
 import pytest
 from support.cli import errors, generator, jsonl, run, run_subprocess
 from support.paths import EXPECTED, LOGS
@@ -454,16 +455,39 @@ def _v1_batch(base: int) -> bytearray:
     return bytearray(encode_message(base, b"k", b"v", magic=1, timestamp=1_700_000_000_000))
 
 
+def _past_64_bits(batches: list[bytearray]) -> list[bytearray]:
+    """``batches`` with one whose last offset passes 64 bits (offset 2**63 - 10, last offset
+    delta 20, its CRC right) where a part of the 2 KB that _CUT_SMALL cuts ends: the walk of
+    the part after it starts from that offset, and stops at its first batch (the offset does
+    not increase) as the walk of the whole segment does."""
+    records = [Record(o, 1_700_000_000_000, b"k", b"v") for o in range(2**63 - 10, 2**63)]
+    hostile = bytearray(encode_batch(records))
+    hostile[23:27] = struct.pack(">i", 20)
+    hostile[17:21] = struct.pack(">I", crc32c.crc32c(bytes(hostile[21:])))
+    for k in range(100, 140):
+        layout = [*batches[:k], hostile, *batches[k + 1 :]]
+        start = pos = 0
+        for i, b in enumerate(layout):  # a part ends before the first batch 2 KB past its start
+            if pos - start >= 2048:
+                if i == k + 1:
+                    return layout
+                start = pos
+            pos += len(b)
+    raise AssertionError("no part ends after the batch")
+
+
 # A segment of 300 v2 batches, whole or damaged where a part's walk must see what the walk of
 # the whole segment sees: a bad CRC (walked over), offsets that go back at a cut (the offset
 # check crosses parts), a batch whose structure stops the walk in the middle (later parts are
-# not written), a v1 entry (the quick walk of headers stops there), a torn tail, zeros.
+# not written), a v1 entry (the quick walk of headers stops there), a torn tail, zeros, a
+# last offset past 64 bits at a cut.
 _DAMAGE = {
     "whole": lambda b: b,
     "bad crc": lambda b: [*b[:100], bytearray(b[100][:-1]) + bytes([b[100][-1] ^ 1]), *b[101:]],
     "offsets go back": lambda b: [*b[:150], *_batches(150, start=20)],
     "corrupt in the middle": lambda b: [*b[:120], bytearray(b[120][:16]) + b"\x07" + b[120][17:]],
     "v1 entry": lambda b: [*b[:200], _v1_batch(2000), *_batches(99, start=2001)],
+    "last offset past 64 bits": _past_64_bits,
     "torn tail": lambda b: [*b, bytearray(b[0][:30])],
     "zeros": lambda b: [*b, bytearray(100)],
 }

@@ -459,7 +459,7 @@ class Dumper:
         turn = context.Value("q", 0, lock=False)
         turns = context.Condition()
         chunk, after = first
-        cut = context.Array("q", _Cut(1, chunk.end, after or 0, after is not None), lock=False)
+        cut = context.Array("q", _Cut.of(1, chunk.end, after), lock=False)
         work = functools.partial(_dump_chunk, str(f.path), f.display, opts, fd, len(buf))
         done: list[tuple[Chunk, ScanResult]] = []
         shared = (turn, turns, cut)
@@ -895,12 +895,25 @@ _DONE = -1  # the turn when no part writes any more (a walk stopped, a worker fa
 
 class _Cut(NamedTuple):
     """Where the next part of a segment starts, as the worker that cut the part before it
-    found (shared by the workers, under the turns' lock)."""
+    found (shared by the workers as 64-bit integers, under the turns' lock)."""
 
     number: int  # the part's
     start: int  # its position (the segment's size: no part starts there, the last has ended)
-    last: int  # the last offset before it (when has_last)
     has_last: int
+    # the last offset before it (when has_last), high * 2**62 + low: a batch's offset plus
+    # its last offset delta can pass 64 bits in a hostile segment, and the walk after the
+    # cut must see it as the walk of the whole segment does
+    high: int
+    low: int
+
+    @classmethod
+    def of(cls, number: int, start: int, last: int | None) -> _Cut:
+        high, low = divmod(last or 0, 1 << 62)
+        return cls(number, start, last is not None, high, low)
+
+    @property
+    def last(self) -> int | None:
+        return (self.high << 62) + self.low if self.has_last else None
 
 
 _Part: TypeAlias = "tuple[Chunk | None, ScanResult | None, events.DumpSegmentsSummary]"
@@ -962,12 +975,11 @@ def _dump_chunk(
             if begin is not None:
                 after: int | None = None
                 try:
-                    last = begin.last if begin.has_last else None
-                    part, after = cut_part(buf, begin.start, last, PROCESS_CHUNK_BYTES)
+                    part, after = cut_part(buf, begin.start, begin.last, PROCESS_CHUNK_BYTES)
                 finally:  # (a cut that failed: this part is the last)
                     end = part.end if part is not None else size
                     with turns:
-                        cut[:] = _Cut(index + 1, end, after or 0, after is not None)
+                        cut[:] = _Cut.of(index + 1, end, after)
                         turns.notify_all()
             assert part is not None
             scanner = SegmentScanner(
