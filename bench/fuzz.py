@@ -485,11 +485,14 @@ def python_lines(batch, dumper: Dumper = _DUMPER, rendering: str = "jsonl") -> s
         )
 
 
+def _how(o: DumpOptions, rendering: str) -> native_render.Records:
+    limit = o.ctx.limits.max_batch_bytes
+    return native_render.Records(limit, o.print_data, o.key_decoder, o.value_decoder, rendering)
+
+
 def _render(batch, o: DumpOptions, rendering: str) -> native_render.Rendered | None:
-    return native_render.render_records(
-        batch, o.ctx.limits.max_batch_bytes, o.print_data, o.key_decoder, o.value_decoder,
-        f"{rendering}+{'raw-control' if o.decoder == 'none' else 'control'}", "fuzz",
-    )  # fmt: skip
+    full = f"{rendering}+{'raw-control' if o.decoder == 'none' else 'control'}"
+    return native_render.render_records(batch, _how(o, full), "fuzz")
 
 
 def python_batch_line(batch, crc_valid: bool, rendering: str) -> str:
@@ -684,8 +687,8 @@ def compare_run(batches: list, stats: Counter) -> None:
     for dumper, rendering in ((_DUMPER, "jsonl"), (_DUMPER, "text"), (_KAFKA_DUMPER, "kafka")):
         o = dumper.opts
         full = f"{rendering}+control"
-        args = (o.ctx.limits.max_batch_bytes, o.print_data, o.key_decoder, o.value_decoder, full)
-        pieces = native_render.render_run(run, *args, "fuzz")
+        how = _how(o, full)
+        pieces = native_render.render_run(run, how, "fuzz")
         assert pieces is not None
         heads = native_render.batch_lines(run, rendering, "fuzz")  # (no --deep-iteration)
         want_heads = "".join(python_batch_line(b, valid, rendering) for b, valid in run)
@@ -697,7 +700,7 @@ def compare_run(batches: list, stats: Counter) -> None:
         for text, n_batches, records, first, last, breaks in pieces:
             assert n_batches >= 1 and i + n_batches <= len(run), "pieces past the run"
             part = run[i : i + n_batches]
-            alone = [native_render.render_records(b, *args, "fuzz") for b, _ in part]
+            alone = [native_render.render_records(b, how, "fuzz") for b, _ in part]
             if text is None:
                 assert n_batches == 1 and alone == [None], "render_run handed back another batch"
                 stats[f"run-{rendering}-handed-back"] += 1

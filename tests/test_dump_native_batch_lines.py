@@ -229,8 +229,8 @@ def _refusals(refuse: Callable[[], object]) -> int:
 
 def _refuse_then_release(view: memoryview, path: str) -> None:
     batch = v2.DefaultBatch(view, 0)
-    args = (64 << 20, True, "hex", "utf8", "jsonl+control", "test")
-    render = functools.partial(native_render.render_records, batch, *args)
+    how = native_render.Records(64 << 20, True, "hex", "utf8", "jsonl+control")
+    render = functools.partial(native_render.render_records, batch, how, "test")
     check = functools.partial(engine.check_v2, batch.data, 64 << 20, "test")
     with engine.using(engine.NATIVE):
         with engine.watched(view, path):  # a dump

@@ -279,6 +279,11 @@ class Dumper:
         decoder = self._internal_decoder(f)
         lo, hi = opts.offsets if opts.offsets else (None, None)
         rendering = self._rendering(f)
+        how = None
+        if rendering is not None:
+            limit = opts.ctx.limits.max_batch_bytes
+            kd, vd = opts.key_decoder, opts.value_decoder
+            how = native_render.Records(limit, opts.print_data, kd, vd, rendering)
         # it releases the GIL: threads render the batches ahead, the output keeps its order
         if rendering is None or opts.ctx.engine != engine.NATIVE:
             threads = 1
@@ -303,24 +308,18 @@ class Dumper:
             natively (None: not) and its records' lines (None: rendered in Python). (A v2
             batch comes alone only when its records are not native: too many of them, or none
             asked for natively.)"""
-            max_bytes = opts.ctx.limits.max_batch_bytes
-            kd, vd = opts.key_decoder, opts.value_decoder
             if isinstance(item, list):
                 assert own_lines is not None
                 where = f"{f.display}:{item[0][0].position}"
-                if rendering is None:  # (no --deep-iteration)
+                if how is None:  # (no --deep-iteration)
                     return native_render.batch_lines(item, own_lines, where)
-                return native_render.render_run(
-                    item, max_bytes, opts.print_data, kd, vd, rendering, where
-                )
+                return native_render.render_run(item, how, where)
             batch, crc_valid = item
             own_line = own_lines is not None and batch.magic == 2
             where = f"{f.display}:{batch.position}"
             lines = None
-            if rendering is not None:
-                lines = native_render.render_records(
-                    batch, *(max_bytes, opts.print_data, kd, vd, rendering, where)
-                )
+            if how is not None:
+                lines = native_render.render_records(batch, how, where)
             # (the kafka renderer's python record lines take the type and magic of the batch
             # object before them)
             if own_line and not (deep and lines is None and opts.kafka_text):

@@ -7,7 +7,7 @@ dumper must render in Python; the module reaches the native engine only through
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from klogtool.formats import engine
 from klogtool.formats.batch import Batch
@@ -17,6 +17,19 @@ RENDERINGS = ("jsonl", "text", "kafka")
 # "text+raw-control" as any record, their raw key and value (--decoder none); a bare "text"
 # leaves control batches to the python renderer.
 _CONTROLS = {"control": "decoded", "raw-control": "raw"}
+
+
+class Records(NamedTuple):
+    """How a dump's records are rendered: what :func:`render_records` and :func:`render_run`
+    take (the dumper's options, the same for every batch of a file)."""
+
+    max_batch_bytes: int
+    print_data: bool
+    key_decoder: str
+    value_decoder: str
+    rendering: str  # "jsonl", "text" or "kafka", maybe with "+control" or "+raw-control"
+
+
 # lines (UTF-8, an object with the buffer protocol: the engine's memory, not a copy), records,
 # first and last record offsets, non-consecutive (previous, next) offsets
 Rendered = tuple[Any, int, int | None, int | None, list[tuple[int, int]]]
@@ -26,19 +39,11 @@ Rendered = tuple[Any, int, int | None, int | None, list[tuple[int, int]]]
 MAX_RECORDS = 1 << 17
 
 
-def render_records(
-    batch: Batch,
-    max_batch_bytes: int,
-    print_data: bool,
-    key_decoder: str,
-    value_decoder: str,
-    rendering: str,
-    where: str,
-) -> Rendered | None:
-    """The ``dump-segments`` lines (``rendering``: ``jsonl``, ``text`` or ``kafka``) of every
+def render_records(batch: Batch, how: Records, where: str) -> Rendered | None:
+    """The ``dump-segments`` lines (``how.rendering``: ``jsonl``, ``text`` or ``kafka``) of every
     record of ``batch`` (a v2 batch, or the decompressed inner set of a v0/v1 wrapper, as
     ``batch.native_input`` gives them), byte for byte what ``klogtool.log.read.dumper``,
-    ``klogtool.output`` and the kafka renderer make of them (``rendering`` may end in
+    ``klogtool.output`` and the kafka renderer make of them (the rendering may end in
     ``+control`` or ``+raw-control``: control records decoded, or shown as any record); their
     number; the first and last record offsets and, for ``kafka``, the pairs of records whose
     offsets are not consecutive.
@@ -48,18 +53,19 @@ def render_records(
     native = engine.native_module()
     if native is None:
         return None
-    source = batch.native_input(max_batch_bytes)
+    source = batch.native_input(how.max_batch_bytes)
     if source is None:
         return None
     if batch.count > MAX_RECORDS:
         engine.handed_back("render-many-records")
         return None
     data, wrapper = source
-    fmt, controls = _split(rendering)
+    fmt, controls = _split(how.rendering)
+    decoders = (how.key_decoder, how.value_decoder)
     return engine.call(
         where,
         native.render_records,
-        *(data, max_batch_bytes, batch.position, print_data, key_decoder, value_decoder, fmt),
+        *(data, how.max_batch_bytes, batch.position, how.print_data, *decoders, fmt),
         wrapper,
         controls,
     )
@@ -81,15 +87,7 @@ def _items(batches: list[tuple[Batch, bool]]) -> list[tuple[memoryview, int, boo
 Piece = tuple[Any, int, int, int | None, int | None, list[tuple[int, int]]]
 
 
-def render_run(
-    batches: list[tuple[Batch, bool]],
-    max_batch_bytes: int,
-    print_data: bool,
-    key_decoder: str,
-    value_decoder: str,
-    rendering: str,
-    where: str,
-) -> list[Piece] | None:
+def render_run(batches: list[tuple[Batch, bool]], how: Records, where: str) -> list[Piece] | None:
     """:func:`render_records` (with the batch lines) of a run of v2 batches of at most
     ``MAX_RECORDS`` records each, ``(batch, crc_valid)`` in segment order, in one call: the
     pieces in order, the lines of consecutive batches together, a batch handed back alone
@@ -98,11 +96,12 @@ def render_run(
     native = engine.native_module()
     if native is None:
         return None
-    fmt, controls = _split(rendering)
+    fmt, controls = _split(how.rendering)
+    decoders = (how.key_decoder, how.value_decoder)
     return engine.call(
         where,
         native.render_run,
-        *(_items(batches), max_batch_bytes, print_data, key_decoder, value_decoder, fmt),
+        *(_items(batches), how.max_batch_bytes, how.print_data, *decoders, fmt),
         controls,
     )
 
