@@ -261,12 +261,16 @@ class Dumper:
         if result is not None:  # (None: the walk was cut short by --offsets)
             yield from self._ending(f, result)
 
-    def _rendering(self, f: InputFile) -> str | None:
-        """The format the native renderer writes this file's records in (whole batches of
-        plain records), or None."""
+    def _rendering(self, f: InputFile) -> native_render.Records | None:
+        """How the native renderer writes this file's records (whole batches of plain
+        records), or None."""
         opts = self.opts
         plain = self._internal_decoder(f) is None and opts.offsets is None and not opts.confluent
-        return opts.rendered_records if (opts.deep or opts.print_data) and plain else None
+        rendering = opts.rendered_records
+        if rendering is None or not (opts.deep or opts.print_data) or not plain:
+            return None
+        limit, kd, vd = opts.ctx.limits.max_batch_bytes, opts.key_decoder, opts.value_decoder
+        return native_render.Records(limit, opts.print_data, kd, vd, rendering)
 
     def _walk(
         self, f: InputFile, scanner: SegmentScanner, at: Callable[[int], None], threads: int
@@ -278,14 +282,9 @@ class Dumper:
         deep = opts.deep or opts.print_data
         decoder = self._internal_decoder(f)
         lo, hi = opts.offsets if opts.offsets else (None, None)
-        rendering = self._rendering(f)
-        how = None
-        if rendering is not None:
-            limit = opts.ctx.limits.max_batch_bytes
-            kd, vd = opts.key_decoder, opts.value_decoder
-            how = native_render.Records(limit, opts.print_data, kd, vd, rendering)
+        how = self._rendering(f)
         # it releases the GIL: threads render the batches ahead, the output keeps its order
-        if rendering is None or opts.ctx.engine != engine.NATIVE:
+        if how is None or opts.ctx.engine != engine.NATIVE:
             threads = 1
 
         own_lines = opts.rendered_batches if opts.ctx.engine == engine.NATIVE else None
@@ -330,7 +329,7 @@ class Dumper:
         # Batch lines native, and records too or none: v2 batches go to the engine a run at a
         # time, one call and one write for RUN_BYTES of them (a call and a write a batch cost
         # ~5 us of Python each: ~15% of a --print-data dump of 100-record batches).
-        natively = own_lines is not None and (rendering is not None or not deep)
+        natively = own_lines is not None and (how is not None or not deep)
         max_records = native_render.MAX_RECORDS if deep else None
         items = _runs(selected(), RUN_BYTES if natively else 0, max_records)
         ahead = threaded(render, items, threads, per_task=RENDER_TASK_BYTES, weigh=_weight)
