@@ -434,6 +434,12 @@ class Code(StrEnum):
         "a running broker holds the log directory's .lock: what is read may change under it",
     )
     FILE_REPLACED = "file-replaced", (F,), "a file changed since it was planned: not touched"
+    CONFIG_ASSUMED = (
+        "config-assumed",
+        (F,),
+        "a topic config a rewrite decides by is not known (no metadata log holds the topic, no"
+        " option gives it): the partition is not deleted from or compacted by a guess",
+    )
     BEYOND_HIGH_WATERMARK = (
         "beyond-high-watermark",
         (F,),

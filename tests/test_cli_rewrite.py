@@ -72,12 +72,15 @@ CASES: dict[str, tuple[Callable[[Path], Path], Callable[[Path], list[str]]]] = {
         _convert_setup,
         lambda d: ["convert-format", str(d), "--in-place", "--compression", "lz4"],
     ),
-    "compact": (_compact_setup, lambda d: ["compact", str(d / "gen-0"), "--now", NOW]),
+    "compact": (
+        _compact_setup,
+        lambda d: ["compact", "--assume-defaults", str(d / "gen-0"), "--now", NOW],
+    ),
     "retention-sweep": (
         _retention_setup,
         # everything is past retention: a roll, every segment renamed and removed, the
         # snapshot, the leader epochs
-        lambda d: ["retention-sweep", str(d), "--now", str(T0 + 30 * DAY)],
+        lambda d: ["retention-sweep", "--assume-defaults", str(d), "--now", str(T0 + 30 * DAY)],
     ),
 }
 
@@ -188,9 +191,9 @@ def locked_logdir(tmp_path: Path):
     [
         ["convert-format", "{p}", "--in-place", "--compression", "gzip"],
         ["convert-format", "{p}", "{out}"],
-        ["compact", "{p}", "--now", NOW],
+        ["compact", "--assume-defaults", "{p}", "--now", NOW],
         # (a dry run is allowed, with a warning: tests/hosts/test_running_broker.py)
-        ["retention-sweep", "{p}", "--now", str(T0 + 30 * DAY)],
+        ["retention-sweep", "--assume-defaults", "{p}", "--now", str(T0 + 30 * DAY)],
     ],
     ids=["convert-in-place", "convert-dest", "compact", "retention"],
 )
@@ -212,13 +215,13 @@ def test_broker_lock_is_refused(locked_logdir: Path, tmp_path: Path, args: list[
 @pytest.mark.parametrize(
     "args",
     [
-        ["compact", "{missing}"],
-        ["retention-sweep", "{missing}"],
-        ["compact", "{file}"],
-        ["retention-sweep", "{tmp}", "--now", "yesterday"],
-        ["retention-sweep", "{tmp}", "--config", "x=retention.ms=soon"],
-        ["retention-sweep", "{tmp}", "--config", "x=no.such.config=1"],
-        ["compact", "{corrupt}", "--now", NOW, "--high-watermark", "log-end"],
+        ["compact", "--assume-defaults", "{missing}"],
+        ["retention-sweep", "--assume-defaults", "{missing}"],
+        ["compact", "--assume-defaults", "{file}"],
+        ["retention-sweep", "--assume-defaults", "{tmp}", "--now", "yesterday"],
+        ["retention-sweep", "--assume-defaults", "{tmp}", "--config", "x=retention.ms=soon"],
+        ["retention-sweep", "--assume-defaults", "{tmp}", "--config", "x=no.such.config=1"],
+        ["compact", "--assume-defaults", "{corrupt}", "--now", NOW, "--high-watermark", "log-end"],
     ],
 )
 def test_bad_input_is_one_line(tmp_path: Path, args: list[str]) -> None:
@@ -266,9 +269,9 @@ def _far_timestamps(root: Path, *, v1: bool) -> Path:
     "args",
     [
         ["convert-format", "--in-place"],
-        ["compact", "--now", NOW, "--high-watermark", "log-end"],
+        ["compact", "--assume-defaults", "--now", NOW, "--high-watermark", "log-end"],
         # the dry run cleans in memory, so it foresees the refusal (it said it would compact)
-        ["compact", "--now", NOW, "--high-watermark", "log-end", "--dry-run"],
+        ["compact", "--assume-defaults", "--now", NOW, "--high-watermark", "log-end", "--dry-run"],
         ["convert-format", "--in-place", "--dry-run"],
     ],
 )
@@ -298,7 +301,7 @@ def test_a_delete_retention_past_the_largest_timestamp_keeps_the_tombstones(
     recs = [Record(i, T0 + i, b"k%d" % (i % 3), None if i == 4 else b"v") for i in range(6)]
     write_partition(part, [(0, [encode_batch(recs[:3])]), (3, [encode_batch(recs[3:])]), (6, [])])
     write_checkpoints(tmp_path / "logdir", replication_offset_checkpoint={("t", 0): 6})
-    argv = ["compact", str(part), "--now", NOW, "--high-watermark", "log-end"]
+    argv = ["compact", "--assume-defaults", str(part), "--now", NOW, "--high-watermark", "log-end"]
     code, _out, err = run(*argv, "--delete-retention-ms", str((1 << 63) - 1), cwd=tmp_path)
     assert code == 0, err
     horizons = [b.delete_horizon_ms for b in kl_batches(part) if b.count]
@@ -319,7 +322,16 @@ def test_compact_text_describes_its_groups_of_segments(tmp_path: Path) -> None:
     groups, each one's first and last segment and its size. Fails before the change."""
     g = generate(seed=21, codec=codecs.GZIP, segments=6, batches_per_segment=5)
     part = materialise(g, tmp_path / "logdir")
-    argv = ["compact", "--dry-run", str(part), "--now", NOW, "--high-watermark", "log-end"]
+    argv = [
+        "compact",
+        "--assume-defaults",
+        "--dry-run",
+        str(part),
+        "--now",
+        NOW,
+        "--high-watermark",
+        "log-end",
+    ]
     code, out, err = run(*argv, cwd=tmp_path)
     assert code == 0, err
     (line,) = [x for x in out.splitlines() if "keys mapped" in x]

@@ -98,7 +98,7 @@ def column(rows: list[str], k: int) -> str:
 def test_compact_and_diff_say_the_log_range_alike(tmp_path: Path) -> None:
     part = tmp_path / "logdir" / "__transaction_state-0"
     shutil.copytree(LOGS / "logdir" / "__transaction_state-0", part)
-    code, out, err = run("compact", "--dry-run", str(part), cwd=tmp_path)
+    code, out, err = run("compact", "--assume-defaults", "--dry-run", str(part), cwd=tmp_path)
     assert code == 0, err
     assert "; log 0..4 (log end 5), now " in out  # was 0..5
     code, out, _ = run("diff", str(part), str(part), cwd=tmp_path)

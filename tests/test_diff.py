@@ -352,7 +352,7 @@ def test_a_compacted_copy_is_equal_modulo_compaction(tmp_path: Path) -> None:
     a = materialise(g, tmp_path / "a")
     b = materialise(g, tmp_path / "b")
     now = T0 + 3_600_000
-    code, _out, err = run("compact", str(b), "--now", str(now), cwd=tmp_path)
+    code, _out, err = run("compact", "--assume-defaults", str(b), "--now", str(now), cwd=tmp_path)
     assert code == 0, err
     assert (b / "00000000000000000000.log").read_bytes() != (
         a / "00000000000000000000.log"
@@ -543,7 +543,17 @@ def test_every_json_object_fits_its_declared_type(tmp_path: Path) -> None:
     g = generate(seed=11, codec=codecs.GZIP)
     full = materialise(g, tmp_path / "full")
     compacted = materialise(g, tmp_path / "compacted")
-    assert run("compact", str(compacted), "--now", str(T0 + 3_600_000), cwd=tmp_path)[0] == 0
+    assert (
+        run(
+            "compact",
+            "--assume-defaults",
+            str(compacted),
+            "--now",
+            str(T0 + 3_600_000),
+            cwd=tmp_path,
+        )[0]
+        == 0
+    )
     code, out, err = run("diff", "--format", "jsonl", str(full), str(compacted), cwd=tmp_path)
     assert code == 1, err
     objs = jsonl(out)

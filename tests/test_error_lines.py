@@ -43,7 +43,7 @@ COMMANDS = [
     ["rebuild-index", "--check"],
     ["convert-format", "--in-place", "--to-magic", "1"],
     ["compact"],
-    ["retention-sweep", "--retention-ms", "1"],
+    ["retention-sweep", "--assume-defaults", "--retention-ms", "1"],
     ["diff", "ld/torn-tail-0"],
     ["export", "--to", "jsonl", "out"],
 ]
@@ -89,7 +89,7 @@ def test_damaged_relative_partitions_are_named_relative(
             f"klogtool: error: ri/first-0/{S0}.log:0: not a Kafka log segment: ",
         ),
         (
-            ["compact", "ld/crc-flip-0"],
+            ["compact", "--assume-defaults", "ld/crc-flip-0"],
             f"klogtool: error: ld/crc-flip-0/{S0}.log:242: Record is corrupt ",
         ),
         (

@@ -54,7 +54,9 @@ def test_compact_of_a_timestamp_past_64_bits_is_one_line(tmp_path: Path) -> None
     naming the segment, the unencodable code, exit 3, nothing changed (it was exit 70)."""
     part = _past_long_max(tmp_path)
     before = tree(part)
-    code, _out, err = run("compact", str(part), "--high-watermark", "log-end", cwd=tmp_path)
+    code, _out, err = run(
+        "compact", "--assume-defaults", str(part), "--high-watermark", "log-end", cwd=tmp_path
+    )
     assert code == 3, err
     assert err.count("\n") == 1 and "00000000000000000000.log:0:" in err
     assert "(unencodable)" in err and "offset 1 has timestamp 9223372036854775809" in err

@@ -112,7 +112,14 @@ def _peak_kb(args: list[str], cwd: Path) -> tuple[int, int, str]:
         ["verify", "--deep"],
         ["dump-segments", "--deep-iteration"],
         ["convert-format", "DEST", "--to-magic", "2", "--compression", "lz4"],
-        ["compact", "--high-watermark", "log-end", "--min-cleanable-dirty-ratio", "0"],
+        [
+            "compact",
+            "--assume-defaults",
+            "--high-watermark",
+            "log-end",
+            "--min-cleanable-dirty-ratio",
+            "0",
+        ],
     ],
     ids=lambda c: c[0],
 )

@@ -140,8 +140,8 @@ def test_no_credential_is_ever_shown(s3_server: S3Server) -> None:  # noqa: F811
 @pytest.mark.parametrize(
     "args",
     [
-        ("compact", "--dry-run"),
-        ("retention-sweep", "--dry-run"),
+        ("compact", "--assume-defaults", "--dry-run"),
+        ("retention-sweep", "--assume-defaults", "--dry-run"),
         ("rebuild-index", "--dry-run"),
         ("truncate-recovery", "--dry-run"),
         ("convert-format", "--to-magic", "2"),

@@ -22,7 +22,7 @@ def _partition(tmp_path: Path) -> Path:
 
 
 def test_nothing_to_clean_is_said_once(tmp_path: Path) -> None:
-    code, out, err = run("compact", str(_partition(tmp_path)), cwd=tmp_path)
+    code, out, err = run("compact", "--assume-defaults", str(_partition(tmp_path)), cwd=tmp_path)
     assert code == 0, err
     assert out.count("nothing to clean") == 1
     assert "nothing cleanable" not in out and "nothing to compact" not in out
@@ -32,15 +32,22 @@ def test_nothing_to_clean_is_said_once(tmp_path: Path) -> None:
 
 
 def test_help_shows_no_doubled_percent() -> None:
-    code, out, _err = run("compact", "--help")
+    code, out, _err = run("compact", "--assume-defaults", "--help")
     assert code == 0 and "90%" in out and "90%%" not in out
 
 
 @pytest.mark.parametrize(
     "args",
     [
-        ["compact", "--high-watermark", "log-end", "--min-cleanable-dirty-ratio", "0"],
-        ["retention-sweep", "--retention-ms", "1", "--dry-run"],
+        [
+            "compact",
+            "--assume-defaults",
+            "--high-watermark",
+            "log-end",
+            "--min-cleanable-dirty-ratio",
+            "0",
+        ],
+        ["retention-sweep", "--assume-defaults", "--retention-ms", "1", "--dry-run"],
         ["convert-format", "--in-place", "--compression", "gzip"],
     ],
     ids=lambda a: a[0],
@@ -100,7 +107,12 @@ def test_explain_and_compact_show_byte_progress_by_phase(
     part = _partition(tmp_path)
     monkeypatch.setattr("klogtool.output.Output", Recorder)  # what Settings.output builds
     assert run("explain", str(part), cwd=tmp_path)[0] == 0
-    assert run("compact", str(part), "--high-watermark", "log-end", cwd=tmp_path)[0] == 0
+    assert (
+        run("compact", "--assume-defaults", str(part), "--high-watermark", "log-end", cwd=tmp_path)[
+            0
+        ]
+        == 0
+    )
     # compact titles each phase with the partition and the pass ("t-0: pass 1: cleaning")
     phases = {name.rsplit(": ", 1)[-1] for _prefix, name in seen}
     assert {"reading segments", "building the offset map", "cleaning"} <= phases

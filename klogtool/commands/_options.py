@@ -316,8 +316,19 @@ def high_watermark_option(f: F) -> F:
 
 
 # -- Spark (export, verify --engine spark) --------------------------------------------------------
-def partition_plan_options(*overrides: str) -> Callable[[F], F]:
-    """--now, --config and --high-watermark, handed to the command as one ``inputs``
+def assume_defaults_option(f: F) -> F:
+    return click.option(
+        "--assume-defaults",
+        is_flag=True,
+        help="Delete and compact by Kafka's defaults where a topic's config is not known (no "
+        "KRaft metadata log holds the topic, no --config gives it). Without it such a "
+        "partition is refused, never rewritten by a guess.",
+    )(f)
+
+
+def partition_plan_options(*overrides: str, rewrites: bool = False) -> Callable[[F], F]:
+    """--now, --config, --metadata-dir and --high-watermark (and --assume-defaults for a
+    command that ``rewrites``), handed to the command as one ``inputs``
     (:class:`klogtool.log.partition.PlanInputs`), with the command's own config options
     named in ``overrides`` (its parameters, named like ``TopicConfig``'s fields)."""
 
@@ -330,21 +341,28 @@ def partition_plan_options(*overrides: str) -> Callable[[F], F]:
             high_watermark: int | str | None,
             **kwargs: Any,
         ) -> Any:
+            from klogtool.log.metadata import log_dirs_named
             from klogtool.log.partition import PlanInputs
             from klogtool.log.topicconfig import parse_config_args
 
-            given = {k: kwargs.pop(k) for k in overrides}
+            options = {k: kwargs.pop(k) for k in overrides}
             meta = kwargs.pop("metadata_dir")
+            named = kwargs.get("paths") or [kwargs["path"]]
             inputs = PlanInputs(
                 parse_config_args(configs),
                 now_ms(now),
                 high_watermark,
-                given,
+                options,
                 Path(meta) if meta else None,
+                given=log_dirs_named(named),
+                assume_defaults=kwargs.pop("assume_defaults", False),
             )
             return f(*args, inputs=inputs, **kwargs)
 
-        return now_option(topic_config_option(metadata_dir_option(high_watermark_option(command))))
+        decorated = now_option(
+            topic_config_option(metadata_dir_option(high_watermark_option(command)))
+        )
+        return assume_defaults_option(decorated) if rewrites else decorated
 
     return decorate
 

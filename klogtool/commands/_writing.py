@@ -83,7 +83,7 @@ class WritingRun:
         show: Callable[[Any], None],
         totals: Summary,
         *,
-        include: Callable[[Path, bool], str | None] | None = None,
+        include: Callable[[Path, bool], Notice | None] | None = None,
     ) -> NoReturn:
         """The whole run of a command that works partition by partition: the pipeline of
         ``klogtool/log/writing.py`` over the partitions of ``paths`` (``step`` a partition

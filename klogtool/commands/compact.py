@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -19,9 +18,13 @@ from klogtool.commands._options import (
 from klogtool.commands._text import log_offsets
 from klogtool.commands._writing import WritingRun
 from klogtool.formats import ReadLimits
-from klogtool.log import layout
 from klogtool.log.context import ReadContext
-from klogtool.log.rewrite.cleaner import CompactionPass, CompactionPlan, compact_partition
+from klogtool.log.rewrite.cleaner import (
+    CompactionPass,
+    CompactionPlan,
+    compact_partition,
+    selected_for_compaction,
+)
 from klogtool.output import Output, format_ts, groups_text
 
 if TYPE_CHECKING:
@@ -104,7 +107,7 @@ _OVERRIDES = (
     help="Only compact logs the broker's cleaner would pick now (dirty ratio above "
     "min.cleanable.dirty.ratio, or max.compaction.lag.ms passed).",
 )
-@partition_plan_options(*_OVERRIDES)
+@partition_plan_options(*_OVERRIDES, rewrites=True)
 @writing_options
 @read_limits_option
 def command(
@@ -118,8 +121,11 @@ def command(
 
     PATH is a partition directory (compacted whatever its topic's cleanup.policy) or a log
     directory (its partitions whose cleanup.policy contains compact: the internal topics,
-    topics configured so in the KRaft metadata log (the log dir's __cluster_metadata-0, or
-    --metadata-dir) and with --config, which beats it).
+    topics configured so in the KRaft metadata log (the __cluster_metadata-0 of the log dir,
+    of another log dir of the same broker, or --metadata-dir) and with --config, which beats
+    it). A partition is not compacted by a config only assumed (no metadata log holds the
+    topic, no option gives it): its cleanup.policy, min.compaction.lag.ms and
+    delete.retention.ms; it is refused, unless --assume-defaults.
 
     The cleaner's rules: the active segment is never cleaned; the dirty range runs from the
     cleaner-offset-checkpoint (else the log start offset) to the first uncleanable offset:
@@ -138,16 +144,10 @@ def command(
     --dry-run reports only that: the answer to "why is this not compacting".
 
     Exit status: 0 done, 1 some partitions were skipped, 3 an input cannot be read, 4 a
-    broker holds the log directory.
+    broker holds the log directory, or the one partition named would be rewritten by an
+    assumed config.
     """
     out, dry_run = run.out, run.dry_run
-
-    def include(p: Path, named: bool) -> str | None:
-        parsed = layout.parse_partition_dir_name(p.name)
-        topic = parsed[0] if parsed else None
-        if named or inputs.config_of(topic, p).compact:
-            return None
-        return f"cleanup.policy of {topic} does not contain compact"
 
     totals: events.CompactSummary = {
         "type": "summary",
@@ -183,7 +183,7 @@ def command(
             only_eligible=only_eligible,
             ctx=ReadContext.of(limits, bar),
         )
-        run.partitions(paths, step, show, totals, include=include)
+        run.partitions(paths, step, show, totals, include=selected_for_compaction(inputs))
 
 
 _REMOVED = ("superseded", "tombstones_expired", "aborted", "keyless", "markers_removed")

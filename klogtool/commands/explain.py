@@ -21,7 +21,6 @@ from klogtool.log import layout, storage
 from klogtool.log.context import ReadContext
 from klogtool.log.rewrite.explain import PartitionExplain, explain_partition
 from klogtool.log.rewrite.retention import human_ms
-from klogtool.log.topicconfig import config_sources
 from klogtool.output import Output, format_ts, offsets_text, plural
 from klogtool.shown import click_callback as shown_paths
 
@@ -84,16 +83,11 @@ def command(
             high_watermark=inputs.high_watermark,
             ctx=ReadContext.of(limits, bar),
         )
-    sources = config_sources(
-        topic, ex.config, inputs.sources_of(topic, p), inputs.host_of(p) is not None
-    )
+    sources = inputs.explained(topic, p)
     policy = sources[0]
     if policy["assumed"]:  # the note states the policy: say it is assumed
         ex.notes[:] = [
-            n + " (assumed: Kafka's default; no __cluster_metadata-0 found)"
-            if n.startswith("cleanup.policy=")
-            else n
-            for n in ex.notes
+            f"{n} ({policy['source']})" if n.startswith("cleanup.policy=") else n for n in ex.notes
         ]
     if fmt == "text":
         _text(out, ex)

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     help="Raise the log start offset of every partition given, like DeleteRecords "
     "[default: log-start-offset-checkpoint].",
 )
-@partition_plan_options("retention_ms", "retention_bytes")
+@partition_plan_options("retention_ms", "retention_bytes", rewrites=True)
 @click.option(
     "--keep-deleted",
     is_flag=True,
@@ -70,12 +70,16 @@ def command(
     (--dry-run: only that).
 
     Topic configs: Kafka's defaults (retention.ms 7 days, retention.bytes off), then
-    --config files, then the KRaft metadata log (the log dir's __cluster_metadata-0, or
-    --metadata-dir: a compacted topic such as _schemas keeps its segments), then
-    --retention-ms/--retention-bytes, then --config TOPIC=KEY=VALUE.
+    --config files, then the KRaft metadata log (the __cluster_metadata-0 of the log dir, of
+    another log dir of the same broker, or --metadata-dir: a compacted topic such as _schemas
+    keeps its segments), then --retention-ms/--retention-bytes, then --config
+    TOPIC=KEY=VALUE. A partition the time or size rule would delete from by a
+    cleanup.policy or retention only assumed (no metadata log holds the topic, no option
+    gives it) is refused, unless --assume-defaults.
 
     Exit status: 0 done, 1 some partitions were skipped, 3 an input cannot be read, 4 a
-    broker holds the log directory.
+    broker holds the log directory, or the one partition named would be rewritten by an
+    assumed config.
     """
     out, dry_run = run.out, run.dry_run
     totals: events.RetentionSweepSummary = {

@@ -23,6 +23,7 @@ from klogtool.errors import InputError
 from klogtool.formats import ReadLimits
 from klogtool.log import layout
 from klogtool.log.context import ReadContext
+from klogtool.log.metadata import log_dirs_named
 from klogtool.log.partition import PlanInputs
 from klogtool.log.read import stats as lib
 from klogtool.log.read.groups import (
@@ -40,7 +41,7 @@ from klogtool.log.read.stats_html import (
     pct,
     render,
 )
-from klogtool.log.topicconfig import ConfigSource, config_sources
+from klogtool.log.topicconfig import ConfigSource
 from klogtool.output import Output
 
 if TYPE_CHECKING:
@@ -163,7 +164,7 @@ def command(
         )
     parts: list[lib.PartitionStats] = []
     meta = Path(metadata_dir) if metadata_dir is not None else None
-    inputs = PlanInputs(ConfigSource(), now=clock, metadata_dir=meta)
+    inputs = PlanInputs(ConfigSource(), now=clock, metadata_dir=meta, given=log_dirs_named(paths))
     with out.progress(sum(t.size for t in found), "stats", records=True) as bar:
         options = lib.StatsOptions(
             now=clock, exact_keys=exact_keys, sample_bytes=sample, ctx=ReadContext.of(limits, bar)
@@ -401,19 +402,9 @@ def _cleanup_policy(st: lib.PartitionStats, inputs: PlanInputs) -> None:
     to be assumed where there is none): the compaction potential means little for a topic the
     broker never compacts."""
     part = Path(st.path) if st.topic is not None else None
-    host = inputs.host_of(part)
-    cfg, sources = inputs.configs.resolve(st.topic, None, host)
-    (policy,) = [
-        c
-        for c in config_sources(st.topic, cfg, sources, host is not None)
-        if c["key"] == "cleanup.policy"
-    ]
+    (policy,) = inputs.explained(st.topic, part, ["cleanup.policy"])
     st.cleanup_policy = str(policy["value"])
-    st.cleanup_policy_source = (
-        "Kafka's default, assumed: no __cluster_metadata-0 found (--metadata-dir names one)"
-        if policy["assumed"]
-        else str(policy["source"])
-    )
+    st.cleanup_policy_source = str(policy["source"])
 
 
 def _policy_note(comp: dict[str, Any]) -> str:

@@ -10,8 +10,9 @@ ConfigRecord with a null value deletes the key. Every value remembers where it c
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,11 @@ class ClusterConfigs:
     node_id: str | None = None  # of the log dir's meta.properties, when known
     snapshot: Path | None = None
     last_offset: int | None = None  # the last record applied from the log
+
+    def knows(self, topic: str) -> bool:
+        """Whether the metadata holds ``topic`` (created and not removed, or configured): a
+        topic it does not hold has no config the host can vouch for."""
+        return topic in self.topics
 
     def defaults(self) -> dict[str, Value]:
         """The dynamic broker defaults that hold on this broker: its own over the cluster's."""
@@ -105,15 +111,74 @@ def _records(path: Path, start: int = 0) -> Iterator[tuple[int, int, dict[str, A
                     yield rec.offset, meta.api_key, meta.data
 
 
-def node_id_of(log_dir: Path) -> str | None:
-    """``node.id`` (or ``broker.id``) of ``log_dir/meta.properties``, when readable."""
+def _meta_properties(log_dir: Path) -> dict[str, str]:
     try:
         props = checkpoint.parse_properties((log_dir / "meta.properties").read_bytes())
     except (OSError, FormatError):
+        return {}
+    return {k: v.strip() for k, (_pos, v) in props.items()}
+
+
+def node_id_of(log_dir: Path) -> str | None:
+    """``node.id`` (or ``broker.id``) of ``log_dir/meta.properties``, when readable."""
+    props = _meta_properties(log_dir)
+    return props.get("node.id", props.get("broker.id"))
+
+
+def broker_of(log_dir: Path) -> tuple[str, str] | None:
+    """(cluster.id, node id) of ``log_dir/meta.properties``: the same in every log dir of one
+    broker (KIP-858 gives each its own directory.id); None when either is missing."""
+    props = _meta_properties(log_dir)
+    node = props.get("node.id", props.get("broker.id"))
+    cluster = props.get("cluster.id")
+    return (cluster, node) if cluster and node else None
+
+
+def nearby_log_dirs(log_dir: Path) -> Iterator[Path]:
+    """Directories that may be other log dirs of the same broker: the log dir's siblings
+    (``/var/lib/kafka/data-1``, ``data-2``), and the same path on sibling mounts
+    (``/data1/kafka-logs``, ``/data2/kafka-logs``; ``/mnt/d1/kafka/logs``, ``/mnt/d2/...``)."""
+    path = Path(os.path.abspath(log_dir))
+    for varying in [path, *path.parents][: min(3, len(path.parts) - 1)]:
+        tail = path.relative_to(varying)  # varying: the component that differs between disks
+        try:
+            others = sorted(varying.parent.iterdir())
+        except OSError:
+            continue
+        for other in others:
+            if other != varying and (candidate := other / tail).is_dir():
+                yield candidate
+
+
+def log_dirs_named(paths: Iterable[str]) -> tuple[Path, ...]:
+    """The log dirs of a command's PATH arguments (a log dir, or the log dir of a partition
+    dir or segment named): the directories with a ``meta.properties`` among each PATH and its
+    two parents. Their metadata logs hold for each other (:func:`metadata_dir_for`)."""
+    found: dict[Path, None] = {}
+    for arg in paths:
+        path = Path(os.path.abspath(arg))
+        for d in (path, path.parent, path.parent.parent):
+            if (d / "meta.properties").is_file():
+                found[d] = None
+                break
+    return tuple(found)
+
+
+def metadata_dir_for(log_dir: Path, given: Iterable[Path] = ()) -> Path | None:
+    """The ``__cluster_metadata-0`` whose configs hold for the partitions of ``log_dir``: its
+    own, else that of another log dir of the same broker (same cluster.id and node id in
+    meta.properties): one of ``given`` (the log dirs a command was given) or one nearby. A
+    KRaft broker keeps the metadata log in one of its log dirs (``metadata.log.dir``)."""
+    own = find_metadata_dir(log_dir)
+    if own is not None:
+        return own
+    broker = broker_of(log_dir)
+    if broker is None:
         return None
-    for key in ("node.id", "broker.id"):
-        if key in props:
-            return props[key][1].strip()
+    for other in [*given, *nearby_log_dirs(log_dir)]:
+        found = find_metadata_dir(other)
+        if found is not None and broker_of(other) == broker:
+            return found
     return None
 
 
@@ -140,10 +205,12 @@ def find_metadata_dir(log_dir: Path) -> Path | None:
     return d if d.is_dir() else None
 
 
-def load_for(log_dir: Path, metadata_dir: Path | None = None) -> ClusterConfigs | None:
+def load_for(
+    log_dir: Path, metadata_dir: Path | None = None, given: Iterable[Path] = ()
+) -> ClusterConfigs | None:
     """The replayed metadata for partitions of ``log_dir``: ``metadata_dir`` when given, else
-    the log dir's own ``__cluster_metadata-0``; None when there is none (ZooKeeper)."""
-    d = metadata_dir if metadata_dir is not None else find_metadata_dir(log_dir)
+    :func:`metadata_dir_for`; None when there is none (ZooKeeper, or not found)."""
+    d = metadata_dir if metadata_dir is not None else metadata_dir_for(log_dir, given)
     if d is None:
         return None
     node = node_id_of(log_dir)

@@ -6,7 +6,7 @@ compaction planners. Batch headers only: records are never decoded here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +19,13 @@ from klogtool.formats.records import CLEAN, ZERO_FILL, SegmentScanner
 from klogtool.log import layout, storage
 from klogtool.log.atomic import FileOps, log_dir_of
 from klogtool.log.segment import fetcher, mapped, read_small, refuse_not_a_log
-from klogtool.log.topicconfig import ConfigSource, TopicConfig
+from klogtool.log.topicconfig import (
+    EXPLAINED_KEYS,
+    ConfigSource,
+    TopicConfig,
+    config_sources,
+    refuse_assumed,
+)
 
 if TYPE_CHECKING:
     from klogtool.log.metadata import ClusterConfigs
@@ -122,8 +128,11 @@ class PlanInputs:
     now: int
     high_watermark: int | str | None = None
     overrides: Mapping[str, object] = field(default_factory=dict)
-    # --metadata-dir; else the __cluster_metadata-0 of each partition's log dir
+    # --metadata-dir; else the __cluster_metadata-0 of each partition's log dir, or of another
+    # log dir of the same broker (metadata.metadata_dir_for): one of ``given`` or one nearby
     metadata_dir: Path | None = None
+    given: tuple[Path, ...] = ()  # the log dirs of the command's PATH arguments
+    assume_defaults: bool = False  # --assume-defaults: decide by Kafka's defaults where unknown
     _hosts: dict[Path, ClusterConfigs | None] = field(default_factory=dict, compare=False)
 
     def host_of(self, partition_dir: Path | None) -> ClusterConfigs | None:
@@ -137,7 +146,7 @@ class PlanInputs:
             storage.as_path(storage.absolute(partition_dir)).parent if partition_dir else Path(".")
         )
         if log_dir not in self._hosts:
-            self._hosts[log_dir] = load_for(log_dir, self.metadata_dir)
+            self._hosts[log_dir] = load_for(log_dir, self.metadata_dir, self.given)
         return self._hosts[log_dir]
 
     def config_of(self, topic: str | None, partition_dir: Path | None = None) -> TopicConfig:
@@ -146,6 +155,27 @@ class PlanInputs:
     def sources_of(self, topic: str | None, partition_dir: Path | None = None) -> dict[str, str]:
         """Topic config name -> where its value came from (missing: Kafka's default)."""
         return self.configs.resolve(topic, self.overrides, self.host_of(partition_dir))[1]
+
+    def explained(
+        self, topic: str | None, partition_dir: Path | None = None, keys: Iterable[str] = ()
+    ) -> list[dict[str, object]]:
+        """:func:`~klogtool.log.topicconfig.config_sources` of the topic (``keys``, else the
+        ones explain reports): each value, where it came from, whether it is assumed."""
+        host = self.host_of(partition_dir)
+        cfg, sources = self.configs.resolve(topic, self.overrides, host)
+        return config_sources(topic, cfg, sources, host, tuple(keys) or EXPLAINED_KEYS)
+
+    def require_known(self, topic: str | None, partition_dir: Path, keys: Iterable[str]) -> None:
+        """Refuse (:func:`~klogtool.log.topicconfig.refuse_assumed`) a rewrite that decides by
+        ``keys`` when one of them would only be assumed, unless --assume-defaults."""
+        keys = list(keys)
+        if self.assume_defaults or not keys:
+            return
+        assumed = [
+            str(c["key"]) for c in self.explained(topic, partition_dir, keys) if c["assumed"]
+        ]
+        if assumed:
+            raise refuse_assumed(topic, assumed, self.host_of(partition_dir), str(partition_dir))
 
 
 @dataclass

@@ -18,14 +18,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from klogtool.codes import Code
-from klogtool.errors import InputError
+from klogtool.errors import InputError, RefusedError
 from klogtool.formats import checkpoint
 from klogtool.formats.errors import FormatError
+from klogtool.log.metadata import METADATA_DIR_NAME
 
 if TYPE_CHECKING:
     from klogtool.log.metadata import ClusterConfigs
 
 LONG_MAX = (1 << 63) - 1
+ASSUME_DEFAULTS = "--assume-defaults"
 INTERNAL_COMPACTED = ("__consumer_offsets", "__transaction_state")
 
 
@@ -265,15 +267,30 @@ EXPLAINED_KEYS = (
 )
 
 
+def unknown_because(topic: str | None, host: ClusterConfigs | None) -> str | None:
+    """Why the host cannot vouch for ``topic``'s configs (None: it can): no KRaft metadata log
+    was found (a ZooKeeper host keeps them in ZooKeeper), or the log does not hold the topic."""
+    if host is None:
+        return f"no KRaft metadata log ({METADATA_DIR_NAME}) found"
+    if topic is not None and not host.knows(topic):
+        return f"the metadata log {host.path} does not hold topic {topic}"
+    return None
+
+
 def config_sources(
-    topic: str | None, cfg: TopicConfig, sources: Mapping[str, str], host_found: bool
+    topic: str | None,
+    cfg: TopicConfig,
+    sources: Mapping[str, str],
+    host: ClusterConfigs | None,
+    keys: Iterable[str] = EXPLAINED_KEYS,
 ) -> list[dict[str, object]]:
-    """Per key of :data:`EXPLAINED_KEYS`: ``{"key", "value", "source", "assumed"}``. A value
-    no flag, file or metadata log set is Kafka's default; without a KRaft metadata log (a
-    ZooKeeper host, or none found) it is *assumed*: the topic may be configured otherwise in
-    ZooKeeper, and the source names the flag that sets it."""
+    """Per key: ``{"key", "value", "source", "assumed"}``. A value no flag, file or metadata
+    log set is Kafka's default; where the host cannot vouch for the topic
+    (:func:`unknown_because`) it is *assumed*: the topic may be configured otherwise, and the
+    source says how to set it."""
+    why = unknown_because(topic, host)
     out: list[dict[str, object]] = []
-    for key in EXPLAINED_KEYS:
+    for key in keys:
         raw = getattr(cfg, _TOPIC_KEYS[key][0])
         value = ",".join(raw) if isinstance(raw, tuple) else str(raw)
         source = sources.get(key)
@@ -281,13 +298,27 @@ def config_sources(
         if source is None:
             if key == "cleanup.policy" and topic in INTERNAL_COMPACTED:
                 source = "Kafka's rule for an internal topic"
-            elif host_found:
+            elif why is None:
                 source = "Kafka's default (not set in the metadata log)"
             else:
                 assumed = True
                 source = (
-                    "Kafka's default, assumed: no __cluster_metadata-0 found; set it with "
+                    f"Kafka's default, assumed: {why}; set it with "
                     f"--config {topic or 'TOPIC'}={key}=VALUE or --metadata-dir"
                 )
         out.append({"key": key, "value": value, "source": source, "assumed": assumed})
     return out
+
+
+def refuse_assumed(
+    topic: str | None, assumed: list[str], host: ClusterConfigs | None, path: str
+) -> RefusedError:
+    """The one-line refusal of a rewrite that would decide by assumed configs."""
+    name = topic or "TOPIC"
+    return RefusedError(
+        f"{' and '.join(assumed)} of {name} would only be assumed ({unknown_because(topic, host)}):"
+        f" nothing deleted or compacted by a guess; give --metadata-dir DIR, "
+        f"--config {name}={assumed[0]}=VALUE, or {ASSUME_DEFAULTS} to take Kafka's defaults",
+        path=path,
+        code=Code.CONFIG_ASSUMED,
+    )

@@ -66,11 +66,11 @@ def left_alone(path: Path) -> str | None:
 
 
 def select_partitions(
-    paths: Iterable[str], include: Callable[[Path, bool], str | None] | None = None
+    paths: Iterable[str], include: Callable[[Path, bool], Notice | None] | None = None
 ) -> tuple[list[Path], list[Notice]]:
     """The partition directories of PATH arguments (:func:`klogtool.log.targets.resolve`:
     partition dirs and log dirs), in order. A directory being deleted or moved is left out;
-    so is one ``include(path, named)`` gives a reason for (``named``: the PATH was the
+    so is one ``include(path, named)`` gives a notice for (``named``: the PATH was the
     partition directory itself, not a log dir holding it)."""
     resolved = targets.resolve(paths, files=())
     notices = [Notice(f"{f.path}: skipped: {f.message}", skipped=True) for f in resolved.findings]
@@ -80,9 +80,9 @@ def select_partitions(
         if alone is not None and not t.named:  # never rewritten by accident: named, it is
             notices.append(Notice(f"{t.path}: skipped ({alone}); name it to include it"))
             continue
-        why = include(t.path, t.named) if include is not None else None
-        if why is not None:
-            notices.append(Notice(f"{t.path}: skipped: {why}", "info"))
+        left_out = include(t.path, t.named) if include is not None else None
+        if left_out is not None:
+            notices.append(left_out)
             continue
         parts.append(t.path)
     return parts, notices

@@ -4,8 +4,9 @@ user (a uid the machine need not know) with modes 0640/0750, live partitions (on
 without indexes, one legacy-format), the broker's checkpoints and ``.kafka_cleanshutdown``,
 and the directories a host has besides live partitions: ``-delete``, ``-future`` and ``-stray``
 partition dirs and ``remote-log-index-cache/``, and a KRaft ``__cluster_metadata-0`` in
-``kafka-logs-1`` (a snapshot and the log after it) that makes ``v2-gzip`` a compacted topic,
-overrides ``v2-none``'s retention and sets a cluster default.
+``kafka-logs-1`` (a snapshot and the log after it) that holds every live topic, makes
+``v2-gzip`` and ``v1-gzip`` (in ``kafka-logs-2``: the metadata log holds for every log dir of
+the broker) compacted topics, overrides ``v2-none``'s retention and sets a cluster default.
 
 ``python tests/hosts/build.py DIR`` builds one in DIR to look at by hand."""
 
@@ -74,20 +75,24 @@ def build_host(root: Path, *, owned: bool = True) -> Host:
 
 
 def _metadata(d: Path) -> None:
-    """The topics' configs as a KRaft host holds them, in a snapshot at offset 3 and the log
+    """The topics' configs as a KRaft host holds them, in a snapshot at offset 5 and the log
     after it."""
-    ids = {t: uuid_to_text(bytes([i + 1]) * 16) for i, t in enumerate(("v2-gzip", "v2-none"))}
+    live = ("v2-gzip", "v2-none", "v1-gzip", "torn-tail")
+    ids = {t: uuid_to_text(bytes([i + 1]) * 16) for i, t in enumerate(live)}
     snapshot = [topic_record(t, i) for t, i in ids.items()]
     snapshot.append(config_record(BROKER, "", "log.retention.ms", str(30 * 24 * 3_600_000)))
     log = [
         config_record(TOPIC, "v2-gzip", "cleanup.policy", "compact"),
         config_record(TOPIC, "v2-none", "retention.ms", str(3_600_000)),
+        # a compacted topic in kafka-logs-2, whose configs are in kafka-logs-1's metadata log
+        config_record(TOPIC, "v1-gzip", "cleanup.policy", "compact"),
     ]
     d.mkdir()
+    end = len(snapshot)  # the snapshot holds offsets 0..end-1
     (d / "00000000000000000000.log").write_bytes(
-        metadata_batch(0, snapshot) + metadata_batch(3, log)
+        metadata_batch(0, snapshot) + metadata_batch(end, log)
     )
-    (d / "00000000000000000003-0000000001.checkpoint").write_bytes(metadata_batch(0, snapshot))
+    (d / f"{end:020d}-0000000001.checkpoint").write_bytes(metadata_batch(0, snapshot))
 
 
 def _copy(src: Path, dst: Path) -> Path:

@@ -84,7 +84,7 @@ def test_the_hosts_own_topic_configs_decide(host: Host, tmp_path: Path) -> None:
         for o in jsonl(out)
         if o["scope"] == "partition"
     }
-    assert policies[str(gzip)] == ("compact", "metadata log at offset 3")
+    assert policies[str(gzip)] == ("compact", "metadata log at offset 5")
     assert policies[str(one / "torn-tail-0")] == (
         "delete",
         "Kafka's default (not set in the metadata log)",

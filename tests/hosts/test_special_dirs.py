@@ -44,7 +44,8 @@ def test_describe_says_what_each_directory_is(tmp_path: Path) -> None:
 
 def test_a_writing_command_skips_them_by_name_unless_named(tmp_path: Path) -> None:
     logdir = _host(tmp_path)
-    args = ["retention-sweep", "--retention-ms", "1", "--high-watermark", "log-end"]
+    args = ["retention-sweep", "--assume-defaults", "--retention-ms", "1", "--high-watermark"]
+    args.append("log-end")
     before = {n: sorted(p.name for p in (logdir / n).iterdir()) for n in SPECIAL}
     code, _out, err = run(*args, str(logdir), cwd=tmp_path)
     assert code == 0, err

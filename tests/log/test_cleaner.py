@@ -80,7 +80,9 @@ def test_compaction_matches_the_reference_model(tmp_path: Path, codec: str) -> N
     part = materialise(g, logdir)
     before = data(part)
     now1 = T0 + 3_600_000  # producers are still active (producer.id.expiration.ms 1 day)
-    code, out, err = run("compact", str(part), "--now", str(now1), "--format", "jsonl")
+    code, out, err = run(
+        "compact", "--assume-defaults", str(part), "--now", str(now1), "--format", "jsonl"
+    )
     assert code == 0, err
     after = data(part)
     assert after == model_first_pass(g)
@@ -127,7 +129,7 @@ def test_compaction_matches_the_reference_model(tmp_path: Path, codec: str) -> N
     write_partition(part, [(new_base, [encode_batch(more, compression=codecs.CODEC_IDS[codec])])])
     write_checkpoints(logdir, replication_offset_checkpoint={("gen", 0): new_base + 5})
     now2 = now1 + RETENTION + 1
-    code, _out, err = run("compact", str(part), "--now", str(now2))
+    code, _out, err = run("compact", "--assume-defaults", str(part), "--now", str(now2))
     assert code == 0, err
     dirty_last: dict[bytes, int] = {}
     for r in g.records:
@@ -160,7 +162,16 @@ def test_dry_run_reports_why_and_changes_nothing(tmp_path: Path) -> None:
     part = materialise(g, logdir)
     before = tree(logdir)
     now = T0 + 3_600_000
-    code, out, err = run("compact", str(part), "--now", str(now), "--dry-run", "--format", "jsonl")
+    code, out, err = run(
+        "compact",
+        "--assume-defaults",
+        str(part),
+        "--now",
+        str(now),
+        "--dry-run",
+        "--format",
+        "jsonl",
+    )
     assert code == 0, err
     assert tree(logdir) == before
     objs = [json.loads(line) for line in out.splitlines()]
@@ -172,7 +183,9 @@ def test_dry_run_reports_why_and_changes_nothing(tmp_path: Path) -> None:
     assert partition["uncleanable_reason"].startswith("active segment")
     assert partition["dirty_ratio"] > 0.5 and partition["eligible"]
     # the dry run's counts are what a real run does
-    code, out2, err = run("compact", str(part), "--now", str(now), "--format", "jsonl")
+    code, out2, err = run(
+        "compact", "--assume-defaults", str(part), "--now", str(now), "--format", "jsonl"
+    )
     assert code == 0, err
     real = [json.loads(line) for line in out2.splitlines() if '"segment"' in line]
     assert real == segs
@@ -186,7 +199,7 @@ def test_dry_run_reports_why_and_changes_nothing(tmp_path: Path) -> None:
         1 for r in g.records if r.kind == "aborted" and r.offset < g.active_base
     )
     # nothing left to clean: the dry run says why
-    code, out3, _ = run("compact", str(part), "--now", str(now), "--dry-run")
+    code, out3, _ = run("compact", "--assume-defaults", str(part), "--now", str(now), "--dry-run")
     assert code == 0
     assert "nothing to clean" in out3 and f"active segment at {g.active_base}" in out3
 
@@ -287,7 +300,7 @@ def test_empty_batch_of_active_producer_and_last_batch_of_round_are_kept(tmp_pat
     part = logdir / "e-0"
     write_partition(part, segs)
     write_checkpoints(logdir, replication_offset_checkpoint={("e", 0): 6})
-    code, _o, err = run("compact", str(part), "--now", str(T0 + 1000))
+    code, _o, err = run("compact", "--assume-defaults", str(part), "--now", str(T0 + 1000))
     assert code == 0, err
     got = [
         (
@@ -314,7 +327,7 @@ def test_empty_batch_of_active_producer_and_last_batch_of_round_are_kept(tmp_pat
     part2 = tmp_path / "logdir2" / "e-0"
     write_partition(part2, segs)
     write_checkpoints(tmp_path / "logdir2", replication_offset_checkpoint={("e", 0): 6})
-    code, _o, err = run("compact", str(part2), "--now", str(T0 + 2 * DAY))
+    code, _o, err = run("compact", "--assume-defaults", str(part2), "--now", str(T0 + 2 * DAY))
     assert code == 0, err
     assert [b.base_offset for b in kl_batches(part2)] == [3, 4, 5]
 
@@ -333,6 +346,7 @@ def test_grouping_follows_segment_bytes(tmp_path: Path) -> None:
     assert all(len(grp) >= 1 for grp in split.groups) and len(split.groups) >= 2
     code, _o, err = run(
         "compact",
+        "--assume-defaults",
         str(part),
         "--now",
         str(T0 + 3_600_000),
@@ -379,7 +393,9 @@ def test_legacy_formats_and_the_legacy_delete_horizon(tmp_path: Path) -> None:
     for i, (base, _) in enumerate(segs):
         t = (T0 + 1000 * i) / 1000
         os.utime(part / f"{base:020d}.log", (t, t))
-    code, _o, err = run("compact", str(part), "--now", str(T0), "--delete-retention-ms", "0")
+    code, _o, err = run(
+        "compact", "--assume-defaults", str(part), "--now", str(T0), "--delete-retention-ms", "0"
+    )
     assert code == 0, err
     last = {r.key: r.offset for r in recs[:12]}
     want = [(r.offset, r.key, r.value) for r in recs[:12] if last[r.key] == r.offset]
@@ -398,6 +414,7 @@ def test_legacy_formats_and_the_legacy_delete_horizon(tmp_path: Path) -> None:
     write_partition(part, [(16, [])])
     code, _o, err = run(
         "compact",
+        "--assume-defaults",
         str(part),
         "--now",
         str(T0),
@@ -416,7 +433,7 @@ def test_fixture_partitions_compact_and_verify(tmp_path: Path, name: str) -> Non
     logdir = copy_logdir(tmp_path, name)
     part = logdir / name
     # force everything but the active segment to be cleanable
-    code, _o, err = run("compact", str(part), "--now", str(T0 + 100_000))
+    code, _o, err = run("compact", "--assume-defaults", str(part), "--now", str(T0 + 100_000))
     assert code == 0, err
     assert_verifies(logdir)
     assert kl_records(part) == kp_records(part)
@@ -427,7 +444,9 @@ def test_fixture_partitions_compact_and_verify(tmp_path: Path, name: str) -> Non
 
 def test_log_dir_compacts_only_compacted_topics(tmp_path: Path) -> None:
     logdir = copy_logdir(tmp_path, "v2-none-0", "__consumer_offsets-0")
-    code, out, err = run("compact", str(logdir), "--now", str(T0 + 100_000), "--format", "jsonl")
+    code, out, err = run(
+        "compact", "--assume-defaults", str(logdir), "--now", str(T0 + 100_000), "--format", "jsonl"
+    )
     assert code == 0, err
     parts = [
         json.loads(line)["partition"]
@@ -437,6 +456,7 @@ def test_log_dir_compacts_only_compacted_topics(tmp_path: Path) -> None:
     assert [Path(p).name for p in parts] == ["__consumer_offsets-0"]
     code, out, err = run(
         "compact",
+        "--assume-defaults",
         str(logdir),
         "--now",
         str(T0 + 100_000),
@@ -471,7 +491,7 @@ def test_undecodable_records_are_one_line_and_nothing_is_swapped(tmp_path: Path)
         cleaner_offset_checkpoint={("b", 0): 3},  # segment 0 is the clean section
     )
     before = tree(logdir)
-    code, _out, err = run("compact", str(part), "--now", str(T0))
+    code, _out, err = run("compact", "--assume-defaults", str(part), "--now", str(T0))
     assert code == 3, err
     assert err.startswith("klogtool: error: ") and "00000000000000000000.log" in err
     assert "Traceback" not in err
@@ -523,7 +543,7 @@ def test_full_offset_map_stops_where_the_broker_stops(tmp_path: Path) -> None:
 
 def test_compact_runs_passes_until_the_dirty_range_is_clean(tmp_path: Path) -> None:
     part = _eight_keys(tmp_path)
-    args = ("compact", str(part), "--now", str(T0), "--format", "jsonl")
+    args = ("compact", "--assume-defaults", str(part), "--now", str(T0), "--format", "jsonl")
     code, out, err = run(*args, "--dedupe-buffer-size", "144")
     assert code == 0, err
     passes = [o for o in map(json.loads, out.splitlines()) if o["type"] == "partition"]
@@ -540,13 +560,15 @@ def test_compact_runs_passes_until_the_dirty_range_is_clean(tmp_path: Path) -> N
     assert_verifies(part.parent)
     # one pass with room for every key ends in the same place
     other = _eight_keys(tmp_path / "one")
-    assert run("compact", str(other), "--now", str(T0))[0] == 0
+    assert run("compact", "--assume-defaults", str(other), "--now", str(T0))[0] == 0
     assert data(other) == want
 
 
 def test_dedupe_buffer_too_small_for_one_key(tmp_path: Path) -> None:
     part = _eight_keys(tmp_path)
-    code, _o, err = run("compact", str(part), "--dedupe-buffer-size", "24", "--now", str(T0))
+    code, _o, err = run(
+        "compact", "--assume-defaults", str(part), "--dedupe-buffer-size", "24", "--now", str(T0)
+    )
     assert code == 3 and "holds no key" in err and len(err.strip().splitlines()) == 1
 
 
@@ -554,7 +576,7 @@ def test_passes_stop_when_no_checkpoint_can_record_progress(tmp_path: Path) -> N
     part = _eight_keys(tmp_path)
     odd = part.rename(part.parent / "not_a_partition_name")  # no topic-partition to checkpoint
     args = ("--dedupe-buffer-size", "144", "--high-watermark", "log-end", "--now", str(T0))
-    code, out, err = run("compact", str(odd), *args, "--format", "jsonl")
+    code, out, err = run("compact", "--assume-defaults", str(odd), *args, "--format", "jsonl")
     assert code == 1 and "rerun with a larger --dedupe-buffer-size" in err
     passes = [o for o in map(json.loads, out.splitlines()) if o["type"] == "partition"]
     assert [p["pass"] for p in passes] == [1]
@@ -592,7 +614,15 @@ def test_both_engines_compact_to_the_same_bytes(
         reports = []
         with engine.using(name):
             for now in (T0 + 3_600_000, T0 + 3_600_000 + RETENTION + 1):
-                code, out, err = run("compact", str(part), "--now", str(now), "--format", "jsonl")
+                code, out, err = run(
+                    "compact",
+                    "--assume-defaults",
+                    str(part),
+                    "--now",
+                    str(now),
+                    "--format",
+                    "jsonl",
+                )
                 assert code == 0, err
                 out = out.replace(str(tmp_path / name), "ROOT")
                 reports.append([o for o in map(json.loads, out.splitlines()) if "seconds" not in o])

@@ -104,7 +104,7 @@ def test_an_interrupted_conversion_leaves_no_partial_dir(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
 
 
-@pytest.mark.parametrize("command", ["compact", "convert-in-place"])
+@pytest.mark.parametrize("command", ["compact", "--assume-defaults", "convert-in-place"])
 def test_a_dangling_cleaned_link_does_not_block_a_rewrite(tmp_path: Path, command: str) -> None:
     g = generate(seed=21, codec=codecs.GZIP, segments=3, batches_per_segment=5)
     logdir = tmp_path / "logdir"
@@ -115,7 +115,7 @@ def test_a_dangling_cleaned_link_does_not_block_a_rewrite(tmp_path: Path, comman
     for name in ("00000000000000000000.log.cleaned", "00000000000000000000.index.cleaned"):
         (part / name).symlink_to(outside / name)
     args = (
-        ["compact", str(part), "--now", str(T0 + 10**12)]
+        ["compact", "--assume-defaults", str(part), "--now", str(T0 + 10**12)]
         if command == "compact"
         else ["convert-format", str(part), "--in-place", "--compression", "lz4"]
     )

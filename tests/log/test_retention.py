@@ -69,7 +69,15 @@ def build(tmp: Path, *, hw: int | None = 40, name: str = "r-0") -> Path:
 
 
 def sweep(part: Path, *args: str) -> tuple[int, list[dict], str]:
-    code, out, err = run("retention-sweep", str(part), "--format", "jsonl", *args, cwd=part.parent)
+    code, out, err = run(
+        "retention-sweep",
+        "--assume-defaults",
+        str(part),
+        "--format",
+        "jsonl",
+        *args,
+        cwd=part.parent,
+    )
     return code, [json.loads(line) for line in out.splitlines()], err
 
 
@@ -217,7 +225,13 @@ def test_empty_partitions(tmp_path: Path) -> None:
     (logdir / "meta.properties").write_text("version=0\nbroker.id=0\n")
     before = tree(logdir)
     code, out, err = run(
-        "retention-sweep", str(logdir), "--now", str(T0 + 365 * 24 * HOUR), "--format", "jsonl"
+        "retention-sweep",
+        "--assume-defaults",
+        str(logdir),
+        "--now",
+        str(T0 + 365 * 24 * HOUR),
+        "--format",
+        "jsonl",
     )
     assert code == 0, err
     objs = [json.loads(line) for line in out.splitlines()]
@@ -267,6 +281,7 @@ def test_text_table_lists_every_segment(tmp_path: Path) -> None:
     part = build(tmp_path)
     code, out, err = run(
         "retention-sweep",
+        "--assume-defaults",
         str(part),
         "--now",
         "2023-11-15T01:13:30Z",
@@ -308,7 +323,12 @@ def test_symlinked_partition_out_of_the_log_dir_is_skipped(tmp_path: Path) -> No
     os.symlink(outside, logdir / "r-0")
     before = tree(outside)
     code, _out, err = run(
-        "retention-sweep", str(logdir), "--now", str(T0 + 30 * 24 * HOUR), cwd=tmp_path
+        "retention-sweep",
+        "--assume-defaults",
+        str(logdir),
+        "--now",
+        str(T0 + 30 * 24 * HOUR),
+        cwd=tmp_path,
     )
     assert code == 1
     assert "symlink" in err
@@ -336,6 +356,7 @@ def test_a_missing_index_is_judged_by_the_batches_like_the_broker(
     assert 1_699_000_000_000 < first.largest_timestamp < 1_800_000_000_000
     code, out, err = run(
         "retention-sweep",
+        "--assume-defaults",
         str(part),
         "--retention-ms",
         "86400000",
@@ -354,8 +375,8 @@ def test_a_missing_index_is_judged_by_the_batches_like_the_broker(
 def test_one_segment_to_delete_is_singular(tmp_path: Path) -> None:
     part = build(tmp_path)
     code, out, err = run(
-        "retention-sweep", str(part), "--now", "2023-11-15T01:13:30Z", "--retention-ms",
-        str(5 * HOUR // 2), "--dry-run", cwd=tmp_path,
+        "retention-sweep", "--assume-defaults", str(part), "--now", "2023-11-15T01:13:30Z",
+        "--retention-ms", str(5 * HOUR // 2), "--dry-run", cwd=tmp_path,
     )  # fmt: skip
     assert code == 0, err
     assert "would delete 1 segment, " in out and "1 segments" not in out

@@ -23,7 +23,14 @@ REWRITES = [
     ["convert-format", "--in-place", "--compression", "none", "--to-magic", "2"],
     ["convert-format", "DEST"],
     ["convert-format", "DEST", "--to-magic", "1", "--allow-lossy"],
-    ["compact", "--min-cleanable-dirty-ratio", "0", "--high-watermark", "log-end"],
+    [
+        "compact",
+        "--assume-defaults",
+        "--min-cleanable-dirty-ratio",
+        "0",
+        "--high-watermark",
+        "log-end",
+    ],
 ]
 
 

@@ -29,7 +29,7 @@ WRITERS = [
     ["truncate-recovery"],
     ["rebuild-index"],
     ["compact"],
-    ["retention-sweep", "--retention-ms", "1"],
+    ["retention-sweep", "--assume-defaults", "--retention-ms", "1"],
     ["convert-format", "--in-place", "--compression", "gzip"],
 ]
 
@@ -95,7 +95,11 @@ def test_a_directory_holding_segments_belongs_to_its_parent(tmp_path: Path) -> N
 
 @pytest.mark.parametrize(
     "command",
-    [["compact"], ["retention-sweep", "--retention-ms", "1"], ["truncate-recovery"]],
+    [
+        ["compact"],
+        ["retention-sweep", "--assume-defaults", "--retention-ms", "1"],
+        ["truncate-recovery"],
+    ],
     ids=lambda c: c[0],
 )
 def test_an_illegal_topic_name_is_refused_before_anything_changes(

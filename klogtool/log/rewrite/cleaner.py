@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,7 +69,7 @@ from klogtool.log.partition import (
 )
 from klogtool.log.rewrite import native_clean
 from klogtool.log.segment import Walked, mapped, phase_walk, read_small
-from klogtool.log.topicconfig import LONG_MAX, TopicConfig
+from klogtool.log.topicconfig import LONG_MAX, TopicConfig, refuse_assumed
 from klogtool.log.txnreplay import TxnReplay
 from klogtool.log.writing import (
     Notice,
@@ -1051,6 +1051,38 @@ class CompactionPass:
     result: CompactionResult | None
 
 
+# The configs a cleaning removes records by: which segments it may clean, when tombstones
+# and markers go (cleanup.policy too when a log dir is scanned: selected_for_compaction).
+DECIDED_BY = ("min.compaction.lag.ms", "delete.retention.ms")
+
+
+def _topic_of(path: Path) -> str | None:
+    parsed = layout.parse_partition_dir_name(path.name)
+    return parsed[0] if parsed else None
+
+
+def selected_for_compaction(inputs: PlanInputs) -> Callable[[Path, bool], Notice | None]:
+    """compact's choice among the partitions of its PATHs: one named is compacted whatever
+    its cleanup.policy; one of a log dir only when its policy contains compact, and said
+    skipped (exit 1) when that policy would only be assumed."""
+
+    def include(path: Path, named: bool) -> Notice | None:
+        if named:
+            return None
+        topic = _topic_of(path)
+        (policy,) = inputs.explained(topic, path, ["cleanup.policy"])
+        if policy["assumed"] and not inputs.assume_defaults:
+            refused = refuse_assumed(topic, ["cleanup.policy"], inputs.host_of(path), str(path))
+            return Notice(f"{path}: skipped: {refused.message}", skipped=True)
+        if "compact" in str(policy["value"]).split(","):
+            return None
+        return Notice(
+            f"{path}: skipped: cleanup.policy of {topic} does not contain compact", "info"
+        )
+
+    return include
+
+
 def compact_partition(
     path: Path,
     ops: FileOps,
@@ -1067,15 +1099,17 @@ def compact_partition(
     for n_pass in itertools.count(1):
         try:
             view = load_partition(path)
-            parsed = layout.parse_partition_dir_name(path.name)
+            topic = _topic_of(path)
             plan = plan_compaction(
                 view,
-                inputs.config_of(parsed[0] if parsed else None, path),
+                inputs.config_of(topic, path),
                 now=inputs.now,
                 high_watermark=inputs.high_watermark,
                 simulate=dry_run,
                 ctx=ctx.titled(f"{path.name}: pass {n_pass}"),
             )
+            if not plan.nothing_to_clean:
+                inputs.require_known(topic, path, DECIDED_BY)
         except (KlogtoolError, FormatError) as e:
             raise SkipPartition(path, e) from e
         run = not dry_run and not plan.nothing_to_clean

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from klogtool.codes import Code
-from klogtool.errors import InputError
+from klogtool.errors import InputError, RefusedError
 from klogtool.formats import checkpoint
 from klogtool.formats.checkpoint import EpochEntry
 from klogtool.formats.errors import FormatError
@@ -120,6 +120,13 @@ class RetentionPlan(PartitionContext):
     @property
     def deleted_bytes(self) -> int:
         return sum(d.size for d in self.deleted)
+
+    @property
+    def decided_by(self) -> list[str]:
+        """The topic configs its deletions rest on: the policy, and each limit that deleted a
+        segment (the log start offset rule rests on none)."""
+        limits = sorted({d.rule for d in self.deleted if d.rule in (RULE_SIZE, RULE_TIME)})
+        return ["cleanup.policy", *limits] if limits else []
 
     @property
     def changes(self) -> bool:
@@ -519,9 +526,12 @@ def sweep_partition(
             log_start_offset=log_start_offset,
             high_watermark=inputs.high_watermark,
         )
+        inputs.require_known(view.topic, view.path, plan.decided_by)
     except RetentionRefused as e:
         refused = InputError(str(e), path=str(path), code=Code.BEYOND_HIGH_WATERMARK)
         raise SkipPartition(path, refused) from None
+    except RefusedError as e:
+        raise SkipPartition(path, e) from None
     if not view.log_end_clean:
         yield Notice(
             f"{path}: the last segment does not end cleanly (torn or corrupt tail); "
