@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from klogtool.codes import STRICT
 from klogtool.errors import StdoutClosed
+from klogtool.log.labels import shorten_middle
 from klogtool.shown import shown
 
 if TYPE_CHECKING:
@@ -55,14 +56,6 @@ def _maybe_terminal(stream: TextIO, color: bool | None) -> bool:
 
 
 _BAR_MIN = 10  # the narrowest a progress bar is drawn
-
-
-def shorten_middle(text: str, limit: int) -> str:
-    """``text`` in at most ``limit`` characters: its start and its end, joined by ``…``."""
-    if len(text) <= limit:
-        return text
-    keep = max(limit - 1, 2)
-    return text[: (keep + 1) // 2] + "…" + text[len(text) - keep // 2 :]
 
 
 def plural(n: int, noun: str) -> str:
