@@ -266,6 +266,30 @@ def test_heaviest_keys_past_the_exact_bound_are_ranges_that_hold(tmp_path: Path)
         assert int(low) <= truth[key.encode()] <= int(high or low), line
 
 
+def test_a_total_with_ranges_is_not_exact(tmp_path: Path) -> None:
+    """Each partition counts its keys exactly, but a key one partition did not count takes that
+    partition's floor in the total, as count and as error: its count there is a range, and the
+    total's heaviest_exact must say so (it said true, and the page wrote "exact counts" beside
+    the ranges: issue 37)."""
+    paths = []
+    for p in range(2):
+        part = tmp_path / f"users-{p}"
+        keys = [b"heavy-%d-%d" % (p, i) for i in range(5) for _ in range(30)]
+        keys += [b"once-%d-%d" % (p, i) for i in range(100)]  # more keys than counters
+        recs = [Record(i, 1_700_000_000_000 + i, key, b"v", ()) for i, key in enumerate(keys)]
+        write_partition(part, [(0, [encode_batch(recs, compression=NONE)])])
+        paths.append(str(part))
+    options = stats.StatsOptions(ctx=ReadContext.of(), now=NOW, heavy_counters=16)
+    parts = list(stats.collect(stats.targets(paths), options))
+    for st in parts:
+        k = st.as_obj()["keys"]
+        assert k["heaviest_exact"] and k["heaviest_floor"] == 1
+        assert [(x["records"], x["error"]) for x in k["heaviest"][:6]] == [(30, 0)] * 5 + [(1, 0)]
+    k = stats.total(parts).as_obj("total")["keys"]
+    assert [(x["records"], x["error"]) for x in k["heaviest"]] == [(31, 1)] * 10
+    assert k["heaviest_exact"] is False
+
+
 def test_cli_text_jsonl_and_html(tmp_path: Path) -> None:
     part, truth = _partition(tmp_path / "logdir")
     code, out, err = run("stats", "--now", str(NOW), str(part), cwd=tmp_path)

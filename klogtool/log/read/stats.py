@@ -545,6 +545,7 @@ class PartitionStats:
             for name, (b, r, n) in sorted(self.codecs.items())
         }
         producers = sorted(self.producers.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
+        heaviest = self.top_keys.top(TOP)
         obj: events.StatsStats = {
             "type": "stats",
             "scope": scope,
@@ -602,10 +603,11 @@ class PartitionStats:
                 "distinct_standard_error": None if self.distinct_exact else HLL_STANDARD_ERROR,
                 "tombstones": self.tombstones,
                 "tombstone_share": share(self.tombstones, self.data_records),
-                "heaviest": [
-                    _key_obj(label, n, error) for _h, label, n, error in self.top_keys.top(TOP)
-                ],
-                "heaviest_exact": self.top_exact,
+                "heaviest": [_key_obj(label, n, error) for _h, label, n, error in heaviest],
+                # exact only if every count listed is: a total gives a key that one partition
+                # did not count that partition's floor as its error (a range), and so may a
+                # partition of more keys than counters its lightest counted keys
+                "heaviest_exact": self.top_exact and not any(e for *_, e in heaviest),
                 "heaviest_counters": self.top_keys.k,
                 "heaviest_floor": self.top_keys.floor,
                 "compaction": {
