@@ -159,6 +159,35 @@ def test_epochs_agree_with_kafka_pythons_reading_of_every_batch(tmp_path: Path) 
     assert {o["same_start"] for o in jsonl(out) if o["type"] == "epoch"} == {None}
 
 
+def test_an_epoch_without_a_timestamp_shows_none(tmp_path: Path) -> None:
+    """An epoch whose first batch has no timestamp (-1) shows none ("-"), not -1 (nor a date of
+    1969, as the HTML report had it: issue 37); JSON Lines keeps Kafka's -1."""
+    from support.rewrite import write_partition
+
+    from klogtool.formats.batch import Record
+    from klogtool.formats.v2 import encode_batch
+
+    part = tmp_path / "t-0"
+    batches = [
+        encode_batch([Record(o, ts, b"k", b"v")], partition_leader_epoch=e)
+        for o, (e, ts) in enumerate([(0, -1), (1, 1_700_000_000_000)])
+    ]
+    write_partition(part, [(0, batches)])
+    code, out, err = run("describe", "--epochs", "--format", "jsonl", str(part))
+    assert code == 0, err
+    assert [o["first_timestamp"] for o in jsonl(out) if o["type"] == "epoch"] == [
+        -1,
+        1_700_000_000_000,
+    ]
+    code, out, err = run("describe", "--epochs", str(part))
+    assert code == 0, err
+    table = out.split("leader epochs", 1)[1]
+    first = next(line.split() for line in table.splitlines() if line.split()[:1] == ["0"])
+    assert first[:5] == ["0", "-", "0", "0", "-"], first  # epoch, checkpoint, offsets, time
+    assert "-1" not in table.split() and "1969" not in table
+    assert "1700000000000 (2023-11-14T22:13:20.000Z)" in table
+
+
 @needs_corpus
 def test_epochs_of_real_broker_partitions() -> None:
     """Every partition of the real brokers' log dirs: the batches' epochs run by run, and

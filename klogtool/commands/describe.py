@@ -8,6 +8,7 @@ import click
 
 from klogtool.commands._options import format_option, paths_argument, warn_if_a_broker_runs
 from klogtool.commands._text import log_offsets
+from klogtool.formats import NO_TIMESTAMP
 from klogtool.log import layout
 from klogtool.log.epochs import NO_EPOCH, EpochTimeline
 from klogtool.log.read.describe import describe
@@ -87,7 +88,8 @@ def _show_epochs(out: Output, path: str, timeline: EpochTimeline) -> None:
             ("-" if e.start_offset is None else f"{e.start_offset:,}")
             + (" ≠" if e.same_start is False else ""),
             "-" if e.last_offset is None else f"{e.last_offset:,}",
-            "-" if e.first_timestamp is None else with_iso(e.first_timestamp),
+            # batches without a time (v0/v1 ones, -1): none, not the number or a date of 1969
+            "-" if e.first_timestamp in (None, NO_TIMESTAMP) else with_iso(e.first_timestamp),
             f"{e.batches:,}",
             f"{e.records:,}",
             f"{e.bytes:,}",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from klogtool.formats import engine
 
 NO_TIMESTAMP_TYPE = -1
+NO_TIMESTAMP = -1  # a record or batch without a time (RecordBatch.NO_TIMESTAMP)
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
 TIMESTAMP_TYPE_NAMES = {
