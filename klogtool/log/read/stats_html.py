@@ -4,11 +4,14 @@ loaded from the network) from the ``stats`` objects of :mod:`klogtool.log.read.s
 from __future__ import annotations
 
 import base64
+import math
 import unicodedata
 from datetime import UTC, datetime
 from html import escape
 from typing import TYPE_CHECKING, Any
 
+from klogtool.formats.batch import NO_TIMESTAMP
+from klogtool.log.labels import distinct_labels, shorten_middle
 from klogtool.log.read.transactions import format_duration
 
 if TYPE_CHECKING:
@@ -26,8 +29,9 @@ h3{font-size:14px;margin:12px 0 4px;color:#3b4456}
 table{border-collapse:collapse;margin:6px 0 12px}
 td,th{padding:3px 10px;border-bottom:1px solid #e6eaf2;text-align:right;white-space:nowrap}
 th{background:#f2f5fa;font-weight:600}
-td:first-child,th:first-child{text-align:left}td.l{text-align:left;white-space:normal;
-max-width:520px;font-family:ui-monospace,"DejaVu Sans Mono",monospace}.seg{white-space:nowrap}
+td:first-child,th:first-child{text-align:left}td.l{text-align:left;
+font:13px/1.45 ui-monospace,"DejaVu Sans Mono",monospace}td.path{white-space:normal}
+.seg{white-space:nowrap}
 .wide{overflow-x:auto;max-width:100%}svg.chart{max-width:100%;height:auto}
 .grid{display:flex;flex-wrap:wrap;gap:18px}.card{border:1px solid #dde3ee;border-radius:8px;
 padding:10px 14px;background:#fbfcfe}
@@ -52,8 +56,12 @@ def _svg_head(width: int, height: int, title: str) -> list[str]:
 
 
 def iso(ms: int | None) -> str:
-    if ms is None:
+    """``2023-11-14 22:13:20.000Z``; ``-`` for no timestamp (None, or Kafka's -1), and any
+    other negative number as it is (not a date of 1969)."""
+    if ms is None or ms == NO_TIMESTAMP:
         return "-"
+    if ms < 0:
+        return str(ms)
     try:
         return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
     except (OverflowError, OSError, ValueError):
@@ -110,14 +118,17 @@ _MONO = 'font-family="ui-monospace,Menlo,Consolas,&quot;DejaVu Sans Mono&quot;,m
 
 def text_width(text: str, size: float, *, mono: bool = False) -> float:
     """A generous estimate of ``text``'s width in pixels at font size ``size``: wide (CJK) and
-    emoji characters 1.1 em, combining marks nothing, others 0.62 em in a monospace font, and
-    in a proportional one by the widths of DejaVu Sans and the usual sans fonts, rounded up."""
+    emoji characters 1.1 em, combining marks nothing, an ellipsis 1.02 em, others 0.62 em in a
+    monospace font, and in a proportional one by the widths of DejaVu Sans and the usual sans
+    fonts, rounded up."""
     width = 0.0
     for c in text:
         if unicodedata.combining(c) or unicodedata.category(c) in ("Mn", "Me", "Cf"):
             continue
         if unicodedata.east_asian_width(c) in ("W", "F") or ord(c) >= 0x1F000:
             width += 1.1
+        elif c == "…":  # as wide as an m: a monospace font may not have it
+            width += 1.02
         elif mono:
             width += 0.62
         elif c in " .,:;'|!il1()[]-/":
@@ -133,19 +144,33 @@ def text_width(text: str, size: float, *, mono: bool = False) -> float:
     return width * size
 
 
-def fit_text(text: str, room: float, size: float, *, mono: bool = False) -> str:
-    """``text``, or its longest prefix and an ellipsis, that :func:`text_width` fits in
-    ``room`` pixels."""
-    if text_width(text, size, mono=mono) <= room:
-        return text
-    lo, hi = 0, len(text)
-    while lo < hi:  # the longest prefix that fits with the ellipsis
+def fit_text(text: str, room: float, size: float, *, mono: bool = False, suffix: str = "") -> str:
+    """``text`` and ``suffix``, or as much of its start and its end around an ellipsis as
+    :func:`text_width` fits in ``room`` pixels with the suffix (names that share a start, as
+    keys do, differ at their end)."""
+    if text_width(text + suffix, size, mono=mono) <= room:
+        return text + suffix
+    lo, hi = 1, len(text) - 1
+    while lo < hi:  # the most characters kept (ellipsis included) that fit
         mid = (lo + hi + 1) // 2
-        if text_width(text[:mid] + "…", size, mono=mono) <= room:
+        if text_width(shorten_middle(text, mid) + suffix, size, mono=mono) <= room:
             lo = mid
         else:
             hi = mid - 1
-    return text[:lo] + "…"
+    return shorten_middle(text, lo) + suffix
+
+
+def fit_labels(
+    texts: list[str], room: float, size: float, *, mono: bool = False, each: bool = False
+) -> list[str]:
+    """:func:`fit_text` of each text, never alike for different texts (``each``: for any two
+    of them, as bars are different things even when their texts are not, such as keys cut to
+    their first 64 bytes)."""
+    return distinct_labels(
+        texts,
+        lambda text, suffix: fit_text(text, room, size, mono=mono, suffix=suffix),
+        ids=range(len(texts)) if each else None,
+    )
 
 
 def heavy_count(heavy: Obj) -> str:
@@ -186,8 +211,10 @@ def bar_chart(
     row, size = 22, 12
     texts = value_text or [f"{v:,.0f}" for v in values]
     need = max((text_width(x, size, mono=mono) for x in labels), default=0)
-    left = round(min(0.4 * width, max(60.0, need + 12)))
-    right = round(max((text_width(x, size) for x in texts), default=0) + 12)
+    # rounded up: a label that just fits must not lose its last character to the rounding
+    left = math.ceil(min(0.4 * width, max(60.0, need + 12)))
+    right = math.ceil(max((text_width(x, size) for x in texts), default=0) + 12)
+    shorts = fit_labels(labels, left - 12, size, mono=mono, each=True)
     height = 30 + row * max(1, len(values))
     top = max(values, default=0) or 1
     inner = max(40, width - left - right)
@@ -201,7 +228,7 @@ def bar_chart(
         y = 26 + i * row
         w = max(1.0, inner * v / top) if v else 0
         text = texts[i]
-        short = fit_text(label, left - 12, size, mono=mono)
+        short = shorts[i]
         solid = w if lows is None else (inner * lows[i] / top if lows[i] else 0)
         parts.append(
             f'<text x="{left - 6}" y="{y + 14}" font-size="{size}" text-anchor="end" '
@@ -426,28 +453,117 @@ def _duration(ms: int) -> str:
 
 
 # -- the page ---------------------------------------------------------------------------------
+# Tables fit the page (no script measures them): the columns of names (partition paths, groups,
+# topics, client ids) share the width the other columns leave, from a generous estimate of
+# theirs, and a longer name keeps its start and its end, the whole of it in a tooltip.
+PAGE_WIDTH = 1180  # the body's max-width (_CSS)
+CELL_FONT = 13  # px: names in a table (td.l), in a monospace font; numbers: 14 px
+_CELL_PAD = 20  # a cell's padding, left and right
+MIN_NAME_ROOM = 120  # below that a table scrolls rather than its names become unreadable
+
+
 def _table(
     head: list[str],
     rows: list[list[str]],
     left: frozenset[int] = frozenset(),
-    raw: frozenset[int] = frozenset(),
+    *,
+    names: frozenset[int] = frozenset(),
+    paths: bool = False,
 ) -> str:
-    """A table; the cells of the columns in ``raw`` are HTML already (escaped by the caller)."""
+    """A table; the columns in ``left`` hold text, in a monospace font, those in ``names``
+    names fitted to the width the others leave (:func:`_name_rooms`), on one line each, or
+    with ``paths`` in the first column partition paths on two (:func:`_paths_html`)."""
+    rooms = _name_rooms(head, rows, left, names, paths)
+    text = left | names
+    shown = {
+        i: (_paths_html if paths and i == 0 else _names_html)([r[i] for r in rows], room)
+        for i, room in rooms.items()
+    }
     out = ["<table><tr>", *(f"<th>{escape(h)}</th>" for h in head), "</tr>"]
-    for r in rows:
+    for j, r in enumerate(rows):
         out.append("<tr>")
         for i, c in enumerate(r):
-            cls = ' class="l"' if i in left else ""
-            out.append(f"<td{cls}>{c if i in raw else escape(c)}</td>")
+            cls = ' class="l path"' if paths and i == 0 else ' class="l"' if i in text else ""
+            out.append(f"<td{cls}>{shown[i][j] if i in shown else escape(c)}</td>")
         out.append("</tr>")
     out.append("</table>")
     return "".join(out)
 
 
-def _path_html(path: str) -> str:
-    """A path that wraps only after a ``/``: each part unbroken (a partition's name is one
-    part), a line break allowed after each slash."""
-    return "/<wbr>".join(f'<span class="seg">{escape(x)}</span>' for x in path.split("/"))
+def _name_rooms(
+    head: list[str],
+    rows: list[list[str]],
+    left: frozenset[int],
+    names: frozenset[int],
+    paths: bool,
+) -> dict[int, float]:
+    """The room of each column of names: the page's width less the other columns' (each its
+    longest text, its header's included), in equal shares; a column whose longest name needs
+    less takes that, and leaves the rest to the others."""
+    free = float(PAGE_WIDTH - _CELL_PAD * len(head) - 24)  # 24: borders, a margin for error
+    need: dict[int, float] = {}
+    for i, title in enumerate(head):
+        column = [r[i] for r in rows]
+        if i in names:
+            parts = [x for p in column for x in (_path_parts(p) if paths and i == 0 else (p,))]
+            need[i] = max([text_width(title, 14)] + [_cell_width(x) for x in parts])
+        else:
+            widths = [_cell_width(x) if i in left else text_width(x, 14) for x in column]
+            free -= max([text_width(title, 14), *widths])
+    rooms: dict[int, float] = {}
+    pending = set(names)
+    while pending:  # the columns that need less than a share first
+        share = max(0.0, free) / len(pending)
+        small = {i for i in pending if need[i] <= share}
+        for i in small or pending:
+            rooms[i] = max(MIN_NAME_ROOM, need[i] if small else share)
+            free -= rooms[i]
+        pending = pending - small if small else set()
+    return rooms
+
+
+def _cell_width(text: str) -> float:
+    return text_width(text, CELL_FONT, mono=True)
+
+
+def _shortened(text: str, shown: str) -> str:
+    """``shown`` as HTML, with the whole ``text`` in a tooltip when it was cut."""
+    return (
+        escape(shown) if shown == text else f'<span title="{escape(text)}">{escape(shown)}</span>'
+    )
+
+
+def _names_html(names: list[str], room: float) -> list[str]:
+    """Names that each fit one line of ``room`` pixels, different names never alike."""
+    shown = fit_labels(names, room, CELL_FONT, mono=True)
+    return [_shortened(n, x) for n, x in zip(names, shown, strict=True)]
+
+
+def _path_parts(path: str) -> tuple[str, str]:
+    """A partition's directory (with its last ``/``) and its name."""
+    folder, slash, name = path.rpartition("/")
+    return folder + slash, name
+
+
+def _paths_html(paths: list[str], room: float) -> list[str]:
+    """Partition paths on at most two lines, the directory then the partition's name, each
+    unbroken (a line breaks only after the directory's last ``/``, never inside a name) and
+    fitted to ``room`` pixels; different paths never alike."""
+
+    def fit(path: str, suffix: str) -> tuple[str, str]:
+        folder, name = _path_parts(path)
+        return (
+            fit_text(folder, room, CELL_FONT, mono=True),
+            fit_text(name, room, CELL_FONT, mono=True, suffix=suffix),
+        )
+
+    out = []
+    for path, parts in zip(paths, distinct_labels(paths, fit), strict=True):
+        html = "<wbr>".join(f'<span class="seg">{escape(x)}</span>' for x in parts if x)
+        out.append(
+            html if "".join(parts) == path else f'<span title="{escape(path)}">{html}</span>'
+        )
+    return out
 
 
 def _kpis(items: list[tuple[str, str]]) -> str:
@@ -581,9 +697,9 @@ def render(
     largest = p["largest"]
     h.append(
         bar_chart(
-            [f"producer {x['producer_id']}" for x in largest],
+            [str(x["producer_id"]) for x in largest],
             [x["records"] for x in largest],
-            title="largest producers (records)",
+            title="largest producers (records by producer id)",
             color=_ORANGE,
         )
     )
@@ -673,7 +789,7 @@ def render(
         h.append("<h2>Partitions</h2>")
         prow = [
             [
-                _path_html(o["path"]),
+                o["path"],
                 f"{o['volume']['records']:,}",
                 human_bytes(o["volume"]["bytes_on_disk"]),
                 f"{o['volume']['compression_ratio'] or 0:.2f}",
@@ -688,8 +804,8 @@ def render(
             + _table(
                 ["partition", "records", "on disk", "ratio", "distinct keys", "compaction", "last"],
                 prow,
-                left=frozenset({0}),
-                raw=frozenset({0}),
+                names=frozenset({0}),
+                paths=True,
             )
             + "</div>"
         )
@@ -744,7 +860,8 @@ def _groups_section(offsets: list[events.GroupsOffset]) -> list[str]:
                 "note",
             ],  # fmt: skip
             rows,
-            left=frozenset({0, 1, 7, 8}),
+            left=frozenset({8}),
+            names=frozenset({0, 1, 7}),
         )
         + "</div>",
         f'<p class="note">{escape(note)}</p>',
@@ -756,7 +873,7 @@ def _epochs_section(partitions: list[events.StatsStats]) -> list[str]:
     batches' own (klogtool.log.epochs); "≠" where they differ."""
     rows = [
         [
-            _path_html(o["path"]),
+            o["path"],
             "-" if e["epoch"] < 0 else str(e["epoch"]),
             _num(e["checkpoint_start_offset"]),
             _num(e["start_offset"]) + (" ≠" if e["same_start"] is False else ""),
@@ -792,8 +909,8 @@ def _epochs_section(partitions: list[events.StatsStats]) -> list[str]:
                 "on disk",
             ],  # fmt: skip
             rows[:MAX_ROWS],
-            left=frozenset({0}),
-            raw=frozenset({0}),
+            names=frozenset({0}),
+            paths=True,
         )
         + "</div>",
         f'<p class="note">{escape(note)}</p>',
