@@ -437,6 +437,7 @@ class DiffPartitionDiff(TypedDict):
     partition: str
     a: str | None
     b: str | None
+    replicas: dict[str, str]  # the command line's names of sides a and b
     verdict: str
     leader: str
     start_offsets: dict[str, Any]

@@ -868,9 +868,40 @@ def test_three_replicas_each_against_the_leader(tmp_path: Path) -> None:
     assert "b" in table and "15" in table and str(c) not in table
     code, out, _ = run("diff", "--leader", "b", "--format", "jsonl", str(a), str(b), str(c))
     verdicts = [o for o in jsonl(out) if o["type"] == "partition-diff"]
-    assert [(o["a"], o["b"]) for o in verdicts] == [(str(b), str(a)), (str(b), str(c))]
-    assert all(o["truncation"]["leader"] == "a" for o in verdicts)  # the leader's side
+    # sides in the command line's order (was: the leader always as side a, b's pair swapped)
+    assert [(o["a"], o["b"]) for o in verdicts] == [(str(a), str(b)), (str(b), str(c))]
+    assert [o["truncation"]["leader"] for o in verdicts] == ["b", "a"]  # the leader's side
     code, _, err = run("diff", "--leader", "d", str(a), str(b), str(c))
     assert code == 2 and "one of a, b, c" in err
     code, _, err = run("diff", str(a))
     assert code == 2 and "2 to 26 replicas" in err
+
+
+def test_three_replicas_keep_the_command_lines_order_and_count_a_partition_once(
+    tmp_path: Path,
+) -> None:
+    """Issue 37, item 7: with --leader b, the pair of a and b had b as side a (the labels
+    swapped against the command line's), and the summary counted partition t-0 once per
+    follower. Within each pair the replica named first is side a; the summary counts t-0
+    once, by its worst verdict (a diverged, c lags)."""
+    a = replica(tmp_path / "a", LEADER_1, [(0, 0), (1, 10), (3, 20)])
+    b = replica(tmp_path / "b", FOLLOWER_1, [(0, 0), (1, 10), (2, 15)])
+    c = replica(tmp_path / "c", LEADER_1[:3], [(0, 0), (1, 10)])
+    code, out, err = run("diff", "--leader", "b", "--format", "jsonl", str(a), str(b), str(c))
+    assert code == 1, err
+    objs = jsonl(out)
+    verdicts = [o for o in objs if o["type"] == "partition-diff"]
+    assert [(o["a"], o["b"], o["leader"]) for o in verdicts] == [
+        (str(a), str(b), "b"),
+        (str(b), str(c), "a"),
+    ]
+    assert [o["replicas"] for o in verdicts] == [{"a": "a", "b": "b"}, {"a": "b", "b": "c"}]
+    assert [(o["truncation"]["leader"], o["truncation"]["follower"]) for o in verdicts] == [
+        ("b", "a"),
+        ("a", "b"),
+    ]
+    summary = objs[-1]
+    assert (summary["partitions"], summary["diverged"], summary["prefix"]) == (1, 1, 0)
+    code, out, err = run("diff", str(a), str(b), str(c))
+    assert code == 1, err
+    assert out.splitlines()[-1] == "klogtool diff: 1 partition: 1 diverged"

@@ -190,23 +190,26 @@ def command(
     out = settings.output(fmt, progress=False)
     warn_if_a_broker_runs(out, list(replicas))
     lead = names.index(leader)
-    pairs: list[tuple[str, str, str, str | None]]  # (a, b, the leader's side, follower)
-    if len(replicas) == 2:  # sides a and b as named
-        pairs = [(replicas[0], replicas[1], leader, None)]
-    else:  # the leader against each follower, the leader as side a
-        pairs = [(replicas[lead], r, "a", names[i]) for i, r in enumerate(replicas) if i != lead]
     summary = DiffSummary()
     lost: list[tuple[str, dict[str, Any]]] = []  # (follower, its lost range)
-    for a, b, side, follower in pairs:
-        if follower is not None and fmt == "text":
-            out.line(f"=== leader {leader}: {a}  follower {follower}: {b}")
+    # the leader against each follower; within a pair the replica named first is side a
+    for other in (i for i in range(len(replicas)) if i != lead):
+        first, second = sorted((lead, other))
+        if len(replicas) > 2 and fmt == "text":
+            out.line(
+                f"=== leader {leader}: {replicas[lead]}  follower {names[other]}: {replicas[other]}"
+            )
         options = DiffOptions(
-            leader=side, deep=deep, max_differences=max_differences, ctx=ReadContext.of(limits)
+            leader="a" if first == lead else "b",
+            deep=deep,
+            max_differences=max_differences,
+            names=(names[first], names[second]),
+            ctx=ReadContext.of(limits),
         )
-        for item in _show(diff(a, b, options, jobs=jobs), out, fmt, summary, allow_lag,
-                          allow_compaction):  # fmt: skip
+        items = diff(replicas[first], replicas[second], options, jobs=jobs)
+        for item in _show(items, out, fmt, summary, allow_lag, allow_compaction):
             if item.lost is not None:
-                lost.append((follower or item.lost["side"], item.lost))
+                lost.append((names[other], item.lost))
     if len(replicas) > 2 and fmt == "text":
         _truncation_points(out, leader, lost)
     exported = None

@@ -74,6 +74,17 @@ DIFFERENT_START = "different-start-offsets"
 ONLY_IN_A = "only-in-a"  # a partition of log dir A that log dir B does not have
 ONLY_IN_B = "only-in-b"
 VERDICTS = (IDENTICAL, PREFIX, DIVERGED, MODULO_COMPACTION, DIFFERENT_START, ONLY_IN_A, ONLY_IN_B)
+# A partition compared with several followers counts once in the summary, by the first of its
+# verdicts in this order: a copy missing or diverged says more than one that lags.
+_WORST_FIRST = (
+    ONLY_IN_A,
+    ONLY_IN_B,
+    DIVERGED,
+    MODULO_COMPACTION,
+    DIFFERENT_START,
+    PREFIX,
+    IDENTICAL,
+)
 
 # kinds of differences
 CHANGED = "changed"
@@ -133,7 +144,12 @@ class DiffOptions:
     leader: str = A  # the side treated as the leader for the truncation offset
     deep: bool = False  # name the record fields that differ in every changed pair
     max_differences: int = 100  # per partition; 0 = all
+    # the replicas' names on the command line (a, b, c, ...) of sides A and B
+    names: tuple[str, str] = (A, B)
     ctx: ReadContext = field(kw_only=True)
+
+    def replicas(self) -> dict[str, str]:
+        return {A: self.names[0], B: self.names[1]}
 
 
 # --------------------------------------------------------------------------------------------
@@ -381,6 +397,9 @@ class PartitionDiff:
     # the follower's records that the leader does not hold: from where the histories part (or
     # the truncation offset, if lower) to the follower's log end (see :func:`lost_range`)
     lost: dict[str, Any] | None = None
+    # the command line's names of sides a and b (with three replicas or more, a pair's sides
+    # are two of them, the one named first as a)
+    replicas: dict[str, str] = field(default_factory=lambda: {A: A, B: B})
 
     def as_obj(self, *, ok: bool) -> events.DiffPartitionDiff:
         """The ``partition-diff`` object (``ok``: whether the verdict counts as agreement under
@@ -390,6 +409,7 @@ class PartitionDiff:
             "partition": self.partition,
             "a": self.a,
             "b": self.b,
+            "replicas": self.replicas,
             "verdict": self.verdict,
             "leader": self.leader,
             "start_offsets": self.start_offsets,
@@ -416,17 +436,30 @@ class PartitionDiff:
 
 @dataclass
 class DiffSummary:
-    partitions: int = 0
-    by_verdict: dict[str, int] = field(default_factory=lambda: dict.fromkeys(VERDICTS, 0))
+    verdicts: dict[str, str] = field(default_factory=dict)  # partition -> its worst verdict
     differences: int = 0
     ok: bool = True
 
     def count(self, pd: PartitionDiff, ok: bool) -> None:
-        """Counts a partition's verdict (``ok``: :func:`accepted` under the options)."""
-        self.partitions += 1
-        self.by_verdict[pd.verdict] += 1
+        """Counts a partition's verdict (``ok``: :func:`accepted` under the options); a
+        partition seen again (against another follower) keeps the worse of its verdicts."""
+        seen = self.verdicts.get(pd.partition)
+        if seen is None or _WORST_FIRST.index(pd.verdict) < _WORST_FIRST.index(seen):
+            self.verdicts[pd.partition] = pd.verdict
         self.differences += pd.differences
         self.ok = self.ok and ok
+
+    @property
+    def partitions(self) -> int:
+        return len(self.verdicts)
+
+    @property
+    def by_verdict(self) -> dict[str, int]:
+        """How many partitions have each verdict, in the order of VERDICTS."""
+        counts = dict.fromkeys(VERDICTS, 0)
+        for verdict in self.verdicts.values():
+            counts[verdict] += 1
+        return counts
 
     def as_obj(self) -> events.DiffSummary:
         """The ``summary`` object: a count per verdict, in the order of VERDICTS."""
@@ -1172,6 +1205,7 @@ def diff_partition(pair: Pair, options: DiffOptions) -> Iterator[Difference | Pa
             options.leader,
             {A: None, B: None},
             {A: None, B: None},
+            replicas=options.replicas(),
         )
         return
     assert pair.a_display is not None and pair.b_display is not None
@@ -1195,6 +1229,7 @@ def diff_partition(pair: Pair, options: DiffOptions) -> Iterator[Difference | Pa
         common_batches=walk.common,
         differences=walk.differences,
         differences_shown=walk.shown,
+        replicas=options.replicas(),
     )
     pd.torn_tail = {
         name: next((t for t in s.tails if t["kind"] == TORN), None)
