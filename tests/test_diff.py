@@ -905,3 +905,80 @@ def test_three_replicas_keep_the_command_lines_order_and_count_a_partition_once(
     code, out, err = run("diff", str(a), str(b), str(c))
     assert code == 1, err
     assert out.splitlines()[-1] == "klogtool diff: 1 partition: 1 diverged"
+
+
+# -- a missing leader-epoch-checkpoint: what the broker's load leaves in the cache ------------
+#
+# LogLoader (Kafka 3.x/4.x, storage/.../log/LogLoader.java) rebuilds leader epochs only in the
+# segments it recovers (LogSegment.recover assigns a batch's epoch when it is above the cache's
+# latest): after an unclean shutdown the segments from the recovery point on, and whatever the
+# shutdown a segment whose offset index is missing. A missing checkpoint file is created empty
+# (CheckpointFile), so after a clean shutdown the cache starts empty and the follower, with no
+# epoch to send, truncates to its high watermark (AbstractFetcherThread.truncateToHighWatermark).
+
+CLEAN_SHUTDOWN = b'{"version":0,"brokerEpoch":7}'
+
+
+def _no_checkpoint_follower(tmp_path: Path, *, clean: bool) -> tuple[Path, Path]:
+    a = replica(tmp_path / "a", LEADER_1, [(0, 0), (1, 10), (3, 20)])
+    b = replica(tmp_path / "b", FOLLOWER_1, None, segment_starts=(0, 10))
+    write_checkpoints(tmp_path / "b", replication_offset_checkpoint={("t", 0): 12})
+    if clean:
+        (tmp_path / "b" / ".kafka_cleanshutdown").write_bytes(CLEAN_SHUTDOWN)
+    return a, b
+
+
+def test_no_checkpoint_after_a_clean_shutdown_leaves_the_follower_its_high_watermark(
+    tmp_path: Path,
+) -> None:
+    # Was: epochs rebuilt from every batch (0@0, 1@10, 2@15), truncation to 15 by the epochs.
+    a, b = _no_checkpoint_follower(tmp_path, clean=True)
+    pd = verdict(a, b)
+    assert pd.epochs["b"]["source"] == "none" and pd.epochs["b"]["entries"] == []
+    t = pd.truncation
+    assert t is not None and (t["rule"], t["offset"], t["steps"]) == ("high-watermark", 12, [])
+    assert any("clean shutdown" in n for n in pd.notes)
+
+
+def test_no_checkpoint_after_an_unclean_shutdown_rebuilds_from_the_recovery_point(
+    tmp_path: Path,
+) -> None:
+    a, b = _no_checkpoint_follower(tmp_path, clean=False)
+    assert verdict(a, b).epochs["b"]["entries"] == [[0, 0], [1, 10], [2, 15]]  # recovery from 0
+    # segments below the recovery point (10) are not walked: their epoch 0 is not rebuilt
+    write_checkpoints(tmp_path / "b", recovery_point_offset_checkpoint={("t", 0): 10})
+    pd = verdict(a, b)
+    assert pd.epochs["b"]["source"] == "batches"
+    assert pd.epochs["b"]["entries"] == [[1, 10], [2, 15]]
+    t = pd.truncation
+    assert t is not None and (t["rule"], t["offset"]) == ("leader-epoch", 15)
+
+
+def test_a_segment_without_its_offset_index_is_recovered_even_after_a_clean_shutdown(
+    tmp_path: Path,
+) -> None:
+    a, b = _no_checkpoint_follower(tmp_path, clean=True)
+    (b / "00000000000000000010.index").unlink()
+    pd = verdict(a, b)
+    assert pd.epochs["b"]["entries"] == [[1, 10], [2, 15]]
+    t = pd.truncation
+    assert t is not None and (t["rule"], t["offset"]) == ("leader-epoch", 15)
+
+
+def test_a_leader_without_checkpoint_after_a_clean_shutdown_has_only_its_election(
+    tmp_path: Path,
+) -> None:
+    # A leads with no epochs but the one it is elected in (4, cached at its log end 30): B asks
+    # for 2, which is below every epoch A has, and A answers (2, 30), its first start offset.
+    # B's 2 ends at its log end 25: min(25, 30, 25) = 25, nothing cut, above the divergence at
+    # 15. (Was: A's epochs rebuilt from its batches, the answer (1, 20), truncation to 15.)
+    a = replica(tmp_path / "a", LEADER_1, None)
+    (tmp_path / "a" / ".kafka_cleanshutdown").write_bytes(CLEAN_SHUTDOWN)
+    b = replica(tmp_path / "b", FOLLOWER_1, [(0, 0), (1, 10), (2, 15)])
+    pd = verdict(a, b)
+    assert pd.epochs["a"]["source"] == "none"
+    t = pd.truncation
+    assert t is not None and (t["rule"], t["offset"]) == ("leader-epoch", 25)
+    assert t["election"] == {"epoch": 4, "start_offset": 30, "source": "assumed"}
+    assert [(s["leader_epoch"], s["leader_end_offset"]) for s in t["steps"]] == [(2, 30)]
+    assert pd.truncation_misses_divergence

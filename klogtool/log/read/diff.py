@@ -58,7 +58,12 @@ from klogtool.log import layout, pool, storage
 from klogtool.log.context import ReadContext
 from klogtool.log.epochs import EpochRuns, read_checkpoint, timeline
 from klogtool.log.files import classify_dir
-from klogtool.log.partition import PartitionView, load_partition
+from klogtool.log.partition import (
+    RECOVERY_POINT,
+    PartitionView,
+    load_partition,
+    read_offset_checkpoint,
+)
 from klogtool.log.segment import mapped, read_small
 
 if TYPE_CHECKING:
@@ -577,7 +582,9 @@ class _Side:
             ) from e
         except FormatError as e:
             raise InputError(str(e), path=display, position=e.position, code=e.code) from e
-        self.batch_epochs = EpochCache()
+        # per segment of the view, the epochs LogSegment.recover would assign walking it: each
+        # batch's epoch above every earlier one in the segment (see epoch_cache)
+        self.segment_epochs: list[list[checkpoint.EpochEntry]] = []
         self.epoch_runs = EpochRuns()  # the leader-epoch timeline, from the batches' side
         self.end_offset: int | None = None  # after the last whole batch
         self.first_offset: int | None = None
@@ -598,6 +605,8 @@ class _Side:
     def batches(self) -> Iterator[_Ref]:
         for seg in self.view.segments:
             display = self._segment_display(seg.log)
+            points: list[checkpoint.EpochEntry] = []
+            self.segment_epochs.append(points)
             try:
                 with mapped(seg.log) as buf:
                     scanner = SegmentScanner(buf, check_crc=False, strict=True)
@@ -621,11 +630,11 @@ class _Side:
                             self.first_offset = base
                         self.end_offset = last + 1
                         self.epoch_runs.add(batch, base)
-                        if batch.magic >= 2:
-                            self.batch_epochs.assign(batch.partition_leader_epoch, base)
-                            self.max_batch_epoch = max(
-                                self.max_batch_epoch, batch.partition_leader_epoch
-                            )
+                        epoch = batch.partition_leader_epoch
+                        if batch.magic >= 2 and epoch >= 0:
+                            if not points or epoch > points[-1].epoch:
+                                points.append(checkpoint.EpochEntry(epoch, base))
+                            self.max_batch_epoch = max(self.max_batch_epoch, epoch)
                         yield _Ref(batch, display, base, last)
                     result = scanner.result
                     assert result is not None
@@ -655,22 +664,25 @@ class _Side:
                 )
 
     def epoch_cache(self) -> tuple[EpochCache, str, list[str]]:
-        """The epoch cache the broker would load: the leader-epoch-checkpoint, cut to the log
-        (entries at or past the log end offset dropped, the first moved to the log start
-        offset), else the epochs of the batches."""
+        """The epoch cache the broker loads (``LogLoader.load``): the leader-epoch-checkpoint (a
+        missing one is created empty), plus the epochs ``LogSegment.recover`` assigns in the
+        segments the load recovers (a batch's epoch when above the cache's latest), cut to the
+        log (entries at or past the log end offset dropped, the first moved to the log start
+        offset)."""
         notes: list[str] = []
         leo = self.log_end_offset
         cp = self.view.leader_epoch_checkpoint
         self.epochs_seen = self.max_batch_epoch if self.max_batch_epoch >= 0 else None
+        cache, source = EpochCache(), "batches"
         if cp is not None:
             try:
                 cache = EpochCache(checkpoint.parse_leader_epoch_checkpoint(read_small(cp)))
             except (OSError, FormatError) as e:
                 notes.append(
-                    f"{self.name}: leader-epoch-checkpoint unreadable ({e}): epochs "
-                    "taken from the batches"
+                    f"{self.name}: leader-epoch-checkpoint unreadable ({e}): taken as empty"
                 )
             else:
+                source = "leader-epoch-checkpoint"
                 epochs = [e.epoch for e in cache.entries]
                 if self.epochs_seen is not None:
                     epochs.append(self.epochs_seen)
@@ -678,17 +690,58 @@ class _Side:
                 # an epoch cached at the log end offset (a leader that has written nothing in
                 # it yet): the load drops it, the election keeps it (``elect``)
                 self.cached_at_end = next((e for e in cache.entries if e.start_offset == leo), None)
-                cache.truncate_from_end(leo)
-                cache.truncate_from_start(self.log_start_offset)
-                if cache:
-                    return cache, "leader-epoch-checkpoint", notes
-                notes.append(
-                    f"{self.name}: leader-epoch-checkpoint has no epoch below the log "
-                    "end offset: epochs taken from the batches"
-                )
-        cache = EpochCache(self.batch_epochs.entries)
+        recovered = self._recovered_segments()
+        for i in recovered:
+            for entry in self.segment_epochs[i]:
+                latest = cache.latest_epoch
+                if latest is None or entry.epoch > latest:
+                    cache.assign(entry.epoch, entry.start_offset)
+        if source == "batches":
+            notes.append(self._rebuilt_note(recovered))
+        had = bool(cache)
+        cache.truncate_from_end(leo)
         cache.truncate_from_start(self.log_start_offset)
-        return cache, ("batches" if cache else "none"), notes
+        if had and not cache:
+            notes.append(f"{self.name}: no leader epoch below the log end offset")
+        return cache, (source if cache else "none"), notes
+
+    @property
+    def clean_shutdown(self) -> bool:
+        """Whether the log dir holds ``.kafka_cleanshutdown``: the broker then skips recovery."""
+        return (self.view.log_dir / checkpoint.CLEAN_SHUTDOWN_NAME).is_file()
+
+    def _recovered_segments(self) -> list[int]:
+        """The segments the broker's load recovers, in its order (``LogLoader``): each whose
+        offset index is missing, then after an unclean shutdown every one from the segment
+        holding the recovery point (``recovery-point-offset-checkpoint``, 0 without one) on."""
+        segments = self.view.segments
+        order = [i for i, s in enumerate(segments) if s.files.index is None]
+        if not self.clean_shutdown:
+            tp = self.view.tp
+            points = read_offset_checkpoint(self.view.log_dir, RECOVERY_POINT)
+            point = points.get(tp, 0) if tp is not None else 0
+            first = max((i for i, s in enumerate(segments) if s.base_offset <= point), default=0)
+            order += range(first, len(segments))
+        return order
+
+    def _rebuilt_note(self, recovered: list[int]) -> str:
+        """What is left of the leader epochs without a leader-epoch-checkpoint."""
+        head = f"{self.name}: no leader-epoch-checkpoint"
+        n = len(set(recovered))
+        segments = f"{n} segment{'' if n == 1 else 's'}"
+        if not self.clean_shutdown:
+            return (
+                f"{head}: epochs rebuilt from the batches of the {segments} the broker "
+                "recovers after an unclean shutdown (from the recovery point on)"
+            )
+        rebuilt = (
+            f", but those of the {segments} it recovers for a missing offset index" if n else ""
+        )
+        return (
+            f"{head} after a clean shutdown (.kafka_cleanshutdown): the broker skips recovery "
+            f"and starts with no leader epochs{rebuilt}; as a follower without an epoch it "
+            "truncates to its high watermark"
+        )
 
     @property
     def log_end_offset(self) -> int:
