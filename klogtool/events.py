@@ -458,6 +458,7 @@ class DiffPartitionDiff(TypedDict):
     differences_shown: int
     notes: list[Any]
     lost: dict[str, Any] | None  # the follower's offsets the leader does not hold
+    refetched: dict[str, Any] | None  # those it truncates that the leader holds the same
     ok: bool
 
 
@@ -769,7 +770,8 @@ class DiffSummary(TypedDict):
     only_in_b: int
     differences: int
     ok: bool
-    lost_export: NotRequired[dict[str, Any]]  # --export-lost: dest, format, records, partitions
+    # --export-lost: dest, format, records (lost, refetched), partitions
+    lost_export: NotRequired[dict[str, Any]]
 
 
 class DumpSegmentsSummary(TypedDict):

@@ -7,11 +7,13 @@ here are worked out by hand from the broker's rule (``LeaderEpochFileCache.endOf
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.cli import jsonl, run
+from support.records import kafka_python_batch
 from support.rewrite import T0, generate, materialise, write_checkpoints, write_partition
 
 from klogtool.formats import codecs
@@ -51,6 +53,17 @@ def batch(first: int, last: int, epoch: int, tag: str = "") -> bytes:
     )
 
 
+def kp_batch(first: int, last: int, epoch: int, tag: str = "") -> bytes:
+    """:func:`batch`'s records, encoded by kafka-python (an independent writer)."""
+    rows = [
+        (T0 + o, b"key-%d" % o, f"value-{o}{tag}".encode(), [("h", b"x")])
+        for o in range(first, last + 1)
+    ]
+    return kafka_python_batch(
+        first, epoch, rows, producer_id=1000, producer_epoch=0, base_sequence=first
+    )
+
+
 def replica(
     root: Path,
     specs: list[Spec],
@@ -58,15 +71,17 @@ def replica(
     *,
     name: str = "t-0",
     segment_starts: tuple[int, ...] = (0,),
+    build: Callable[[int, int, int, str], bytes] = batch,
 ) -> Path:
     """A partition dir under ``root`` holding the batches of ``specs`` (cut into segments at
-    ``segment_starts``) and, unless None, a leader-epoch-checkpoint of ``epochs``."""
+    ``segment_starts``, each encoded by ``build``) and, unless None, a leader-epoch-checkpoint
+    of ``epochs``."""
     part = root / name
     segments: list[tuple[int, list[bytes]]] = []
     for first, last, epoch, tag in specs:
         if not segments or (first in segment_starts and segments[-1][1]):
             segments.append((first, []))
-        segments[-1][1].append(batch(first, last, epoch, tag))
+        segments[-1][1].append(build(first, last, epoch, tag))
     write_partition(part, segments)
     if epochs is not None:
         (part / "leader-epoch-checkpoint").write_bytes(
@@ -807,11 +822,14 @@ def test_export_lost_writes_what_the_follower_truncates(tmp_path: Path, to: str)
     assert code == 1, err
     (pd,) = [o for o in jsonl(out) if o["type"] == "partition-diff"]
     assert pd["lost"] == {
-        "side": "b", "path": str(b), "from_offset": 15, "to_offset": 24, "offsets": 10
+        "side": "b", "replica": "b", "path": str(b), "from_offset": 15, "to_offset": 24,
+        "offsets": 10,
     }  # fmt: skip
+    assert pd["refetched"] is None  # the truncation is at the divergence
     (summary,) = [o for o in jsonl(out) if o["type"] == "summary"]
     assert summary["lost_export"] == {
-        "dest": str(dest), "format": to, "records": 10, "partitions": 1
+        "dest": str(dest), "format": to, "records": 10, "lost": 10, "refetched": 0,
+        "partitions": 1,
     }  # fmt: skip
     want = _reference_lost(b, 15)
     if to == "jsonl":
@@ -823,6 +841,7 @@ def test_export_lost_writes_what_the_follower_truncates(tmp_path: Path, to: str)
         ]
         got = [(r["offset"], base64.b64decode(r["key"]), base64.b64decode(r["value"]),
                 r["producer_id"]) for r in rows]  # fmt: skip
+        labels = [(r["replica"], r["outcome"]) for r in rows]
     else:
         import pyarrow.parquet as pq
 
@@ -833,7 +852,11 @@ def test_export_lost_writes_what_the_follower_truncates(tmp_path: Path, to: str)
                 strict=True,
             )
         )
+        labels = list(
+            zip(*(table.column(c).to_pylist() for c in ("replica", "outcome")), strict=True)
+        )
     assert sorted(got) == want and len(want) == 10
+    assert labels == [("b", "lost")] * 10  # each row names its follower
     assert (dest / "_SUCCESS").exists()
     # a DEST that holds something is refused, before anything is written
     code, _, err = run("diff", "--export-lost", to, str(dest), str(a), str(b))
@@ -847,7 +870,8 @@ def test_nothing_lost_is_an_empty_dataset(tmp_path: Path) -> None:
     assert code == 1 and "0 records that the leader does not hold" in out
     import pyarrow.parquet as pq
 
-    assert pq.read_table(tmp_path / "l").num_rows == 0
+    table = pq.read_table(tmp_path / "l")
+    assert table.num_rows == 0 and table.column_names[-2:] == ["replica", "outcome"]
 
 
 def test_three_replicas_each_against_the_leader(tmp_path: Path) -> None:
@@ -982,3 +1006,76 @@ def test_a_leader_without_checkpoint_after_a_clean_shutdown_has_only_its_electio
     assert t["election"] == {"epoch": 4, "start_offset": 30, "source": "assumed"}
     assert [(s["leader_epoch"], s["leader_end_offset"]) for s in t["steps"]] == [(2, 30)]
     assert pd.truncation_misses_divergence
+    assert any("no epoch but the one it is elected in" in n for n in pd.notes)
+
+
+def _exported_rows(dest: Path) -> list[dict[str, Any]]:
+    import json
+
+    return [json.loads(x) for f in sorted(dest.glob("*.json")) for x in f.read_text().splitlines()]
+
+
+def test_export_lost_tells_lost_records_from_re_fetched_ones_and_names_the_follower(
+    tmp_path: Path,
+) -> None:
+    """Issue 37, item 7. Leader a; b diverged at 15 and, with no leader-epoch-checkpoint after a
+    clean shutdown, truncates to its high watermark 12: 12..14 are re-fetched (a holds them the
+    same), 15..24 lost. c diverged too and truncates to 15 by its epochs: 15..24 lost. d lags
+    (0..14) and truncates to its high watermark 5: 5..14 re-fetched, nothing lost. Before,
+    12..14 and 5..14 were exported as lost, and no row said which follower it came from.
+    Every replica is written by kafka-python's encoder."""
+    a = replica(tmp_path / "a", LEADER_1, [(0, 0), (1, 10), (3, 20)], build=kp_batch)
+    b = replica(tmp_path / "b", FOLLOWER_1, None, build=kp_batch)
+    c = replica(tmp_path / "c", FOLLOWER_1, [(0, 0), (1, 10), (2, 15)], build=kp_batch)
+    d = replica(tmp_path / "d", LEADER_1[:3], None, build=kp_batch)
+    for r, hw in (("b", 12), ("d", 5)):
+        write_checkpoints(tmp_path / r, replication_offset_checkpoint={("t", 0): hw})
+        (tmp_path / r / ".kafka_cleanshutdown").write_bytes(CLEAN_SHUTDOWN)
+    dest = tmp_path / "lost"
+    code, out, err = run(
+        "diff", "--format", "jsonl", "--export-lost", "jsonl", str(dest), *map(str, (a, b, c, d))
+    )
+    assert code == 1, err
+    objs = jsonl(out)
+    pds = [o for o in objs if o["type"] == "partition-diff"]
+    assert [o["truncation"]["offset"] for o in pds] == [12, 15, 5]
+
+    def span(r: str, side: str, first: int, last: int) -> dict[str, Any]:
+        path = str({"b": b, "c": c, "d": d}[r])
+        return {"side": side, "replica": r, "path": path, "from_offset": first,
+                "to_offset": last, "offsets": last - first + 1}  # fmt: skip
+
+    assert [(o["lost"], o["refetched"]) for o in pds] == [
+        (span("b", "b", 15, 24), span("b", "b", 12, 14)),
+        (span("c", "b", 15, 24), None),
+        (None, span("d", "b", 5, 14)),
+    ]
+    assert objs[-1]["lost_export"] == {
+        "dest": str(dest), "format": "jsonl", "records": 33, "lost": 20, "refetched": 13,
+        "partitions": 3,
+    }  # fmt: skip
+    rows = _exported_rows(dest)
+    got = sorted((r["replica"], r["outcome"], r["offset"]) for r in rows)
+    want = sorted(
+        [("b", "re-fetched", o) for o in range(12, 15)]
+        + [("b", "lost", o) for o in range(15, 25)]
+        + [("c", "lost", o) for o in range(15, 25)]
+        + [("d", "re-fetched", o) for o in range(5, 15)]
+    )
+    assert got == want
+    # the records are the follower's, as kafka-python reads its segments
+    import base64
+
+    for r, part in (("b", b), ("d", d)):
+        mine = sorted(
+            (x["offset"], base64.b64decode(x["value"])) for x in rows if x["replica"] == r
+        )
+        ref = _reference_lost(part, 12 if r == "b" else 5)
+        assert mine == [(o, value) for o, _key, value, _pid in ref]
+    # the text says the same
+    code, out, err = run("diff", str(a), str(b))
+    assert code == 1, err
+    assert (
+        "b loses 10 offsets (15..24) that a does not hold; it re-fetches 3 (12..14) that a "
+        "holds the same"
+    ) in out

@@ -20,6 +20,7 @@ from klogtool.log.context import ReadContext
 from klogtool.log.export.exporter import (
     FORMATS,
     Destination,
+    ExportRange,
     LocalJob,
     check_local_dest,
     export_ranges,
@@ -122,10 +123,11 @@ def _epilog(examples: list[tuple[str, list[str]]]) -> str:
     type=(click.Choice(FORMATS), str),
     default=None,
     metavar="parquet|jsonl DEST",
-    help="Write the records each follower holds that the leader does not (what it truncates, "
-    "and past a truncation that misses the divergence, what only it has) to DEST, as export "
-    "writes them: offsets, timestamps, keys, values, headers, producer ids. DEST must be "
-    "empty or new.",
+    help="Write the records each follower loses (those the leader does not hold: truncated, "
+    "or kept past a truncation that misses the divergence) and those it truncates but "
+    "re-fetches (the leader holds them the same) to DEST, as export writes them (offsets, "
+    "timestamps, keys, values, headers, producer ids), each row with its follower (replica) "
+    "and outcome (lost or re-fetched). DEST must be empty or new.",
 )
 @format_option()
 @read_limits_option
@@ -191,7 +193,7 @@ def command(
     warn_if_a_broker_runs(out, list(replicas))
     lead = names.index(leader)
     summary = DiffSummary()
-    lost: list[tuple[str, dict[str, Any]]] = []  # (follower, its lost range)
+    losing: list[PartitionDiff] = []  # the pairs whose follower loses or re-fetches records
     # the leader against each follower; within a pair the replica named first is side a
     for other in (i for i in range(len(replicas)) if i != lead):
         first, second = sorted((lead, other))
@@ -208,18 +210,19 @@ def command(
         )
         items = diff(replicas[first], replicas[second], options, jobs=jobs)
         for item in _show(items, out, fmt, summary, allow_lag, allow_compaction):
-            if item.lost is not None:
-                lost.append((names[other], item.lost))
+            if item.lost is not None or item.refetched is not None:
+                losing.append(item)
     if len(replicas) > 2 and fmt == "text":
-        _truncation_points(out, leader, lost)
+        _truncation_points(out, leader, losing)
     exported = None
     if export_lost is not None:
-        exported = _export_lost(export_lost, lost, list(replicas), limits)
+        exported = _export_lost(export_lost, losing, list(replicas), limits)
     if fmt == "text":
         if exported is not None:
             out.line(
-                f"{plural(exported['records'], 'record')} that the leader does not hold "
-                f"written to {exported['dest']} ({exported['format']}, "
+                f"{plural(exported['lost'], 'record')} that the leader does not hold and "
+                f"{exported['refetched']:,} that the followers re-fetch written to "
+                f"{exported['dest']} ({exported['format']}, "
                 f"{plural(exported['partitions'], 'partition')})"
             )
         counts = ", ".join(f"{n} {v}" for v, n in summary.by_verdict.items() if n)
@@ -268,25 +271,42 @@ def _show(
         yield item
 
 
-def _truncation_points(out: Output, leader: str, lost: list[tuple[str, dict[str, Any]]]) -> None:
-    rows = [
-        [follower, r["path"], f"{r['from_offset']:,}", f"{r['offsets']:,}"] for follower, r in lost
-    ]
+def _truncation_points(out: Output, leader: str, losing: list[PartitionDiff]) -> None:
+    rows = []
+    for p in losing:
+        lost, again = p.lost, p.refetched
+        some = lost if lost is not None else again
+        assert some is not None
+        rows.append(
+            [
+                some["replica"],
+                some["path"],
+                "" if lost is None else f"{lost['from_offset']:,}",
+                "0" if lost is None else f"{lost['offsets']:,}",
+                "0" if again is None else f"{again['offsets']:,}",
+            ]
+        )
     out.table(
         f"against leader {leader}: what each follower holds that the leader does not",
-        ["follower", "partition", "from offset", "offsets"],
+        ["follower", "partition", "from offset", "offsets", "re-fetched"],
         rows,
         left=frozenset({"partition"}),
     )
 
 
+# the columns --export-lost adds to export's
+LOST_COLUMNS = ("replica", "outcome")
+LOST, REFETCHED = "lost", "re-fetched"
+
+
 def _export_lost(
     to_dest: tuple[str, str],
-    lost: list[tuple[str, dict[str, Any]]],
+    losing: list[PartitionDiff],
     inputs: list[str],
     limits: ReadLimits,
 ) -> dict[str, Any]:
-    """The lost records, written as export writes them (one dataset, all partitions)."""
+    """The records each follower loses or re-fetches, written as export writes them (one
+    dataset, all partitions), each row with its follower and outcome."""
     to, dest = to_dest
     decoder = "binary" if to == "parquet" else "base64"
     destination = Destination(dest, inputs=inputs)
@@ -298,15 +318,31 @@ def _export_lost(
         key_decoder=decoder,
         value_decoder=decoder,
     )
+    ranges = [
+        (outcome, ExportRange(r["path"], r["from_offset"], r["to_offset"], (r["replica"], outcome)))
+        for p in losing
+        for outcome, r in ((LOST, p.lost), (REFETCHED, p.refetched))
+        if r is not None
+    ]
+    labels = tuple((name, "") for name in LOST_COLUMNS)
     try:
         rows = export_ranges(
-            [(r["path"], r["from_offset"]) for _, r in lost], LocalJob(to, destination.work, read)
+            [r for _, r in ranges], LocalJob(to, destination.work, read, labels=labels)
         )
     except BaseException:
         destination.abort()
         raise
     destination.commit()
-    return {"dest": dest, "format": to, "records": rows, "partitions": len(lost)}
+    by = {outcome: sum(n for (o, _), n in zip(ranges, rows, strict=True) if o == outcome)
+          for outcome in (LOST, REFETCHED)}  # fmt: skip
+    return {
+        "dest": dest,
+        "format": to,
+        "records": sum(rows),
+        "lost": by[LOST],
+        "refetched": by[REFETCHED],
+        "partitions": len(losing),
+    }
 
 
 def _batch_text(info: dict[str, Any]) -> str:
@@ -383,6 +419,26 @@ def _value(v: Any) -> str:
     if isinstance(v, list):
         return to_json({"h": v})[5:-1]
     return "null" if v is None else str(v)
+
+
+def _fate_text(
+    follower: str, leader: str, lost: dict[str, Any] | None, again: dict[str, Any] | None
+) -> str:
+    """``b loses 10 offsets (15..24) that a does not hold; it re-fetches 3 (12..14) that a
+    holds the same``."""
+    parts = []
+    if lost is not None:
+        parts.append(
+            f"loses {plural(lost['offsets'], 'offset')} ({lost['from_offset']}.."
+            f"{lost['to_offset']}) that {leader} does not hold"
+        )
+    if again is not None:
+        n = f"{again['offsets']:,}" if parts else plural(again["offsets"], "offset")
+        parts.append(
+            f"{'it ' if parts else ''}re-fetches {n} ({again['from_offset']}.."
+            f"{again['to_offset']}) that {leader} holds the same"
+        )
+    return f"{follower} " + "; ".join(parts)
 
 
 def _timeline_text(rows: list[dict[str, Any]], most: int = 8) -> str:
@@ -465,6 +521,8 @@ def partition_text(p: PartitionDiff) -> list[str]:
             if "truncate_to" in s:
                 step += f": truncate to {s['truncate_to']}"
             lines.append(step)
+    if t is not None and (p.lost is not None or p.refetched is not None):
+        lines.append(f"  {_fate_text(t['follower'], t['leader'], p.lost, p.refetched)}")
     if p.differences:
         shown = "" if p.differences_shown == p.differences else f", {p.differences_shown} shown"
         lines.append(

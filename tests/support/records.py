@@ -46,3 +46,36 @@ def careful_records(batch: Any) -> list[tuple]:
 
 def full_record(r: Any) -> tuple:
     return norm_record(r) + (r.sequence, r.attributes)
+
+
+def kafka_python_batch(
+    base_offset: int,
+    leader_epoch: int,
+    rows: list[tuple[int, bytes | None, bytes | None, list[tuple[str, bytes]]]],
+    *,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+) -> bytes:
+    """A v2 batch built by kafka-python's producer-side builder (an encoder independent of
+    klogtool's) from ``(timestamp, key, value, headers)`` rows, then given its base offset and
+    partition leader epoch as the broker does on append (neither is covered by the CRC)."""
+    import struct
+
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        batch_size=1 << 30,
+    )
+    for delta, (ts, key, value, headers) in enumerate(rows):
+        assert builder.append(delta, timestamp=ts, key=key, value=value, headers=headers)
+    buf = bytearray(builder.build())
+    struct.pack_into(">q", buf, 0, base_offset)
+    struct.pack_into(">i", buf, 12, leader_epoch)
+    return bytes(buf)

@@ -329,6 +329,27 @@ class LocalJob:
     # in every file name; a job whose tasks write DEST itself names it, so that a task's
     # retry replaces its first attempt's files instead of adding to them
     tag: str | None = None
+    # string columns after the record's, one value for every row of the job (diff
+    # --export-lost: which follower a record is of, and whether it is lost or re-fetched)
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+def _file_schema(job: LocalJob, schema: pa.Schema) -> pa.Schema:
+    """The columns of the files: the reader's (``schema``) but the partitioning ones, then the
+    job's labels."""
+    import pyarrow as pa
+
+    fields = [schema.field(n) for n in schema.names if n not in job.partition_by]
+    return pa.schema(fields + [pa.field(name, pa.string()) for name, _ in job.labels])
+
+
+def _labelled(job: LocalJob, part: pa.RecordBatch, file_schema: pa.Schema) -> pa.RecordBatch:
+    if not job.labels:
+        return part
+    import pyarrow as pa
+
+    values = [pa.repeat(pa.scalar(v, pa.string()), part.num_rows) for _, v in job.labels]
+    return pa.RecordBatch.from_arrays([*part.columns, *values], schema=file_schema)
 
 
 def write_split(job: LocalJob, split: Split) -> int:
@@ -339,11 +360,10 @@ def write_split(job: LocalJob, split: Split) -> int:
 def write_split_counted(job: LocalJob, split: Split) -> OutputCount:
     """:func:`write_split`, saying what it wrote: rows, files, bytes, partition dirs, and
     the rows that report corruption."""
-    import pyarrow as pa
 
     schema = arrow_schema(job.read, job.columns)
     keep = [n for n in schema.names if n not in job.partition_by]
-    file_schema = pa.schema([schema.field(n) for n in keep])
+    file_schema = _file_schema(job, schema)
     outputs: dict[tuple[Any, ...], _Output] = {}
     count = OutputCount()
     tag = job.tag or uuid.uuid4()
@@ -363,7 +383,7 @@ def write_split_counted(job: LocalJob, split: Split) -> OutputCount:
                 name = f"part-{split.index:05d}-{tag}-c000.{ext}"
                 out = outputs[key] = _Output("/".join([job.work, *dirs, name]), job.to, file_schema)
                 count.files += 1
-            part = batch.select(keep)
+            part = _labelled(job, batch.select(keep), file_schema)
             out.write(part)
             count.rows += batch.num_rows
             if "error_code" in keep:
@@ -496,19 +516,33 @@ def export_local(
     return splits, written
 
 
-def export_ranges(ranges: Sequence[tuple[str, int]], job: LocalJob) -> int:
-    """Write into ``job.work`` the records of each ``(path, offset)``: a partition dir's (or a
-    segment's) records from ``offset`` on, in one process, whatever ``job.read.where`` says
-    (each range is its own offset filter). The rows written. ``diff --export-lost`` writes
-    the records a follower holds that its leader does not this way."""
+@dataclass(frozen=True)
+class ExportRange:
+    """A partition dir's (or a segment's) records from ``first`` to ``last`` (inclusive),
+    with the values of the job's labels for them."""
+
+    path: str
+    first: int
+    last: int = MAX_OFFSET
+    labels: tuple[str, ...] = ()
+
+
+def export_ranges(ranges: Sequence[ExportRange], job: LocalJob) -> list[int]:
+    """Write into ``job.work`` the records of each range, in one process, whatever
+    ``job.read.where`` says (each range is its own offset filter); a range's ``labels`` give
+    the values of ``job.labels``. The rows written per range. ``diff --export-lost`` writes
+    the records a follower loses or re-fetches this way."""
     if not storage.writable(job.work):
         os.makedirs(job.work, exist_ok=True)
-    rows = planned = 0
-    for path, start in ranges:
-        where = RecordFilter(offsets=(start, MAX_OFFSET))
-        one = replace(job, read=replace(job.read, where=where))
-        for split in plan_splits([path], prune=where_prune(where)):
-            rows += write_split(one, replace(split, index=planned))
+    rows: list[int] = []
+    planned = 0
+    for r in ranges:
+        where = RecordFilter(offsets=(r.first, r.last))
+        labels = tuple((name, v) for (name, _), v in zip(job.labels, r.labels, strict=True))
+        one = replace(job, read=replace(job.read, where=where), labels=labels)
+        rows.append(0)
+        for split in plan_splits([r.path], prune=where_prune(where)):
+            rows[-1] += write_split(one, replace(split, index=planned))
             planned += 1
     finish(job, empty=planned == 0)
     return rows
@@ -517,12 +551,10 @@ def export_ranges(ranges: Sequence[tuple[str, int]], job: LocalJob) -> int:
 def finish(job: LocalJob, *, empty: bool) -> OutputCount:
     """An empty result's one file (Parquet: it still says what its columns are, as Spark's
     does), and a local job's ``_SUCCESS`` (a remote DEST's is its commit's); what it wrote."""
-    import pyarrow as pa
 
     written = OutputCount()
     if empty and job.to == "parquet":
-        schema = arrow_schema(job.read, job.columns)
-        keep = pa.schema([schema.field(n) for n in schema.names if n not in job.partition_by])
+        keep = _file_schema(job, arrow_schema(job.read, job.columns))
         tag = job.tag or uuid.uuid4()
         out = _Output(f"{job.work}/part-00000-{tag}-c000.snappy.parquet", job.to, keep)
         written.files = 1

@@ -399,9 +399,10 @@ class PartitionDiff:
     differences: int = 0
     differences_shown: int = 0
     notes: list[str] = field(default_factory=list)
-    # the follower's records that the leader does not hold: from where the histories part (or
-    # the truncation offset, if lower) to the follower's log end (see :func:`lost_range`)
+    # the follower's records that the leader does not hold, and those it truncates that the
+    # leader holds the same and it fetches again (see :func:`follower_offsets`)
     lost: dict[str, Any] | None = None
+    refetched: dict[str, Any] | None = None
     # the command line's names of sides a and b (with three replicas or more, a pair's sides
     # are two of them, the one named first as a)
     replicas: dict[str, str] = field(default_factory=lambda: {A: A, B: B})
@@ -435,6 +436,7 @@ class PartitionDiff:
             "differences_shown": self.differences_shown,
             "notes": self.notes,
             "lost": self.lost,
+            "refetched": self.refetched,
             "ok": ok,
         }
 
@@ -1361,24 +1363,38 @@ def diff_partition(pair: Pair, options: DiffOptions) -> Iterator[Difference | Pa
         )
         t.election = election
         pd.truncation = t.as_obj()
-        cut, end = t.offset, sf.log_end_offset
-        if pd.lagging == leader and pd.verdict in (PREFIX, MODULO_COMPACTION):
-            # at most to the leader's log end: a fetch past it is out of range, and the
-            # follower truncates to the leader's log end offset
-            cut = min(t.offset, sl.log_end_offset)
+        # at most to the leader's log end: a fetch past it is out of range, and the follower
+        # truncates to the leader's log end offset
+        cut = min(t.offset, sl.log_end_offset)
+        pd.lost, pd.refetched = follower_offsets(
+            pd,
+            follower,
+            cut,
+            (sf.log_start_offset, sf.log_end_offset),
+            (sl.log_start_offset, sl.log_end_offset),
+        )
+        if pd.lagging == leader and pd.verdict in (PREFIX, MODULO_COMPACTION) and pd.lost:
+            lost = pd.lost
             pd.notes.append(
                 f"the leader ({leader}) lags: follower {follower} truncates to {cut} and "
-                f"discards {end - cut:,} offsets ({cut}..{end - 1}) that {leader} does not "
-                "have; --allow-lag accepts only a lagging follower"
+                f"discards {lost['offsets']:,} offsets ({lost['from_offset']}.."
+                f"{lost['to_offset']}) that {leader} does not have; --allow-lag accepts only a "
+                "lagging follower"
             )
-        pd.lost = lost_range(pd, follower, cut, sf.log_start_offset, end)
         if pd.diverged_at is not None and t.offset > pd.diverged_at:
             pd.truncation_misses_divergence = True
-            why = (
-                "the same epoch on both sides, which the leader epoch exchange cannot tell apart"
-                if t.rule == "leader-epoch"
-                else "no leader epoch answer: the follower falls back to its high watermark"
-            )
+            if t.rule != "leader-epoch":
+                why = "no leader epoch answer: the follower falls back to its high watermark"
+            elif not caches[leader]:
+                why = (
+                    "the leader has no epoch but the one it is elected in, so it answers any "
+                    "earlier epoch with its log end offset"
+                )
+            else:
+                why = (
+                    "the same epoch on both sides, which the leader epoch exchange cannot tell "
+                    "apart"
+                )
             pd.notes.append(
                 f"the broker's rule truncates follower {follower} to {t.offset}, above the "
                 f"divergence at {pd.diverged_at}: the replicas would stay different ({why})"
@@ -1386,23 +1402,39 @@ def diff_partition(pair: Pair, options: DiffOptions) -> Iterator[Difference | Pa
     yield pd
 
 
-def lost_range(
-    pd: PartitionDiff, follower: str, cut: int, log_start: int, log_end: int
-) -> dict[str, Any] | None:
-    """The follower's offsets that the leader's history does not hold: from its truncation
-    offset ``cut`` (or from where the histories part, if lower: past a truncation that misses
-    the divergence the follower keeps records the leader does not have) to its log end. None
-    when there are none. What ``diff --export-lost`` writes out."""
-    start = max(cut if pd.diverged_at is None else min(cut, pd.diverged_at), log_start)
-    if start >= log_end:
-        return None
-    return {
-        "side": follower,
-        "path": pd.a if follower == A else pd.b,
-        "from_offset": start,
-        "to_offset": log_end - 1,
-        "offsets": log_end - start,
-    }
+def follower_offsets(
+    pd: PartitionDiff,
+    follower: str,
+    cut: int,
+    follower_range: tuple[int, int],
+    leader_range: tuple[int, int],
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """What the follower loses and what it only re-fetches, each ``{side, replica, path,
+    from_offset, to_offset, offsets}`` or None. It truncates to ``cut`` and fetches the
+    leader's records from there (``AbstractFetcherThread``). The leader holds the follower's
+    records the same from its log start up to where the histories part (``diverged_at``, else
+    the leader's log end; a compacted copy holds the same history): those at or above ``cut``
+    are re-fetched. The follower's records from there to its log end are lost: truncated, or
+    kept past a truncation that misses the divergence (records the leader does not have).
+    The ranges are ``(log start, log end)``."""
+    f_start, f_end = follower_range
+    l_start, l_end = leader_range
+    same_until = l_end if pd.diverged_at is None else pd.diverged_at
+
+    def span(first: int, end: int) -> dict[str, Any] | None:
+        if first >= end:
+            return None
+        return {
+            "side": follower,
+            "replica": pd.replicas[follower],
+            "path": pd.a if follower == A else pd.b,
+            "from_offset": first,
+            "to_offset": end - 1,
+            "offsets": end - first,
+        }
+
+    lost = span(max(same_until, f_start), f_end)
+    return lost, span(max(cut, f_start, l_start), min(same_until, f_end))
 
 
 def diff(
