@@ -1,8 +1,10 @@
 """``klogtool diff A B``: replica divergence (issue: replica divergence).
 
-Replica pairs are built batch by batch with ``encode_batch``; the truncation offsets expected
-here are worked out by hand from the broker's rule (``LeaderEpochFileCache.endOffsetFor`` and
-``AbstractFetcherThread.getOffsetTruncationState``; docs/diff.md)."""
+Replica pairs are built batch by batch with ``encode_batch`` or, in the newer tests, with
+kafka-python's builder (``kp_batch``, an encoder independent of klogtool's); the truncation
+offsets expected here are worked out by hand from the broker's rule
+(``LeaderEpochFileCache.endOffsetFor`` and ``AbstractFetcherThread.getOffsetTruncationState``;
+docs/diff.md)."""
 
 from __future__ import annotations
 
@@ -908,9 +910,9 @@ def test_three_replicas_keep_the_command_lines_order_and_count_a_partition_once(
     swapped against the command line's), and the summary counted partition t-0 once per
     follower. Within each pair the replica named first is side a; the summary counts t-0
     once, by its worst verdict (a diverged, c lags)."""
-    a = replica(tmp_path / "a", LEADER_1, [(0, 0), (1, 10), (3, 20)])
-    b = replica(tmp_path / "b", FOLLOWER_1, [(0, 0), (1, 10), (2, 15)])
-    c = replica(tmp_path / "c", LEADER_1[:3], [(0, 0), (1, 10)])
+    a = replica(tmp_path / "a", LEADER_1, [(0, 0), (1, 10), (3, 20)], build=kp_batch)
+    b = replica(tmp_path / "b", FOLLOWER_1, [(0, 0), (1, 10), (2, 15)], build=kp_batch)
+    c = replica(tmp_path / "c", LEADER_1[:3], [(0, 0), (1, 10)], build=kp_batch)
     code, out, err = run("diff", "--leader", "b", "--format", "jsonl", str(a), str(b), str(c))
     assert code == 1, err
     objs = jsonl(out)
@@ -944,8 +946,8 @@ CLEAN_SHUTDOWN = b'{"version":0,"brokerEpoch":7}'
 
 
 def _no_checkpoint_follower(tmp_path: Path, *, clean: bool) -> tuple[Path, Path]:
-    a = replica(tmp_path / "a", LEADER_1, [(0, 0), (1, 10), (3, 20)])
-    b = replica(tmp_path / "b", FOLLOWER_1, None, segment_starts=(0, 10))
+    a = replica(tmp_path / "a", LEADER_1, [(0, 0), (1, 10), (3, 20)], build=kp_batch)
+    b = replica(tmp_path / "b", FOLLOWER_1, None, segment_starts=(0, 10), build=kp_batch)
     write_checkpoints(tmp_path / "b", replication_offset_checkpoint={("t", 0): 12})
     if clean:
         (tmp_path / "b" / ".kafka_cleanshutdown").write_bytes(CLEAN_SHUTDOWN)
@@ -996,9 +998,9 @@ def test_a_leader_without_checkpoint_after_a_clean_shutdown_has_only_its_electio
     # for 2, which is below every epoch A has, and A answers (2, 30), its first start offset.
     # B's 2 ends at its log end 25: min(25, 30, 25) = 25, nothing cut, above the divergence at
     # 15. (Was: A's epochs rebuilt from its batches, the answer (1, 20), truncation to 15.)
-    a = replica(tmp_path / "a", LEADER_1, None)
+    a = replica(tmp_path / "a", LEADER_1, None, build=kp_batch)
     (tmp_path / "a" / ".kafka_cleanshutdown").write_bytes(CLEAN_SHUTDOWN)
-    b = replica(tmp_path / "b", FOLLOWER_1, [(0, 0), (1, 10), (2, 15)])
+    b = replica(tmp_path / "b", FOLLOWER_1, [(0, 0), (1, 10), (2, 15)], build=kp_batch)
     pd = verdict(a, b)
     assert pd.epochs["a"]["source"] == "none"
     t = pd.truncation
