@@ -370,6 +370,12 @@ class Output:
         if self.verbosity >= 0:
             self.err.print(shown(f"klogtool: warning: {message}"), style="yellow")
 
+    def note(self, message: str) -> None:
+        """What the user should hear though nothing is wrong (no record matched): shown but
+        with -q."""
+        if self.verbosity >= 0:
+            self.err.print(shown(f"klogtool: {message}"))
+
     def info(self, message: str) -> None:
         if self.verbosity >= 1:
             self.err.print(shown(f"klogtool: {message}"), style="dim")

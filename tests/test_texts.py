@@ -119,3 +119,35 @@ def test_explain_and_compact_show_byte_progress_by_phase(
     assert any(prefix.startswith("explaining") for prefix, _ in seen)
     assert any(name.startswith(f"{part.name}: pass 1: ") for prefix, name in seen if not prefix)
     assert all(done == total and total > 0 for done, total in seen.values()), seen
+
+
+def _counts(out: str) -> dict[str, int]:
+    return {
+        m.group(1): int(m.group(2).replace(",", ""))
+        for m in re.finditer(r"^([a-z][a-z ]*[a-z]) +([\d,]+)$", out, re.M)
+    }
+
+
+def test_a_dry_run_counts_what_the_real_run_would_do(tmp_path: Path) -> None:
+    """truncate-recovery --dry-run listed its file operations and counted 0 of them, and
+    said "would mkdir: create the quarantine directory"; compact --dry-run said "would
+    compact" beside "partitions compacted 0". The counts are those of the real run, in words."""
+    from support.repair import copy_scenario
+
+    part = copy_scenario("torn-tail", tmp_path / "data")
+    code, out, err = run("truncate-recovery", "--dry-run", str(part), cwd=tmp_path)
+    assert code == 0, err
+    planned = _counts(out)["file operations"]
+    assert "mkdir" not in out and "would create the quarantine directory" in out
+    code, out, err = run("truncate-recovery", str(part), cwd=tmp_path)
+    assert code == 0, err
+    assert planned == _counts(out)["file operations"] > 0
+    gzip = tmp_path / "data" / "v2-gzip-0"
+    shutil.copytree(LOGDIR / "v2-gzip-0", gzip)
+    args = ("compact", "--assume-defaults", "--high-watermark", "log-end", str(gzip))
+    code, out, err = run(*args, "--dry-run", cwd=tmp_path)
+    assert code == 0 and "would compact" in out, err
+    would = _counts(out)
+    code, out, err = run(*args, cwd=tmp_path)
+    assert code == 0, err
+    assert would == _counts(out) and would["partitions compacted"] == 1

@@ -67,6 +67,8 @@ class WritingRun:
         if out.fmt == "text":
             done = "dry run, nothing changed" if self.dry_run else "done"
             left_out = {"type", "dry_run", *hidden}
+            if self.dry_run:  # files a dry run changed: none, whatever the plan
+                left_out.add("files_changed")
             table = [
                 [(labels or {}).get(k, label(k)), f"{v:,}" if isinstance(v, int) else str(v)]
                 for k, v in obj.items()

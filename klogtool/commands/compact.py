@@ -167,7 +167,10 @@ def command(
             totals["segments_replaced"] += done.result.segments_replaced
             totals["bytes_before"] += done.result.bytes_before
             totals["bytes_after"] += done.result.bytes_after
-        elif dry_run:
+        elif dry_run:  # what a real run would do
+            totals["partitions_compacted"] += first and any(
+                s.group is not None for s in plan.segments
+            )
             for s in plan.segments:
                 if s.group is not None:
                     totals["bytes_before"] += s.size

@@ -156,12 +156,18 @@ def command(
             _show(obj, out, fmt, renderer)
     out.close()
     c = finder.counts
-    out.info(
-        f"{plural(c.matches, 'record')} found; {plural(c.partitions, 'partition')}, "
+    searched = (
+        f"{plural(c.partitions, 'partition')}, "
         f"{plural(c.segments, 'segment')} ({c.segments_skipped:,} skipped by index or offsets, "
         f"{c.segments_scanned:,} scanned without an index), "
         f"{plural(c.batches, 'batch header')} read, {plural(c.records, 'record')} decoded"
     )
+    if c.matches or c.errors:  # errors: said already, each on its line
+        out.info(f"{plural(c.matches, 'record')} found; {searched}")
+    elif not c.segments:  # a KRaft metadata log of snapshots only, say: nothing was read
+        out.note(f"no record matched: no segments to search in {plural(c.partitions, 'partition')}")
+    else:
+        out.note(f"no record matched; {searched}")
     if c.errors:
         code = EXIT_BAD_INPUT
     else:

@@ -144,10 +144,9 @@ def _text_emitter(out: Output) -> events.Emit:
             return  # in the table at the end
         if obj["type"] == "action" or obj["type"] == "plan_step":
             prefix = "would " if obj["type"] == "plan_step" else ""
-            what = obj["message"]  # "create ..." already says its op: not "create: create ..."
-            if not what.startswith(obj["op"]):
-                what = f"{obj['op']}: {what}"
-            out.line(f"{obj['partition_dir']}: {prefix}{what}")
+            # the message says what is done in words ("create the quarantine directory ..."):
+            # the op is for machines
+            out.line(f"{obj['partition_dir']}: {prefix}{obj['message']}")
         elif obj["type"] == "interrupted_operation":
             out.line(f"{obj['path']}: interrupted operation {obj['message']}")
         elif obj["type"] == "finding":

@@ -114,7 +114,8 @@ def open_nofollow(
 def _template(path: Path, like: Path | None) -> os.stat_result | None:
     """What ``path`` takes its owner, group and mode from: ``like``; else the file it replaces
     (its name without ``.cleaned``/``.swap``); else a file of the same kind beside it (a new
-    segment's: another segment's); else its directory (the mode less its execute bits)."""
+    segment's: another segment's); else a segment (a first index where none was: the broker
+    creates every file of a partition alike); else its directory (less its execute bits)."""
     name = path.name
     for suffix in (CLEANED, SWAP):
         name = name.removesuffix(suffix)
@@ -125,16 +126,18 @@ def _template(path: Path, like: Path | None) -> os.stat_result | None:
     if like is None and not os.path.lexists(path.with_name(name)):
         # the first file of its kind the directory lists (not a sorted listing: a partition
         # may hold tens of thousands of files, and a conversion writes each of them)
-        try:
-            with os.scandir(path.parent) as entries:
-                sibling = next(
-                    (e.path for e in entries if e.name.endswith(kind) and e.name != path.name),
-                    None,
-                )
-        except OSError:
-            sibling = None
-        if sibling is not None:
-            candidates.append(Path(sibling))
+        for suffix in dict.fromkeys((kind, ".log")):
+            try:
+                with os.scandir(path.parent) as entries:
+                    found = next(
+                        (e.path for e in entries if e.name.endswith(suffix) and e.name != name),
+                        None,
+                    )
+            except OSError:
+                found = None
+            if found is not None:
+                candidates.append(Path(found))
+                break
     for c in candidates:
         try:
             st = os.lstat(c)
@@ -186,9 +189,11 @@ class FileOps:
         self.partial: list[Path] = []  # temporaries of this run, not yet renamed
 
     def _step(self, what: str) -> bool:
-        """Record one operation; False in dry-run mode (the caller then does nothing)."""
+        """Record one operation; False in dry-run mode (the caller then does nothing, and
+        ``count`` counts what a real run would do)."""
         self.log.append(what)
         if self.dry_run:
+            self.count += 1
             return False
         return True
 
@@ -333,10 +338,10 @@ class FileOps:
     def mkdir(self, path: Path) -> None:
         """Create directory ``path`` (and missing parents); an existing link in its place is
         refused."""
-        if not self._step(f"mkdir {path}"):
-            return
         if not os.path.lexists(path.parent):
             self.mkdir(path.parent)  # each one the broker user's too
+        if not self._step(f"mkdir {path}"):
+            return
         with _in_dir(path) as (dfd, name):
             try:
                 os.mkdir(name, 0o700, dir_fd=dfd)
@@ -412,6 +417,7 @@ class FileOps:
 
     def fsync_dir(self, path: Path) -> None:
         if self.dry_run:
+            self.count += 1  # one of the real run's operations
             return
         try:
             fd = open_dir(path)

@@ -103,7 +103,7 @@ def kafka_dirs(path: Path, display: str) -> Iterator[KafkaDir]:
         raise InputError(
             "no Kafka files in it: nothing to read", path=display, code=Code.NO_KAFKA_FILES
         )
-    yield KafkaDir(path, display, logdir)
+    yield KafkaDir(path, display if logdir is not None else storage.named(display), logdir)
 
 
 def partition_dirs_of(path: Path, display: str) -> Iterator[tuple[Path, str]]:

@@ -354,9 +354,13 @@ def load_partition(path: Path, *, scan_all: bool = False) -> PartitionView:
         name: read_offset_checkpoint(log_dir, name) for name in (HIGH_WATERMARK, LOG_START, CLEANER)
     }
     if not segments:
-        # An empty partition: its log start offset checkpoint says where the log starts.
+        # An empty partition: its log start offset checkpoint says where the log starts; a
+        # KRaft log whose segments its snapshots replaced starts where the latest one ends
+        # (KafkaMetadataLog truncates to it)
         if part.topic is not None and part.partition is not None:
             leo = checkpoints[LOG_START].get((part.topic, part.partition), 0)
+        ends = [layout.offset_from_name(p) for p in part.kraft_snapshots]
+        leo = max([leo, *(e for e in ends if e is not None)])
     return PartitionView(
         path=path,
         topic=part.topic,

@@ -122,6 +122,14 @@ def write_object(uri: str, data: bytes) -> None:
     forget()
 
 
+def named(display: str) -> str:
+    """How to show a directory the user named ``display``: as named, but by its own name when
+    the argument has none (``.``, ``..``, ``sub/..``): a partition is known by its name."""
+    if is_remote(display) or Path(display).name not in ("", ".", ".."):
+        return display
+    return Path(os.path.abspath(display)).name or display
+
+
 def child(display: str, name: str | Path) -> str:
     """How to show ``name`` (a name or relative path) inside the directory shown as
     ``display``."""

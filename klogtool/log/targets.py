@@ -17,7 +17,7 @@ from pathlib import Path
 
 from klogtool.codes import Code
 from klogtool.errors import InputError, RefusedError
-from klogtool.log import atomic, layout
+from klogtool.log import atomic, layout, storage
 from klogtool.log.files import classify_dir, detect_kind
 from klogtool.log.findings import Finding
 
@@ -73,7 +73,9 @@ def resolve(paths: Iterable[str], *, files: tuple[str, ...] = SEGMENT_KINDS) -> 
                     hint=f"stop the broker that holds {atomic.log_dir_of(path)}, then name "
                     f"{path.resolve()} itself",
                 )
-            found.append(PartitionTarget(Path(os.path.abspath(path)), arg, named=True))
+            found.append(
+                PartitionTarget(Path(os.path.abspath(path)), storage.named(arg), named=True)
+            )
         else:
             root = path.resolve()
             for p in logdir.partitions:

@@ -76,3 +76,30 @@ def test_restore_keeps_the_broker_users_files(tmp_path: Path) -> None:
     code, _out, err = run("truncate-recovery", "--restore", str(logdir / "torn-tail-0"))
     assert code == 0, err
     assert _foreign(logdir) == []
+
+
+@pytest.mark.parametrize("command", ["rebuild-index", "truncate-recovery"])
+def test_a_first_index_takes_the_segments_mode_not_the_directorys(
+    tmp_path: Path, command: str
+) -> None:
+    """A partition with no index file at all: the new ones take the owner and mode of its
+    segments (0600 here), not its directory's (0755 less execute: 0644, readable by all)."""
+    logdir = _broker_owned(tmp_path)
+    part = logdir / "v2-none-0"
+    for p in part.iterdir():
+        if p.suffix in (".index", ".timeindex"):
+            p.unlink()
+        else:
+            os.chmod(p, 0o600)
+    os.chmod(part, 0o755)
+    code, _out, err = run(command, str(part), cwd=tmp_path)
+    assert code == 0, err
+    made = sorted(part.glob("*index"))
+    assert made, "no index was written"
+    for p in made:
+        st = os.lstat(p)
+        assert (st.st_uid, st.st_gid, oct(stat.S_IMODE(st.st_mode))) == (
+            KAFKA_UID,
+            KAFKA_GID,
+            oct(0o600),
+        ), p

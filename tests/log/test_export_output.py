@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-from klogtool.log.export import exporter
+pa = pytest.importorskip("pyarrow", reason="export writes with pyarrow (the spark extra)")
+pq = pytest.importorskip("pyarrow.parquet")
+
+from klogtool.log.export import exporter  # noqa: E402
 
 SCHEMA = pa.schema([("offset", pa.int64())])
 

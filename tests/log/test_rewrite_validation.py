@@ -139,12 +139,13 @@ def test_a_batch_over_max_batch_bytes_is_not_sent_to_repair(tmp_path: Path) -> N
     assert "--max-batch-bytes" in err and "truncate-recovery" not in err
 
 
-def test_a_missing_directory_for_dest_is_refused_not_a_usage_error(tmp_path: Path) -> None:
-    """The command line is right; the directory that would hold DEST is missing: refused,
-    exit 4 with the destination's code and a hint (it was a usage error, exit 2)."""
+def test_a_missing_directory_for_dest_is_an_input_error_not_a_usage_error(tmp_path: Path) -> None:
+    """The command line is right; the directory that would hold DEST is missing: an input
+    that is not there, exit 3 as for a missing SRC (README's table: 4 is refused for safety),
+    with the destination's code and a hint (it was a usage error, exit 2, then exit 4)."""
     src = tmp_path / "v1-gzip-0"
     shutil.copytree(LOGS / "logdir" / "v1-gzip-0", src)
     code, _out, err = run("convert-format", str(src), str(tmp_path / "no" / "such" / "t-0"))
-    assert code == 4, err
+    assert code == 3, err
     assert err.splitlines()[0].endswith("does not exist (destination-parent-missing)")
     assert not (tmp_path / "no").exists()

@@ -215,7 +215,8 @@ def run_rebuild(
                         )
                         continue
                 stats.partitions += 1
-                units.append(_Unit(t, part, logs, selected))
+                if selected:  # a partition of no segments (KRaft snapshots only) has no index
+                    units.append(_Unit(t, part, logs, selected))
             tasks = [
                 ScanTask(
                     str(u.logs[i].log),

@@ -875,8 +875,8 @@ def check_destination(src: Path, dest: Path) -> None:
     source = src.parent if src.is_file() else src
     if src.exists() and (is_within(source, dest) or is_within(dest, source)):
         raise NestedDestination("DEST must not be inside SRC's partition (or SRC inside DEST)")
-    if not dest.parent.is_dir():  # not a mistake in the command line: the directory is missing
-        raise RefusedError(
+    if not dest.parent.is_dir():  # an input that is not there (exit 3), as a missing SRC is
+        raise InputError(
             "the directory that would hold DEST does not exist",
             path=str(dest.parent),
             code=Code.DESTINATION_PARENT_MISSING,
