@@ -71,6 +71,20 @@ def warn_if_a_broker_runs(out: Output, paths: Iterable[str]) -> None:
             )
 
 
+def warn_if_not_live_skipped(out: Output, paths: Iterable[str]) -> None:
+    """A reading command leaves out a log dir's partition dirs the broker marked -delete,
+    -future or -stray (copies, not the live data): say so once, naming them."""
+    from klogtool.log.files import not_live
+
+    skipped = not_live(paths)
+    if skipped:
+        out.warn(
+            f"not read: {len(skipped)} partition "
+            f"{'directory' if len(skipped) == 1 else 'directories'} the broker marked -delete, "
+            f"-future or -stray, not the live data ({', '.join(skipped)}): name one to read it"
+        )
+
+
 def format_option(*extra: str) -> Callable[[F], F]:
     choices = FORMATS + extra
     return click.option(

@@ -12,6 +12,7 @@ from klogtool.commands._options import (
     jobs_option,
     read_limits_option,
     warn_if_a_broker_runs,
+    warn_if_not_live_skipped,
 )
 from klogtool.commands._text import log_offsets
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
@@ -191,6 +192,7 @@ def command(
         )
     out = settings.output(fmt, progress=False)
     warn_if_a_broker_runs(out, list(replicas))
+    warn_if_not_live_skipped(out, list(replicas))
     lead = names.index(leader)
     summary = DiffSummary()
     losing: list[PartitionDiff] = []  # the pairs whose follower loses or re-fetches records

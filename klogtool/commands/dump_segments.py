@@ -22,6 +22,7 @@ from klogtool.commands._options import (
     read_limits_option,
     sized_jobs_option,
     warn_if_a_broker_runs,
+    warn_if_not_live_skipped,
 )
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.formats import ReadLimits
@@ -254,6 +255,7 @@ def command(
     kd = key_decoder or default
     out = settings.output("text" if fmt == "kafka" else fmt)
     warn_if_a_broker_runs(out, paths)
+    warn_if_not_live_skipped(out, paths)
     for note in notes:
         out.warn(note)
     if payloads_only and fmt in ("json", "jsonl"):

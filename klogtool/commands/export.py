@@ -22,6 +22,7 @@ from klogtool.commands._options import (
     size_option,
     spark_options,
     warn_if_a_broker_runs,
+    warn_if_not_live_skipped,
     where_option,
 )
 from klogtool.commands._spark import check_target, require_pyarrow, spark_session
@@ -209,6 +210,7 @@ def command(
     )
     out = settings.output(fmt)
     warn_if_a_broker_runs(out, paths)
+    warn_if_not_live_skipped(out, paths)
     confluent_notice(out, registry, (kd, vd))
     segments = list_segments(list(paths))
     input_bytes = sum(s.size for s in segments)

@@ -17,6 +17,7 @@ from klogtool.commands._options import (
     read_limits_option,
     record_filter_options,
     warn_if_a_broker_runs,
+    warn_if_not_live_skipped,
 )
 from klogtool.commands.dump_segments import KafkaRenderer
 from klogtool.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK
@@ -127,6 +128,7 @@ def command(
     registry = confluent_schemas(paths, schemas, (kd, vd), limits)
     out = settings.output("text" if fmt == "kafka" else fmt)
     warn_if_a_broker_runs(out, paths)
+    warn_if_not_live_skipped(out, paths)
     confluent_notice(out, registry, (kd, vd))
     renderer = KafkaRenderer(out) if fmt == "kafka" else None
     targets = resolve_targets(list(paths))

@@ -13,6 +13,7 @@ from klogtool.commands._options import (
     paths_argument,
     read_limits_option,
     warn_if_a_broker_runs,
+    warn_if_not_live_skipped,
 )
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
 from klogtool.formats import ReadLimits
@@ -83,6 +84,7 @@ def command(
     """
     out = settings.output(fmt, progress=False)
     warn_if_a_broker_runs(out, paths)
+    warn_if_not_live_skipped(out, paths)
     result = consumer_groups(
         list(paths), GroupOptions(ReadContext.of(limits), groups=groups, at=at)
     )

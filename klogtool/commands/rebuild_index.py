@@ -73,7 +73,7 @@ def command(
     """
     out, dry_run = run.out, run.dry_run
     ops = FileOps(dry_run=dry_run or check)
-    resolved = targets.resolve(list(paths))
+    resolved = targets.resolve(list(paths), skip_not_live=True)
     verbose = settings.verbosity >= 1
     not_kafka: list[events.RebuildIndexFinding] = []  # not Kafka files at all: exit 3
 

@@ -18,6 +18,7 @@ from klogtool.commands._options import (
     read_limits_option,
     size_option,
     warn_if_a_broker_runs,
+    warn_if_not_live_skipped,
 )
 from klogtool.errors import InputError
 from klogtool.formats import ReadLimits
@@ -156,6 +157,7 @@ def command(
     """
     out = settings.output(fmt)
     warn_if_a_broker_runs(out, paths)
+    warn_if_not_live_skipped(out, paths)
     clock = now if now is not None else int(time.time() * 1000)
     found = lib.targets(list(paths), topics)
     if not found:

@@ -13,6 +13,7 @@ from klogtool.commands._options import (
     paths_argument,
     read_limits_option,
     warn_if_a_broker_runs,
+    warn_if_not_live_skipped,
 )
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
 from klogtool.formats import ReadLimits
@@ -121,6 +122,7 @@ def command(
     """
     out = settings.output(fmt)
     warn_if_a_broker_runs(out, paths)
+    warn_if_not_live_skipped(out, paths)
     scanner = TransactionScanner(
         now_ms=now,
         older_than_ms=older_than,

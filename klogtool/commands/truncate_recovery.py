@@ -112,7 +112,7 @@ def command(
             out.emit(recovery.restore_summary_obj(reports, ops.count, dry_run))
         out.close()
         click.get_current_context().exit(EXIT_OK)
-    resolved = targets.resolve(list(paths))
+    resolved = targets.resolve(list(paths), skip_not_live=True)
     partitions: list[Mapping[str, Any]] = []  # for the text summary, read by field name
 
     def collect(obj: events.Event) -> None:

@@ -10,7 +10,7 @@ import shutil
 import struct
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,14 +106,40 @@ def kafka_dirs(path: Path, display: str) -> Iterator[KafkaDir]:
     yield KafkaDir(path, display if logdir is not None else storage.named(display), logdir)
 
 
-def partition_dirs_of(path: Path, display: str) -> Iterator[tuple[Path, str]]:
+def live(partitions: list[Path]) -> list[Path]:
+    """A log dir's partition dirs but those the broker marked -delete, -future or -stray:
+    copies that are not the partition's live data (read only when named)."""
+    return [p for p in partitions if layout.partition_dir_state(p.name) is None]
+
+
+def not_live(paths: Iterable[str]) -> list[str]:
+    """How to show the partition dirs :func:`live` leaves out of the log dirs PATHs stand
+    for (one notice for them all)."""
+    found: list[str] = []
+    for arg in paths:
+        try:
+            path = storage.path_of(arg)
+            dirs = list(kafka_dirs(path, arg)) if path.is_dir() else []
+        except (InputError, OSError):
+            continue  # the command says what is wrong with it
+        for d in dirs:
+            if d.logdir is not None:
+                left = set(d.logdir.partitions) - set(live(d.logdir.partitions))
+                found += [storage.child(d.display, p.name) for p in sorted(left)]
+    return found
+
+
+def partition_dirs_of(
+    path: Path, display: str, *, every: bool = False
+) -> Iterator[tuple[Path, str]]:
     """The partition dirs a directory PATH stands for (:func:`kafka_dirs`), each with how to
-    show it."""
+    show it: of a log dir its :func:`live` ones (``every``: all of them)."""
     for d in kafka_dirs(path, display):
         if d.logdir is None:
             yield d.path, d.display
         else:
-            yield from ((p, storage.child(d.display, p.name)) for p in d.logdir.partitions)
+            parts = d.logdir.partitions if every else live(d.logdir.partitions)
+            yield from ((p, storage.child(d.display, p.name)) for p in parts)
 
 
 def _expand_dir(path: Path, display: str) -> Iterator[InputFile]:
@@ -127,7 +153,7 @@ def _expand_dir(path: Path, display: str) -> Iterator[InputFile]:
             kind = layout.file_kind(f)
             if kind not in (layout.LOCK, layout.LEFTOVER):
                 yield InputFile(f, kind, storage.child(d.display, f.name))
-        for p in d.logdir.partitions:
+        for p in live(d.logdir.partitions):
             yield from _expand_dir(p, storage.child(d.display, p.name))
 
 

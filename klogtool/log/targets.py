@@ -49,10 +49,14 @@ class Targets:
 SEGMENT_KINDS = (layout.LOG, layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX)
 
 
-def resolve(paths: Iterable[str], *, files: tuple[str, ...] = SEGMENT_KINDS) -> Targets:
+def resolve(
+    paths: Iterable[str], *, files: tuple[str, ...] = SEGMENT_KINDS, skip_not_live: bool = False
+) -> Targets:
     """Resolve the PATH arguments of a writing command: partition dirs, log dirs, and files
     of the kinds in ``files`` (a segment of a partition: ``only_base``). Raises InputError
-    (exit 3) for one that is not a Kafka path."""
+    (exit 3) for one that is not a Kafka path. With ``skip_not_live``, a log dir's partition
+    dirs the broker marked -delete, -future or -stray are left out, each with a warning (a
+    partition dir named is always taken)."""
     out = Targets()
     seen: set[tuple[Path, int | None]] = set()
     for arg in paths:
@@ -80,6 +84,20 @@ def resolve(paths: Iterable[str], *, files: tuple[str, ...] = SEGMENT_KINDS) -> 
             root = path.resolve()
             for p in logdir.partitions:
                 display = str(Path(arg) / p.name)
+                state = layout.partition_dir_state(p.name)
+                if skip_not_live and state is not None:
+                    out.findings.append(
+                        Finding(
+                            "warning",
+                            Code.NOT_LIVE_PARTITION,
+                            display,
+                            None,
+                            None,
+                            f"{layout.DIR_STATES[state]}: skipped, not written to (name the "
+                            "directory itself to include it)",
+                        )
+                    )
+                    continue
                 if p.is_symlink() and not _inside(p.resolve(), root):
                     out.findings.append(
                         Finding(

@@ -5,9 +5,11 @@ the user names one."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
+import pytest
 from support.cli import jsonl, run
 from support.paths import LOGDIR
 
@@ -58,15 +60,84 @@ def test_a_writing_command_skips_them_by_name_unless_named(tmp_path: Path) -> No
     assert sorted(p.name for p in named.iterdir()) != before["orders-4-stray"]
 
 
-def test_verify_and_stats_say_what_each_directory_is(tmp_path: Path) -> None:
+def test_verify_says_what_each_directory_is(tmp_path: Path) -> None:
     logdir = _host(tmp_path)
     code, out, err = run("verify", "--format", "jsonl", str(logdir), cwd=tmp_path)
     assert code == 0, err
     marked = {Path(o["path"]).name for o in jsonl(out) if o.get("code") == "not-live-partition"}
     assert marked == set(SPECIAL)
-    code, out, err = run("stats", str(logdir), cwd=tmp_path)
+
+
+READERS = [
+    ["stats", "--format", "jsonl"],
+    ["find", "--format", "jsonl"],
+    ["dump-segments", "--deep-iteration", "--format", "jsonl"],
+    ["export", "--to", "jsonl", "{out}"],
+    ["transactions", "--format", "jsonl"],
+]
+
+
+@pytest.mark.parametrize("command", READERS, ids=lambda c: c[0])
+def test_a_reading_command_reads_only_the_live_partitions(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """export, find and stats of a log dir read the -delete/-future/-stray copies as live
+    data (67 rows for 50 distinct offsets): they are left out, said once, unless named."""
+    logdir = _host(tmp_path)
+    argv = [a.replace("{out}", str(tmp_path / "out")) for a in command]
+    code, out, err = run(*argv, str(logdir), cwd=tmp_path)
+    assert code in (0, 1), err
+    (warning,) = [line for line in err.splitlines() if "not read:" in line]
+    assert "4 partition directories the broker marked -delete, -future or -stray" in warning
+    assert all(name in warning for name in SPECIAL)
+    if command[0] == "export":
+        rows = [json.loads(x) for f in (tmp_path / "out").rglob("*.json*") for x in f.open()]
+        assert {r["partition"] for r in rows} == {0}  # orders-1..4 are the copies
+    else:
+        assert "orders-0" in out
+        assert not any(name in out for name in SPECIAL)
+    named = logdir / "orders-4-stray"
+    code, out, err = (
+        run(*argv[:-1], str(tmp_path / "out2"), str(named), cwd=tmp_path)
+        if (command[0] == "export")
+        else run(*argv, str(named), cwd=tmp_path)
+    )
+    assert code in (0, 1) and "not read:" not in err, err
+
+
+def test_export_of_a_log_dir_has_each_offset_once(tmp_path: Path) -> None:
+    logdir = _host(tmp_path)
+    code, _out, err = run("export", "--to", "jsonl", str(tmp_path / "out"), str(logdir))
     assert code == 0, err
-    assert f"orders-1.{UUID}-delete (deleted, awaiting the broker's removal)" in out
+    rows = [
+        json.loads(line)
+        for f in (tmp_path / "out").rglob("*.json*")
+        for line in f.read_text().splitlines()
+    ]
+    offsets = [r["offset"] for r in rows]
+    assert offsets and len(offsets) == len(set(offsets))
+
+
+@pytest.mark.parametrize("command", [["truncate-recovery"], ["rebuild-index"]], ids=lambda c: c[0])
+def test_the_repair_commands_write_only_into_live_partitions(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """truncate-recovery and rebuild-index wrote indexes and a quarantine into -delete and
+    -future dirs of a log dir: they are skipped with a warning, unless named."""
+    logdir = _host(tmp_path)
+    for d in [logdir / n for n in SPECIAL]:
+        for p in d.glob("*index"):
+            p.unlink()  # something a repair would write
+    before = {n: sorted(p.name for p in (logdir / n).iterdir()) for n in SPECIAL}
+    code, out, err = run(*command, "--format", "jsonl", str(logdir), cwd=tmp_path)
+    assert code == 0, err
+    assert {n: sorted(p.name for p in (logdir / n).iterdir()) for n in SPECIAL} == before
+    skipped = {Path(o["path"]).name for o in jsonl(out) if o.get("code") == "not-live-partition"}
+    assert skipped == set(SPECIAL)
+    named = logdir / f"orders-2.{UUID}-future"
+    code, _out, err = run(*command, str(named), cwd=tmp_path)
+    assert code == 0, err
+    assert sorted(p.name for p in named.iterdir()) != before[named.name]
 
 
 def test_convert_format_of_a_log_dir_leaves_them_and_the_metadata_log_alone(

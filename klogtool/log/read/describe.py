@@ -87,7 +87,7 @@ def _partitions(path: Path, display: str) -> Iterator[tuple[Path, str]]:
         raise InputError("no such file or directory", path=display, code=Code.NOT_FOUND)
     if not path.is_dir():
         raise InputError("expected a partition or log directory", path=display, code=Code.NOT_A_DIR)
-    yield from partition_dirs_of(path, display)
+    yield from partition_dirs_of(path, display, every=True)  # each said to be what it is
 
 
 def summarise(path: Path, display: str) -> PartitionSummary:

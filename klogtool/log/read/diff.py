@@ -57,7 +57,7 @@ from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner, not_a_l
 from klogtool.log import layout, pool, storage
 from klogtool.log.context import ReadContext
 from klogtool.log.epochs import EpochRuns, read_checkpoint, timeline
-from klogtool.log.files import classify_dir
+from klogtool.log.files import classify_dir, live
 from klogtool.log.partition import (
     RECOVERY_POINT,
     PartitionView,
@@ -542,8 +542,8 @@ def pair_partitions(a: str, b: str) -> list[Pair]:
     if kind_a == "partition":
         return [Pair(pa.name, pa, pb, a, b)]
     la, lb = layout.scan_log_dir(pa), layout.scan_log_dir(pb)
-    names_a = {p.name: p for p in (la.partitions if la else [])}
-    names_b = {p.name: p for p in (lb.partitions if lb else [])}
+    names_a = {p.name: p for p in live(la.partitions if la else [])}
+    names_b = {p.name: p for p in live(lb.partitions if lb else [])}
     pairs = []
     for name in sorted(names_a.keys() | names_b.keys()):
         pairs.append(

@@ -143,7 +143,8 @@ def run_recovery(
 
     for f in targets.findings:
         finding(f)
-        stats.skipped += 1
+        if f.code != Code.NOT_LIVE_PARTITION:  # left out on purpose, not a failure (exit 1)
+            stats.skipped += 1
     _recover_groups(targets, opts, ops, emit, stats, finding, force)
     stats.operations = ops.count
     return stats
