@@ -151,6 +151,33 @@ def test_generated_data_of_every_codec_exact_and_past_the_bounds(
     assert past["what_if"]["sample"]["bytes"] == 50_000
 
 
+def test_the_distinct_key_estimate_is_the_same_at_every_fill(tmp_path: Path) -> None:
+    """Past the exact bound the native engine keeps the HyperLogLog's registers and Python
+    reads them: the same estimate from a few keys to well past the estimator's old switch at
+    40,960 (BLAKE2b, the switch from the exact set, the ranks, the float arithmetic)."""
+    fills = (3_000, 20_000, 41_000, 60_000)
+    for n in fills:
+        batches = [
+            encode_batch(
+                [
+                    Record(o, T0, b"fill-%d-%d" % (n, o), b"", ())
+                    for o in range(b, min(n, b + 4096))
+                ],
+                base_offset=b,
+            )
+            for b in range(0, n, 4096)
+        ]
+        write_partition(tmp_path / f"fill-{n}", [(0, batches)])
+    got = _both([str(tmp_path)], {"exact_keys": 1000, "sample_bytes": 0})
+    assert got[engine.PYTHON] == got[engine.NATIVE]
+    parts = [json.loads(p)["keys"] for p in got[engine.NATIVE]["parts"]]
+    estimates = sorted(p["distinct"] for p in parts)
+    assert not any(p["distinct_exact"] for p in parts)
+    for n, estimate in zip(fills, estimates, strict=True):
+        assert abs(estimate / n - 1) < 4 * stats.HLL_STANDARD_ERROR, (n, estimate)
+    assert len(set(estimates)) == len(fills)  # each its own estimate, not one copied over
+
+
 def _corrupted(part: Path) -> None:
     """Batches the native kernel refuses: a gzip stream cut inside, and an uncompressed batch
     whose fourth record's key length runs past the record (the python engine reads the three

@@ -149,7 +149,8 @@ impl Times {
     }
 }
 
-/// `HyperLogLog` over 64-bit hashes, 2**`HLL_P` registers.
+/// `HyperLogLog` over 64-bit hashes, 2**`HLL_P` registers. Only the registers: Python's
+/// `HyperLogLog.estimate` reads them under both engines, so the estimate is one float.
 #[derive(Debug, Clone)]
 pub struct Hll {
     pub registers: Vec<u8>,
