@@ -119,7 +119,12 @@ def _java_split(pattern: re.Pattern[str], s: str) -> list[str]:
 def _parse_int(s: str, bounds: tuple[int, int]) -> int | None:
     if not _INT_RE.fullmatch(s):
         return None
-    value = int(s)
+    # Java's parseLong takes any number of leading zeros; more than 19 digits after them is
+    # out of any bound here, and converted would pass Python's limit of 4,300 digits
+    digits = s.lstrip("+-").lstrip("0")
+    if len(digits) > 19:
+        return None
+    value = int(digits or "0") * (-1 if s.startswith("-") else 1)
     if not bounds[0] <= value <= bounds[1]:
         return None
     return value
@@ -130,6 +135,8 @@ def _byte_len(s: str) -> int:
 
 
 def _malformed(line: str, pos: int) -> FormatError:
+    if len(line) > 100:  # one line on a terminal, however long the file's
+        line = f"{line[:60]}... ({len(line):,} characters)"
     return FormatError(f"Malformed line in checkpoint file: '{line}'", pos, _MALFORMED)
 
 
