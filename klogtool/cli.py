@@ -23,8 +23,8 @@ from klogtool.errors import (
     StdoutClosed,
 )
 from klogtool.formats import FormatError
+from klogtool.shown import escaped, shown
 from klogtool.shown import reset as reset_shown_paths
-from klogtool.shown import shown
 
 if TYPE_CHECKING:
     from klogtool.output import Output
@@ -240,21 +240,23 @@ def main(argv: list[str] | None = None) -> None:
         code = EXIT_INTERRUPTED
     except KlogtoolError as e:
         _flush_quietly()
-        click.echo(shown(e.one_line()), err=True)
+        click.echo(escaped(shown(e.one_line())), err=True)
         if e.hint:
-            click.echo(shown(f"hint: {e.hint}"), err=True)
+            click.echo(escaped(shown(f"hint: {e.hint}")), err=True)
         code = e.exit_code
     except FormatError as e:  # a format error no command anticipated: still one line
         _flush_quietly()
         # no file is known: docs/output.md's line without its <path>
         at = f" at byte {e.position}" if e.position is not None else ""
-        click.echo(shown(f"klogtool: error: {e}{at} ({e.code})"), err=True)
+        click.echo(escaped(shown(f"klogtool: error: {e}{at} ({e.code})")), err=True)
         code = EXIT_BAD_INPUT
     except (BrokenPipeError, StdoutClosed):
         code = EXIT_BROKEN_PIPE
     except OSError as e:
         where = f"{os.fsdecode(e.filename)}: " if e.filename else ""
-        click.echo(shown(f"klogtool: error: {where}{e.strerror or e} (io-error)"), err=True)
+        click.echo(
+            escaped(shown(f"klogtool: error: {where}{e.strerror or e} (io-error)")), err=True
+        )
         code = EXIT_BAD_INPUT
     except Exception as e:
         if by_interrupt(e):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from klogtool.codes import STRICT
 from klogtool.errors import StdoutClosed
 from klogtool.log.labels import shorten_middle
-from klogtool.shown import shown
+from klogtool.shown import TERMINAL_ESCAPES, escaped, shown
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -143,6 +143,9 @@ class Output:
         self.out: TextIO = stdout or sys.stdout
         self.verbosity = verbosity
         self._color = color
+        # lines written as they are (a format whose contract is the bytes: kafka-dump-log's
+        # in a pipe); else every line goes through escaped()
+        self.raw_lines = False
         self._progress = progress
         self._json_count = 0
         self._live: Any = None  # the progress display being drawn on stderr, if any
@@ -277,7 +280,8 @@ class Output:
         return fd
 
     def line(self, text: str) -> None:
-        self._write(text + "\n")
+        """One line of text, :func:`escaped` (unless ``raw_lines``)."""
+        self._write((text if self.raw_lines else escaped(text)) + "\n")
 
     def close(self) -> None:
         if self.fmt == "json":
@@ -306,7 +310,8 @@ class Output:
         if self.fmt != "text":
             return
         # paths as the user gave them (a table on a terminal is not written through _write)
-        rows = [[shown(c) if isinstance(c, str) else c for c in r] for r in rows]
+        rows = [[escaped(shown(c)) if isinstance(c, str) else c for c in r] for r in rows]
+        title = escaped(title)
         # Box drawing on a terminal; plain aligned columns for a file or a pipe.
         if self.data_is_terminal:
             self._terminal_table(title, columns, rows, left, lesser)
@@ -368,23 +373,25 @@ class Output:
     # -- diagnostics ------------------------------------------------------------------------
     def warn(self, message: str) -> None:
         if self.verbosity >= 0:
-            self.err.print(shown(f"klogtool: warning: {message}"), style="yellow")
+            self.err.print(escaped(shown(f"klogtool: warning: {message}")), style="yellow")
 
     def note(self, message: str) -> None:
         """What the user should hear though nothing is wrong (no record matched): shown but
         with -q."""
         if self.verbosity >= 0:
-            self.err.print(shown(f"klogtool: {message}"))
+            self.err.print(escaped(shown(f"klogtool: {message}")))
 
     def info(self, message: str) -> None:
         if self.verbosity >= 1:
-            self.err.print(shown(f"klogtool: {message}"), style="dim")
+            self.err.print(escaped(shown(f"klogtool: {message}")), style="dim")
 
     def stderr_line(self, message: str) -> None:
         """Plain stderr text that is part of a format's contract (kafka-dump-log's blocks,
         which name files absolute as it does: written as it is); while a bar is drawn, through
         its console (which draws the bar again below it)."""
         self._flush()
+        if not self.raw_lines:
+            message = escaped(message)
         if self._live is not None:
             from rich.text import Text
 
@@ -532,11 +539,6 @@ _INDENTED = {
     "quorum_state",
     "clean_shutdown",
     "sanity_check",
-}
-# C0 controls, DEL and C1 controls (U+009B is a CSI on some terminals) would drive the
-# terminal, and CR or LF would forge a line: show them escaped (\x1b, \x00, \u009b, ...).
-TERMINAL_ESCAPES = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F] if c not in (0x09,)} | {
-    c: f"\\u{c:04x}" for c in range(0x80, 0xA0)
 }
 
 

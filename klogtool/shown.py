@@ -86,3 +86,17 @@ def shown(text: str) -> str:
     if _pattern is None or not any(a in text for a in _pairs):
         return text
     return _pattern.sub(_as_given, text)
+
+
+# C0 controls, DEL and C1 controls (U+009B is a CSI on some terminals) would drive the
+# terminal, and CR or LF would forge a line: show them escaped (\x1b, \x00, \u009b, ...).
+TERMINAL_ESCAPES = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F] if c not in (0x09,)} | {
+    c: f"\\u{c:04x}" for c in range(0x80, 0xA0)
+}
+
+
+def escaped(text: str) -> str:
+    """One line of text for a person, its control characters shown escaped: the one rule for
+    every name klogtool shows (a directory or object key holding ESC, CR or LF, a payload):
+    text lines, table cells, warnings and error lines."""
+    return text.translate(TERMINAL_ESCAPES)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from support.cli import run
 from support.paths import LOGDIR
+from support.s3 import S3Server, s3_server  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.usefixtures("no_fsync")
 
@@ -75,3 +76,74 @@ def test_leading_zeros_are_a_number_as_java_reads_them() -> None:
     assert (entry.epoch, entry.start_offset) == (1, 5)
     with pytest.raises(checkpoint.FormatError, match=r"\(4,402 characters\)"):
         checkpoint.parse_leader_epoch_checkpoint(f"0\n1\n1 {HUGE}\n".encode())
+
+
+# -- names with control characters ----------------------------------------------------------------
+TITLE = "\x1b]0;pwned\x07\x1b[2J\x9b31m"  # retitle the window, clear the screen, colour
+EVIL = TITLE + "\r\nklogtool verify: OK"  # and forge a line
+
+
+def _raw_controls(text: str) -> list[str]:
+    """Control characters a terminal would act on (all but line ends and tabs)."""
+    return [c for c in text if (ord(c) < 0x20 and c not in "\n\t") or 0x7F <= ord(c) < 0xA0]
+
+
+def _evil_log_dir(root: Path) -> Path:
+    """A log dir whose name and one partition's topic carry terminal control sequences, one
+    partition with a torn tail (so verify names it in a finding)."""
+    logdir = root / f"logs{EVIL}"
+    shutil.copytree(LOGDIR, logdir)
+    evil_part = logdir / f"ev{TITLE}il-0"  # no line break: a partition name is one line
+    (logdir / "v2-gzip-0").rename(evil_part)
+    log = evil_part / "00000000000000000017.log"
+    log.write_bytes(log.read_bytes()[:-7])  # a torn tail
+    return logdir
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["verify"],
+        ["describe"],
+        ["describe", "--epochs"],
+        ["stats"],
+        ["find", "--key", "key-1"],
+        ["dump-segments"],
+        ["transactions"],
+        ["groups"],
+        ["explain", "{part}"],
+        ["verify", "{missing}"],
+    ],
+    ids=lambda c: "-".join(c),
+)
+def test_no_name_drives_the_terminal(tmp_path: Path, command: list[str]) -> None:
+    """verify's findings, describe's and stats' tables and find's record lines printed a
+    directory's name raw (ESC sequences that retitle the window or clear the screen, CR/LF
+    that forge a line): every name shown is escaped by one rule."""
+    logdir = _evil_log_dir(tmp_path)
+    part = logdir / f"ev{TITLE}il-0"
+    places = {"{part}": str(part), "{missing}": str(logdir / f"no{EVIL}such")}
+    argv = [places.get(a, a) for a in command]
+    if not any(a in places for a in command):
+        argv.append(str(logdir))
+    code, out, err = run(*argv, cwd=tmp_path)
+    assert code in (0, 1, 3), err
+    assert _raw_controls(out) == [] and _raw_controls(err) == [], (out, err)
+    if command[0] != "groups":  # it names groups, not directories
+        assert "\\x1b]0;pwned\\x07" in out + err
+
+
+
+@pytest.mark.parametrize("command", [["verify"], ["describe"], ["stats"]], ids=lambda c: c[0])
+def test_no_object_key_drives_the_terminal(
+    tmp_path: Path,
+    s3_server: S3Server,  # noqa: F811
+    command: list[str],
+) -> None:
+    pytest.importorskip("pyarrow.fs", reason="object storage needs pyarrow")
+    logdir = _evil_log_dir(tmp_path)
+    uri = s3_server.upload(logdir, f"evil-{command[0]}/logs{TITLE}")
+    code, out, err = run(*command, uri, cwd=tmp_path)
+    assert code in (0, 1), err
+    assert _raw_controls(out) == [] and _raw_controls(err) == [], (out, err)
+    assert "\\x1b]0;pwned\\x07" in out + err

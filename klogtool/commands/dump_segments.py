@@ -378,6 +378,7 @@ class KafkaRenderer:
         self.not_found: dict[str, list[tuple[int, int]]] = defaultdict(list)
         self.non_consecutive: dict[str, list[tuple[int, int]]] = defaultdict(list)
         self.escapes = TERMINAL_ESCAPES if out.data_is_terminal else {}
+        out.raw_lines = not out.data_is_terminal  # kafka-dump-log prints names and data raw
 
     def render(self, obj: Obj) -> None:
         getattr(self, "_" + obj["type"], self._ignore)(obj)
