@@ -112,6 +112,13 @@ class Code(StrEnum):
         "a __consumer_offsets record that does not decode (groups leaves it out)",
     )
 
+    PAYLOAD_REFUSED = (
+        "payload-refused",
+        (W,),
+        "a Confluent key or value beyond the decoder's bounds (size, nesting, values, decimal"
+        " digits): shown undecoded, with its raw bytes (docs/confluent.md)",
+    )
+
     # -- a segment and its neighbours ----------------------------------------------------------
     DECODER_NOT_IMPLEMENTED = (
         "decoder-not-implemented",

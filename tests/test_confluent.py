@@ -6,9 +6,12 @@ corpus."""
 from __future__ import annotations
 
 import base64
+import decimal
 import io
 import json
 import struct
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -268,3 +271,225 @@ def test_real_schemas_topics_replay() -> None:
     # a registry that only ever wrote NOOPs: nothing to know, nothing invented
     other = CORPUS / "ItumelengMogase__Real-Time-Data-Pipeline-for-Patient-Admissions"
     assert len(replay_partition(other / "kafka-data" / "_schemas-0", DEFAULT_LIMITS)) == 0
+
+
+# -- hostile Avro payloads (issue 37, item 10): refused with a finding, never a crash or a hang
+def zigzag(n: int) -> bytes:
+    """A long in Avro's binary encoding (written out here, not by fastavro: fastavro's own
+    writer recurses in C as its reader does)."""
+    z, out = (n << 1) ^ (n >> 63), bytearray()
+    while z > 0x7F:
+        out.append(z & 0x7F | 0x80)
+        z >>= 7
+    return bytes(out + bytes([z]))
+
+
+def registry_dir(tmp_path: Path, schemas: list[dict[str, Any]], values: list[bytes]) -> Path:
+    """A log dir: ``_schemas-0`` holding ``schemas`` as the registry writes them (a JSON key
+    and value per subject version), and ``t-0`` holding ``values``."""
+    d = tmp_path / "data"
+    recs = [
+        Record(
+            i,
+            T0 + i,
+            json.dumps(
+                {"keytype": "SCHEMA", "subject": s["subject"], "version": s["version"], "magic": 1}
+            ).encode(),
+            json.dumps(s).encode(),
+        )
+        for i, s in enumerate(schemas)
+    ]
+    write_partition(d / "_schemas-0", [(0, [encode_batch(recs)])])
+    data = [Record(i, T0 + i, b"k%d" % i, v) for i, v in enumerate(values)]
+    write_partition(d / "t-0", [(0, [encode_batch(data)])])
+    return d
+
+
+_PROBE = (
+    "import resource, subprocess, sys, time\n"
+    "t = time.monotonic()\n"
+    "p = subprocess.run(sys.argv[1:], capture_output=True, text=True, timeout=float(sys.argv[1]))\n"
+    "print(p.returncode, time.monotonic() - t, "
+    "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+    "sys.stdout.write(p.stdout)\n"
+)
+
+
+def bounded_run(*args: str, timeout: float = 60) -> tuple[int, str, float, float]:
+    """``klogtool ARGS`` in a process of its own (a SIGSEGV cannot kill pytest; a hang ends at
+    ``timeout``): (exit status, stdout, wall seconds, peak RSS in MiB)."""
+    probe = _PROBE.replace("sys.argv[1:]", "sys.argv[2:]")
+    cmd = [sys.executable, "-c", probe, str(timeout), sys.executable, "-m", "klogtool", *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 30)
+    assert "TimeoutExpired" not in p.stderr, f"klogtool {' '.join(args)}: over {timeout} s"
+    code, secs, rss = p.stderr.split()[-3:]
+    return int(code), p.stdout, float(secs), int(rss) / 1024
+
+
+def dumped(logdir: Path, timeout: float = 60) -> tuple[list[Any], list[Any], float, float]:
+    """dump-segments of ``t-0`` with the confluent value decoder, in a bounded process: the
+    values, the findings, wall seconds and peak RSS (MiB)."""
+    code, out, secs, rss = bounded_run(
+        "dump-segments", "--format", "jsonl", "--print-data", "--value-decoder", "confluent",
+        str(logdir / "t-0"), timeout=timeout,
+    )  # fmt: skip
+    assert code == 0, (code, out[-2000:])
+    objs = jsonl(out)
+    return (
+        [o["value"] for o in objs if o["type"] == "record"],
+        [o for o in objs if o["type"] == "finding"],
+        secs,
+        rss,
+    )
+
+
+def assert_refused(value: Any, payload: bytes, findings: list[Any], offset: int) -> None:
+    """Shown undecoded, with its raw bytes, and one payload-refused finding for it."""
+    assert value["code"] == "payload-refused" and "refused" in value["error"], value
+    assert "value" not in value and base64.b64decode(value["raw"]) == payload
+    mine = [f for f in findings if f["offset"] == offset]
+    assert [(f["severity"], f["code"]) for f in mine] == [("warning", "payload-refused")]
+    assert value["error"] in mine[0]["message"]
+
+
+def avro_schema(i: int, subject: str, schema: Any, refs: list[Any] | None = None) -> Any:
+    return {"subject": subject, "version": 1, "id": i, "schema": json.dumps(schema),
+            "references": refs or []}  # fmt: skip
+
+
+def test_avro_value_nested_thousands_deep_is_refused_not_a_crash(tmp_path: Path) -> None:
+    """A linked list 5000 deep in a recursive schema: fastavro's reader recursed in C until
+    SIGSEGV. A record that holds itself and nothing else (no bytes, no end) too."""
+    node = {
+        "type": "record",
+        "name": "Node",
+        "fields": [{"name": "next", "type": ["null", "Node"]}],
+    }
+    loop = {"type": "record", "name": "Loop", "fields": [{"name": "again", "type": "Loop"}]}
+    # the encoding written out here is fastavro's own for a shallow list
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, fastavro.parse_schema(node), {"next": {"next": None}})
+    assert buf.getvalue() == zigzag(1) + zigzag(0)
+    deep = zigzag(1) * 5000 + zigzag(0)
+    fine = zigzag(1) * 100 + zigzag(0)  # 101 records: within the bound, decoded
+    values = [frame(1, deep), frame(1, fine), frame(2, b"")]
+    logdir = registry_dir(
+        tmp_path, [avro_schema(1, "list-value", node), avro_schema(2, "loop-value", loop)], values
+    )
+    got, findings, secs, rss = dumped(logdir)
+    assert_refused(got[0], values[0], findings, 0)
+    assert "nested deeper than 128" in got[0]["error"]
+    v = got[1]["value"]
+    for _ in range(100):
+        v = v["next"]
+    assert v == {"next": None}
+    assert_refused(got[2], values[2], findings, 2)
+    assert len(findings) == 2
+    assert secs < 20 and rss < 200, (secs, rss)
+
+
+def test_schemas_that_each_reference_the_next_twice_parse_once(tmp_path: Path) -> None:
+    """32 _schemas entries, each naming the next twice in its references: parsing every
+    reference where it is named cost 2^31 schema parses for one payload."""
+    n = 32
+    schemas, types = [], []
+    for i in range(n):
+        nxt = f"shop.T{i + 1}"
+        fields: list[Any] = (
+            [{"name": "x", "type": "long"}]
+            if i == n - 1
+            else [{"name": "a", "type": nxt}, {"name": "b", "type": ["null", nxt]}]
+        )
+        types.append({"type": "record", "name": f"T{i}", "namespace": "shop", "fields": fields})
+        refs = [] if i == n - 1 else [{"name": nxt, "subject": f"t{i + 1}", "version": 1}] * 2
+        schemas.append(avro_schema(100 + i, f"t{i}", types[-1], refs))
+    schemas[0]["subject"] = "t-value"
+    for s, nxt in zip(schemas, schemas[1:], strict=False):  # each names the next by subject
+        for r in s["references"]:
+            r["subject"] = nxt["subject"]
+    named: dict[str, Any] = {}
+    for t in reversed(types):
+        writer = fastavro.parse_schema(t, named_schemas=named)
+    value: Any = {"x": 42}
+    for _ in range(n - 1):
+        value = {"a": value, "b": None}
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, writer, value)
+    logdir = registry_dir(tmp_path, schemas, [frame(100, buf.getvalue())])
+    got, findings, secs, rss = dumped(logdir, timeout=60)
+    assert "error" not in got[0], got[0]
+    assert got[0]["subject"] == "t-value" and got[0]["value"] == value
+    assert not findings
+    assert secs < 20 and rss < 200, (secs, rss)
+
+
+def test_items_that_take_no_bytes_cannot_announce_millions(tmp_path: Path) -> None:
+    """An array of nulls announcing 50 million items in a few bytes built them all (900 MB);
+    so did an array of empty records."""
+    nulls = {"type": "record", "name": "R", "fields": [
+        {"name": "a", "type": {"type": "array", "items": "null"}},
+        {"name": "e", "type": {"type": "array",
+                               "items": {"type": "record", "name": "E", "fields": []}}},
+    ]}  # fmt: skip
+    parsed = fastavro.parse_schema(nulls)
+    buf = io.BytesIO()  # fastavro's encoding of a few: what the hostile ones scale up
+    fastavro.schemaless_writer(buf, parsed, {"a": [None] * 3, "e": [{}] * 2})
+    assert buf.getvalue() == zigzag(3) + zigzag(0) + zigzag(2) + zigzag(0)
+    many = 50_000_000
+    values = [
+        frame(1, zigzag(many) + zigzag(0) + zigzag(0)),
+        frame(1, zigzag(0) + zigzag(many) + zigzag(0)),
+        frame(1, buf.getvalue()),
+    ]
+    logdir = registry_dir(tmp_path, [avro_schema(1, "t-value", nulls)], values)
+    got, findings, secs, rss = dumped(logdir)
+    for i in (0, 1):
+        assert_refused(got[i], values[i], findings, i)
+        assert "more than 1000000 values" in got[i]["error"]
+    assert got[2]["value"] == {"a": [None] * 3, "e": [{}] * 2}
+    assert secs < 20 and rss < 200, (secs, rss)
+    # find shows the same values, and its findings on stderr (docs/output.md)
+    code, out, err = run(
+        "find", "--format", "jsonl", "--value-decoder", "confluent", str(logdir / "t-0")
+    )
+    assert code == 0, err
+    assert [o["value"] for o in jsonl(out) if o["type"] == "record"] == got
+    warnings = [line for line in err.splitlines() if "(payload-refused)" in line]
+    assert len(warnings) == 2 and warnings[0].startswith("klogtool: warning: "), err
+    # export: the raw bytes, and the refusal in value_decoded
+    dest = tmp_path / "out"
+    code, _, err = run(
+        "export", "--engine", "local", "--to", "jsonl", str(dest), "--value-decoder",
+        "confluent", str(logdir / "t-0"),
+    )  # fmt: skip
+    assert code == 0, err
+    rows = [json.loads(line) for f in dest.rglob("*.json") for line in f.read_text().splitlines()]
+    assert [base64.b64decode(r["value"]) for r in rows] == values
+    assert [json.loads(r["value_decoded"]) for r in rows] == got
+
+
+def test_a_long_decimal_costs_linear_time(tmp_path: Path) -> None:
+    """800 KB of decimal bytes: fastavro's int → Decimal conversion is quadratic (~55 s). Its
+    precision bounds its digits: beyond them the value is refused; within, decoded."""
+    dec = {"type": "record", "name": "P", "fields": [
+        {"name": "d", "type": {"type": "bytes", "logicalType": "decimal",
+                               "precision": 10, "scale": 2}},
+    ]}  # fmt: skip
+    parsed = fastavro.parse_schema(dec)
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, parsed, {"d": decimal.Decimal("-12345678.91")})
+    long = b"\x7f" + b"\xff" * (800_000 - 1)
+    padded = b"\0" * 100_000 + b"\x30\x39"  # 12345, sign-extended: few digits, decoded
+    values = [
+        frame(1, zigzag(len(long)) + long),
+        frame(1, buf.getvalue()),
+        frame(1, zigzag(len(padded)) + padded),
+    ]
+    logdir = registry_dir(tmp_path, [avro_schema(1, "t-value", dec)], values)
+    got, findings, secs, rss = dumped(logdir, timeout=40)
+    assert_refused(got[0], values[0], findings, 0)
+    assert "precision 10" in got[0]["error"]
+    assert decimal.Decimal(got[1]["value"]["d"]) == decimal.Decimal("-12345678.91")
+    assert decimal.Decimal(got[2]["value"]["d"]) == decimal.Decimal("123.45")
+    assert len(findings) == 1
+    assert secs < 20 and rss < 200, (secs, rss)

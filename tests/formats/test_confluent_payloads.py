@@ -26,6 +26,7 @@ from google.protobuf import (
 )
 
 from klogtool.formats.payloads.confluent import (
+    MAX_PAYLOAD_BYTES,
     Reference,
     Schema,
     SchemaRegistry,
@@ -185,6 +186,90 @@ def test_avro_payload_that_does_not_decode_shows_error_and_raw() -> None:
         Schema(10, "AVRO", json.dumps(ORDER), "y", 1, (Reference("com.shop.Money", "gone", 1),))
     )
     assert "gone version 1 unknown" in decode_confluent(frame(10, b""), reg)["error"]
+
+
+def _one(schema: Any) -> SchemaRegistry:
+    reg = SchemaRegistry()
+    reg.add(Schema(1, "AVRO", json.dumps(schema), "t-value", 1))
+    return reg
+
+
+def test_avro_values_that_take_no_bytes_are_counted_not_built() -> None:
+    """Records of records of nulls: 2^20 leaves from no bytes at all (fastavro built them
+    all). (A record that holds itself crashes fastavro: tests/test_confluent.py, in a process
+    of its own.)"""
+    types: list[Any] = [
+        {"type": "record", "name": "R20", "fields": [{"name": "n", "type": "null"}]}
+    ]
+    for i in range(19, -1, -1):
+        fields = [{"name": "a", "type": types[-1]}, {"name": "b", "type": f"R{i + 1}"}]
+        types.append({"type": "record", "name": f"R{i}", "fields": fields})
+    got = decode_confluent(frame(1, b""), _one(types[-1]))
+    assert got["code"] == "payload-refused" and "more than 1000000 values" in got["error"]
+    # a few levels decode as fastavro's writer wrote them (nothing)
+    small = types[-1]
+    for _ in range(15):
+        small = small["fields"][0]["type"]
+    assert small["name"] == "R15"
+    buf = io.BytesIO()
+    leaf = {"n": None}
+    value: Any = leaf
+    for _ in range(5):
+        value = {"a": value, "b": value}
+    fastavro.schemaless_writer(buf, fastavro.parse_schema(small), value)
+    assert buf.getvalue() == b""
+    assert decode_confluent(frame(1, b""), _one(small))["value"] == value
+
+
+def test_avro_walk_reads_as_fastavro_does() -> None:
+    """Blocks with a negative count (their size in bytes follows), maps, fixed decimals padded
+    to their size: what fastavro's writer or the spec write decodes; bytes that are no value
+    of the schema do not (an error, no code)."""
+    schema = {"type": "record", "name": "W", "fields": [
+        {"name": "xs", "type": {"type": "array", "items": "long"}},
+        {"name": "m", "type": {"type": "map", "values": ["null", "string"]}},
+        {"name": "f", "type": {"type": "fixed", "name": "F", "size": 16,
+                               "logicalType": "decimal", "precision": 5, "scale": 1}},
+        {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B"]}},
+    ]}  # fmt: skip
+    reg = _one(schema)
+    value = {
+        "xs": [1, -2, 3],
+        "m": {"k": None, "j": "v"},
+        "f": decimal.Decimal("-1234.5"),
+        "e": "B",
+    }
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, fastavro.parse_schema(schema), value)
+    body = buf.getvalue()
+    got = decode_confluent(frame(1, body), reg)["value"]
+    assert got == {**value, "f": "-1234.5"}
+    # the spec's other block form: -3 items, then their size in bytes
+    assert body[:5] == zigzag(3) + zigzag(1) + zigzag(-2) + zigzag(3) + zigzag(0)
+    sized = zigzag(-3) + zigzag(3) + body[1:]
+    assert decode_confluent(frame(1, sized), reg)["value"] == got
+    for bad, why in [
+        (body[:-1], "cut short"),  # the enum's index is missing
+        (body[:-1] + zigzag(2), "enum symbol 2 of 2"),
+        (zigzag(10**6) + body[1:], "more than the bytes left hold"),
+    ]:
+        out = decode_confluent(frame(1, bad), reg)
+        assert why in out["error"] and "code" not in out and out["raw"], out
+    # a decimal whose 16 bytes hold more digits than precision 5 allows: refused
+    over = body[:-17] + (10**6).to_bytes(16, "big") + body[-1:]
+    out = decode_confluent(frame(1, over), reg)
+    assert out["code"] == "payload-refused" and "precision 5" in out["error"]
+
+
+def test_payloads_over_16_mib_are_refused() -> None:
+    reg = _one("bytes")
+    n = MAX_PAYLOAD_BYTES
+    ok = decode_confluent(frame(1, zigzag(n - 4) + b"a" * (n - 4)), reg)
+    assert base64.b64decode(ok["value"]) == b"a" * (n - 4)
+    big = frame(1, zigzag(n) + b"a" * n)
+    out = decode_confluent(big, reg)
+    assert out["code"] == "payload-refused" and f"over {n}" in out["error"]
+    assert base64.b64decode(out["raw"]) == big
 
 
 # -- JSON Schema ------------------------------------------------------------------------------

@@ -13,7 +13,10 @@ raises on bad data: a payload that is not framed, whose schema is unknown or doe
 gives its schema id (when it has one), ``error`` and ``raw`` (the whole payload, base64).
 
 Avro decodes with fastavro (logical types as JSON: decimals and UUIDs as strings, dates and
-times in ISO 8601, bytes and fixed in base64), Protobuf through descriptors built from the
+times in ISO 8601, bytes and fixed in base64), once :mod:`.avro_bounds` has found the payload
+within its bounds (depth, values, decimal digits; a payload over :data:`MAX_PAYLOAD_BYTES` is
+not decoded, whatever its type): one beyond them gives ``error``, ``raw`` and ``code``
+(``payload-refused``). Protobuf through descriptors built from the
 schema text (:mod:`proto_schema_parser` parses it; the ``protobuf`` runtime decodes and renders
 the message as proto3 JSON with the field names of the .proto), JSON Schema payloads are the
 JSON value they hold. Nothing here reads files.
@@ -28,6 +31,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from klogtool.formats.payloads import avro_bounds
+
 CONFLUENT_DECODER = "confluent"
 MAGIC = 0
 AVRO = "AVRO"
@@ -36,6 +41,7 @@ PROTOBUF = "PROTOBUF"
 SCHEMA_TYPES = (AVRO, JSON, PROTOBUF)
 
 Payload = bytes | bytearray | memoryview
+MAX_PAYLOAD_BYTES = 16 * 1024 * 1024  # larger payloads are refused: what decoding may hold
 
 
 @dataclass(frozen=True)
@@ -169,6 +175,12 @@ class _DecodeError(Exception):
     pass
 
 
+class _Refused(_DecodeError):
+    """A payload beyond the decoder's bounds (docs/confluent.md): refused, not decoded."""
+
+    code = "payload-refused"
+
+
 def _b64(data: Payload) -> str:
     return base64.b64encode(bytes(data)).decode("ascii")
 
@@ -201,6 +213,8 @@ def decode_confluent(data: Payload | None, registry: SchemaRegistry | None) -> A
         "type": schema.schema_type,
     }
     try:
+        if len(raw) - 5 > MAX_PAYLOAD_BYTES:
+            raise _Refused(f"payload refused: {len(raw) - 5} bytes, over {MAX_PAYLOAD_BYTES}")
         if schema.schema_type == AVRO:
             out["value"] = _decode_avro(registry, schema, raw[5:])
         elif schema.schema_type == JSON:
@@ -211,6 +225,8 @@ def decode_confluent(data: Payload | None, registry: SchemaRegistry | None) -> A
             raise _DecodeError(f"schema type {schema.schema_type} is not supported")
     except _DecodeError as e:
         out["error"] = str(e)
+        if isinstance(e, _Refused):
+            out["code"] = e.code
         out["raw"] = _b64(raw)
     except Exception as e:  # noqa: BLE001 - the decoders' own errors: one bad payload, no crash
         out["error"] = f"{schema.schema_type} payload does not decode: {type(e).__name__}: {e}"
@@ -244,28 +260,41 @@ def _decode_json(body: bytes) -> Any:
 
 
 # -- Avro -----------------------------------------------------------------------------------------
-def _avro_schema(registry: SchemaRegistry, schema: Schema) -> Any:
+def _avro_schema(registry: SchemaRegistry, schema: Schema) -> tuple[Any, avro_bounds.AvroType]:
+    """fastavro's parsed schema, and its plan for avro_bounds. Each referenced schema is
+    parsed once (schemas that each name the next twice would otherwise cost 2^depth)."""
     import fastavro
 
     named: dict[str, Any] = {}
+    parsed_ids: set[int] = set()
 
     def parse(s: Schema, depth: int) -> Any:
         if depth > 32:
             raise _DecodeError("schema references nest deeper than 32")
         for ref in s.references:
             try:
-                parse(registry.reference(ref), depth + 1)
+                r = registry.reference(ref)
             except KeyError as e:
                 raise _DecodeError(str(e.args[0])) from None
+            if r.id not in parsed_ids:
+                parse(r, depth + 1)
+                parsed_ids.add(r.id)
         return fastavro.parse_schema(json.loads(s.text), named_schemas=named)
 
-    return parse(schema, 0)
+    parsed = parse(schema, 0)
+    return parsed, avro_bounds.plan(parsed, named)
 
 
 def _decode_avro(registry: SchemaRegistry, schema: Schema, body: bytes) -> Any:
     import fastavro
 
-    parsed = _compiled(registry, schema, _avro_schema)
+    parsed, plan = _compiled(registry, schema, _avro_schema)
+    try:
+        avro_bounds.check(plan, body)  # before fastavro: it can crash, hang or fill memory
+    except avro_bounds.Refused as e:
+        raise _Refused(f"AVRO payload refused: {e}") from None
+    except avro_bounds.Malformed as e:
+        raise _DecodeError(f"AVRO payload does not decode: {e}") from None
     return _jsonable(fastavro.schemaless_reader(io.BytesIO(body), parsed, None))
 
 

@@ -381,7 +381,12 @@ class Dumper:
                 if lo is not None and not lo <= rec.offset <= hi:  # type: ignore[operator]
                     continue
                 self.counts["records"] += 1
-                yield self._record(batch, rec, decoder)
+                obj = self._record(batch, rec, decoder)
+                yield obj
+                for msg in refused_payloads(obj):
+                    yield finding(
+                        "warning", Code.PAYLOAD_REFUSED, f.display, batch.position, msg, rec.offset
+                    )
         except FormatError as e:
             yield finding(
                 "error",
@@ -817,6 +822,16 @@ def record_object(
         obj["key"] = obj["value"] = None
         obj["decode_error"] = f"{decoder or opts.value_decoder}: {e}"
     return obj
+
+
+def refused_payloads(record: events.DumpSegmentsRecord) -> list[str]:
+    """What the confluent decoder refused of a record's key and value (each a payload-refused
+    finding; the record shows it undecoded, with its raw bytes)."""
+    out = []
+    for name, p in (("key", record.get("key")), ("value", record.get("value"))):
+        if isinstance(p, dict) and p.get("code") == Code.PAYLOAD_REFUSED:
+            out.append(f"record {record['offset']}: {name} not decoded: {p['error']}")
+    return out
 
 
 def _payload(name: str, data: Any, opts: DumpOptions) -> Any:

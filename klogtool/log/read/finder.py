@@ -67,7 +67,12 @@ from klogtool.log.files import InputFile, detect_kind, partition_dirs_of
 from klogtool.log.findings import Finding
 from klogtool.log.objects import batch_object
 from klogtool.log.pool import fork_context, processes
-from klogtool.log.read.dumper import DumpOptions, internal_decoder, record_object
+from klogtool.log.read.dumper import (
+    DumpOptions,
+    internal_decoder,
+    record_object,
+    refused_payloads,
+)
 from klogtool.log.record_filter import (
     MAX_OFFSET,
     RecordFilter,
@@ -665,6 +670,12 @@ class Finder:
     def _record_obj(self, seg: _Segment, batch: Batch, rec: Record) -> events.FindRecord:
         # where first, then dump-segments' record (its "type" keeps the first place)
         record = record_object(batch, rec, seg.decoder, self.opts.dump)
+        for msg in refused_payloads(record):
+            seg.add(
+                Finding(
+                    "warning", Code.PAYLOAD_REFUSED, seg.display, batch.position, rec.offset, msg
+                )
+            )
         txn: _Transaction = (
             _NO_TRANSACTION if self._txns is None else {"transaction": self._txns.state(batch)}
         )
