@@ -118,13 +118,17 @@ def _take_no_bytes(nodes: list[AvroType]) -> None:
         for t in nodes
         if t.kind == "null" or (t.kind == "fixed" and t.size == 0) or t.kind in ("record", "error")
     }
-    changed = True
-    while changed:
-        changed = False
-        for t in nodes:
-            if id(t) in zero and any(id(c) not in zero for c in t.children):
-                zero.discard(id(t))
-                changed = True
+    parents: dict[int, list[AvroType]] = {}
+    for t in nodes:
+        if t.kind in ("record", "error"):
+            for c in t.children:
+                parents.setdefault(id(c), []).append(t)
+    work = [t for t in nodes if id(t) not in zero]
+    while work:  # a record holding a type that takes bytes takes bytes (linear: no rescans)
+        for p in parents.get(id(work.pop()), ()):
+            if id(p) in zero:
+                zero.discard(id(p))
+                work.append(p)
     busy: set[int] = set()
 
     def count(t: AvroType) -> tuple[int, int]:
