@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import codecs
 import json
+import math
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -101,11 +102,29 @@ def _json_default(obj: object) -> object:
 
 
 # One encoder for the run: json.dumps with these arguments would build a new one per object.
-_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_json_default)
+# allow_nan=False: a bare NaN or Infinity token is not JSON (jq, Go, Jackson reject the line)
+_JSON = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, default=_json_default, allow_nan=False
+)
+
+
+def _finite(v: Any) -> Any:
+    """``v`` with every non-finite float as the string Protobuf's JSON mapping writes."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_finite(x) for x in v]
+    return v
 
 
 def to_json(obj: events.Event | dict[str, Any]) -> str:
-    return _JSON.encode(obj)
+    """One RFC 8259 JSON text (docs/output.md: non-finite numbers)."""
+    try:
+        return _JSON.encode(obj)
+    except ValueError:  # a non-finite float somewhere: rare, so walked only then
+        return _JSON.encode(_finite(obj))
 
 
 def _write_through(stream: TextIO, on: bool) -> bool:

@@ -493,3 +493,58 @@ def test_a_long_decimal_costs_linear_time(tmp_path: Path) -> None:
     assert decimal.Decimal(got[2]["value"]["d"]) == decimal.Decimal("123.45")
     assert len(findings) == 1
     assert secs < 20 and rss < 200, (secs, rss)
+
+
+def _strict(line: str) -> Any:
+    """A JSON text as RFC 8259 has it: a bare NaN or Infinity token is an error (jq's, Go's
+    and Jackson's parsers refuse the line)."""
+
+    def refuse(token: str) -> Any:
+        raise ValueError(f"not JSON: {token}")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+def test_non_finite_numbers_are_written_as_json(tmp_path: Path) -> None:
+    """Confluent decoding wrote NaN and Infinity as bare tokens (an Avro double any producer
+    can send; a JSON Schema payload [1e999]): every line is RFC 8259 JSON, the non-finite
+    numbers the strings "NaN", "Infinity", "-Infinity" (docs/output.md)."""
+    reading = {"type": "record", "name": "R", "fields": [{"name": "x", "type": "double"}]}
+    schemas = [
+        {"subject": "r-value", "version": 1, "id": 1, "schema": json.dumps(reading)},
+        {"subject": "j-value", "version": 1, "id": 2, "schema": "{}", "schemaType": "JSON"},
+    ]
+
+    def double(x: float) -> bytes:
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, fastavro.parse_schema(reading), {"x": x})
+        return frame(1, buf.getvalue())
+
+    values = [double(float("nan")), double(float("inf")), double(-float("inf")), double(1.5)]
+    values.append(frame(2, b"[1e999, -1e999, NaN, Infinity, 2.5]"))
+    d = registry_dir(tmp_path, schemas, values)
+    decoder = ("--value-decoder", "confluent")
+    outputs = []
+    for args in (
+        ("dump-segments", "--deep-iteration", "--print-data", "--format", "jsonl"),
+        ("find", "--print-data", "--format", "jsonl"),
+    ):
+        code, out, err = run(*args, *decoder, str(d / "t-0"), cwd=tmp_path)
+        assert code == 0, err
+        outputs.append([_strict(line) for line in out.splitlines()])
+    code, _out, err = run(
+        "export", *decoder, "--to", "jsonl", str(tmp_path / "out"), str(d / "t-0")
+    )
+    assert code == 0, err
+    rows = [_strict(x) for f in (tmp_path / "out").rglob("*.json*") for x in f.open()]
+    exported = sorted((r["offset"], _strict(r["value_decoded"])["value"]) for r in rows)
+    for objs in outputs:
+        got = sorted((o["offset"], o["value"]["value"]) for o in objs if o["type"] == "record")
+        assert got == exported
+    assert [v for _o, v in exported] == [
+        {"x": "NaN"},
+        {"x": "Infinity"},
+        {"x": "-Infinity"},
+        {"x": 1.5},
+        ["Infinity", "-Infinity", "NaN", "Infinity", 2.5],
+    ]

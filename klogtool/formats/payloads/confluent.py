@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -252,9 +253,23 @@ def _compiled(registry: SchemaRegistry, schema: Schema, build: Any) -> Any:
 
 
 # -- JSON Schema ----------------------------------------------------------------------------------
+def _non_finite(x: float) -> float | str:
+    """A float as a JSON value: NaN and the infinities, which RFC 8259 has no number for,
+    as the strings Protobuf's JSON mapping writes ("NaN", "Infinity", "-Infinity")."""
+    if math.isfinite(x):
+        return x
+    return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+
+
 def _decode_json(body: bytes) -> Any:
     try:
-        return json.loads(body.decode("utf-8"))
+        # NaN/Infinity tokens (not JSON, but Python's parser takes them) and numbers past a
+        # double (1e999) become the strings _non_finite writes
+        return json.loads(
+            body.decode("utf-8"),
+            parse_constant=lambda c: _non_finite(float(c)),
+            parse_float=lambda t: _non_finite(float(t)),
+        )
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise _DecodeError(f"JSON payload is not JSON: {e}") from None
 
@@ -301,7 +316,9 @@ def _decode_avro(registry: SchemaRegistry, schema: Schema, body: bytes) -> Any:
 def _jsonable(v: Any) -> Any:
     """fastavro's Python values as JSON values: bytes in base64, decimals and UUIDs as
     strings, dates and times in ISO 8601."""
-    if v is None or isinstance(v, bool | int | float | str):
+    if isinstance(v, float):
+        return _non_finite(v)
+    if v is None or isinstance(v, bool | int | str):
         return v
     if isinstance(v, dict):
         return {str(k): _jsonable(x) for k, x in v.items()}
