@@ -147,3 +147,78 @@ def test_no_object_key_drives_the_terminal(
     assert code in (0, 1), err
     assert _raw_controls(out) == [] and _raw_controls(err) == [], (out, err)
     assert "\\x1b]0;pwned\\x07" in out + err
+
+
+# -- a killed export's temporaries ----------------------------------------------------------------
+def _stale_temporary(root: Path, name: str, token: str) -> Path:
+    tmp = root / f".{name}.klogtool-tmp-{token}"
+    (tmp / "topic=t" / "partition=0").mkdir(parents=True)
+    (tmp / "topic=t" / "partition=0" / "part-00000.json").write_bytes(b"x" * 1000)
+    return tmp
+
+
+def test_an_export_removes_what_a_killed_export_of_its_dest_left(tmp_path: Path) -> None:
+    """A local export killed mid-run left its partial output in a hidden temporary beside
+    DEST that no later run removed (a new random name each time): the next export of the
+    same DEST removes it and says so; a temporary an export still running holds is kept."""
+    import fcntl
+    import os
+
+    pytest.importorskip("pyarrow")
+    stale = _stale_temporary(tmp_path, "out", "0badc0de")
+    old = tmp_path / ".out.klogtool-old-00c0ffee"
+    old.mkdir()
+    running = _stale_temporary(tmp_path, "out", "feedface")
+    other = _stale_temporary(tmp_path, "elsewhere", "0badc0de")  # another DEST's
+    fd = os.open(f"{running}.lock", os.O_WRONLY | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # as the export writing it holds it
+    try:
+        code, _out, err = run(
+            "export", "--to", "jsonl", str(tmp_path / "out"), str(LOGDIR / "v2-none-0")
+        )
+    finally:
+        os.close(fd)
+    assert code == 0, err
+    assert not stale.exists() and not old.exists()
+    assert running.is_dir() and other.is_dir()
+    assert err.count("what an interrupted export of") == 2, err
+    assert f"removed {stale} (1,000 bytes)" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["out", running.name, f"{running.name}.lock", other.name]
+    )
+
+
+def test_a_killed_export_is_cleaned_up_by_the_next(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("pyarrow")
+    from support.rewrite import write_partition
+
+    from klogtool.formats.batch import Record
+    from klogtool.formats.v2 import encode_batch
+
+    part = tmp_path / "data" / "big-0"
+    batches = [
+        encode_batch([Record(b * 500 + i, 0, b"k%d" % i, b"v" * 200) for i in range(500)])
+        for b in range(300)
+    ]
+    write_partition(part, [(0, batches)])
+    dest = tmp_path / "out"
+    argv = [sys.executable, "-m", "klogtool", "export", "--jobs", "1", "--to", "parquet"]
+    argv += [str(dest), str(part)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 20
+    while not list(tmp_path.glob(".out.klogtool-tmp-*[0-9a-f]")) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    left = list(tmp_path.glob(".out.klogtool-tmp-*[0-9a-f]"))
+    assert left, "the export ended before it was killed: nothing to clean"
+    code, _out, err = run("export", "--to", "parquet", str(dest), str(part))
+    assert code == 0, err
+    assert not any(p.exists() for p in left)
+    assert list(tmp_path.glob(".out.*")) == [], list(tmp_path.iterdir())
+    assert f"removed {left[0]}" in err

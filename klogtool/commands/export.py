@@ -179,8 +179,11 @@ def command(
     partition_leader_epoch, is_transactional, is_control). Parquet timestamps are INT64
     microseconds (UTC); JSON Lines carry them as milliseconds, payloads as base64 text.
 
-    The files appear in DEST only when the whole export succeeded. A DEST that is not empty
-    is refused unless --overwrite.
+    The files appear in DEST only when the whole export succeeded: a local DEST is written
+    in a hidden temporary beside it (.DEST.klogtool-tmp-XXXXXXXX), renamed into place at the
+    end. What an export killed mid-run left there is removed by the next export of the same
+    DEST, which says so (a temporary an export still running holds is kept). A DEST that is
+    not empty is refused unless --overwrite.
 
     Exit status: 0 written; 1 written, but --on-corrupt report wrote error rows; 3 an input
     cannot be read; 4 the destination is refused.
@@ -243,6 +246,8 @@ def command(
         return
     require_pyarrow()
     destination.prepare()
+    for path, size in destination.removed:
+        out.warn(f"removed {path} ({size:,} bytes): what an interrupted export of {dest} left")
     started = time.monotonic()
     nsplits = 0
     rows_remote: int | None = None

@@ -17,8 +17,10 @@ nulls are written as ``null``.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import re
 import secrets
 import shutil
 import uuid
@@ -101,6 +103,8 @@ class Destination:
     local: bool = True
     tasks_write: bool = False
     tag: str = ""
+    removed: list[tuple[Path, int]] = field(default_factory=list)  # stale temporaries, bytes
+    _lock: int | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.direct and storage.writable(self.dest):
@@ -155,11 +159,16 @@ class Destination:
 
     def prepare(self) -> None:
         """Create DEST's parent directory, or take an old export's ``_SUCCESS`` away (nothing
-        else is written before the job)."""
+        else is written before the job). A local DEST's temporaries that a killed export left
+        are removed (``removed``), and this job's temporary is locked while it runs."""
         if self.tasks_write:
             storage.delete_objects(self.final, lambda name: name == SUCCESS)
         elif self.local:
             Path(self.final).parent.mkdir(parents=True, exist_ok=True)
+            self.removed = _remove_stale(Path(self.final))
+            # the lock is taken before the temporary exists: a temporary whose lock is free
+            # is one no process writes (the kernel frees a killed process's locks)
+            self._lock = _locked(Path(self.work + LOCK))
 
     def commit(self) -> None:
         if self.tasks_write:  # what is not this job's is the replaced export's
@@ -176,12 +185,73 @@ class Destination:
         os.rename(self.work, final)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+        self._unlock()
 
     def abort(self) -> None:
         if self.local and os.path.isdir(self.work):
             shutil.rmtree(self.work, ignore_errors=True)
         if self.tasks_write:
             storage.delete_objects(self.final, lambda name: self.tag in name)
+        self._unlock()
+
+    def _unlock(self) -> None:
+        if self._lock is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.work + LOCK)
+            os.close(self._lock)
+            self._lock = None
+
+
+LOCK = ".lock"  # beside a temporary: held by the export that writes it
+_STALE = re.compile(r"\.(?P<name>.+)\.klogtool-(?:tmp|old)-[0-9a-f]{8}(?:\.lock)?")
+
+
+def _locked(path: Path) -> int:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def _in_use(lock: Path) -> bool:
+    """Whether an export holds ``lock`` (a missing lock: none)."""
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _remove_stale(final: Path) -> list[tuple[Path, int]]:
+    """Remove what exports of ``final`` killed mid-run left beside it: their temporaries
+    (``.DEST.klogtool-tmp-XXXXXXXX``, a new random name each run, so no later run would meet
+    its own) and a replaced export a commit had moved aside (``-old-``), but any an export
+    still running holds the lock of. Each one removed, with its size in bytes."""
+    removed: list[tuple[Path, int]] = []
+    try:
+        entries = list(os.scandir(final.parent))
+    except OSError:
+        return removed
+    for e in entries:
+        m = _STALE.fullmatch(e.name)
+        if m is None or m["name"] != final.name or e.is_symlink():
+            continue
+        path = Path(e.path)
+        lock = path if e.name.endswith(LOCK) else Path(e.path + LOCK)
+        if _in_use(lock):
+            continue
+        if e.is_dir():
+            size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append((path, size))
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+    return removed
 
 
 @dataclass
