@@ -416,6 +416,11 @@ class Code(StrEnum):
     BAD_CONFIG = "bad-config", (F,), "a topic configuration value Kafka would reject"
     TOO_LARGE = "too-large", (F,), "a small file (a manifest) that is too large to be one"
     LOST_RESULT = "lost-result", (F,), "no result came back for a path (it changed meanwhile?)"
+    WORKER_DIED = (
+        "worker-died",
+        (F,),
+        "a --jobs worker process died (killed: the OOM killer?); the part it read is named",
+    )
     FILE_SHRANK = (
         "file-shrank",
         (F,),

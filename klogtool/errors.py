@@ -55,6 +55,19 @@ class RefusedError(KlogtoolError):
     exit_code = EXIT_REFUSED
 
 
+class WorkerDied(KlogtoolError):
+    """A worker process died (killed by a signal: the kernel's OOM killer picks the largest
+    process, often a worker): exit 3 like any read that failed, naming the part lost."""
+
+    def __init__(self, part: str, path: str | None = None):
+        super().__init__(
+            f"a worker process died (killed, e.g. by the kernel's OOM killer): {part} was not "
+            "read; what came before it was written",
+            path=path,
+            code=Code.WORKER_DIED,
+        )
+
+
 class StdoutClosed(Exception):
     """The reader of stdout went away (``| head``). Not an OSError, so that Click lets it
     through to ``cli.main``, which exits quietly with status 141 like a SIGPIPE'd tool."""

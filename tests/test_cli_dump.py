@@ -636,3 +636,100 @@ def test_a_batch_with_a_delete_horizon_fits_its_declared_type(tmp_path: Path) ->
     code, out, err = run("dump-segments", "--format", "jsonl", str(part), cwd=tmp_path)
     assert code == 0, err
     assert [o["delete_horizon_ms"] for o in jsonl(out) if o["type"] == "batch"] == [horizon]
+
+
+def test_a_worker_killed_ends_the_dump_in_one_line_naming_the_part(tmp_path: Path) -> None:
+    """A --jobs worker killed by SIGKILL (the OOM killer picks the largest process, often a
+    worker) ended the command with "internal error: BrokenProcessPool" (exit 70): the part
+    lost is named, exit 3, the parts before it written."""
+    seg, done = _two_workers_where_cut_part_is(
+        tmp_path,
+        """
+if start > 20_000:
+    import os, signal
+    os.kill(os.getpid(), signal.SIGKILL)
+return cut(buf, start, last, chunk_bytes, path)
+""",
+    )
+    assert done.returncode == 3, done.stderr
+    line = done.stderr.decode().strip().splitlines()[-1]
+    assert line.startswith(f"klogtool: error: {seg}: a worker process died"), line
+    assert line.endswith("(worker-died)") and "part " in line and "from byte " in line, line
+    positions = [o["position"] for o in jsonl(done.stdout.decode()) if o["type"] == "batch"]
+    assert positions and max(positions) < 20_000 + 2048
+
+
+def test_a_segment_replaced_during_the_dump_is_read_whole_from_the_file_opened(
+    tmp_path: Path,
+) -> None:
+    """Workers mapped the segment again by its path: a segment replaced by rename during the
+    dump (what the cleaner's .swap does) gave a dump mixing two files, exit 0. Each worker
+    maps the file the parent opened: the dump is the first file's, whole."""
+    seg, done = _two_workers_where_cut_part_is(
+        tmp_path,
+        """
+part, after = cut(buf, start, last, chunk_bytes, path)
+if start > 20_000 and not os.path.exists(sys.argv[-1] + ".done"):
+    other = sys.argv[-1] + ".other"
+    with open(other, "wb") as f:
+        f.write(bytes(len(buf)))  # another file of the same size, all zeros
+    os.replace(other, sys.argv[-1])
+    open(sys.argv[-1] + ".done", "w").close()
+return part, after
+""".replace("os.path", "__import__('os').path").replace("os.replace", "__import__('os').replace"),
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "00000000000000000000.log.done").exists()  # it was replaced
+    original = tmp_path / "original.log"
+    original.write_bytes(b"".join(_batches(300)))
+    _code, whole, err = run(
+        "dump-segments", "--format", "jsonl", "--print-data", "--jobs", "1", str(original)
+    )
+    objs = [o for o in jsonl(done.stdout.decode()) if o["type"] != "file"]
+    assert objs == [o for o in jsonl(whole) if o["type"] != "file"], err
+
+
+def test_workers_end_when_their_parent_is_killed(tmp_path: Path) -> None:
+    """Workers outlived a killed parent (SIGKILL, OOM) for ever, holding the segment open."""
+    import signal
+    import time
+
+    pids = tmp_path / "pids"
+    seg, proc = tmp_path / "00000000000000000000.log", None
+    seg.write_bytes(b"".join(_batches(300)))
+    script = _CUT_SMALL.replace(
+        "main(sys.argv[1:])",
+        "import os, time\n"
+        "PARENT, cut = os.getpid(), dumper.cut_part\n"
+        "def patched(buf, start, last, chunk_bytes, path=None):\n"
+        "    if os.getpid() == PARENT:\n"
+        "        return cut(buf, start, last, chunk_bytes, path)\n"
+        f"    open({str(pids)!r}, 'a').write(f'{{os.getpid()}}\\n')\n"
+        "    time.sleep(60)\n"
+        "dumper.cut_part = patched\nmain(sys.argv[1:])",
+    )
+    env = {**os.environ, "KLOGTOOL_ENGINE": "native", "NO_COLOR": "1"}
+    args = ["dump-segments", "--format", "jsonl", "--print-data", "--jobs", "2", str(seg)]
+    cmd = [sys.executable, "-c", script, *args]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE)  # (a pipe: parts in processes)
+    try:
+        deadline = time.monotonic() + 30
+        while not (pids.exists() and pids.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        workers = [int(x) for x in pids.read_text().split()]
+        assert workers and proc.pid not in workers
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+
+    def alive(pid: int) -> bool:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return False
+        return state != "Z"
+
+    deadline = time.monotonic() + 10
+    while any(alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(alive(p) for p in workers), "workers outlived their parent"

@@ -133,7 +133,6 @@ def test_no_name_drives_the_terminal(tmp_path: Path, command: list[str]) -> None
         assert "\\x1b]0;pwned\\x07" in out + err
 
 
-
 @pytest.mark.parametrize("command", [["verify"], ["describe"], ["stats"]], ids=lambda c: c[0])
 def test_no_object_key_drives_the_terminal(
     tmp_path: Path,
@@ -222,3 +221,55 @@ def test_a_killed_export_is_cleaned_up_by_the_next(tmp_path: Path) -> None:
     assert not any(p.exists() for p in left)
     assert list(tmp_path.glob(".out.*")) == [], list(tmp_path.iterdir())
     assert f"removed {left[0]}" in err
+
+
+# -- a --jobs worker killed -----------------------------------------------------------------------
+POOLS = [
+    (["stats", "--jobs", "2"], "klogtool.log.read.stats", "partition_stats"),
+    (["find", "--key", "k", "--jobs", "2"], "klogtool.log.read.finder", "_search_to_file"),
+    (
+        ["export", "--jobs", "2", "--to", "jsonl", "{out}"],
+        "klogtool.log.export.exporter",
+        "write_split_counted",
+    ),  # noqa: E501
+    (["diff", "--jobs", "2", "{logdir}"], "klogtool.log.read.diff", "diff_partition"),
+    (["verify", "--jobs", "2"], "klogtool.log.check.logdir_checks", "_partition_job"),
+    (["rebuild-index", "--check", "--jobs", "2"], "klogtool.log.repair.rebuild", "run_scan_task"),
+]
+
+
+@pytest.mark.parametrize(
+    "command,module,name", POOLS, ids=lambda c: c[0] if isinstance(c, list) else ""
+)
+def test_a_worker_killed_is_one_line_naming_what_was_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str], module: str, name: str
+) -> None:
+    """A worker killed by SIGKILL (the OOM killer picks the largest process) ended export's,
+    diff's and the other pools' commands with "internal error: BrokenProcessPool" (exit 70):
+    one line saying a worker died and which part was lost, exit 3."""
+    import importlib
+    import os
+    import signal
+
+    if command[0] == "export":
+        pytest.importorskip("pyarrow")
+    logdir = tmp_path / "logdir"
+    shutil.copytree(LOGDIR, logdir)
+    target = importlib.import_module(module)
+    real = getattr(target, name)
+    parent = os.getpid()
+
+    def dies(*args: object, **kwargs: object) -> object:
+        if os.getpid() != parent:  # in a worker: killed, as by the OOM killer
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(*args, **kwargs)
+
+    dies.__module__, dies.__qualname__ = module, name  # pickled by reference, as the real one
+    monkeypatch.setattr(target, name, dies)
+    monkeypatch.setattr("klogtool.log.repair.parallel.POOL_MIN_BYTES", 0)
+    places = {"{out}": str(tmp_path / "out"), "{logdir}": str(logdir)}
+    code, _out, err = run(*[places.get(a, a) for a in command], str(logdir), cwd=tmp_path)
+    assert code == 3, err
+    last = err.strip().splitlines()[-1]
+    assert "a worker process died" in last and last.endswith("(worker-died)"), err
+    assert "internal error" not in err

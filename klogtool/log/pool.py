@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
+import sys
 import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from klogtool.errors import WorkerDied
 from klogtool.formats import engine
 from klogtool.log.context import ReadContext
 
@@ -23,6 +27,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 def fork_context() -> Any:
@@ -48,16 +53,48 @@ def processes(
         max_workers=jobs,
         mp_context=fork_context(),
         initializer=_start_worker,
-        initargs=(ctx.engine, initializer, initargs),
+        initargs=(os.getpid(), ctx.engine, initializer, initargs),
     )
 
 
 def _start_worker(
-    engine_name: str, initializer: Callable[..., None] | None, initargs: tuple[Any, ...]
+    parent: int,
+    engine_name: str,
+    initializer: Callable[..., None] | None,
+    initargs: tuple[Any, ...],
 ) -> None:
+    _die_with(parent)
     engine.use(engine_name)
     if initializer is not None:
         initializer(*initargs)
+
+
+def _die_with(parent: int) -> None:
+    """End this worker when ``parent`` ends, however (SIGKILL, the OOM killer): a worker whose
+    parent is gone would run on for ever, holding its segment open. Linux only."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the prctl
+        os._exit(1)
+
+
+@contextmanager
+def worker_deaths(part: Callable[[], str], path: str | None = None) -> Iterator[None]:
+    """Around the work of a pool: a worker that died (``BrokenProcessPool``, raised by a
+    ``result()`` or by a ``submit()`` after it) is a :class:`WorkerDied` naming ``part()``,
+    the part being waited for (of ``path``), not an internal error."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        yield
+    except BrokenProcessPool:
+        raise WorkerDied(part(), path) from None
 
 
 def spooled(
@@ -67,6 +104,7 @@ def spooled(
     jobs: int,
     *,
     prefix: str = "klogtool-",
+    part: Callable[[T], str] = str,
 ) -> Iterator[Any]:
     """Everything ``fn(item)`` yields, item after item, computed by ``jobs`` processes (in this
     one when ``jobs`` is 1 or there is one item). ``fn`` must be picklable (a module-level
@@ -90,7 +128,7 @@ def spooled(
             yield from fn(item)
         return
     with tempfile.TemporaryDirectory(prefix=prefix) as spool, processes(ctx, jobs) as pool:
-        queue: deque[Future[str] | BaseException] = deque()
+        queue: deque[tuple[T, Future[str]] | BaseException] = deque()
         numbered = enumerate(chain(ahead, todo))
 
         def submit() -> None:
@@ -103,29 +141,41 @@ def spooled(
                 return
             if nxt is not None:
                 i, item = nxt
-                queue.append(pool.submit(_spool, fn, item, os.path.join(spool, f"{i:08d}")))
+                path = os.path.join(spool, f"{i:08d}")
+                queue.append((item, pool.submit(_spool, fn, item, path)))
 
-        for _ in range(2 * jobs):
-            submit()
+        def waiting() -> str:
+            head = queue[0] if queue else None
+            return part(head[0]) if isinstance(head, tuple) else "a part"
+
         try:
-            while queue:
-                head = queue.popleft()
-                if isinstance(head, BaseException):
-                    raise head
-                path = head.result()
-                submit()
-                with open(path, "rb") as f:
-                    while True:
-                        try:
-                            obj = pickle.load(f)
-                        except EOFError:
-                            break
-                        yield obj
-                os.unlink(path)
+            with worker_deaths(waiting):
+                for _ in range(2 * jobs):
+                    submit()
+                while queue:
+                    head = queue[0]
+                    if isinstance(head, BaseException):
+                        raise head
+                    path = head[1].result()
+                    queue.popleft()
+                    submit()
+                    yield from _unspooled(path)
         finally:
-            for fut in queue:
-                if not isinstance(fut, BaseException):
-                    fut.cancel()
+            for queued in queue:
+                if not isinstance(queued, BaseException):
+                    queued[1].cancel()
+
+
+def _unspooled(path: str) -> Iterator[Any]:
+    """What a worker spooled to ``path``, object by object; the file is removed after."""
+    with open(path, "rb") as f:
+        while True:
+            try:
+                obj = pickle.load(f)
+            except EOFError:
+                break
+            yield obj
+    os.unlink(path)
 
 
 def _spool(fn: Callable[[Any], Iterator[Any]], item: Any, path: str) -> str:
@@ -133,9 +183,6 @@ def _spool(fn: Callable[[Any], Iterator[Any]], item: Any, path: str) -> str:
         for obj in fn(item):
             pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL)
     return path
-
-
-R = TypeVar("R")
 
 
 def threaded(

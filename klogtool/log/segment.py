@@ -58,10 +58,29 @@ def mapped(path: Path | str, *, lazy: bool = False) -> Iterator[memoryview]:
                 _SPOOLS.pop(key, None)
         return
     with open(path, "rb") as f, _map_fd(f, str(path)) as view:
-        yield view
+        _DESCRIPTORS[id(view.obj)] = f.fileno()
+        try:
+            yield view
+        finally:
+            _DESCRIPTORS.pop(id(view.obj), None)
 
 
 _SPOOLS: dict[int, storage.Spool] = {}  # the views of remote files mapped now, by mapping
+_DESCRIPTORS: dict[int, int] = {}  # the open file of each local mapping, by mapping
+
+
+def descriptor(view: memoryview) -> int | None:
+    """The descriptor of the local file :func:`mapped` maps as ``view`` (while mapped): a
+    forked worker inherits it, and maps the very file this process reads
+    (:func:`mapped_descriptor`), whatever was renamed over its path since."""
+    return _DESCRIPTORS.get(id(view.obj))
+
+
+@contextmanager
+def mapped_descriptor(fd: int, name: str) -> Iterator[memoryview]:
+    """The file open as ``fd`` mapped read-only (its own descriptor: ``fd`` stays open)."""
+    with os.fdopen(os.dup(fd), "rb") as f, _map_fd(f, name) as view:
+        yield view
 
 
 def need(view: memoryview, start: int, end: int) -> None:

@@ -47,6 +47,16 @@ class Split:
     def bytes(self) -> int:
         return sum(r.end - r.start for r in self.ranges)
 
+    def described(self) -> str:
+        """What the split reads, for a message: its segments' byte ranges."""
+        return (
+            "split "
+            + str(self.index)
+            + " ("
+            + ", ".join(f"bytes {r.start}..{r.end} of {r.path}" for r in self.ranges)
+            + ")"
+        )
+
 
 @dataclass(frozen=True)
 class SegmentFile:

@@ -64,7 +64,12 @@ class LogDirChecks(PartitionChecks):
         if self.jobs > 1:
             work = partial(_partition_job, self.deep, self.ctx.quiet())
             items = pool.spooled(
-                self.ctx, work, logdir.partitions, self.jobs, prefix="klogtool-verify-"
+                self.ctx,
+                work,
+                logdir.partitions,
+                self.jobs,
+                prefix="klogtool-verify-",
+                part=lambda p: f"partition {p}",
             )
             for item in items:
                 if isinstance(item, Finding):

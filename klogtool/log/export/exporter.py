@@ -25,7 +25,7 @@ import secrets
 import shutil
 import uuid
 from collections.abc import Iterator, Sequence
-from concurrent.futures import FIRST_EXCEPTION, wait
+from concurrent.futures import FIRST_EXCEPTION, Future, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,7 +35,7 @@ from klogtool.errors import InputError, RefusedError
 from klogtool.log import storage
 from klogtool.log.export.arrow_reader import read_split
 from klogtool.log.export.spec import ReadOptions, arrow_schema
-from klogtool.log.pool import processes
+from klogtool.log.pool import processes, worker_deaths
 from klogtool.log.record_filter import MAX_OFFSET, RecordFilter
 from klogtool.log.splits import DEFAULT_TARGET_SPLIT_BYTES, Split, plan_splits, where_prune
 
@@ -573,17 +573,24 @@ def export_local(
             futures = {pool.submit(write_split_counted, job, s): s for s in splits}
             pending = set(futures)
             try:
-                while pending:
-                    done, pending = wait(pending, return_when=FIRST_EXCEPTION)
-                    for fut in done:
-                        written.add(fut.result())  # re-raises a worker's error here
-                        advance(futures[fut].bytes)
+                with worker_deaths(lambda: unwritten(futures)):
+                    while pending:
+                        done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                        for fut in done:
+                            written.add(fut.result())  # re-raises a worker's error here
+                            advance(futures[fut].bytes)
             except BaseException:
                 for fut in pending:
                     fut.cancel()
                 raise
     written.add(finish(job, empty=not splits))
     return splits, written
+
+
+def unwritten(futures: dict[Future[OutputCount], Split]) -> str:
+    """The splits a pool did not finish (a worker died: the ones it and those after lost)."""
+    lost = [s for f, s in futures.items() if not f.done() or f.cancelled() or f.exception()]
+    return "; ".join(s.described() for s in sorted(lost, key=lambda s: s.index)) or "a split"
 
 
 @dataclass(frozen=True)

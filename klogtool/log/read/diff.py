@@ -1444,4 +1444,11 @@ def diff(
     order; partitions are compared by ``jobs`` processes."""
     pairs = pair_partitions(a, b)
     work = partial(diff_partition, options=options)
-    yield from pool.spooled(options.ctx, work, pairs, jobs, prefix="klogtool-diff-")
+    yield from pool.spooled(
+        options.ctx,
+        work,
+        pairs,
+        jobs,
+        prefix="klogtool-diff-",
+        part=lambda p: f"partition {p.name}",
+    )

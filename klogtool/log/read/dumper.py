@@ -38,7 +38,7 @@ from klogtool.formats.records import (
     not_a_log,
 )
 from klogtool.formats.snapshot import parse_snapshot
-from klogtool.log import layout, pool, storage
+from klogtool.log import layout, pool, segment, storage
 from klogtool.log.context import ReadContext
 from klogtool.log.files import InputFile, expand
 from klogtool.log.findings import Finding
@@ -463,27 +463,39 @@ class Dumper:
         turns = context.Condition()
         chunk, after = first
         cut = context.Array("q", _Cut.of(1, chunk.end, after), lock=False)
-        work = functools.partial(_dump_chunk, str(f.path), f.display, opts, fd, len(buf))
+        # the workers map the file this process has open (inherited), never its path again: a
+        # segment replaced by rename meanwhile (the cleaner's .swap) must not be half read
+        source = segment.descriptor(buf)
+        assert source is not None  # (a local file: Dumper._first_part)
+        work = functools.partial(_dump_chunk, source, f.display, opts, fd, len(buf))
         done: list[tuple[Chunk, ScanResult]] = []
         shared = (turn, turns, cut)
         with pool.processes(opts.ctx, opts.threads, _share_turns, shared) as workers:
             todo = itertools.count()
-            ahead: deque[Future[_Part]] = deque()
+            ahead: deque[tuple[int, Future[_Part]]] = deque()
+
+            def waiting() -> str:  # the part a worker's death loses (named, with its start)
+                index = ahead[0][0] if ahead else len(done)
+                return f"part {index} of the segment, from byte {done[-1][0].end if done else 0}"
+
             try:
-                while True:
-                    while len(ahead) < 2 * opts.threads:
-                        index = next(todo)
-                        ahead.append(workers.submit(work, index, chunk if index == 0 else None))
-                    part, result, counts = ahead.popleft().result()  # (an error: in its turn)
-                    assert part is not None and result is not None  # (None: past the end)
-                    for k in ("batches", "records", "errors", "warnings"):
-                        self.counts[k] += counts[k]
-                    self.progress(part.end - part.start)
-                    done.append((part, result))
-                    if result.end != CLEAN or part.end == len(buf):
-                        break  # (the walk of the whole segment stops there too)
+                with pool.worker_deaths(waiting, f.display):
+                    while True:
+                        while len(ahead) < 2 * opts.threads:
+                            index = next(todo)
+                            job = workers.submit(work, index, chunk if index == 0 else None)
+                            ahead.append((index, job))
+                        part, result, counts = ahead[0][1].result()  # (an error: in its turn)
+                        ahead.popleft()
+                        assert part is not None and result is not None  # (None: past the end)
+                        for k in ("batches", "records", "errors", "warnings"):
+                            self.counts[k] += counts[k]
+                        self.progress(part.end - part.start)
+                        done.append((part, result))
+                        if result.end != CLEAN or part.end == len(buf):
+                            break  # (the walk of the whole segment stops there too)
             finally:
-                for fut in ahead:
+                for _index, fut in ahead:
                     fut.cancel()
         self.progress(len(buf) - sum(c.end - c.start for c, _r in done))  # (a walk stopped)
         return joined(done, len(buf))
@@ -938,7 +950,7 @@ def _share_turns(turn: Any, turns: Any, cut: Any) -> None:
 
 
 def _dump_chunk(
-    path: str, display: str, opts: DumpOptions, fd: int, size: int, index: int, part: Chunk | None
+    source: int, display: str, opts: DumpOptions, fd: int, size: int, index: int, part: Chunk | None
 ) -> _Part:
     """In a worker: the dump of part ``index`` of the first ``size`` bytes of a segment
     (objects as ``opts.write_object`` writes them, records as the native renderer's lines)
@@ -951,7 +963,7 @@ def _dump_chunk(
     write = opts.write_object
     assert write is not None  # (Dumper._first_part)
     dumper = Dumper([], opts)
-    f = InputFile(Path(path), layout.LOG, display)
+    f = InputFile(Path(display), layout.LOG, display)
     held = _Held()
     streaming = False  # the parts before are written: this one goes out as it is rendered
 
@@ -975,7 +987,7 @@ def _dump_chunk(
 
     result: ScanResult | None = None
     try:
-        with mapped(Path(path)) as whole:
+        with segment.mapped_descriptor(source, display) as whole:
             if len(whole) < size:  # (as the SIGBUS guard says it of a mapping it reads)
                 raise InputError(
                     "the file shrank while klogtool read it (another process truncated or "

@@ -66,7 +66,7 @@ from klogtool.log import layout, storage
 from klogtool.log.files import InputFile, detect_kind, partition_dirs_of
 from klogtool.log.findings import Finding
 from klogtool.log.objects import batch_object
-from klogtool.log.pool import fork_context, processes
+from klogtool.log.pool import fork_context, processes, worker_deaths
 from klogtool.log.read.dumper import (
     DumpOptions,
     internal_decoder,
@@ -772,30 +772,36 @@ class Finder:
                     out = os.path.join(spool, f"{i:08d}.pickle")
                     queue.append((t, pool.submit(_search_to_file, self.opts, t, out)))
 
-            for _ in range(2 * jobs):
-                submit()
             try:
-                while queue:
-                    t, fut = queue.popleft()
-                    out, counts = fut.result()
-                    submit()
-                    counts.matches = 0  # counted here, as they are shown (the limit is global)
-                    self.counts.add(counts)
-                    self.progress(t.size, counts.records)
-                    with open(out, "rb") as f:
-                        while True:
-                            try:
-                                obj: FindObject = pickle.load(f)
-                            except EOFError:
-                                break
-                            yield from self._emit(obj)
-                    os.unlink(out)
+                with worker_deaths(lambda: f"partition {queue[0][0].display}"):
+                    for _ in range(2 * jobs):
+                        submit()
+                    while queue:
+                        t, fut = queue[0]
+                        out, counts = fut.result()
+                        queue.popleft()
+                        submit()
+                        yield from self._spooled(t, out, counts)
             except _Stop:
                 pass
             finally:
                 stop.set()
                 for _t, fut in queue:
                     fut.cancel()
+
+    def _spooled(self, t: Target, out: str, counts: Counts) -> Iterator[FindObject]:
+        """What a worker found in ``t`` (spooled to ``out``), read back in order."""
+        counts.matches = 0  # counted here, as they are shown (the limit is global)
+        self.counts.add(counts)
+        self.progress(t.size, counts.records)
+        with open(out, "rb") as f:
+            while True:
+                try:
+                    obj: FindObject = pickle.load(f)
+                except EOFError:
+                    break
+                yield from self._emit(obj)
+        os.unlink(out)
 
 
 _STOP_EVENT: Any = None

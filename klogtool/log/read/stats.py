@@ -69,7 +69,7 @@ from klogtool.formats.v2 import RECORD_BATCH_OVERHEAD, DefaultBatch
 from klogtool.log.context import ReadContext
 from klogtool.log.epochs import EpochRow, EpochRuns, read_checkpoint, timeline
 from klogtool.log.layout import LEADER_EPOCH_CHECKPOINT
-from klogtool.log.pool import processes
+from klogtool.log.pool import processes, worker_deaths
 from klogtool.log.read import native_stats
 from klogtool.log.read.finder import Target, resolve_targets
 from klogtool.log.record_filter import ABORTED, first_offset
@@ -1048,10 +1048,15 @@ def collect(
         for t in found:
             yield partition_stats(t, options, sampler)
         return
-    with processes(options.ctx, min(jobs, len(found))) as pool:
+    left = list(found)  # the first is waited for (named should its worker die)
+    with (
+        processes(options.ctx, min(jobs, len(found))) as pool,
+        worker_deaths(lambda: f"partition {left[0].display}"),
+    ):
         futures = [pool.submit(partition_stats, t, options) for t in found]
         for t, fut in zip(found, futures, strict=True):
             st = fut.result()
+            left.pop(0)
             options.ctx.progress.advance(t.size, st.records)
             yield st
 

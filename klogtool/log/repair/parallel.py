@@ -8,7 +8,7 @@ from concurrent.futures import FIRST_COMPLETED, wait
 from typing import Any, TypeVar
 
 from klogtool.log.context import ReadContext
-from klogtool.log.pool import fork_context, processes
+from klogtool.log.pool import fork_context, processes, worker_deaths
 from klogtool.log.segment import Walked
 
 T = TypeVar("T")
@@ -42,7 +42,14 @@ def run_parallel(
         return out
     counter = fork_context().Value("q", 0)
     results: dict[int, R] = {}
-    with processes(ctx, min(jobs, len(tasks)), _share_progress, (counter,)) as pool:
+
+    def lost() -> str:
+        return ", ".join(_path_of(tasks[i]) for i in range(len(tasks)) if i not in results)
+
+    with (
+        processes(ctx, min(jobs, len(tasks)), _share_progress, (counter,)) as pool,
+        worker_deaths(lost),
+    ):
         futures = {
             pool.submit(_walk_task, fn, t, size): i
             for i, (t, size) in enumerate(zip(tasks, sizes, strict=True))
@@ -80,3 +87,8 @@ def _walk_task(fn: Callable[[T, Walked], R], task: T, size: int, walked: Walked 
     result = fn(task, walked)
     walked.done(size)
     return result
+
+
+def _path_of(task: object) -> str:
+    """The file a task reads (a ScanTask's ``path``), for the message of a worker lost."""
+    return str(getattr(task, "path", task))
