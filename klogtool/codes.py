@@ -208,12 +208,14 @@ class Code(StrEnum):
     TIMEINDEX_OFFSET_NOT_FOUND = (
         "timeindex-offset-not-found",
         (W,),
-        "a time index entry's offset is not the last offset of any batch",
+        "a time index entry's offset is past its log's last offset (with --format kafka: "
+        "not the last offset of the batch kafka-dump-log.sh reads for it)",
     )
     TIMEINDEX_TIMESTAMP_MISMATCH = (
         "timeindex-timestamp-mismatch",
         (W,),
-        "a time index entry's timestamp differs from its batch's max timestamp",
+        "a time index entry's timestamp differs from the max timestamp of the batch holding "
+        "its offset",
     )
     TIMEINDEX_OUT_OF_ORDER = (
         "timeindex-out-of-order",

@@ -160,6 +160,43 @@ def sanity_check_offset_index(buf: Buffer, base_offset: int) -> None:
         )
 
 
+_WARM_OFFSET_SLOTS = 8192 // OFFSET_INDEX_ENTRY_SIZE  # AbstractIndex.warmEntries
+
+
+def offset_index_lookup(buf: Buffer, base_offset: int, target: int) -> int:
+    """The position the broker's ``OffsetIndex.lookup(target)`` gives: that of the entry with
+    the largest offset at or below ``target``, 0 when none is. Searched as Kafka's
+    ``AbstractIndex.indexSlotRangeFor`` does (every whole slot an entry, zero-filled ones too;
+    the last 8 KiB of slots first), so an index out of order gives what it gives the broker."""
+    mv = _view(buf)
+    slots = len(mv) // OFFSET_INDEX_ENTRY_SIZE
+
+    def offset(slot: int) -> int:
+        relative: int = _OFFSET_INDEX_ENTRY.unpack_from(mv, slot * OFFSET_INDEX_ENTRY_SIZE)[0]
+        return base_offset + relative
+
+    if slots == 0:
+        return 0
+    hot = max(0, slots - 1 - _WARM_OFFSET_SLOTS)
+    if offset(hot) < target:
+        lo, hi = hot, slots - 1
+    elif offset(0) > target:
+        return 0
+    else:
+        lo, hi = 0, hot
+    while lo < hi:
+        mid = (lo + hi + 1) >> 1
+        found = offset(mid)
+        if found > target:
+            hi = mid - 1
+        elif found < target:
+            lo = mid
+        else:
+            lo = hi = mid
+    position: int = _OFFSET_INDEX_ENTRY.unpack_from(mv, lo * OFFSET_INDEX_ENTRY_SIZE)[1]
+    return position
+
+
 def encode_offset_index(entries: Iterable[OffsetIndexEntry], base_offset: int) -> bytes:
     """A trimmed .index file. Offsets must be strictly increasing, relative offsets and
     positions in [0, 2^31-1]."""

@@ -21,7 +21,7 @@ from klogtool.formats.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, Batch
 from klogtool.formats.crc import crc_prefetch
 from klogtool.formats.errors import CorruptRecordError, CrcMismatchError, FormatError
 from klogtool.formats.legacy import MIN_RECORD_SIZE, LegacyBatch
-from klogtool.formats.v2 import MIN_LENGTH, DefaultBatch
+from klogtool.formats.v2 import MIN_LENGTH, RECORD_BATCH_OVERHEAD, DefaultBatch
 
 # offset, size, (crc or partition leader epoch), magic
 ENTRY_PREFIX = struct.Struct(">qi4xb")
@@ -97,6 +97,34 @@ def read_batch(buf: memoryview, pos: int = 0, base_position: int = 0) -> Batch:
     if magic >= 2:
         return DefaultBatch(buf[pos:end], base_position + pos)
     return LegacyBatch(buf[pos:end], base_position + pos)
+
+
+_V2_LAST_OFFSET_DELTA = struct.Struct(">i")
+_V2_LAST_OFFSET_DELTA_AT = 23  # base offset, length, leader epoch, magic, crc, attributes
+
+
+def kafka_entry_heads(buf: memoryview, start: int) -> Iterator[tuple[int, int]]:
+    """The (position, last offset) of each entry Kafka's ``FileLogInputStream`` reads from
+    ``start``, which may be any position (DumpLogSegments reads from where an index points,
+    a batch's start or not): it checks the length alone, and takes a magic under 2 for a v0/v1
+    entry (last offset: the entry's offset), any other for a v2 batch (its header's base
+    offset + last offset delta). Ends where that reader ends (17 bytes or fewer left, an entry
+    longer than what is left) or throws (a length under 14, a v2 header past the end)."""
+    end = len(buf)
+    pos = start
+    while pos < end - HEADER_SIZE_UP_TO_MAGIC:
+        offset, size, magic = ENTRY_PREFIX.unpack_from(buf, pos)
+        if size < MIN_RECORD_SIZE or pos > end - LOG_OVERHEAD - size:
+            return
+        if magic < 2:
+            last = offset
+        elif pos + RECORD_BATCH_OVERHEAD > end:
+            return
+        else:
+            (delta,) = _V2_LAST_OFFSET_DELTA.unpack_from(buf, pos + _V2_LAST_OFFSET_DELTA_AT)
+            last = offset + delta
+        yield pos, last
+        pos += LOG_OVERHEAD + size
 
 
 def is_zero(buf: memoryview, start: int) -> bool:

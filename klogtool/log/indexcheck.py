@@ -14,6 +14,7 @@ order, so the index entries are merged into the one walk and memory stays flat.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,6 +103,17 @@ INDEX_CODES = frozenset(
         Code.TXNINDEX_LSO_TOO_HIGH,
     }
 )
+
+
+def time_entry_batch(last_offsets: Sequence[int], offset: int, start: int = 0) -> int:
+    """Which batch a time index entry's offset stands for, of batches whose last offsets are
+    ``last_offsets`` (increasing, in log order), from batch ``start`` on: the first whose last
+    offset is at or after it (``len(last_offsets)``: none, the offset is past the log). A
+    broker's lookup by time reads from there, so the offset may be any offset of that batch:
+    brokers before KAFKA-16310 (3.8) indexed the offset of its max-timestamp record, later
+    ones its last offset. (:meth:`SegmentIndexCheck.after_batch` applies the same rule as it
+    walks the batches.)"""
+    return bisect_left(last_offsets, offset, lo=start)
 
 
 def about_index(code: str) -> bool:
@@ -251,6 +263,7 @@ class SegmentIndexCheck:
                 self.aborts.add(ev.offset)
             if txn is not None:
                 self.expected_txns.append((txn.producer_id, txn.first_offset, txn.last_offset))
+        # the entries at or before this batch's last offset are its (time_entry_batch)
         while self.ti < len(self.times) and self.times[self.ti].offset <= last:
             yield from self._time_entry(self.times[self.ti], self.ti)
             self.ti += 1

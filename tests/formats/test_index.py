@@ -21,6 +21,7 @@ from klogtool.formats.index import (
     iter_offset_index,
     iter_time_index,
     iter_txn_index,
+    offset_index_lookup,
     offset_index_slots,
     offset_index_zero_tail,
     sanity_check_offset_index,
@@ -365,3 +366,20 @@ def test_txn_index_round_trip(entries: list[AbortedTxn]) -> None:
     assert len(data) == 34 * len(entries)
     assert txn_index_trailing_bytes(data) == 0
     assert list(iter_txn_index(data)) == entries
+
+
+def test_offset_index_lookup_is_the_largest_entry_at_or_below() -> None:
+    """OffsetIndex.lookup: the entry with the largest offset at or below the target (position
+    0 below the first), across the warm section (the last 1,024 slots) and the rest."""
+    entries = [OffsetIndexEntry(100 + 3 * i, 40 * i + 7) for i in range(1, 3000)]
+    buf = encode_offset_index(entries, 100)
+    for target in (0, 100, 102, 103, 104, 105, 5000, 6000, 100 + 3 * 1975, 100 + 3 * 1976 - 1,
+                   100 + 3 * 2999, 10**9):  # fmt: skip
+        below = [e.position for e in entries if e.offset <= target]
+        assert offset_index_lookup(buf, 100, target) == (below[-1] if below else 0), target
+    assert offset_index_lookup(b"", 100, 150) == 0
+    # zero-filled slots are entries (offset = base) to the broker's search, as here: it ends
+    # on the last slot, (100, 0), not on (103, 47)
+    padded = encode_offset_index(entries[:3], 100) + bytes(8 * 5)
+    assert offset_index_lookup(padded, 100, 104) == 0
+    assert offset_index_lookup(padded[:24], 100, 104) == 47

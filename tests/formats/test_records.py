@@ -26,6 +26,7 @@ from klogtool.formats.records import (
     ZERO_FILL,
     SegmentScanner,
     iter_batches,
+    kafka_entry_heads,
     read_batch,
     sniff_magic,
 )
@@ -369,3 +370,23 @@ def test_legacy_crc_covers_magic_onwards():
     assert res.error.code == "crc-mismatch"
     struct.pack_into(">I", buf, 12, zlib.crc32(bytes(buf[16:])) & 0xFFFFFFFF)
     assert walk(bytes(buf))[0].error is None
+
+
+def test_kafka_entry_heads_read_as_kafkas_reader_from_any_position() -> None:
+    """From a batch start: the batches the scanner finds; from inside an entry: whatever the
+    bytes there say, up to where Kafka's FileLogInputStream ends."""
+    from support.paths import LOGDIR
+
+    for log in sorted(LOGDIR.glob("*/0*.log")):
+        buf = memoryview(log.read_bytes())
+        want = [(b.position, b.last_offset) for b in SegmentScanner(buf)]
+        assert list(kafka_entry_heads(buf, 0)) == want, log
+        if len(want) > 1:
+            assert list(kafka_entry_heads(buf, want[1][0])) == want[1:]
+    # a v2 batch's last offset is its base offset + last offset delta, a v0/v1 entry's its offset
+    one = v2.encode_batch([Record(5, T0, b"k", b"v"), Record(9, T0, b"k", b"v")])
+    assert list(kafka_entry_heads(memoryview(one), 0)) == [(0, 9)]
+    # a length under 14 (Kafka throws) or past the end, or 17 bytes or fewer left: no entry
+    short, long_ = (struct.pack(">qi4xb", 0, n, 2) + bytes(60) for n in (13, 100))
+    for bad in (short, long_, one[:17]):
+        assert list(kafka_entry_heads(memoryview(bad), 0)) == []

@@ -7,11 +7,12 @@ batches / records / entries, and ``finding`` objects for what is wrong; the stre
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import os
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,10 +36,11 @@ from klogtool.formats.records import (
     ZERO_FILL,
     ScanResult,
     SegmentScanner,
+    kafka_entry_heads,
     not_a_log,
 )
 from klogtool.formats.snapshot import parse_snapshot
-from klogtool.log import layout, pool, segment, storage
+from klogtool.log import indexcheck, layout, pool, segment, storage
 from klogtool.log.context import ReadContext
 from klogtool.log.files import InputFile, expand
 from klogtool.log.findings import Finding
@@ -89,7 +91,8 @@ class DumpOptions:
     key_decoder: str = "utf8"
     value_decoder: str = "utf8"
     decoder: str = "auto"  # internal-topic decoder: auto | none | a payloads decoder name
-    kafka_text: bool = False  # internal decoders render as kafka-dump-log's text
+    # internal decoders render as kafka-dump-log's text; index entries are checked by its rules
+    kafka_text: bool = False
     max_bytes: int | None = None
     offsets: tuple[int, int] | None = None  # inclusive range
     index_sanity_check: bool = False
@@ -507,14 +510,20 @@ class Dumper:
         return record_object(batch, rec, decoder, self.opts)
 
     # -- index files --------------------------------------------------------------------------
-    def _sibling_batches(self, f: InputFile) -> list[BatchSummary] | None:
-        """The batches of the sibling ``.log`` (for index checks), or None if it is missing."""
+    def _sibling_batches(
+        self, f: InputFile, record_times: Collection[int] = ()
+    ) -> list[BatchSummary] | None:
+        """The batches of the sibling ``.log`` (for index checks), or None if it is missing;
+        those whose last offset is in ``record_times`` with their records' max timestamp."""
         log = f.path.with_name(layout.segment_name(layout.offset_from_name(f.path) or 0, ".log"))
         if not log.is_file():
             return None
+        limit = self.opts.ctx.limits.max_batch_bytes
         with mapped(log) as buf:
             return [
                 BatchSummary(b.position, b.last_offset, b.max_timestamp)
+                if b.last_offset not in record_times
+                else _with_record_max(b, limit)
                 for b in SegmentScanner(buf, stop_on_crc=False, check_crc=False)
             ]
 
@@ -574,56 +583,22 @@ class Dumper:
             return
         if not buf:
             return
-        batches = self._sibling_batches(f)
+        entries = functools.partial(index.iter_time_index, buf, base, stop_at_zero_fill=True)
+        # kafka-dump-log.sh compares an entry with the max of its batch's record timestamps
+        wanted = {e.offset for e in entries()} if opts.kafka_text else ()
+        batches = self._sibling_batches(f, wanted)
         if batches is None:
             yield _log_missing(f)
-        by_last = {b.last_offset: b for b in batches or ()}
+        check = _TimeIndexCheck(f, base, batches or [], opts.kafka_text)
         prev_ts = -1
-        for i, e in enumerate(index.iter_time_index(buf, base, stop_at_zero_fill=True)):
-            if not self._in_range(e.offset):
-                prev_ts = e.timestamp
-                continue
-            if not opts.verify_index_only:
-                yield {"type": "timeindex_entry", "timestamp": e.timestamp, "offset": e.offset}
-            pos = i * 12
-            if batches is not None:
-                b = by_last.get(e.offset)
-                if b is None:
-                    yield finding(
-                        "warning",
-                        Code.TIMEINDEX_OFFSET_NOT_FOUND,
-                        f.display,
-                        pos,
-                        f"time index entry offset {e.offset} is not the last offset of any batch",
-                        e.offset,
-                        index_offset=e.offset,
-                        log_offset=-1,
-                    )
-                else:
-                    log_ts = b.max_timestamp
-                    if log_ts != e.timestamp:
-                        yield finding(
-                            "warning",
-                            Code.TIMEINDEX_TIMESTAMP_MISMATCH,
-                            f.display,
-                            pos,
-                            f"time index entry timestamp {e.timestamp} but the "
-                            f"batch's max record timestamp is {log_ts}",
-                            e.offset,
-                            index_timestamp=e.timestamp,
-                            log_timestamp=log_ts,
-                        )
-            if e.timestamp <= prev_ts:
-                yield finding(
-                    "error",
-                    Code.TIMEINDEX_OUT_OF_ORDER,
-                    f.display,
-                    pos,
-                    f"time index timestamp {e.timestamp} does not increase (previous {prev_ts})",
-                    e.offset,
-                    index_timestamp=e.timestamp,
-                    previous_timestamp=prev_ts,
-                )
+        for i, e in enumerate(entries()):
+            if self._in_range(e.offset):
+                if not opts.verify_index_only:
+                    yield {"type": "timeindex_entry", "timestamp": e.timestamp, "offset": e.offset}
+                if batches is not None:
+                    yield from check.entry(i * 12, e, prev_ts)
+                elif e.timestamp <= prev_ts:
+                    yield _out_of_order(f, i * 12, e, prev_ts)
             prev_ts = e.timestamp
 
     def _txn_index(self, f: InputFile, base: int) -> Iterator[Obj]:
@@ -907,11 +882,146 @@ def _log_missing(f: InputFile) -> events.DumpSegmentsFinding:
 
 
 class BatchSummary(NamedTuple):
-    """The header fields index checks need, detached from the file's mapping."""
+    """The header fields index checks need, detached from the file's mapping; for a time index
+    entry's batch in kafka-dump-log's check, the max of its records' timestamps (-1 without
+    records), or why its records do not decode."""
 
     position: int
     last_offset: int
     max_timestamp: int
+    record_max_timestamp: int | None = None
+    records_error: FormatError | None = None
+
+
+def _with_record_max(batch: Batch, max_batch_bytes: int) -> BatchSummary:
+    try:
+        # (kafka-dump-log.sh starts from -1, RecordBatch.NO_TIMESTAMP)
+        top = max(itertools.chain((-1,), (r.timestamp for r in batch.records(max_batch_bytes))))
+    except FormatError as e:
+        return BatchSummary(batch.position, batch.last_offset, batch.max_timestamp, None, e)
+    return BatchSummary(batch.position, batch.last_offset, batch.max_timestamp, top)
+
+
+def _out_of_order(
+    f: InputFile, pos: int, e: index.TimeIndexEntry, prev_ts: int
+) -> events.DumpSegmentsFinding:
+    return finding(
+        "error",
+        Code.TIMEINDEX_OUT_OF_ORDER,
+        f.display,
+        pos,
+        f"time index timestamp {e.timestamp} does not increase (previous {prev_ts})",
+        e.offset,
+        index_timestamp=e.timestamp,
+        previous_timestamp=prev_ts,
+    )
+
+
+class _TimeIndexCheck:
+    """The checks of a time index's entries against its segment's ``batches``: by the broker's
+    rule (:func:`indexcheck.time_entry_batch`), or with ``kafka`` by kafka-dump-log.sh's
+    (``DumpLogSegments.dumpTimeIndex``): the batch it reads is the first, from the position the
+    offset index gives the entry's offset, whose last offset is at or after it; when that is
+    not the entry's offset, the entry is "not found" (with that last offset, -1 for no batch)
+    and nothing else is checked of it; else its timestamp is compared with the max of the
+    batch's record timestamps and with the previous entry's."""
+
+    def __init__(self, f: InputFile, base: int, batches: list[BatchSummary], kafka: bool):
+        self.f = f
+        self.base = base
+        self.batches = batches
+        self.lasts = [b.last_offset for b in batches]
+        self.kafka = kafka
+        self.positions = [b.position for b in batches] if kafka else []
+        self.offset_index = b""
+        path = f.path.with_name(layout.segment_name(base, ".index"))
+        if kafka and path.is_file():
+            # (without one kafka-dump-log.sh stops with an exception: the log is read from 0)
+            self.offset_index = read_small(path, 1 << 31)
+
+    def entry(self, pos: int, e: index.TimeIndexEntry, prev_ts: int) -> Iterator[Obj]:
+        offset = e.offset
+        last, b = self._kafka_batch(offset) if self.kafka else self._batch(offset)
+        if last == -1:
+            where = f"past the last offset {self.lasts[-1]}" if self.lasts else "in no batch"
+            yield self._not_found(pos, offset, -1, f"{where} of the log")
+            if self.kafka:
+                return
+        elif last != offset and self.kafka:
+            why = f"not the last offset of the batch read for it (which ends at {last})"
+            yield self._not_found(pos, offset, last, why)
+            return
+        elif b is not None:
+            yield from self._timestamp(pos, e, b)
+        if e.timestamp <= prev_ts:
+            yield _out_of_order(self.f, pos, e, prev_ts)
+
+    def _batch(self, offset: int, start: int = 0) -> tuple[int, BatchSummary | None]:
+        """The last offset of the first batch from ``start`` on at or after ``offset`` (-1:
+        none), and that batch."""
+        i = indexcheck.time_entry_batch(self.lasts, offset, start)
+        if i == len(self.batches):
+            return -1, None
+        return self.lasts[i], self.batches[i]
+
+    def _kafka_batch(self, offset: int) -> tuple[int, BatchSummary | None]:
+        """:meth:`_batch` as kafka-dump-log.sh finds it: read from the offset index's position
+        for ``offset``. Where that is not a batch's start (an index entry pointing into a
+        batch), the log is read from there as Kafka's reader reads it, up to a batch start."""
+        at = index.offset_index_lookup(self.offset_index, self.base, offset)
+        i = bisect.bisect_left(self.positions, at)
+        if i < len(self.positions) and self.positions[i] == at:
+            return self._batch(offset, i)
+        log = self.f.path.with_name(layout.segment_name(self.base, ".log"))
+        with mapped(log) as buf:
+            for position, last in kafka_entry_heads(buf, at):
+                i = bisect.bisect_left(self.positions, position)
+                if i < len(self.positions) and self.positions[i] == position:
+                    return self._batch(offset, i)
+                if last >= offset:
+                    return last, None  # (not a batch: no records to compare)
+        return -1, None
+
+    def _not_found(self, pos: int, offset: int, log_offset: int, why: str) -> Obj:
+        return finding(
+            "warning",
+            Code.TIMEINDEX_OFFSET_NOT_FOUND,
+            self.f.display,
+            pos,
+            f"time index entry offset {offset} is {why}",
+            offset,
+            index_offset=offset,
+            log_offset=log_offset,
+        )
+
+    def _timestamp(self, pos: int, e: index.TimeIndexEntry, b: BatchSummary) -> Iterator[Obj]:
+        """The entry's timestamp against its batch's max (the max of its records' with
+        ``kafka``)."""
+        f = self.f
+        log_ts = b.record_max_timestamp if self.kafka else b.max_timestamp
+        if b.records_error is not None:
+            err = b.records_error
+            yield finding(
+                "error",
+                err.code,
+                f.display,
+                pos,
+                f"time index entry offset {e.offset}: cannot decode the records of its batch "
+                f"(at position {b.position} of the log): {err}",
+                e.offset,
+            )
+        elif log_ts is not None and log_ts != e.timestamp:
+            yield finding(
+                "warning",
+                Code.TIMEINDEX_TIMESTAMP_MISMATCH,
+                f.display,
+                pos,
+                f"time index entry timestamp {e.timestamp} but the batch holding offset "
+                f"{e.offset} reaches {log_ts}",
+                e.offset,
+                index_timestamp=e.timestamp,
+                log_timestamp=log_ts,
+            )
 
 
 _TURNS: Any = None  # in a worker: (the turn, its lock, the cut): see Dumper._in_processes
