@@ -163,7 +163,9 @@ def test_skip_record_metadata_prints_only_the_payloads() -> None:
     assert lines[2].startswith("baseOffset: 8 ") and lines[4].startswith("baseOffset: 9 ")
     # as kafka-dump-log.sh: a control record's line is empty, a record's has its payloads
     assert (lines[3], lines[5]) == ("", "| key: 2000-9 payload: txn-value-9")
-    code, out, _ = run("dump-segments", "--skip-record-metadata", "--offsets", "8:9", TXN0)
+    code, out, _ = run(
+        "dump-segments", "--format", "text", "--skip-record-metadata", "--offsets", "8:9", TXN0
+    )
     lines = out.splitlines()
     assert lines[3] == "  key: 2000-9  value: txn-value-9" and len(lines) == 4
     assert "offset 8" not in out and "control" in lines[1]  # the batch line, not a record
@@ -172,6 +174,35 @@ def test_skip_record_metadata_prints_only_the_payloads() -> None:
     )
     assert "keep all their fields" in err
     assert [o["key"] for o in jsonl(out) if o["type"] == "record"] == ["MjAwMC05"]
+
+
+def test_kafka_dump_log_options_switch_to_its_output_unless_format_is_given() -> None:
+    """A command line written for kafka-dump-log.sh gets its lines: each of its own option
+    names gives --format kafka's output, --format given keeps its format."""
+    for args in (
+        ["--files", TXN0],
+        ["--print-data-log", TXN0],
+        ["--offsets-decoder", TXN0],
+        ["--transaction-log-decoder", TXN0],
+        ["--cluster-metadata-decoder", TXN0],
+        ["--remote-log-metadata-decoder", TXN0],
+        ["--share-group-state-decoder", TXN0],
+        [TXN0, "--key-decoder-class"],
+        ["--value-decoder-class=kafka.serializer.StringDecoder", TXN0],
+        ["--max-message-size", "100", TXN0],
+        ["--skip-record-metadata", TXN0],
+        ["--files", TXN0_TIMEINDEX, "--verify-index-only"],
+    ):
+        code, out, err = run("dump-segments", *args)
+        assert (code, out, err) == run("dump-segments", "--format", "kafka", *args), args
+        assert out.startswith("Dumping logdir/txn-0/"), args
+        for fmt in ("text", "jsonl"):
+            assert run("dump-segments", "--format", fmt, *args)[1].startswith(
+                "== " if fmt == "text" else '{"type":"file"'
+            ), (args, fmt)
+    # klogtool's own options, kafka-dump-log.sh's spelled alike, keep klogtool's text
+    for own in (["--deep-iteration"], ["--max-bytes", "300"], ["--verify-index-only"]):
+        assert run("dump-segments", *own, TXN0)[1].startswith("== "), own
 
 
 def test_kafka_dump_log_command_lines_that_were_already_klogtools() -> None:

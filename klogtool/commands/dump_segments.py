@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import click
+from click.core import ParameterSource
 
 from klogtool.codes import Code
 from klogtool.commands._options import (
@@ -86,16 +87,19 @@ def kafka_dump_log_options(f: Callable[..., Any]) -> Callable[..., Any]:
         if not paths:
             raise click.UsageError("Missing argument 'PATH...'.")
         kwargs["paths"] = paths
+        decoders = (
+            any(flags.values()) or key_decoder_class is not None or value_decoder_class is not None
+        )
         # kafka-dump-log.sh: any decoder option prints the payloads, and prints them alone
         # with --skip-record-metadata
         kwargs["print_data"] = (
-            kwargs["print_data"]
-            or print_data_log
-            or skip_record_metadata
-            or any(flags.values())
-            or key_decoder_class is not None
-            or value_decoder_class is not None
+            kwargs["print_data"] or print_data_log or skip_record_metadata or decoders
         )
+        # a command line written for kafka-dump-log.sh gets its lines (unless --format is given)
+        theirs = files or print_data_log or skip_record_metadata or decoders
+        if theirs or max_message_size is not None:
+            if click.get_current_context().get_parameter_source("fmt") is ParameterSource.DEFAULT:
+                kwargs["fmt"] = "kafka"
         given = [name for name, on in flags.items() if on]
         if len(given) > 1:
             names = " and ".join(_KAFKA_DECODER_FLAGS[n][0] for n in given)
@@ -248,7 +252,9 @@ def command(
     (the PATHs), --print-data-log (--print-data), --offsets-decoder,
     --transaction-log-decoder and --cluster-metadata-decoder (--decoder), --key-decoder-class
     and --value-decoder-class (their StringDecoder: utf8), --skip-record-metadata (payloads
-    only), --max-message-size and the decoders klogtool lacks (ignored, with a note).
+    only), --max-message-size and the decoders klogtool lacks (ignored, with a note). Any of
+    them switches the output to --format kafka, kafka-dump-log.sh's lines, unless --format is
+    given.
     """
     log_bytes = total_log_bytes(list(paths))
     default = "base64" if fmt in ("json", "jsonl") else "utf8"
@@ -670,9 +676,11 @@ EXAMPLES: list[tuple[str, list[str]]] = [
         ],
     ),
     (
-        "Exactly what kafka-dump-log.sh prints, for scripts written for it:",
+        "Exactly what kafka-dump-log.sh prints, for scripts written for it; its own command "
+        "line (its option names choose --format kafka):",
         [
             "klogtool dump-segments --format kafka --deep-iteration orders-3",
+            "klogtool dump-segments --files orders-3/00000000000000000000.log --print-data-log",
         ],
     ),
     (
