@@ -171,6 +171,29 @@ def test_kafka_format_reads_from_an_offset_index_position_inside_a_batch(
     ]
 
 
+def test_kafka_format_says_when_the_records_of_an_entrys_batch_do_not_decode(
+    tmp_path: Path,
+) -> None:
+    """Their max timestamp is what kafka-dump-log.sh compares: a batch whose compressed records
+    are damaged (kafka-dump-log.sh stops with an exception there) is an error on stderr."""
+    from klogtool.formats import codecs
+
+    part = tmp_path / "t-0"
+    part.mkdir()
+    batch = bytearray(encode_batch([Record(o, 1000 + o, b"k", b"v" * 50) for o in range(3)],
+                                   compression=codecs.GZIP))  # fmt: skip
+    batch[-12:-4] = bytes(8)  # the gzip stream's end (its CRC-32 and size stay)
+    (part / "00000000000000000000.log").write_bytes(bytes(batch))
+    (part / "00000000000000000000.timeindex").write_bytes(struct.pack(">qi", 1002, 2))
+    code, out, err = run("dump-segments", "--format", "kafka", TIMEINDEX, cwd=tmp_path)
+    assert code == 1 and out.splitlines() == [f"Dumping {TIMEINDEX}", "timestamp: 1002 offset: 2"]
+    assert err.startswith(f"{TIMEINDEX}: time index entry offset 2: cannot decode the records")
+    assert "Found timestamp mismatch" not in err
+    # klogtool's own check needs the batch's header alone
+    code, out, _ = run("dump-segments", "--format", "jsonl", TIMEINDEX, cwd=tmp_path)
+    assert code == 0 and not [o for o in jsonl(out) if o["type"] == "finding"]
+
+
 # -- the real partition (pinterest/tiered-storage's test_topic_a-0) ----------------------------
 TOPIC_A = "pinterest__tiered-storage/ts-consumer/src/test/resources/log-files/test_topic_a-0"
 
