@@ -164,6 +164,8 @@ class GroupsSummary(TypedDict):
     records: int
     total_lag: int
     warnings: int
+    coordinator: str  # whose rules the replay followed: new (Kafka 4.x) or classic
+    coordinator_source: str  # why: the metadata log's versions, the records, --coordinator
 
 
 class DumpSegmentsEpochEntry(TypedDict):

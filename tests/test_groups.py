@@ -7,122 +7,23 @@ operations the test wrote, by a plain model of the coordinator's rules, not by d
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka.protocol.old.consumer_protocol import (
-    ConsumerProtocolMemberAssignment_v0,
-    ConsumerProtocolMemberMetadata_v0,
-)
-from kafka.protocol.old.types import Array, Bytes, Int16, Int32, Int64, Schema, String
+from kafka.protocol.old.types import Int16
 from support.cli import jsonl, run
+from support.coordinator import (
+    GROUP_KEY,
+    T0,
+    Log,
+    commit_key,
+    commit_value,
+    data_partition,
+    group_value,
+)
 from support.paths import CORPUS, needs_corpus
 from support.rewrite import write_checkpoints, write_partition
-
-from klogtool.formats.batch import Record
-from klogtool.formats.payloads.control import ABORT, COMMIT, encode_end_txn_marker
-from klogtool.formats.v2 import encode_batch
-
-T0 = 1_700_000_000_000
-KEY = Schema(("group", String("utf-8")), ("topic", String("utf-8")), ("partition", Int32))
-VALUE_V1 = Schema(
-    ("offset", Int64),
-    ("metadata", String("utf-8")),
-    ("commit_timestamp", Int64),
-    ("expire_timestamp", Int64),
-)
-VALUE_V3 = Schema(
-    ("offset", Int64),
-    ("leader_epoch", Int32),
-    ("metadata", String("utf-8")),
-    ("commit_timestamp", Int64),
-)
-GROUP_KEY = Schema(
-    ("group", String("utf-8")),
-)
-MEMBER_V3 = Schema(
-    ("member_id", String("utf-8")),
-    ("group_instance_id", String("utf-8")),
-    ("client_id", String("utf-8")),
-    ("client_host", String("utf-8")),
-    ("rebalance_timeout", Int32),
-    ("session_timeout", Int32),
-    ("subscription", Bytes),
-    ("assignment", Bytes),
-)
-GROUP_V3 = Schema(
-    ("protocol_type", String("utf-8")),
-    ("generation", Int32),
-    ("protocol", String("utf-8")),
-    ("leader", String("utf-8")),
-    ("current_state_timestamp", Int64),
-    ("members", Array(MEMBER_V3)),
-)
-
-
-def commit_key(group: str, topic: str, partition: int) -> bytes:
-    return Int16.encode(1) + KEY.encode((group, topic, partition))
-
-
-def commit_value(offset: int, ts: int, expire: int | None = None) -> bytes:
-    if expire is not None:
-        return Int16.encode(1) + VALUE_V1.encode((offset, "", ts, expire))
-    return Int16.encode(3) + VALUE_V3.encode((offset, 0, f"m{offset}", ts))
-
-
-def group_value(generation: int, members: list[tuple[str, list[tuple[str, list[int]]]]]) -> bytes:
-    encoded = [
-        (
-            member,
-            None,
-            f"client-{member}",
-            f"/10.0.0.{i}",
-            300000,
-            45000,
-            ConsumerProtocolMemberMetadata_v0(0, sorted({t for t, _ in parts}), b"").encode(),
-            ConsumerProtocolMemberAssignment_v0(0, parts, b"").encode(),
-        )
-        for i, (member, parts) in enumerate(members)
-    ]
-    return Int16.encode(3) + GROUP_V3.encode(
-        ("consumer", generation, "range", members[0][0] if members else None, T0, encoded)
-    )
-
-
-class Log:
-    """A __consumer_offsets partition being written, one batch per call, timestamps T0 + n."""
-
-    def __init__(self) -> None:
-        self.batches: list[bytes] = []
-        self.offset = 0
-
-    def add(self, kvs: list[tuple[bytes, bytes | None]], pid: int = -1, ts: int = 0) -> None:
-        recs = [Record(self.offset + i, T0 + ts, k, v) for i, (k, v) in enumerate(kvs)]
-        self.batches.append(
-            encode_batch(recs, is_transactional=pid >= 0, producer_id=pid, producer_epoch=0)
-        )
-        self.offset += len(kvs)
-
-    def marker(self, pid: int, commit: bool, ts: int = 0) -> None:
-        k, v = encode_end_txn_marker(COMMIT if commit else ABORT, 0)
-        self.batches.append(
-            encode_batch(
-                [Record(self.offset, T0 + ts, k, v)],
-                is_transactional=True,
-                is_control=True,
-                producer_id=pid,
-                producer_epoch=0,
-            )
-        )
-        self.offset += 1
-
-
-def data_partition(logdir: Path, topic: str, partition: int, n: int) -> None:
-    """``n`` records, offset o at time T0 + 1000 * o."""
-    recs = [Record(o, T0 + 1000 * o, b"k", b"v") for o in range(n)]
-    write_partition(logdir / f"{topic}-{partition}", [(0, [encode_batch(recs)])])
 
 
 def scenario(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
@@ -239,46 +140,6 @@ def test_a_record_that_does_not_decode_is_a_warning(tmp_path: Path) -> None:
     assert code == 0
     assert "bad-coordinator-record" in err and "__consumer_offsets-3" in err
     assert " 5 " in out
-
-
-def test_many_random_commits_agree_with_the_model(tmp_path: Path) -> None:
-    """Hundreds of commits, tombstones and transactions in random order."""
-    rng = random.Random(27)
-    log = Log()
-    model: dict[tuple[str, str, int], int] = {}
-    pending: dict[int, list[tuple[tuple[str, str, int], int]]] = {}
-    for step in range(600):
-        k = (f"g{rng.randrange(5)}", "t", rng.randrange(3))
-        roll = rng.random()
-        pid = 700 + rng.randrange(3)
-        if roll < 0.55:
-            off = rng.randrange(1000)
-            log.add([(commit_key(*k), commit_value(off, T0))], ts=step)
-            model[k] = off
-        elif roll < 0.65:
-            log.add([(commit_key(*k), None)], ts=step)
-            model.pop(k, None)
-        elif roll < 0.85:
-            off = rng.randrange(1000)
-            log.add([(commit_key(*k), commit_value(off, T0))], pid=pid, ts=step)
-            pending.setdefault(pid, []).append((k, off))
-        else:
-            commit = rng.random() < 0.6
-            log.marker(pid, commit, ts=step)
-            waiting = pending.pop(pid, [])
-            if commit:
-                model.update(waiting)
-    logdir = tmp_path / "logdir"
-    write_partition(logdir / "__consumer_offsets-0", [(0, log.batches)])
-    code, out, _ = run("groups", "--format", "jsonl", str(logdir))
-    got = {
-        (o["group"], o["topic"], o["partition"]): o["offset"]
-        for o in jsonl(out)
-        if o["type"] == "offset" and not o["pending"]
-    }
-    assert got == model
-    still = sum(len(v) for v in pending.values())
-    assert sum(o["type"] == "offset" and o["pending"] for o in jsonl(out)) == still
 
 
 @needs_corpus

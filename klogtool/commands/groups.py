@@ -18,7 +18,14 @@ from klogtool.commands._options import (
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
 from klogtool.formats import ReadLimits
 from klogtool.log.context import ReadContext
-from klogtool.log.read.groups import GroupOptions, consumer_groups, group_obj, offsets_of
+from klogtool.log.read.groups import (
+    CLASSIC,
+    NEW,
+    GroupOptions,
+    consumer_groups,
+    group_obj,
+    offsets_of,
+)
 from klogtool.log.read.transactions import format_duration
 from klogtool.output import Output, diagnostic_line, plural, with_iso
 
@@ -53,6 +60,13 @@ def _regex(_c: click.Context, _p: click.Parameter, values: tuple[str, ...]) -> t
     help="Replay the commits written up to TIME (milliseconds since the epoch or ISO-8601), "
     "and measure lag against the records written up to then.",
 )
+@click.option(
+    "--coordinator",
+    type=click.Choice([NEW, CLASSIC]),
+    help="Replay by this group coordinator's rules [default: the broker's: new for Kafka 4.x "
+    "(metadata.version of the KRaft metadata log) or a log holding KIP-848 records, else "
+    "classic].",
+)
 @format_option()
 @read_limits_option
 @click.pass_obj
@@ -61,6 +75,7 @@ def command(
     paths: tuple[str, ...],
     groups: tuple[str, ...],
     at: int | None,
+    coordinator: str | None,
     fmt: str,
     limits: ReadLimits,
 ) -> None:
@@ -86,7 +101,11 @@ def command(
     warn_if_a_broker_runs(out, paths)
     warn_if_not_live_skipped(out, paths)
     result = consumer_groups(
-        list(paths), GroupOptions(ReadContext.of(limits), groups=groups, at=at)
+        list(paths),
+        GroupOptions(ReadContext.of(limits), groups=groups, at=at, coordinator=coordinator),
+    )
+    out.info(
+        f"replayed by the {result.coordinator} coordinator's rules ({result.coordinator_source})"
     )
     for f in result.findings:
         if fmt == "text":
@@ -121,6 +140,8 @@ def command(
                 "records": result.records,
                 "total_lag": total_lag,
                 "warnings": len(result.findings),
+                "coordinator": result.coordinator,
+                "coordinator_source": result.coordinator_source,
             }
         )
     out.close()
@@ -142,8 +163,10 @@ def _show_group(out: Output, result: GroupsResult, g: Group) -> None:
         what.append("metadata deleted")
     table = []
     for c in offsets_of(g):
-        owner = g.owner(c.topic, c.partition, result.topic_ids)
+        owner = result.owner(g, c.topic, c.partition)
         notes = [n for n, on in (("expired", c.expired), ("pending", c.pending)) if on]
+        if c.end_source is not None and c.end_source.startswith("no "):
+            notes.append("high watermark not known: the log start offset")
         table.append(
             [
                 c.topic,

@@ -6,6 +6,8 @@ applied in order. ConfigRecord (resourceType TOPIC = 2 by topic name, BROKER = 4
 name for cluster defaults or a broker id for per-broker defaults), TopicRecord and
 RemoveTopicRecord (a removed topic's configs go) are replayed; a later record wins and a
 ConfigRecord with a null value deletes the key. Every value remembers where it came from.
+FeatureLevelRecords give the finalized features (``metadata.version``: the release the
+cluster runs, as levels; ``group.version``, ``transaction.version``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from klogtool.log.segment import mapped
 METADATA_DIR_NAME = "__cluster_metadata-0"
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
-CONFIG_RECORD, TOPIC_RECORD, REMOVE_TOPIC_RECORD = 4, 2, 9
+CONFIG_RECORD, TOPIC_RECORD, REMOVE_TOPIC_RECORD, FEATURE_LEVEL_RECORD = 4, 2, 9, 12
 _SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
 
@@ -49,6 +51,7 @@ class ClusterConfigs:
     topic_ids: dict[str, str] = field(default_factory=dict)  # topic id -> name
     cluster_defaults: dict[str, Value] = field(default_factory=dict)
     broker_defaults: dict[str, dict[str, Value]] = field(default_factory=dict)  # id -> configs
+    features: dict[str, int] = field(default_factory=dict)  # metadata.version, group.version...
     node_id: str | None = None  # of the log dir's meta.properties, when known
     snapshot: Path | None = None
     last_offset: int | None = None  # the last record applied from the log
@@ -66,7 +69,9 @@ class ClusterConfigs:
         return out
 
     def _apply(self, data: dict[str, Any], api_key: int, where: str) -> None:
-        if api_key == TOPIC_RECORD:
+        if api_key == FEATURE_LEVEL_RECORD:
+            self.features[data["name"]] = data["featureLevel"]
+        elif api_key == TOPIC_RECORD:
             name, tid = data["name"], data["topicId"]
             self.topic_ids[tid] = name
             self.topics.setdefault(name, {})

@@ -35,6 +35,8 @@ LOG_START = "log-start-offset-checkpoint"
 CLEANER = "cleaner-offset-checkpoint"
 RECOVERY_POINT = "recovery-point-offset-checkpoint"
 
+# the source of a high watermark the log dir does not know: what the broker starts from
+NO_HW_ENTRY = "the log start offset, where the broker starts"
 TIMEINDEX = "timeindex"  # where a segment's largest timestamp came from
 RECORDS = "records"  # an index is missing: the broker recovers the segment and takes the max
 MTIME = "mtime"
@@ -99,17 +101,21 @@ class PartitionView:
         return max(cp if cp is not None else 0, self.first_base)
 
     def high_watermark(self, override: int | str | None = None) -> tuple[int, str]:
-        """(high watermark, where it came from), bounded by the log end offset like the
-        broker's. Without a checkpoint entry the broker starts from 0."""
+        """(high watermark, where it came from), between the log start and end offsets as
+        ``UnifiedLog.updateHighWatermark`` keeps it. Without a checkpoint entry the broker
+        starts from 0, raised to the log start offset."""
         leo = self.log_end_offset
         if override == "log-end":
             return leo, "--high-watermark log-end"
         if isinstance(override, int):
             return min(override, leo), "--high-watermark"
         cp = self.checkpointed(HIGH_WATERMARK)
+        hw = max(self.log_start_offset, min(cp or 0, leo))
         if cp is None:
-            return 0, f"no {HIGH_WATERMARK} entry"  # the broker starts from 0
-        return min(cp, leo), HIGH_WATERMARK
+            return hw, f"no {HIGH_WATERMARK} entry: {NO_HW_ENTRY}"
+        if cp < self.log_start_offset:
+            return hw, f"{HIGH_WATERMARK} ({cp}), raised to the log start offset"
+        return hw, HIGH_WATERMARK
 
     def upper_bound(self, i: int) -> int:
         """The offset below which segment ``i`` lies: the next base, or the log end offset."""

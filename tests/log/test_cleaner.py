@@ -211,7 +211,7 @@ def test_why_not_compacting_high_watermark_open_transaction_and_lag(tmp_path: Pa
     view = load_partition(part)
     now = T0 + 3_600_000
     cfg = TopicConfig(cleanup_policy=("compact",))
-    # no high watermark checkpointed: the broker starts from 0 and cleans nothing
+    # no high watermark checkpointed: the broker starts from the log start offset and cleans nothing
     (logdir / "replication-offset-checkpoint").unlink()
     plan = plan_compaction(load_partition(part), cfg, now=now, ctx=ReadContext.of())
     assert plan.nothing_to_clean and "high watermark 0" in (plan.why_not or "")

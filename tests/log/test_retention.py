@@ -206,7 +206,7 @@ def test_high_watermark_bounds_deletion(tmp_path: Path) -> None:
         (30, KEEP, "after-kept-segment"),
     ]
     assert bases(part) == [20, 30]
-    # no checkpointed high watermark: the broker starts from 0 and deletes nothing
+    # no checkpointed high watermark: the broker starts from the log start: deletes nothing
     part2 = build(tmp_path / "b", hw=None)
     code, objs, err = sweep(part2, "--now", str(T0 + 30 * 24 * HOUR))
     assert code == 0, err

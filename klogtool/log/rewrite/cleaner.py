@@ -767,7 +767,8 @@ def plan_compaction(
     hw, hw_source = part.high_watermark, part.high_watermark_source
     if hw_source.startswith("no "):
         notes.append(
-            f"no high watermark checkpointed: the broker starts from 0 and cleans nothing "
+            f"no high watermark checkpointed: the broker starts from the log start offset and "
+            f"cleans nothing "
             f"until replication catches up (--high-watermark log-end to use the log end "
             f"offset {leo})"
         )
