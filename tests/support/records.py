@@ -56,6 +56,7 @@ def kafka_python_batch(
     producer_id: int = -1,
     producer_epoch: int = -1,
     base_sequence: int = -1,
+    transactional: bool = False,
 ) -> bytes:
     """A v2 batch built by kafka-python's producer-side builder (an encoder independent of
     klogtool's) from ``(timestamp, key, value, headers)`` rows, then given its base offset and
@@ -67,7 +68,7 @@ def kafka_python_batch(
     builder = DefaultRecordBatchBuilder(
         magic=2,
         compression_type=0,
-        is_transactional=False,
+        is_transactional=transactional,
         producer_id=producer_id,
         producer_epoch=producer_epoch,
         base_sequence=base_sequence,

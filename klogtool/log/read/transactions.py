@@ -677,17 +677,20 @@ def _scan_txn_state(
                 value = record.value
                 if value is None or record.key is None:
                     continue
-                yield (
-                    int(value["producerId"]),
-                    CoordinatorInfo(
-                        str(record.key["transactionalId"]),
-                        transaction_state_name(int(value["transactionStatus"])),
-                        int(value["producerEpoch"]),
-                        batch.partition_leader_epoch,
-                        partition,
-                        int(value["transactionLastUpdateTimestampMs"]),
-                    ),
+                info = CoordinatorInfo(
+                    str(record.key["transactionalId"]),
+                    transaction_state_name(int(value["transactionStatus"])),
+                    int(value["producerEpoch"]),
+                    batch.partition_leader_epoch,
+                    partition,
+                    int(value["transactionLastUpdateTimestampMs"]),
                 )
+                # transactions v2 (KIP-890): a transaction that exhausted its producer's epoch
+                # completes under a new producer id; its data and markers carry the previous
+                # one, which the coordinator's record names
+                for pid in (value["producerId"], value.get("previousProducerId", -1)):
+                    if int(pid) >= 0:
+                        yield int(pid), info
 
 
 def format_duration(ms: int | None) -> str:
