@@ -27,6 +27,7 @@ from klogtool.formats.payloads import (  # noqa: E402
     cluster_metadata,
     consumer_offsets,
     control,
+    share_state,
     transaction_state,
 )
 from klogtool.formats.payloads.schema import MISSING, Field, Message, load_json_schema  # noqa: E402
@@ -35,7 +36,7 @@ from klogtool.formats.payloads.schema import MISSING, Field, Message, load_json_
 def ours() -> list[Message]:
     """Every table: the modules' ``_MESSAGES`` (their ``SCHEMA_JSON``) and the KRaft records."""
     found: dict[str, Message] = {}
-    for module in (consumer_offsets, control, transaction_state):
+    for module in (consumer_offsets, control, share_state, transaction_state):
         found.update(module._MESSAGES)
     for message in cluster_metadata.METADATA_MESSAGES.values():
         found[message.name] = message

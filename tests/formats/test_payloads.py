@@ -1152,9 +1152,10 @@ def test_tombstones_and_unknown_types() -> None:
     assert rec.is_tombstone and rec.kind == "tombstone"
     assert rec.key == {"group": "g", "topic": "t", "partition": 0}
     assert rec.value is None and rec.value_json() is None
-    unknown = decode_consumer_offsets(i16(17) + b"anything", b"\x00\x00junk")
-    assert unknown.is_unknown and unknown.record_type == 17 and unknown.key is None
-    assert unknown.key_json() == {"type": "17", "unknown": True}
+    # 24: no record type in Kafka 4.2 (17-23 are the streams groups')
+    unknown = decode_consumer_offsets(i16(24) + b"anything", b"\x00\x00junk")
+    assert unknown.is_unknown and unknown.record_type == 24 and unknown.key is None
+    assert unknown.key_json() == {"type": "24", "unknown": True}
     assert decode_consumer_offsets(i16(-3), None).is_unknown
 
 
@@ -1299,8 +1300,9 @@ def test_kip848_records_match_kafka_python(kp: Any) -> None:
 
 
 def test_share_group_record_types_are_known() -> None:
-    for record_type in range(0, 17):
-        assert record_type in CONSUMER_OFFSETS_RECORDS
+    # Kafka 4.1/4.2's record types: 9 was the 4.0 preview's ShareGroupPartitionMetadata, 18 a
+    # streams record dropped before release
+    assert sorted(CONSUMER_OFFSETS_RECORDS) == [t for t in range(0, 24) if t not in (9, 18)]
     rec = decode_consumer_offsets(i16(11) + s16("share"), i16(0) + i32(2) + i64(77) + b"\x00")
     assert rec.value == {"epoch": 2, "metadataHash": 77}
     assert rec.key_name == "ShareGroupMetadataKey"
@@ -1638,8 +1640,8 @@ def test_kafka_dump_text_consumer_offsets() -> None:
         '{"version":"3","data":{"offset":10,"leaderEpoch":2,"metadata":"","commitTimestamp":99}}',
     )
     assert kafka_dump_text("consumer-offsets", key, None, 8)[1] == "<DELETE>"
-    assert kafka_dump_text("consumer-offsets", i16(23) + b"k", b"v", 42) == (
-        "Unknown record type 23 at offset 42, skipping.",
+    assert kafka_dump_text("consumer-offsets", i16(24) + b"k", b"v", 42) == (
+        "Unknown record type 24 at offset 42, skipping.",
         None,
     )
     key_text, payload = kafka_dump_text("consumer-offsets", key, i16(3) + b"\x00", 7)

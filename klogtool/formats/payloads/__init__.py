@@ -10,9 +10,11 @@ Modules
     Control records: :func:`~.control.decode_control_record` ``(key, value) -> ControlRecord``,
     :func:`~.control.encode_end_txn_marker`, :func:`~.control.encode_control_record` and the
     KRaft control-record encoders.
-``consumer_offsets`` / ``transaction_state`` (framing shared in ``coordinator``)
-    :func:`~.consumer_offsets.decode_consumer_offsets` and
-    :func:`~.transaction_state.decode_transaction_state` ``(key, value) -> CoordinatorRecord``
+``consumer_offsets`` / ``transaction_state`` / ``share_state`` (framing shared in
+``coordinator``)
+    :func:`~.consumer_offsets.decode_consumer_offsets`,
+    :func:`~.transaction_state.decode_transaction_state` and
+    :func:`~.share_state.decode_share_group_state` ``(key, value) -> CoordinatorRecord``
     (``kind`` ``"record"`` / ``"tombstone"`` / ``"unknown"``, ``key``/``value`` dicts,
     ``key_json()`` / ``value_json()`` in kafka-dump-log's shape).
 
@@ -27,7 +29,8 @@ Names accepted by ``--key-decoder`` / ``--value-decoder`` / ``--decoder``:
   or the fallback),
   ``none`` (the payload is omitted: :func:`get_byte_decoder` returns None).
 * Internal-topic decoders (:data:`INTERNAL_DECODERS`), key and value together:
-  ``consumer-offsets``, ``transaction-state`` — :func:`decode_internal` returns
+  ``consumer-offsets``, ``transaction-state``, ``share-group-state`` (``__share_group_state``,
+  KIP-932) — :func:`decode_internal` returns
   ``(key_obj, value_obj)`` shaped like kafka-dump-log's JSON (section 9.3) as Python objects:
   ``{"type": "<record type>", "data": {...}}`` and ``{"version": "<v>", "data": {...}}`` (type
   and version are strings, as Kafka prints them), ``value_obj`` None for a tombstone; an unknown
@@ -44,11 +47,12 @@ Names accepted by ``--key-decoder`` / ``--value-decoder`` / ``--decoder``:
   :class:`SchemaRegistry` is the id → schema map, :meth:`SchemaRegistry.replay` rebuilds it
   from a ``_schemas`` partition's records.
 * :func:`auto_decoder_for_topic` picks the internal decoder for ``__consumer_offsets``,
-  ``__transaction_state`` and ``__cluster_metadata`` (topic names or ``<topic>-<n>`` partition
-  directory names), else None.
+  ``__transaction_state``, ``__share_group_state`` and ``__cluster_metadata`` (topic names or
+  ``<topic>-<n>`` partition directory names), else None.
 * :func:`kafka_dump_text` renders the exact `` key: …`` / `` payload: …`` texts of
   kafka-dump-log.sh (``--offsets-decoder``, ``--transaction-log-decoder``,
-  ``--cluster-metadata-decoder``, default ``StringDecoder`` for ``utf8``).
+  ``--share-group-state-decoder``, ``--cluster-metadata-decoder``, default ``StringDecoder``
+  for ``utf8``).
 
 Data errors raise only :mod:`klogtool.formats.errors` exceptions (with the byte position in the
 key or value, whichever the message names); an unknown decoder name is a ``ValueError``.
@@ -57,6 +61,7 @@ key or value, whichever the message names); an unknown decoder name is a ``Value
 from __future__ import annotations
 
 import binascii
+import importlib
 import json
 import math
 import re
@@ -77,6 +82,7 @@ if TYPE_CHECKING:
     from klogtool.formats.payloads.cluster_metadata import MetadataRecord, decode_metadata_record
     from klogtool.formats.payloads.consumer_offsets import decode_consumer_offsets
     from klogtool.formats.payloads.coordinator import CoordinatorRecord
+    from klogtool.formats.payloads.share_state import decode_share_group_state
     from klogtool.formats.payloads.transaction_state import decode_transaction_state
 
 # The internal topics' schemas load when first used: most runs (verify, a plain dump) only
@@ -87,6 +93,7 @@ _LAZY = {
     "decode_consumer_offsets": "consumer_offsets",
     "CoordinatorRecord": "coordinator",
     "decode_transaction_state": "transaction_state",
+    "decode_share_group_state": "share_state",
 }
 
 
@@ -94,8 +101,6 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 
@@ -117,6 +122,7 @@ __all__ = [
     "decode_control_record",
     "decode_internal",
     "decode_metadata_record",
+    "decode_share_group_state",
     "decode_transaction_state",
     "get_byte_decoder",
     "is_internal_decoder",
@@ -127,7 +133,12 @@ Payload = bytes | bytearray | memoryview
 ByteDecoder = Callable[[Payload], Any]
 
 BYTE_DECODERS: tuple[str, ...] = ("utf8", "base64", "hex", "json", "none")
-INTERNAL_DECODERS: tuple[str, ...] = ("consumer-offsets", "transaction-state", "cluster-metadata")
+INTERNAL_DECODERS: tuple[str, ...] = (
+    "consumer-offsets",
+    "transaction-state",
+    "cluster-metadata",
+    "share-group-state",
+)
 UNIMPLEMENTED_DECODERS: frozenset[str] = frozenset()
 DECODERS: tuple[str, ...] = BYTE_DECODERS + INTERNAL_DECODERS
 
@@ -135,6 +146,13 @@ _TOPIC_DECODERS = {
     "__consumer_offsets": "consumer-offsets",
     "__transaction_state": "transaction-state",
     "__cluster_metadata": "cluster-metadata",
+    "__share_group_state": "share-group-state",
+}
+# The coordinator topics' decoders: (module, function) of each, imported when first used
+_COORDINATOR_DECODERS = {
+    "consumer-offsets": ("consumer_offsets", "decode_consumer_offsets"),
+    "transaction-state": ("transaction_state", "decode_transaction_state"),
+    "share-group-state": ("share_state", "decode_share_group_state"),
 }
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
@@ -223,13 +241,11 @@ def _check_internal(name: str) -> None:
 
 
 def _decode_coordinator(name: str, key: Payload | None, value: Payload | None) -> CoordinatorRecord:
-    from klogtool.formats.payloads.consumer_offsets import decode_consumer_offsets
-    from klogtool.formats.payloads.transaction_state import decode_transaction_state
-
     _check_internal(name)
-    if name == "consumer-offsets":
-        return decode_consumer_offsets(key, value)
-    return decode_transaction_state(key, value)
+    module, function = _COORDINATOR_DECODERS[name]
+    decoder = getattr(importlib.import_module(f"{__name__}.{module}"), function)
+    record: CoordinatorRecord = decoder(key, value)
+    return record
 
 
 def decode_internal(
@@ -307,7 +323,8 @@ def kafka_dump_text(
     * byte decoders: the decoded key/value text (``utf8`` behaves like Kafka's default
       ``StringDecoder``: malformed UTF-8 becomes U+FFFD); ``none`` prints neither; a null key or
       value is not printed.
-    * ``consumer-offsets`` (``--offsets-decoder``): compact JSON key/value, ``<DELETE>`` for a
+    * ``consumer-offsets`` (``--offsets-decoder``) and ``share-group-state``
+      (``--share-group-state-decoder``, Kafka 4.1+): compact JSON key/value, ``<DELETE>`` for a
       tombstone, ``Unknown record type {t} at offset {o}, skipping.`` (no payload) for an
       unknown type, ``Error at offset {o}, skipping. {message}`` (no payload) for bytes that do
       not decode. A record without a key raises
@@ -328,11 +345,7 @@ def kafka_dump_text(
         decode_metadata_record,
         kafka_error_message,
     )
-    from klogtool.formats.payloads.consumer_offsets import decode_consumer_offsets
-    from klogtool.formats.payloads.transaction_state import (
-        decode_transaction_state,
-        format_transaction_text,
-    )
+    from klogtool.formats.payloads.transaction_state import format_transaction_text
 
     _check_internal(decoder_name)
     if decoder_name == "cluster-metadata":
@@ -353,9 +366,9 @@ def kafka_dump_text(
             None,
         )
     if decoder_name == "transaction-state":
-        return format_transaction_text(decode_transaction_state(key, value))
+        return format_transaction_text(_decode_coordinator(decoder_name, key, value))
     try:
-        record = decode_consumer_offsets(key, value)
+        record = _decode_coordinator(decoder_name, key, value)
     except FormatError as e:
         return f"Error at offset {offset}, skipping. {e.message}", None
     if record.is_unknown:

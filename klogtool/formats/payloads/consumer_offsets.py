@@ -1,30 +1,37 @@
 """``__consumer_offsets`` records (docs/kafka-rules.md: Internal topics).
 
-Schemas follow apache/kafka ``group-coordinator/src/main/resources/common/message/*.json``; the
-key's int16 selects the record type:
+Schemas follow apache/kafka ``group-coordinator/src/main/resources/common/message/*.json`` as
+released in Kafka 4.1 and 4.2 (their ``apiKey`` is the record type); the key's int16 selects it:
 
-====  =========================================  ===============================================
-type  key                                        value (versions)
-====  =========================================  ===============================================
-0, 1  OffsetCommitKey (group, topic, partition)  OffsetCommitValue (0-4, flexible 4+)
-2     GroupMetadataKey (group)                   GroupMetadataValue (0-4, flexible 4+)
-3     ConsumerGroupMetadataKey                   ConsumerGroupMetadataValue (0, flexible)
-4     ConsumerGroupPartitionMetadataKey          ConsumerGroupPartitionMetadataValue
-5     ConsumerGroupMemberMetadataKey             ConsumerGroupMemberMetadataValue
-6     ConsumerGroupTargetAssignmentMetadataKey   ConsumerGroupTargetAssignmentMetadataValue
-7     ConsumerGroupTargetAssignmentMemberKey     ConsumerGroupTargetAssignmentMemberValue
-8     ConsumerGroupCurrentMemberAssignmentKey    ConsumerGroupCurrentMemberAssignmentValue
-9-15  ShareGroup* (KIP-932)                      see the tables below (UNSURE: preview schemas)
-16    ConsumerGroupRegularExpressionKey          ConsumerGroupRegularExpressionValue
-====  =========================================  ===============================================
+=====  =========================================  ==============================================
+type   key                                        value (versions)
+=====  =========================================  ==============================================
+0, 1   OffsetCommitKey (group, topic, partition)  OffsetCommitValue (0-4, flexible 4+)
+2      GroupMetadataKey (group)                   GroupMetadataValue (0-4, flexible 4+)
+3      ConsumerGroupMetadataKey                   ConsumerGroupMetadataValue (0, flexible)
+4      ConsumerGroupPartitionMetadataKey          ConsumerGroupPartitionMetadataValue
+5      ConsumerGroupMemberMetadataKey             ConsumerGroupMemberMetadataValue
+6      ConsumerGroupTargetAssignmentMetadataKey   ConsumerGroupTargetAssignmentMetadataValue
+7      ConsumerGroupTargetAssignmentMemberKey     ConsumerGroupTargetAssignmentMemberValue
+8      ConsumerGroupCurrentMemberAssignmentKey    ConsumerGroupCurrentMemberAssignmentValue
+10-15  ShareGroup* (KIP-932)                      member metadata, metadata, target assignment
+                                                  metadata/member, current member assignment,
+                                                  state partition metadata
+16     ConsumerGroupRegularExpressionKey          ConsumerGroupRegularExpressionValue
+17-23  StreamsGroup* (KIP-1071), no 18            metadata, member metadata, target assignment
+                                                  metadata/member, current member assignment,
+                                                  topology
+=====  =========================================  ==============================================
 
-Other types (the KIP-1071 streams-group records 17+, anything newer) decode as ``"unknown"``.
+Other types decode as ``"unknown"``, as Kafka 4.1+ skips them: 9 (ShareGroupPartitionMetadata
+of the 4.0 share-group preview), 18 (StreamsGroupPartitionMetadata, never released), 24+.
+:class:`GroupRecordType` names the known ones.
 
-KIP-848 and KIP-932 records are all flexible version 0. Tagged fields added by later releases
-(e.g. ``MetadataHash`` on type 3) are listed so they render by name; tags we do not know are
-skipped, so a newer broker's records still decode. The share-group records (9-15) were preview
-schemas that changed incompatibly between releases; the tables follow the newest trunk files and
-are marked UNSURE.
+KIP-848, KIP-932 and KIP-1071 records are all flexible version 0; releases after 4.1 only add
+tagged fields, which are listed (with the release) so they render by name; tags we do not know
+are skipped, so a newer broker's records still decode. 4.0 wrote share-group preview layouts
+that 4.1 changed incompatibly (see the tables): such a record raises a
+:class:`~klogtool.formats.errors.FormatError` where its bytes do not fit.
 
 For a ``GroupMetadataValue`` whose ``protocolType`` is ``consumer``, each member's
 ``subscription`` and ``assignment`` bytes are replaced by their decoded
@@ -38,6 +45,7 @@ from __future__ import annotations
 import base64
 import binascii
 import struct
+from enum import IntEnum
 from typing import Any
 
 from klogtool.formats.errors import CorruptRecordError, FormatError, TruncatedError
@@ -53,6 +61,7 @@ __all__ = [
     "CONSUMER_OFFSETS_RECORDS",
     "CONSUMER_PROTOCOL_ASSIGNMENT",
     "CONSUMER_PROTOCOL_SUBSCRIPTION",
+    "GroupRecordType",
     "decode_consumer_offsets",
     "decode_consumer_protocol_assignment",
     "decode_consumer_protocol_subscription",
@@ -88,13 +97,15 @@ SCHEMA_JSON = """[
   {"name": "group", "type": "string", "versions": "0+"},
   {"name": "topic", "type": "string", "versions": "0+"},
   {"name": "partition", "type": "int32", "versions": "0+"}]},
+// topicId: tagged, Kafka 4.1.
 {"name": "OffsetCommitValue", "validVersions": "0-4", "flexibleVersions": "4+",
  "fields": [
   {"name": "offset", "type": "int64", "versions": "0+"},
   {"name": "leaderEpoch", "type": "int32", "versions": "3+", "default": -1},
   {"name": "metadata", "type": "string", "versions": "0+"},
   {"name": "commitTimestamp", "type": "int64", "versions": "0+"},
-  {"name": "expireTimestamp", "type": "int64", "versions": "1", "default": -1}]},
+  {"name": "expireTimestamp", "type": "int64", "versions": "1", "default": -1},
+  {"name": "topicId", "type": "uuid", "versions": "4+", "tag": 0, "taggedVersions": "4+"}]},
 {"name": "GroupMetadataKey", "validVersions": "0", "flexibleVersions": "none",
  "fields": [
   {"name": "group", "type": "string", "versions": "0+"}]},
@@ -203,21 +214,10 @@ SCHEMA_JSON = """[
     {"name": "Partitions", "type": "[]int32", "versions": "0+"},
     {"name": "AssignmentEpochs", "type": "[]int32", "versions": "0+", "nullableVersions": "0+",
      "tag": 0, "taggedVersions": "0+", "default": null}]}]},
-// KIP-932 share-group records (types 9-15). UNSURE: preview schemas, taken from the newest
-// apache/kafka trunk files; earlier previews differed (e.g. ShareGroupMetadataValue without
-// MetadataHash, ShareGroupStatePartitionMetadataValue without InitializingTopics/CreateTimestamp).
-{"name": "ShareGroupPartitionMetadataKey", "validVersions": "0", "flexibleVersions": "none",
- "fields": [
-  {"name": "GroupId", "type": "string", "versions": "0+"}]},
-{"name": "ShareGroupPartitionMetadataValue", "validVersions": "0", "flexibleVersions": "0+",
- "fields": [
-  {"name": "Topics", "type": "[]TopicMetadata", "versions": "0+", "fields": [
-    {"name": "TopicId", "type": "uuid", "versions": "0+"},
-    {"name": "TopicName", "type": "string", "versions": "0+"},
-    {"name": "NumPartitions", "type": "int32", "versions": "0+"},
-    {"name": "PartitionMetadata", "type": "[]PartitionMetadata", "versions": "0+", "fields": [
-      {"name": "Partition", "type": "int32", "versions": "0+"},
-      {"name": "Racks", "type": "[]string", "versions": "0+"}]}]}]},
+// KIP-932 share-group records (types 10-15) as released in Kafka 4.1 and 4.2 (unchanged
+// between them). Changed from the 4.0 preview: type 9 (ShareGroupPartitionMetadata) is gone,
+// ShareGroupMetadataValue gained MetadataHash, ShareGroupStatePartitionMetadataValue gained
+// InitializingTopics (first); a 4.0 record of types 11 and 15 no longer decodes.
 {"name": "ShareGroupMemberMetadataKey", "validVersions": "0", "flexibleVersions": "none",
  "fields": [
   {"name": "GroupId", "type": "string", "versions": "0+"},
@@ -238,9 +238,12 @@ SCHEMA_JSON = """[
 {"name": "ShareGroupTargetAssignmentMetadataKey", "validVersions": "0", "flexibleVersions": "none",
  "fields": [
   {"name": "GroupId", "type": "string", "versions": "0+"}]},
+// AssignmentTimestamp: KIP-1263 (4.3).
 {"name": "ShareGroupTargetAssignmentMetadataValue", "validVersions": "0", "flexibleVersions": "0+",
  "fields": [
-  {"name": "AssignmentEpoch", "type": "int32", "versions": "0+"}]},
+  {"name": "AssignmentEpoch", "type": "int32", "versions": "0+"},
+  {"name": "AssignmentTimestamp", "type": "int64", "versions": "0+", "tag": 0,
+   "taggedVersions": "0+", "default": 0}]},
 {"name": "ShareGroupTargetAssignmentMemberKey", "validVersions": "0", "flexibleVersions": "none",
  "fields": [
   {"name": "GroupId", "type": "string", "versions": "0+"},
@@ -259,7 +262,9 @@ SCHEMA_JSON = """[
   {"name": "MemberEpoch", "type": "int32", "versions": "0+"},
   {"name": "PreviousMemberEpoch", "type": "int32", "versions": "0+"},
   {"name": "State", "type": "int8", "versions": "0+"},
-  {"name": "AssignedPartitions", "type": "[]TopicPartitions", "versions": "0+", "fields": [
+  {"name": "AssignedPartitions", "type": "[]TopicPartitions", "versions": "0+"}],
+ "commonStructs": [
+  {"name": "TopicPartitions", "versions": "0+", "fields": [
     {"name": "TopicId", "type": "uuid", "versions": "0+"},
     {"name": "Partitions", "type": "[]int32", "versions": "0+"}]}]},
 {"name": "ShareGroupStatePartitionMetadataKey", "validVersions": "0", "flexibleVersions": "none",
@@ -267,17 +272,15 @@ SCHEMA_JSON = """[
   {"name": "GroupId", "type": "string", "versions": "0+"}]},
 {"name": "ShareGroupStatePartitionMetadataValue", "validVersions": "0", "flexibleVersions": "0+",
  "fields": [
-  {"name": "InitializingTopics", "type": "[]TopicPartitionsInfo", "versions": "0+", "fields": [
+  {"name": "InitializingTopics", "type": "[]TopicPartitionsInfo", "versions": "0+"},
+  {"name": "InitializedTopics", "type": "[]TopicPartitionsInfo", "versions": "0+"},
+  {"name": "DeletingTopics", "type": "[]TopicInfo", "versions": "0+"}],
+ "commonStructs": [
+  {"name": "TopicPartitionsInfo", "versions": "0+", "fields": [
     {"name": "TopicId", "type": "uuid", "versions": "0+"},
     {"name": "TopicName", "type": "string", "versions": "0+"},
-    {"name": "Partitions", "type": "[]int32", "versions": "0+"},
-    {"name": "CreateTimestamp", "type": "int64", "versions": "0+"}]},
-  {"name": "InitializedTopics", "type": "[]TopicPartitionsInfo", "versions": "0+", "fields": [
-    {"name": "TopicId", "type": "uuid", "versions": "0+"},
-    {"name": "TopicName", "type": "string", "versions": "0+"},
-    {"name": "Partitions", "type": "[]int32", "versions": "0+"},
-    {"name": "CreateTimestamp", "type": "int64", "versions": "0+"}]},
-  {"name": "DeletingTopics", "type": "[]TopicInfo", "versions": "0+", "fields": [
+    {"name": "Partitions", "type": "[]int32", "versions": "0+"}]},
+  {"name": "TopicInfo", "versions": "0+", "fields": [
     {"name": "TopicId", "type": "uuid", "versions": "0+"},
     {"name": "TopicName", "type": "string", "versions": "0+"}]}]},
 {"name": "ConsumerGroupRegularExpressionKey", "validVersions": "0", "flexibleVersions": "none",
@@ -288,7 +291,127 @@ SCHEMA_JSON = """[
  "fields": [
   {"name": "Topics", "type": "[]string", "versions": "0+"},
   {"name": "Version", "type": "int64", "versions": "0+"},
-  {"name": "Timestamp", "type": "int64", "versions": "0+"}]}
+  {"name": "Timestamp", "type": "int64", "versions": "0+"}]},
+// KIP-1071 streams-group records (types 17, 19-23) as released in Kafka 4.1 and 4.2; 4.2 added
+// tagged fields only (ValidatedTopologyEpoch, LastAssignmentConfigs, AssignmentEpochs), later
+// ones are listed too (4.3: AssignmentTimestamp; trunk: the *DescriptionTopologyEpoch tags).
+// Type 18 (StreamsGroupPartitionMetadata) existed only before 4.1 was released.
+{"name": "StreamsGroupMetadataKey", "validVersions": "0", "flexibleVersions": "none",
+ "fields": [
+  {"name": "GroupId", "type": "string", "versions": "0+"}]},
+{"name": "StreamsGroupMetadataValue", "validVersions": "0", "flexibleVersions": "0+",
+ "fields": [
+  {"name": "Epoch", "type": "int32", "versions": "0+"},
+  {"name": "MetadataHash", "type": "int64", "versions": "0+"},
+  {"name": "ValidatedTopologyEpoch", "type": "int32", "versions": "0+", "tag": 0,
+   "taggedVersions": "0+", "default": -1},
+  {"name": "LastAssignmentConfigs", "type": "[]LastAssignmentConfig", "nullableVersions": "0+",
+   "tag": 1, "taggedVersions": "0+", "default": null},
+  {"name": "StoredDescriptionTopologyEpoch", "type": "int32", "versions": "0+", "tag": 2,
+   "taggedVersions": "0+", "default": -1},
+  {"name": "FailedDescriptionTopologyEpoch", "type": "int32", "versions": "0+", "tag": 3,
+   "taggedVersions": "0+", "default": -1}],
+ "commonStructs": [
+  {"name": "LastAssignmentConfig", "versions": "0+", "fields": [
+    {"name": "Key", "type": "string", "versions": "0+"},
+    {"name": "Value", "type": "string", "versions": "0+"}]}]},
+{"name": "StreamsGroupMemberMetadataKey", "validVersions": "0", "flexibleVersions": "none",
+ "fields": [
+  {"name": "GroupId", "type": "string", "versions": "0+"},
+  {"name": "MemberId", "type": "string", "versions": "0+"}]},
+{"name": "StreamsGroupMemberMetadataValue", "validVersions": "0", "flexibleVersions": "0+",
+ "fields": [
+  {"name": "InstanceId", "type": "string", "versions": "0+", "nullableVersions": "0+"},
+  {"name": "RackId", "type": "string", "versions": "0+", "nullableVersions": "0+"},
+  {"name": "ClientId", "type": "string", "versions": "0+"},
+  {"name": "ClientHost", "type": "string", "versions": "0+"},
+  {"name": "RebalanceTimeoutMs", "type": "int32", "versions": "0+", "default": -1},
+  {"name": "TopologyEpoch", "type": "int32", "versions": "0+"},
+  {"name": "ProcessId", "type": "string", "versions": "0+"},
+  {"name": "UserEndpoint", "type": "Endpoint", "versions": "0+", "nullableVersions": "0+",
+   "default": "null"},
+  {"name": "ClientTags", "type": "[]KeyValue", "versions": "0+"}],
+ "commonStructs": [
+  {"name": "Endpoint", "versions": "0+", "fields": [
+    {"name": "Host", "type": "string", "versions": "0+"},
+    {"name": "Port", "type": "uint16", "versions": "0+"}]},
+  {"name": "KeyValue", "versions": "0+", "fields": [
+    {"name": "Key", "type": "string", "versions": "0+"},
+    {"name": "Value", "type": "string", "versions": "0+"}]}]},
+{"name": "StreamsGroupTargetAssignmentMetadataKey", "validVersions": "0",
+ "flexibleVersions": "none",
+ "fields": [
+  {"name": "GroupId", "type": "string", "versions": "0+"}]},
+{"name": "StreamsGroupTargetAssignmentMetadataValue", "validVersions": "0",
+ "flexibleVersions": "0+",
+ "fields": [
+  {"name": "AssignmentEpoch", "type": "int32", "versions": "0+"},
+  {"name": "AssignmentTimestamp", "type": "int64", "versions": "0+", "tag": 0,
+   "taggedVersions": "0+", "default": 0}]},
+{"name": "StreamsGroupTargetAssignmentMemberKey", "validVersions": "0",
+ "flexibleVersions": "none",
+ "fields": [
+  {"name": "GroupId", "type": "string", "versions": "0+"},
+  {"name": "MemberId", "type": "string", "versions": "0+"}]},
+{"name": "StreamsGroupTargetAssignmentMemberValue", "validVersions": "0",
+ "flexibleVersions": "0+",
+ "fields": [
+  {"name": "ActiveTasks", "type": "[]TaskIds", "versions": "0+"},
+  {"name": "StandbyTasks", "type": "[]TaskIds", "versions": "0+"},
+  {"name": "WarmupTasks", "type": "[]TaskIds", "versions": "0+"}],
+ "commonStructs": [
+  {"name": "TaskIds", "versions": "0+", "fields": [
+    {"name": "SubtopologyId", "type": "string", "versions": "0+"},
+    {"name": "Partitions", "type": "[]int32", "versions": "0+"}]}]},
+{"name": "StreamsGroupCurrentMemberAssignmentKey", "validVersions": "0",
+ "flexibleVersions": "none",
+ "fields": [
+  {"name": "GroupId", "type": "string", "versions": "0+"},
+  {"name": "MemberId", "type": "string", "versions": "0+"}]},
+{"name": "StreamsGroupCurrentMemberAssignmentValue", "validVersions": "0",
+ "flexibleVersions": "0+",
+ "fields": [
+  {"name": "MemberEpoch", "type": "int32", "versions": "0+"},
+  {"name": "PreviousMemberEpoch", "type": "int32", "versions": "0+"},
+  {"name": "State", "type": "int8", "versions": "0+"},
+  {"name": "ActiveTasks", "type": "[]TaskIds", "versions": "0+"},
+  {"name": "StandbyTasks", "type": "[]TaskIds", "versions": "0+"},
+  {"name": "WarmupTasks", "type": "[]TaskIds", "versions": "0+"},
+  {"name": "ActiveTasksPendingRevocation", "type": "[]TaskIds", "versions": "0+"},
+  {"name": "StandbyTasksPendingRevocation", "type": "[]TaskIds", "versions": "0+"},
+  {"name": "WarmupTasksPendingRevocation", "type": "[]TaskIds", "versions": "0+"}],
+ "commonStructs": [
+  {"name": "TaskIds", "versions": "0+", "fields": [
+    {"name": "SubtopologyId", "type": "string", "versions": "0+"},
+    {"name": "Partitions", "type": "[]int32", "versions": "0+"},
+    {"name": "AssignmentEpochs", "type": "[]int32", "versions": "0+", "nullableVersions": "0+",
+     "tag": 0, "taggedVersions": "0+", "default": null}]}]},
+{"name": "StreamsGroupTopologyKey", "validVersions": "0", "flexibleVersions": "none",
+ "fields": [
+  {"name": "GroupId", "type": "string", "versions": "0+"}]},
+{"name": "StreamsGroupTopologyValue", "validVersions": "0", "flexibleVersions": "0+",
+ "fields": [
+  {"name": "Epoch", "type": "int32", "versions": "0+"},
+  {"name": "Subtopologies", "type": "[]Subtopology", "versions": "0+", "fields": [
+    {"name": "SubtopologyId", "type": "string", "versions": "0+"},
+    {"name": "SourceTopics", "type": "[]string", "versions": "0+"},
+    {"name": "SourceTopicRegex", "type": "[]string", "versions": "0+"},
+    {"name": "StateChangelogTopics", "type": "[]TopicInfo", "versions": "0+"},
+    {"name": "RepartitionSinkTopics", "type": "[]string", "versions": "0+"},
+    {"name": "RepartitionSourceTopics", "type": "[]TopicInfo", "versions": "0+"},
+    {"name": "CopartitionGroups", "type": "[]CopartitionGroup", "versions": "0+", "fields": [
+      {"name": "SourceTopics", "type": "[]int16", "versions": "0+"},
+      {"name": "SourceTopicRegex", "type": "[]int16", "versions": "0+"},
+      {"name": "RepartitionSourceTopics", "type": "[]int16", "versions": "0+"}]}]}],
+ "commonStructs": [
+  {"name": "TopicConfig", "versions": "0+", "fields": [
+    {"name": "key", "type": "string", "versions": "0+"},
+    {"name": "value", "type": "string", "versions": "0+"}]},
+  {"name": "TopicInfo", "versions": "0+", "fields": [
+    {"name": "Name", "type": "string", "versions": "0+"},
+    {"name": "Partitions", "type": "int32", "versions": "0+"},
+    {"name": "ReplicationFactor", "type": "int16", "versions": "0+"},
+    {"name": "TopicConfigs", "type": "[]TopicConfig", "versions": "0+"}]}]}
 ]"""
 _MESSAGES = messages_from_json(SCHEMA_JSON)
 CONSUMER_PROTOCOL_SUBSCRIPTION = _MESSAGES["ConsumerProtocolSubscription"]
@@ -342,35 +465,51 @@ def _decode_consumer_members(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-# The record types: (key, value) of each, by the key's int16.
-_TYPES = {
-    0: ("OffsetCommitKey", "OffsetCommitValue"),
-    1: ("OffsetCommitKey", "OffsetCommitValue"),
-    2: ("GroupMetadataKey", "GroupMetadataValue"),
-    3: ("ConsumerGroupMetadataKey", "ConsumerGroupMetadataValue"),
-    4: ("ConsumerGroupPartitionMetadataKey", "ConsumerGroupPartitionMetadataValue"),
-    5: ("ConsumerGroupMemberMetadataKey", "ConsumerGroupMemberMetadataValue"),
-    6: ("ConsumerGroupTargetAssignmentMetadataKey", "ConsumerGroupTargetAssignmentMetadataValue"),
-    7: ("ConsumerGroupTargetAssignmentMemberKey", "ConsumerGroupTargetAssignmentMemberValue"),
-    8: ("ConsumerGroupCurrentMemberAssignmentKey", "ConsumerGroupCurrentMemberAssignmentValue"),
-    9: ("ShareGroupPartitionMetadataKey", "ShareGroupPartitionMetadataValue"),
-    10: ("ShareGroupMemberMetadataKey", "ShareGroupMemberMetadataValue"),
-    11: ("ShareGroupMetadataKey", "ShareGroupMetadataValue"),
-    12: ("ShareGroupTargetAssignmentMetadataKey", "ShareGroupTargetAssignmentMetadataValue"),
-    13: ("ShareGroupTargetAssignmentMemberKey", "ShareGroupTargetAssignmentMemberValue"),
-    14: ("ShareGroupCurrentMemberAssignmentKey", "ShareGroupCurrentMemberAssignmentValue"),
-    15: ("ShareGroupStatePartitionMetadataKey", "ShareGroupStatePartitionMetadataValue"),
-    16: ("ConsumerGroupRegularExpressionKey", "ConsumerGroupRegularExpressionValue"),
-}
+class GroupRecordType(IntEnum):
+    """Kafka's group-coordinator ``CoordinatorRecordType`` (the key's int16), as released in
+    4.1/4.2 (the ``apiKey`` of the schema files); 9 and 18 are not record types there."""
+
+    LEGACY_OFFSET_COMMIT = 0
+    OFFSET_COMMIT = 1
+    GROUP_METADATA = 2
+    CONSUMER_GROUP_METADATA = 3
+    CONSUMER_GROUP_PARTITION_METADATA = 4
+    CONSUMER_GROUP_MEMBER_METADATA = 5
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
+    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+    SHARE_GROUP_MEMBER_METADATA = 10
+    SHARE_GROUP_METADATA = 11
+    SHARE_GROUP_TARGET_ASSIGNMENT_METADATA = 12
+    SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER = 13
+    SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT = 14
+    SHARE_GROUP_STATE_PARTITION_METADATA = 15
+    CONSUMER_GROUP_REGULAR_EXPRESSION = 16
+    STREAMS_GROUP_METADATA = 17
+    STREAMS_GROUP_MEMBER_METADATA = 19
+    STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA = 20
+    STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER = 21
+    STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT = 22
+    STREAMS_GROUP_TOPOLOGY = 23
+
+
+def _schema_names(record_type: GroupRecordType) -> tuple[str, str]:
+    """(key, value) schema names: Kafka's, but type 0 reads as OffsetCommit (same fields)."""
+    if record_type <= GroupRecordType.OFFSET_COMMIT:
+        return "OffsetCommitKey", "OffsetCommitValue"
+    stem = "".join(word.capitalize() for word in record_type.name.split("_"))
+    return f"{stem}Key", f"{stem}Value"
+
 
 CONSUMER_OFFSETS_RECORDS: dict[int, RecordSchema] = {
-    record_type: RecordSchema(
-        record_type,
+    int(record_type): RecordSchema(
+        int(record_type),
         _MESSAGES[key],
         _MESSAGES[value],
         _decode_consumer_members if value == "GroupMetadataValue" else None,
     )
-    for record_type, (key, value) in _TYPES.items()
+    for record_type in GroupRecordType
+    for key, value in (_schema_names(record_type),)
 }
 
 

@@ -4,7 +4,8 @@ Key: ``version:int16`` (0) + ``TransactionalId`` string; another key version dec
 ``"unknown"`` (kafka-dump-log prints ``unknown::version={v}``). Value: ``version:int16`` +
 ``TransactionLogValue`` — v0 non-flexible, v1 flexible with tagged fields 0
 ``PreviousProducerId`` (default -1), 1 ``NextProducerId`` (-1), 2 ``ClientTransactionVersion``
-(0). A null value is a tombstone; an unknown value version is an
+(0; 2 for transactions version 2, KIP-890), 3 ``NextProducerEpoch`` (-1; Kafka 4.1, KIP-939).
+A null value is a tombstone; an unknown value version is an
 :class:`~klogtool.formats.errors.UnsupportedError` (kafka-dump-log aborts on it).
 
 :func:`format_transaction_text` renders the text kafka-dump-log's ``--transaction-log-decoder``
@@ -46,7 +47,8 @@ TRANSACTION_STATES: dict[int, str] = {
 }
 
 SCHEMA_JSON = """[
-// transaction-coordinator/src/main/resources/common/message/TransactionLog*.json
+// transaction-coordinator/src/main/resources/common/message/TransactionLog*.json as released in
+// Kafka 4.1 and 4.2 (identical). Tags 0-2: KIP-890 (4.0); NextProducerEpoch: KIP-939 (4.1).
 {"name": "TransactionLogKey", "validVersions": "0", "flexibleVersions": "none",
  "fields": [
   {"name": "TransactionalId", "type": "string", "versions": "0+"}]},
@@ -58,6 +60,8 @@ SCHEMA_JSON = """[
   {"name": "NextProducerId", "type": "int64", "versions": "1+", "tag": 1, "taggedVersions": "1+",
    "default": -1},
   {"name": "ProducerEpoch", "type": "int16", "versions": "0+"},
+  {"name": "NextProducerEpoch", "type": "int16", "versions": "1+", "tag": 3,
+   "taggedVersions": "1+", "default": -1},
   {"name": "TransactionTimeoutMs", "type": "int32", "versions": "0+"},
   {"name": "TransactionStatus", "type": "int8", "versions": "0+"},
   {"name": "TransactionPartitions", "type": "[]PartitionsSchema", "versions": "0+",
