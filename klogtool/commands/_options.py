@@ -196,7 +196,8 @@ def internal_decoder_option(f: F) -> F:
         default="auto",
         show_default=True,
         help="Decoder for internal topics; auto picks it from the partition directory "
-        "name (__consumer_offsets-*, __transaction_state-*, __cluster_metadata-*) and uses "
+        "name (__consumer_offsets-*, __transaction_state-*, __share_group_state-*, "
+        "__cluster_metadata-*) and uses "
         "cluster-metadata for KRaft snapshots (*.checkpoint); none decodes nothing, not "
         "even control records (transaction markers, ...): their raw key and value show like "
         "any record's.",

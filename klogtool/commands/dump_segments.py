@@ -50,7 +50,7 @@ _KAFKA_DECODER_FLAGS: dict[str, tuple[str, str | None]] = {
     "transaction_log_decoder": ("--transaction-log-decoder", "transaction-state"),
     "cluster_metadata_decoder": ("--cluster-metadata-decoder", "cluster-metadata"),
     "remote_log_metadata_decoder": ("--remote-log-metadata-decoder", None),
-    "share_group_state_decoder": ("--share-group-state-decoder", None),
+    "share_group_state_decoder": ("--share-group-state-decoder", "share-group-state"),
 }
 # kafka-dump-log.sh's default --key-decoder-class / --value-decoder-class (old and new names)
 _STRING_DECODERS = frozenset(
@@ -250,7 +250,8 @@ def command(
 
     kafka-dump-log.sh's options are accepted too, for scripts written for it: --files F1,F2
     (the PATHs), --print-data-log (--print-data), --offsets-decoder,
-    --transaction-log-decoder and --cluster-metadata-decoder (--decoder), --key-decoder-class
+    --transaction-log-decoder, --share-group-state-decoder and --cluster-metadata-decoder
+    (--decoder), --key-decoder-class
     and --value-decoder-class (their StringDecoder: utf8), --skip-record-metadata (payloads
     only), --max-message-size and the decoders klogtool lacks (ignored, with a note). Any of
     them switches the output to --format kafka, kafka-dump-log.sh's lines, unless --format is
