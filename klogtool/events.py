@@ -126,6 +126,8 @@ class GroupsGroup(TypedDict):
     offsets: int
     pending_offsets: int
     metadata_deleted: bool
+    topology: list[Any]  # a streams group's subtopologies and their source topics
+    share_partitions: list[Any]  # a share group's partitions: start offset, in-flight, archived
 
 
 class GroupsOffset(TypedDict):

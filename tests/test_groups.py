@@ -127,7 +127,7 @@ def test_text_group_filter_and_at(tmp_path: Path) -> None:
 def test_no_consumer_offsets_is_an_input_error(tmp_path: Path) -> None:
     data_partition(tmp_path / "logdir", "t", 0, 3)
     code, _, err = run("groups", str(tmp_path / "logdir"))
-    assert code == 3 and "no __consumer_offsets partition" in err
+    assert code == 3 and "no __consumer_offsets (or __share_group_state) partition" in err
 
 
 def test_a_record_that_does_not_decode_is_a_warning(tmp_path: Path) -> None:

@@ -84,7 +84,9 @@ def command(
     PATH is a log directory, a partition directory or a directory of log directories; the
     __consumer_offsets partitions among them are replayed as the group coordinator loads them
     (offset commits and their tombstones; group metadata: protocol, generation, members and
-    their assignments, for classic and KIP-848 consumer groups; transactional offset commits
+    their assignments, for classic and KIP-848 consumer groups, share groups and streams
+    groups; share groups' delivery state from __share_group_state, with the records they
+    archived; transactional offset commits
     applied at their COMMIT marker, dropped at ABORT, shown as pending without one; offsets
     whose expire timestamp has passed marked expired).
 
@@ -95,7 +97,7 @@ def command(
     is replayed, and lag is measured against the records written up to then.
 
     Exit status: 0 groups shown; 1 none found (or none matches --group); 3 an input cannot be
-    read, or holds no __consumer_offsets partition.
+    read, or holds no __consumer_offsets (or __share_group_state) partition.
     """
     out = settings.output(fmt, progress=False)
     warn_if_a_broker_runs(out, paths)
@@ -117,7 +119,7 @@ def command(
     total_lag = sum(max(0, c.lag or 0) for _, c in every if not c.pending)
     if fmt != "text":
         for g in result.groups:
-            out.emit(group_obj(g))
+            out.emit(group_obj(g, result.topic_ids))
             for c in offsets_of(g):
                 out.emit(result.offset_obj(g, c))
     if fmt == "text":
@@ -181,8 +183,9 @@ def _show_group(out: Output, result: GroupsResult, g: Group) -> None:
                 " ".join(notes),
             ]
         )
+    title = {"share": "Share group", "streams": "Streams group"}.get(g.kind, "Consumer group")
     out.table(
-        f"Consumer group '{g.group}' ({', '.join(what)})",
+        f"{title} '{g.group}' ({', '.join(what)})",
         [
             "TOPIC",
             "PARTITION",
@@ -199,6 +202,43 @@ def _show_group(out: Output, result: GroupsResult, g: Group) -> None:
         left=frozenset({"CONSUMER-ID", "HOST", "CLIENT-ID", "NOTE"}),
         lesser=("NOTE", "HOST", "CONSUMER-ID", "CLIENT-ID"),
     )
+    for sub, topics in g.topology.items():
+        out.line(f"  subtopology {sub}: source topics {', '.join(topics) or '-'}")
+    if g.share_partitions:
+        _show_share_partitions(out, result, g)
+
+
+def _show_share_partitions(out: Output, result: GroupsResult, g: Group) -> None:
+    """Where a share group stands in each partition, and what it will never deliver."""
+    rows = []
+    poison = []
+    for sp in g.share_partitions:
+        topic = result.topic_ids.get(sp.topic_id, sp.topic_id)
+        archived = sp.archived
+        rows.append(
+            [
+                topic,
+                str(sp.partition),
+                f"{sp.start_offset:,}",
+                str(sp.state_epoch),
+                plural(len(sp.batches), "range"),
+                f"{sum(b.last_offset - b.first_offset + 1 for b in archived):,}",
+                str(max((b.delivery_count for b in sp.batches), default=0)),
+            ]
+        )
+        poison += [
+            f"  {topic}-{sp.partition}: offsets {b.first_offset}..{b.last_offset} archived "
+            f"after {b.delivery_count} {'delivery' if b.delivery_count == 1 else 'deliveries'}"
+            for b in archived
+        ]
+    out.table(
+        f"Share group '{g.group}': delivery state",
+        ["TOPIC", "PARTITION", "START-OFFSET", "STATE-EPOCH", "IN-FLIGHT", "ARCHIVED"]
+        + ["MAX-DELIVERIES"],
+        rows,
+    )
+    for line in poison:
+        out.line(line)
 
 
 # Shown in the man page's EXAMPLES section: (what it does, the command lines).

@@ -54,6 +54,7 @@ from klogtool.log.metadata import ClusterConfigs, load_for, log_dirs_named
 from klogtool.log.partition import TIMEINDEX, PartitionView, load_partition
 from klogtool.log.read.dumper import DumpOptions
 from klogtool.log.read.finder import Finder, FindOptions, Target, resolve_targets
+from klogtool.log.read.share_groups import SHARE_GROUP_STATE, SharePartition, share_states
 from klogtool.log.record_filter import MAX_OFFSET, RecordFilter
 from klogtool.log.segment import mapped
 from klogtool.log.txnreplay import end_marker
@@ -68,6 +69,9 @@ _CONSUMER_GROUP_METADATA = 3
 _CONSUMER_GROUP_MEMBER = 5
 _CONSUMER_GROUP_ASSIGNMENT = 8
 _KIP_848 = range(3, 9)  # consumer-protocol records: only the new coordinator writes them
+_SHARE_MEMBER, _SHARE_GROUP_METADATA, _SHARE_ASSIGNMENT = 10, 11, 14  # KIP-932
+_STREAMS_METADATA, _STREAMS_MEMBER, _STREAMS_ASSIGNMENT, _STREAMS_TOPOLOGY = 17, 19, 22, 23
+_TASK_KINDS = ("activeTasks", "standbyTasks", "warmupTasks")  # a streams member's tasks
 
 # The coordinator whose rules a replay follows (module docstring)
 NEW = "new"
@@ -84,6 +88,9 @@ class Member:
     client_host: str | None
     group_instance_id: str | None = None
     assignment: list[tuple[str, int]] = field(default_factory=list)  # (topic or topic id, p)
+    # a streams member's tasks: kind (active, standby, warmup) -> [(subtopology, partition)]
+    tasks: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    process_id: str | None = None  # a streams member's
 
 
 @dataclass
@@ -125,11 +132,19 @@ class Group:
     offsets: dict[tuple[str, int], Committed] = field(default_factory=dict)
     pending: list[Committed] = field(default_factory=list)
     metadata_deleted: bool = False  # a tombstone removed its metadata
+    # a streams group's topology: subtopology -> its source topics
+    topology: dict[str, list[str]] = field(default_factory=dict)
+    share_partitions: list[SharePartition] = field(default_factory=list)  # a share group's
 
     def owners(self, topic_ids: dict[str, str]) -> dict[tuple[str, int], Member]:
-        """Topic partition -> the member assigned it (topic ids named by ``topic_ids``): one
-        index a group, not a walk of every assignment for every offset."""
-        return {(topic_ids.get(t, t), p): m for m in self.members.values() for t, p in m.assignment}
+        """Topic partition -> the member assigned it (topic ids named by ``topic_ids``; a
+        streams member's active tasks through its topology): one index a group, not a walk
+        of every assignment for every offset."""
+        out = {(topic_ids.get(t, t), p): m for m in self.members.values() for t, p in m.assignment}
+        for m in self.members.values():
+            for sub, p in m.tasks.get("active", ()):
+                out.update(((topic, p), m) for topic in self.topology.get(sub, ()))
+        return out
 
 
 @dataclass(frozen=True)
@@ -182,7 +197,7 @@ class GroupsResult:
         }
 
 
-def group_obj(g: Group) -> events.GroupsGroup:
+def group_obj(g: Group, topic_ids: dict[str, str] | None = None) -> events.GroupsGroup:
     return {
         "type": "group",
         "group": g.group,
@@ -199,12 +214,32 @@ def group_obj(g: Group) -> events.GroupsGroup:
                 "client_id": m.client_id,
                 "client_host": m.client_host,
                 "assignment": [[t, p] for t, p in m.assignment],
+                "tasks": {kind: [[s, p] for s, p in ts] for kind, ts in m.tasks.items()},
+                "process_id": m.process_id,
             }
             for m in g.members.values()
         ],
         "offsets": len(g.offsets),
         "pending_offsets": len(g.pending),
         "metadata_deleted": g.metadata_deleted,
+        "topology": [{"subtopology": s, "source_topics": ts} for s, ts in g.topology.items()],
+        "share_partitions": [share_obj(sp, topic_ids or {}) for sp in g.share_partitions],
+    }
+
+
+def share_obj(sp: SharePartition, topic_ids: dict[str, str]) -> dict[str, Any]:
+    """A share partition's state: where the group stands, its in-flight and archived
+    batches (docs/groups.md: Share groups)."""
+    return {
+        "topic": topic_ids.get(sp.topic_id),
+        "topic_id": sp.topic_id,
+        "partition": sp.partition,
+        "start_offset": sp.start_offset,
+        "state_epoch": sp.state_epoch,
+        "leader_epoch": sp.leader_epoch,
+        "delivery_complete_count": sp.delivery_complete_count,
+        "in_flight": [b.as_obj() for b in sp.batches],
+        "archived": [b.as_obj() for b in sp.archived],
     }
 
 
@@ -213,6 +248,7 @@ def consumer_groups(paths: list[str], options: GroupOptions) -> GroupsResult:
     directories of log dirs) and set each committed offset beside its data partition, when
     that is among them. Raises InputError (exit 3) when PATHs hold no ``__consumer_offsets``."""
     offsets_dirs: list[tuple[Path, str]] = []
+    share_dirs: list[tuple[Path, str]] = []
     data: dict[tuple[str, int], Path] = {}
     for arg in paths:
         for path, display in partition_dirs_of(storage.path_of(arg), arg):
@@ -221,26 +257,33 @@ def consumer_groups(paths: list[str], options: GroupOptions) -> GroupsResult:
                 continue  # -delete, -future, -stray: not what the broker serves
             if parsed[0] == CONSUMER_OFFSETS:
                 offsets_dirs.append((path, display))
+            elif parsed[0] == SHARE_GROUP_STATE:
+                share_dirs.append((path, display))
             else:
                 data.setdefault(parsed, path)
-    if not offsets_dirs:
+    if not offsets_dirs and not share_dirs:
         raise InputError(
-            f"no {CONSUMER_OFFSETS} partition in it: no group to show",
+            f"no {CONSUMER_OFFSETS} (or {SHARE_GROUP_STATE}) partition in it: no group to show",
             path=" ".join(paths),
             code=Code.NO_KAFKA_FILES,
         )
-    host = _host(offsets_dirs[0][0], paths)
+    host = _host((offsets_dirs or share_dirs)[0][0], paths)
     rule, why = coordinator_of(host, options.coordinator)
     try:
         replay = _replayed(offsets_dirs, options, rule, known=why is not None)
     except _NewCoordinator:  # KIP-848 records: the new coordinator wrote this log
         rule, why = NEW, "the log holds KIP-848 records, which only the new coordinator writes"
         replay = _replayed(offsets_dirs, options, rule, known=True)
+    shares = share_states(sorted(share_dirs, key=lambda x: x[0].name), options.ctx)
+    for (name, _t, _p), sp in sorted(shares.partitions.items()):
+        g = replay.group_named(name)
+        g.kind = "share"
+        g.share_partitions.append(sp)
     keep = [re.compile(g) for g in options.groups]
     groups = [
         g
         for name, g in sorted(replay.groups.items())
-        if (g.offsets or g.members or g.pending or g.protocol_type is not None)
+        if (g.offsets or g.members or g.pending or g.protocol_type or g.share_partitions)
         and (not keep or any(k.fullmatch(name) for k in keep))
     ]
     topic_ids = {**(host.topic_ids if host is not None else {}), **_topic_ids(data.values())}
@@ -256,7 +299,7 @@ def consumer_groups(paths: list[str], options: GroupOptions) -> GroupsResult:
                 _lag(c, ends[part], options.ctx)
     return GroupsResult(
         groups,
-        replay.findings,
+        replay.findings + shares.findings,
         len(offsets_dirs),
         replay.applied,
         topic_ids,
@@ -364,6 +407,9 @@ class _Replay:
             )
         )
 
+    def group_named(self, name: str) -> Group:
+        return self._group(name)
+
     def _group(self, name: str) -> Group:
         g = self.groups.get(name)
         if g is None:
@@ -396,9 +442,9 @@ class _Replay:
                 g.generation, g.metadata_deleted = value.get("epoch"), False
         elif t == _CONSUMER_GROUP_MEMBER:
             self._consumer_member(self._group(key["groupId"]), key["memberId"], value)
-        elif t == _CONSUMER_GROUP_ASSIGNMENT:
+        elif t in (_CONSUMER_GROUP_ASSIGNMENT, _SHARE_ASSIGNMENT):
             g = self._group(key["groupId"])
-            g.kind = "consumer"
+            g.kind = "consumer" if t == _CONSUMER_GROUP_ASSIGNMENT else "share"
             m = g.members.get(key["memberId"])
             if m is None and value is None:
                 return
@@ -408,6 +454,44 @@ class _Replay:
                 for tp in (value or {}).get("assignedPartitions") or ()
                 for p in tp.get("partitions") or ()
             ]
+        else:
+            self._share_or_streams(t, key, value)
+
+    def _share_or_streams(self, t: int, key: dict[str, Any], value: dict[str, Any] | None) -> None:
+        """The share-group (KIP-932) and streams-group (KIP-1071) records groups reads."""
+        if t in (_SHARE_GROUP_METADATA, _STREAMS_METADATA):
+            g = self._group(key["groupId"])
+            g.kind = g.protocol_type = "share" if t == _SHARE_GROUP_METADATA else "streams"
+            if value is None:
+                g.metadata_deleted, g.generation, g.members = True, None, {}
+            else:
+                g.generation, g.metadata_deleted = value.get("epoch"), False
+        elif t in (_SHARE_MEMBER, _STREAMS_MEMBER):
+            g = self._group(key["groupId"])
+            self._consumer_member(g, key["memberId"], value)
+            g.kind = "share" if t == _SHARE_MEMBER else "streams"
+            if value is not None:
+                g.members[key["memberId"]].process_id = value.get("processId")
+        elif t == _STREAMS_ASSIGNMENT:
+            g = self._group(key["groupId"])
+            g.kind = "streams"
+            m = g.members.setdefault(key["memberId"], Member(key["memberId"], None, None))
+            m.tasks = {
+                kind.removesuffix("Tasks"): [
+                    (str(task["subtopologyId"]), p)
+                    for task in (value or {}).get(kind) or ()
+                    for p in task.get("partitions") or ()
+                ]
+                for kind in _TASK_KINDS
+            }
+        elif t == _STREAMS_TOPOLOGY:
+            g = self._group(key["groupId"])
+            g.kind = "streams"
+            g.topology = {
+                str(sub["subtopologyId"]): [str(x) for x in sub.get("sourceTopics") or ()]
+                + [str(r["name"]) for r in sub.get("repartitionSourceTopics") or ()]
+                for sub in (value or {}).get("subtopologies") or ()
+            }
 
     def _commit(
         self,
