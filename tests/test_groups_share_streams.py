@@ -252,3 +252,31 @@ def test_a_streams_group_shows_topology_members_tasks_offsets_and_lag(tmp_path: 
     code, text, _err = run("groups", str(logdir))
     assert "Streams group 'app' (streams" in text
     assert "subtopology 0: source topics orders" in text
+
+
+def test_export_decodes_internal_topics_as_dump_segments_does(tmp_path: Path) -> None:
+    """--key/--value-decoder internal: key_decoded and value_decoded beside the bytes, the
+    records of __share_group_state and __consumer_offsets as kafka-dump-log's JSON."""
+    pytest.importorskip("pyarrow")
+    import json
+
+    share_log(tmp_path / "logdir", [("snapshot", 10, [(10, 19, 0, 1)]), ("update", 12, [])])
+    log = Log()
+    log.add(streams_records())
+    write_partition(tmp_path / "logdir" / "__consumer_offsets-0", [(0, log.batches)])
+    for part in ("__share_group_state-0", "__consumer_offsets-0"):
+        path = tmp_path / "logdir" / part
+        out = tmp_path / f"out-{part}"
+        args = ("--key-decoder", "internal", "--value-decoder", "internal")
+        code, _out, err = run("export", "--to", "jsonl", str(out), *args, str(path))
+        assert code == 0, err
+        rows = [json.loads(x) for f in sorted(out.rglob("*.json*")) for x in f.open()]
+        code, dumped, err = run(
+            "dump-segments", "--deep-iteration", "--print-data", "--format", "jsonl", str(path)
+        )
+        assert code == 0, err
+        records = [o for o in jsonl(dumped) if o["type"] == "record"]
+        assert [(json.loads(r["key_decoded"]), json.loads(r["value_decoded"])) for r in rows] == [
+            (o["key"], o["value"]) for o in records
+        ]
+    assert rows and json.loads(rows[0]["key_decoded"])["type"] == "17"

@@ -102,7 +102,9 @@ def _partition_by(_c: click.Context, _p: click.Parameter, value: str) -> tuple[s
     help="How values and header values are written [default: as --key-decoder]; "
     "confluent writes the raw bytes and beside them value_decoded (key_decoded for "
     "--key-decoder confluent): the payload decoded from Confluent's wire format, as JSON "
-    "text (--engine local).",
+    "text (--engine local); internal does the same for the internal topics "
+    "(__consumer_offsets, __transaction_state, __share_group_state, __cluster_metadata): "
+    "each record decoded as kafka-dump-log decodes it.",
 )
 @schemas_option
 @click.option(

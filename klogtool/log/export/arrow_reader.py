@@ -44,10 +44,11 @@ from klogtool.errors import InputError
 from klogtool.formats import codecs, payloads
 from klogtool.formats.batch import Batch, NativeWrapper, Record, record_fields
 from klogtool.formats.errors import FormatError
+from klogtool.formats.payloads import auto_decoder_for_topic, decode_internal
 from klogtool.formats.payloads.confluent import CONFLUENT_DECODER, decode_confluent
 from klogtool.formats.records import CORRUPT, TORN_TAIL, SegmentScanner, not_a_log
 from klogtool.log.export import native_columns
-from klogtool.log.export.spec import ReadOptions, arrow_schema
+from klogtool.log.export.spec import INTERNAL_DECODER, ReadOptions, arrow_schema
 from klogtool.log.objects import batch_object
 from klogtool.log.seek import load_index
 from klogtool.log.segment import fetcher, mapped
@@ -182,6 +183,31 @@ def _confluent_array(items: Sequence[Any], opts: ReadOptions) -> pa.Array:
         obj = decode_confluent(x, opts.schemas)
         texts.append(None if obj is None else json.dumps(obj, ensure_ascii=False))
     return pa.array(texts, pa.string())
+
+
+def _internal_arrays(
+    topic: str | None, keys: Sequence[Any], values: Sequence[Any], opts: ReadOptions
+) -> dict[str, pa.Array]:
+    """The ``key_decoded`` and ``value_decoded`` columns of ``--*-decoder internal``: each
+    record of an internal topic decoded as kafka-dump-log decodes it, as JSON text (null for
+    another topic, or a null part; a record that does not decode: its error)."""
+    import pyarrow as pa
+
+    if INTERNAL_DECODER not in (opts.key_decoder, opts.value_decoder):
+        return {}
+    name = auto_decoder_for_topic(topic or "")
+    out: dict[str, list[str | None]] = {"key": [], "value": []}
+    for k, v in zip(keys, values, strict=True):
+        if name is None:
+            decoded: tuple[Any, Any] = (None, None)
+        else:
+            try:
+                decoded = decode_internal(name, k, v)
+            except FormatError as e:
+                decoded = ({"error": str(e)}, {"error": str(e)})
+        for part, obj in zip(("key", "value"), decoded, strict=True):
+            out[part].append(None if obj is None else json.dumps(obj, ensure_ascii=False))
+    return {part: pa.array(texts, pa.string()) for part, texts in out.items()}
 
 
 def _headers_array(headers: Sequence[tuple[Any, ...]], decoder: str, typ: pa.DataType) -> pa.Array:
@@ -641,6 +667,7 @@ class _RangeReader:
             "sequence": pa.array(cols[5], pa.int32()),
             "batch_index": pa.array(p.batch_index, pa.int32()),
         }
+        internal = _internal_arrays(self.rng.topic, cols[2], cols[3], opts)
         for name, decoder, items in (
             ("key", opts.key_decoder, cols[2]),
             ("value", opts.value_decoder, cols[3]),
@@ -648,6 +675,10 @@ class _RangeReader:
             if decoder == CONFLUENT_DECODER:
                 if f"{name}_decoded" in names:
                     arrays[f"{name}_decoded"] = _confluent_array(items, opts)
+                decoder = "binary"
+            elif decoder == INTERNAL_DECODER:
+                if f"{name}_decoded" in names:
+                    arrays[f"{name}_decoded"] = internal[name]
                 decoder = "binary"
             if name in names:
                 arrays[name] = _payload_array(items, decoder, self.schema.field(name).type)

@@ -36,8 +36,13 @@ ON_CORRUPT = ("fail", "skip", "report")
 # ``none`` drops the column; ``confluent`` keeps the raw bytes and adds ``key_decoded`` /
 # ``value_decoded`` beside them: the JSON text of the payload decoded from Confluent's wire
 # format with ReadOptions.schemas (klogtool.formats.payloads.confluent.decode_confluent).
-PAYLOAD_DECODERS = ("binary", "utf8", "base64", "hex", "none", CONFLUENT_DECODER)
-RAW_DECODERS = ("binary", CONFLUENT_DECODER)  # the column holds the bytes
+# ``internal`` is the same for the internal topics (__consumer_offsets, __transaction_state,
+# __share_group_state, __cluster_metadata): key and value decoded together into
+# kafka-dump-log's JSON, by the partition's topic (null for another topic).
+INTERNAL_DECODER = "internal"
+PAYLOAD_DECODERS = ("binary", "utf8", "base64", "hex", "none", CONFLUENT_DECODER, INTERNAL_DECODER)
+RAW_DECODERS = ("binary", CONFLUENT_DECODER, INTERNAL_DECODER)  # the column holds the bytes
+DECODED = (CONFLUENT_DECODER, INTERNAL_DECODER)  # with a *_decoded column beside the bytes
 
 
 _EXTRAS = [
@@ -125,7 +130,7 @@ def columns(opts: ReadOptions) -> list[tuple[str, str]]:
         for name, decoder in (("key", opts.key_decoder), ("value", opts.value_decoder)):
             if decoder != "none":
                 cols.append((name, BINARY if decoder in RAW_DECODERS else STRING))
-            if decoder == CONFLUENT_DECODER:
+            if decoder in DECODED:
                 cols.append((f"{name}_decoded", STRING))
         cols += [
             ("topic", STRING),
