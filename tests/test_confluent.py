@@ -19,6 +19,7 @@ import fastavro
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 from support.cli import jsonl, run
+from support.extras import needs_pyarrow
 from support.paths import CORPUS, needs_corpus
 from support.rewrite import write_partition
 
@@ -423,6 +424,7 @@ def test_schemas_that_each_reference_the_next_twice_parse_once(tmp_path: Path) -
     assert secs < 20 and rss < 200, (secs, rss)
 
 
+@needs_pyarrow
 def test_items_that_take_no_bytes_cannot_announce_millions(tmp_path: Path) -> None:
     """An array of nulls announcing 50 million items in a few bytes built them all (900 MB);
     so did an array of empty records."""
@@ -505,6 +507,7 @@ def _strict(line: str) -> Any:
     return json.loads(line, parse_constant=refuse)
 
 
+@needs_pyarrow
 def test_non_finite_numbers_are_written_as_json(tmp_path: Path) -> None:
     """Confluent decoding wrote NaN and Infinity as bare tokens (an Avro double any producer
     can send; a JSON Schema payload [1e999]): every line is RFC 8259 JSON, the non-finite

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from support.cli import jsonl, run
+from support.extras import needs_pyarrow
 from support.records import kafka_python_batch
 from support.rewrite import T0, generate, materialise, write_checkpoints, write_partition
 
@@ -814,6 +815,7 @@ def _reference_lost(part: Path, start: int) -> list[tuple[int, bytes, bytes, int
 
 
 @pytest.mark.parametrize("to", ["jsonl", "parquet"])
+@needs_pyarrow
 def test_export_lost_writes_what_the_follower_truncates(tmp_path: Path, to: str) -> None:
     a = replica(tmp_path / "a", LEADER_1, [(0, 0), (1, 10), (3, 20)], segment_starts=(0, 10))
     b = replica(tmp_path / "b", FOLLOWER_1, [(0, 0), (1, 10), (2, 15)])
@@ -865,6 +867,7 @@ def test_export_lost_writes_what_the_follower_truncates(tmp_path: Path, to: str)
     assert code == 4 and "not empty" in err
 
 
+@needs_pyarrow
 def test_nothing_lost_is_an_empty_dataset(tmp_path: Path) -> None:
     a = replica(tmp_path / "a", LEADER_1, [(0, 0), (1, 10), (3, 20)])
     b = replica(tmp_path / "b", LEADER_1[:3], [(0, 0), (1, 10)])  # a lagging follower
@@ -1017,6 +1020,7 @@ def _exported_rows(dest: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for f in sorted(dest.glob("*.json")) for x in f.read_text().splitlines()]
 
 
+@needs_pyarrow
 def test_export_lost_tells_lost_records_from_re_fetched_ones_and_names_the_follower(
     tmp_path: Path,
 ) -> None:

@@ -11,6 +11,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("pyarrow.fs", reason="object storage needs pyarrow (the storage extra)")
+
 from support.cli import generator, run
 from support.paths import LOGS
 from support.s3 import BUCKET, S3Server, s3_server  # noqa: F401  (the fixture)

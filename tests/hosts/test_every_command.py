@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import jsonl, run
+from support.extras import skip_unless_pyarrow
 
 from hosts.build import Host, build_host, foreign
 
@@ -50,6 +51,7 @@ def test_a_command_on_a_broker_host(
         for a in args
     ]
     special_before = {p: sorted(c.name for c in p.iterdir()) for p in host.special}
+    skip_unless_pyarrow(argv)
     code, _out, err = run(*argv, cwd=tmp_path)
     assert code in codes, err
     assert "Traceback" not in err and "internal error" not in err

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import jsonl, run
+from support.extras import needs_pyarrow, skip_unless_pyarrow
 from support.paths import LOGDIR
 
 UUID = "0123456789abcdef0123456789abcdef"
@@ -85,6 +86,7 @@ def test_a_reading_command_reads_only_the_live_partitions(
     data (67 rows for 50 distinct offsets): they are left out, said once, unless named."""
     logdir = _host(tmp_path)
     argv = [a.replace("{out}", str(tmp_path / "out")) for a in command]
+    skip_unless_pyarrow(argv)
     code, out, err = run(*argv, str(logdir), cwd=tmp_path)
     assert code in (0, 1), err
     (warning,) = [line for line in err.splitlines() if "not read:" in line]
@@ -105,6 +107,7 @@ def test_a_reading_command_reads_only_the_live_partitions(
     assert code in (0, 1) and "not read:" not in err, err
 
 
+@needs_pyarrow
 def test_export_of_a_log_dir_has_each_offset_once(tmp_path: Path) -> None:
     logdir = _host(tmp_path)
     code, _out, err = run("export", "--to", "jsonl", str(tmp_path / "out"), str(logdir))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import jsonl, run
+from support.extras import skip_unless_pyarrow
 from support.paths import LOGDIR
 
 READERS = [
@@ -54,6 +55,7 @@ def test_no_kafka_files_is_one_line_and_exit_3(
     else:
         target = _png_log(tmp_path)
     argv = [a.replace("{out}", str(tmp_path / "out")) for a in command]
+    skip_unless_pyarrow(argv)
     code, _out, err = run(*argv, str(target), cwd=tmp_path)
     assert code == 3, (code, err)
     first, *more = err.splitlines()
