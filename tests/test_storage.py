@@ -15,7 +15,9 @@ import pytest
 pytest.importorskip("pyarrow.fs", reason="object storage needs pyarrow (the storage extra)")
 
 from support.cli import generator, run
+from support.metadata import TOPIC, config_record, metadata_batch, topic_record
 from support.paths import LOGS
+from support.rewrite import write_partition
 from support.s3 import BUCKET, S3Server, s3_server  # noqa: F401  (the fixture)
 
 from klogtool.formats.batch import Record
@@ -23,6 +25,7 @@ from klogtool.formats.v2 import encode_batch
 from klogtool.log import storage
 
 GEN = generator()
+T0 = GEN.T0
 CASES = GEN.golden_cases()
 
 
@@ -412,3 +415,98 @@ def test_a_file_system_that_cannot_be_opened_is_one_line(uri: str) -> None:
     code, out, err = run("verify", uri)
     assert code == 3 and out == ""
     assert len(err.splitlines()) == 1 and "cannot open this file system" in err, err
+
+
+# -- what lies beside a PATH: _schemas, __cluster_metadata-0 (issue 37, item 4) ----------------
+def _confluent_logdir(tmp: Path) -> tuple[Path, bytes]:
+    """A log dir holding a ``_schemas`` partition (one JSON Schema, id 3) and ``orders-0``,
+    whose one record's value is in Confluent's wire format with that id; the value's JSON."""
+    schema = {
+        "subject": "orders-value",
+        "version": 1,
+        "id": 3,
+        "schema": "{}",
+        "schemaType": "JSON",
+    }
+    key = {"keytype": "SCHEMA", "subject": "orders-value", "version": 1, "magic": 1}
+    d = tmp / "data"
+    write_partition(
+        d / "_schemas-0",
+        [
+            (
+                0,
+                [
+                    encode_batch(
+                        [Record(0, T0, json.dumps(key).encode(), json.dumps(schema).encode())]
+                    )
+                ],
+            )
+        ],
+    )
+    body = b'{"kind": "login"}'
+    value = b"\0" + (3).to_bytes(4, "big") + body
+    write_partition(d / "orders-0", [(0, [encode_batch([Record(0, T0, b"k", value)])])])
+    return d, body
+
+
+def _decoded(out: str) -> list[object]:
+    return [o["value"] for o in map(json.loads, out.splitlines()) if o["type"] == "record"]
+
+
+def test_confluent_schemas_beside_an_s3_path_and_named_by_a_uri(
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    local, body = _confluent_logdir(tmp_path)
+    uri = s3_server.upload(local, f"confluent/{tmp_path.name}")
+    s3_server.client().put_object(
+        Bucket=BUCKET,
+        Key=f"confluent/{tmp_path.name}-schemas.json",
+        Body=json.dumps([{"id": 3, "subject": "orders-value", "version": 1, "schema": "{}",
+                          "schemaType": "JSON"}]).encode(),
+    )  # fmt: skip
+    s3_server.reset()  # what another test listed of confluent/ is stale
+    want = [{"schema_id": 3, "subject": "orders-value", "version": 1, "type": "JSON",
+             "value": json.loads(body)}]  # fmt: skip
+    decode = ("dump-segments", "--format", "jsonl", "--print-data", "--value-decoder", "confluent")
+    code, out, err = run(*decode, f"{uri}/orders-0")
+    assert code == 0 and "no _schemas partition" not in err, err
+    assert _decoded(out) == want
+    code, out, err = run(
+        "find", "--format", "jsonl", "--value-decoder", "confluent", "--key", "k", uri
+    )
+    assert code == 0 and _decoded(out) == want, err
+    # --schemas names a URI: a log dir, a partition dir, a file of schema objects
+    for schemas in (uri, f"{uri}/_schemas-0", f"{uri}-schemas.json"):
+        code, out, err = run(*decode, "--schemas", schemas, str(local / "orders-0"))
+        assert code == 0 and _decoded(out) == want, (schemas, err)
+    code, out, err = run(*decode, "--schemas", f"{uri}/no-such", str(local / "orders-0"))
+    assert (
+        code == 3
+        and err == f"klogtool: error: {uri}/no-such: no such file or directory (not-found)\n"
+    )
+
+
+def test_stats_of_an_s3_log_dir_reads_its_metadata_log(
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The topic's cleanup.policy from the __cluster_metadata-0 in the log dir, as explain
+    reads it, and as stats reads it from the local disk."""
+    local = tmp_path / "kafka-logs"
+    write_partition(local / "orders-0", [(0, [encode_batch([Record(0, T0, b"k", b"v")])])])
+    write_partition(
+        local / "__cluster_metadata-0",
+        [(0, [metadata_batch(0, [topic_record("orders", "AAAAAAAAAAAAAAAAAAAAAA"),
+                                 config_record(TOPIC, "orders", "cleanup.policy", "compact")])])],
+    )  # fmt: skip
+    uri = s3_server.upload(local, f"kraft/{tmp_path.name}")
+    policies = []
+    for where in (str(local), uri):
+        code, out, err = run(
+            "stats", "--format", "jsonl", "--sample", "0", "--topic", "orders", where
+        )
+        assert code == 0, err
+        total = [o for o in map(json.loads, out.splitlines()) if o["scope"] == "total"][0]
+        policies.append(total["keys"]["compaction"]["cleanup_policy_source"])
+    assert policies[1] == policies[0] == "metadata log at offset 1"

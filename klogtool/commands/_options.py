@@ -152,7 +152,8 @@ def schemas_option(f: F) -> F:
         metavar="DIR|FILE",
         default=None,
         help="The schemas of --key-decoder/--value-decoder confluent: a _schemas partition "
-        "dir, a log dir holding one, or a JSON/JSON Lines file of schema objects [default: "
+        "dir, a log dir holding one, or a JSON/JSON Lines file of schema objects, on a disk "
+        "or in object storage (s3://...) [default: "
         "the _schemas partition in the log dirs of the PATHs].",
     )(f)
 

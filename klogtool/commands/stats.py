@@ -22,7 +22,7 @@ from klogtool.commands._options import (
 )
 from klogtool.errors import InputError
 from klogtool.formats import ReadLimits
-from klogtool.log import layout
+from klogtool.log import layout, storage
 from klogtool.log.context import ReadContext
 from klogtool.log.metadata import log_dirs_named
 from klogtool.log.partition import PlanInputs
@@ -403,7 +403,7 @@ def _cleanup_policy(st: lib.PartitionStats, inputs: PlanInputs) -> None:
     """The topic's cleanup.policy from the host's KRaft metadata log (or Kafka's default, said
     to be assumed where there is none): the compaction potential means little for a topic the
     broker never compacts."""
-    part = Path(st.path) if st.topic is not None else None
+    part = storage.as_path(st.path) if st.topic is not None else None  # a URI stays one
     (policy,) = inputs.explained(st.topic, part, ["cleanup.policy"])
     st.cleanup_policy = str(policy["value"])
     st.cleanup_policy_source = str(policy["source"])

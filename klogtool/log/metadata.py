@@ -26,6 +26,7 @@ from klogtool.formats.errors import FormatError
 from klogtool.formats.limits import DEFAULT_LIMITS
 from klogtool.formats.payloads.cluster_metadata import decode_metadata_record
 from klogtool.formats.records import SegmentScanner
+from klogtool.log import storage
 from klogtool.log.segment import mapped
 
 METADATA_DIR_NAME = "__cluster_metadata-0"
@@ -161,7 +162,7 @@ def log_dirs_named(paths: Iterable[str]) -> tuple[Path, ...]:
     two parents. Their metadata logs hold for each other (:func:`metadata_dir_for`)."""
     found: dict[Path, None] = {}
     for arg in paths:
-        path = Path(os.path.abspath(arg))
+        path = storage.as_path(storage.absolute(arg))  # a URI stays one
         for d in (path, path.parent, path.parent.parent):
             if (d / "meta.properties").is_file():
                 found[d] = None

@@ -4,10 +4,10 @@ payload decoder of dump-segments, find and export (docs/confluent.md).
 
 Where they come from (:func:`load_schemas`):
 
-* ``--schemas DIR|FILE``: a ``_schemas-<n>`` partition dir, a log dir (or a tree of them, as
-  every reading command takes a directory) holding one, or a file of schema objects: a JSON
-  array, one JSON object, or JSON Lines, each ``{"id", "schema", "schemaType", "subject",
-  "version", "references"}`` as the registry's REST API returns them
+* ``--schemas DIR|FILE`` (a path or a URI): a ``_schemas-<n>`` partition dir, a log dir (or
+  a tree of them, as every reading command takes a directory) holding one, or a file of
+  schema objects: a JSON array, one JSON object, or JSON Lines, each ``{"id", "schema",
+  "schemaType", "subject", "version", "references"}`` as the registry's REST API returns them
   (``GET /schemas/ids/<id>`` gives no id: put it in).
 * otherwise the log dirs of the PATHs read: the ``_schemas`` partition beside a partition dir,
   in a log dir, or in the log dirs under a directory.
@@ -26,7 +26,7 @@ from klogtool.formats.errors import FormatError
 from klogtool.formats.limits import ReadLimits
 from klogtool.formats.payloads.confluent import Payload, Schema, SchemaRegistry
 from klogtool.formats.records import SegmentScanner
-from klogtool.log import layout
+from klogtool.log import layout, storage
 from klogtool.log.segment import mapped
 
 SCHEMAS_TOPIC = "_schemas"
@@ -124,7 +124,7 @@ def load_schemas(
     (an input error when it holds none), else from the ``_schemas`` partitions found beside
     the PATHs, else None (payloads then show their schema id and raw bytes)."""
     if schemas is not None:
-        path = Path(schemas)
+        path = storage.path_of(schemas)  # a URI too (docs/storage.md)
         if not path.exists():
             raise InputError("no such file or directory", path=schemas, code=Code.NOT_FOUND)
         if path.is_file():
@@ -136,7 +136,7 @@ def load_schemas(
     dirs = []
     for p in paths:
         if p != "-":
-            dirs += [d for d in schemas_dirs(Path(p)) if d not in dirs]
+            dirs += [d for d in schemas_dirs(storage.path_of(p)) if d not in dirs]
     if not dirs:
         return None
     return _merged([replay_partition(d, limits) for d in dirs], ", ".join(map(str, dirs)))
