@@ -233,6 +233,9 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as e:
         code = e.exit_code
     except click.ClickException as e:
+        from klogtool.log.storage import redacted
+
+        e.message = redacted(e.message)  # it may quote a PATH or option value
         e.show()
         code = EXIT_USAGE if isinstance(e, click.UsageError) else e.exit_code
     except (click.exceptions.Abort, KeyboardInterrupt):

@@ -423,6 +423,12 @@ class Code(StrEnum):
         (F,),
         "a --jobs worker process died (killed: the OOM killer?); the part it read is named",
     )
+    CREDENTIALS_IN_URI = (
+        "credentials-in-uri",
+        (F,),
+        "a URI with credentials in its user info (s3://KEY:SECRET@bucket): refused, they come "
+        "from the standard chains",
+    )
     FILE_SHRANK = (
         "file-shrank",
         (F,),

@@ -45,6 +45,12 @@ class KlogtoolError(Exception):
         return f"klogtool: error: {where}{self.message} ({self.code})"
 
 
+class ArgumentError(KlogtoolError):
+    """A command line klogtool will not run (exit 2, a usage error), said in one line."""
+
+    exit_code = EXIT_USAGE
+
+
 class InputError(KlogtoolError):
     """An input cannot be read or is not a Kafka file (exit 3)."""
 

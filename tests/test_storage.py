@@ -510,3 +510,44 @@ def test_stats_of_an_s3_log_dir_reads_its_metadata_log(
         total = [o for o in map(json.loads, out.splitlines()) if o["scope"] == "total"][0]
         policies.append(total["keys"]["compaction"]["cleanup_policy_source"])
     assert policies[1] == policies[0] == "metadata log at offset 1"
+
+
+# -- credentials in a URI (issue 37, item 10) -----------------------------------------------------
+SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYSECRET"  # an AWS secret may hold "/" and "+"
+
+
+@pytest.mark.parametrize(
+    "userinfo", [f"AKIATESTKEY:{SECRET}", f"AKIATESTKEY:{SECRET}".replace("/", "%2F")]
+)
+def test_credentials_in_a_uri_are_refused_and_never_shown(
+    logs: str, tmp_path: Path, userinfo: str
+) -> None:
+    """Every command and option that takes a URI: one line (exit 2) that names the URI
+    without its user info and says where credentials go; the secret in no line."""
+    bad = logs.replace("s3://", f"s3://{userinfo}@")
+    part = f"{bad}/logdir/v2-none-0"
+    lines = [
+        ("verify", f"{bad}/logdir"),
+        ("describe", "--format", "jsonl", part),
+        ("stats", "--format", "jsonl", part),
+        ("find", "--format", "jsonl", "--key", "k", part),
+        ("dump-segments", "--format", "jsonl", f"{part}/00000000000000000000.log"),
+        ("explain", part),
+        ("transactions", part),
+        ("groups", part),
+        ("diff", part, f"{logs}/logdir/v2-none-0"),
+        ("export", "--to", "jsonl", str(tmp_path / "out"), part),
+        ("export", "--to", "jsonl", f"{bad}/exports/x", "logdir/v2-none-0"),
+        ("dump-segments", "--value-decoder", "confluent", "--schemas", bad, "logdir/v2-none-0"),
+        ("explain", "--metadata-dir", f"{bad}/logdir/__cluster_metadata-0", "logdir/v2-none-0"),
+        ("compact", "--dry-run", "--assume-defaults", part),
+    ]
+    for args in lines:
+        code, out, err = run(*args)
+        assert SECRET not in out + err and SECRET.replace("/", "%2F") not in out + err, args
+        assert "AKIATESTKEY" not in out + err, args
+        assert code == 2, (args, err)
+        if args[0] != "compact" and "--metadata-dir" not in args:  # Click's usage errors
+            assert err.startswith("klogtool: error: s3://***@") and len(err.splitlines()) == 1
+            assert err.endswith("(credentials-in-uri)\n"), err
+            assert "AWS_SECRET_ACCESS_KEY" in err

@@ -34,6 +34,9 @@ from functools import partial
 from pathlib import Path, PosixPath
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from klogtool.codes import Code
+from klogtool.errors import ArgumentError
+
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
@@ -43,6 +46,10 @@ RETRIES = 4  # attempts of a ranged read after the file system's own retries gav
 BACKOFF = 0.25  # seconds before the first retry; doubled each time
 
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+# user info with a secret (``user:secret@``; a secret may hold an unescaped "/"), anywhere
+_USER_INFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^\s/@'\"]*:[^\s@'\"]*@")
+BUCKETS = frozenset({"s3", "gs", "gcs"})  # whose authority is a bucket's name, nothing more
+_BUCKET_USER = re.compile(r"((?:s3|gs|gcs)://)[^\s/@'\"]*@", re.IGNORECASE)  # s3://KEY@bucket
 
 
 def scheme(arg: str) -> str | None:
@@ -57,6 +64,42 @@ def is_remote(arg: str | Path) -> bool:
         return True
     s = scheme(str(arg)) if isinstance(arg, str) else None
     return s is not None and s != "file"
+
+
+def credentials_in(uri: str) -> bool:
+    """Whether a URI carries credentials in its user info (``s3://KEY:SECRET@bucket``,
+    ``hdfs://user:password@host``): a bucket's name holds no ``@`` and no ``:``."""
+    s = scheme(uri)
+    if s is None or s == "file":
+        return False
+    authority = uri[len(s) + 3 :].partition("/")[0]
+    if s in BUCKETS:
+        return "@" in authority or ":" in authority
+    user, _, host = authority.rpartition("@")
+    port = host.rpartition(":")[2] if ":" in host and not host.endswith("]") else ""
+    # "user:secret@host", or "user:sec/ret@host" whose authority ends in the secret
+    return ":" in user or not port.isdigit() and port != ""
+
+
+def redacted(text: str) -> str:
+    """``text`` with the user info of every URI in it that has a secret shown as ``***``."""
+    return _BUCKET_USER.sub(r"\1***@", _USER_INFO.sub(r"\1***@", text))
+
+
+def refuse_credentials(uri: str) -> None:
+    """Refuse (exit 2) a URI with credentials in it, showing it without them: credentials
+    come from the standard chains only, and are never printed (docs/storage.md)."""
+    if not credentials_in(uri):
+        return
+    s = scheme(uri)
+    shown = f"{s}://***@{uri.rpartition('@')[2]}" if "@" in uri else f"{s}://***"
+    raise ArgumentError(
+        "credentials in a URI are refused (and never shown): give them as the file "
+        "system's standard chain takes them (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+        "a profile, the instance's role; docs/storage.md)",
+        path=shown,
+        code=Code.CREDENTIALS_IN_URI,
+    )
 
 
 def path_of(arg: str) -> Path:
@@ -77,7 +120,12 @@ def as_path(arg: str) -> Path:
         return Path(arg)
     if s == "file":
         return Path(arg[len("file://") :] or "/")
-    return RemotePath(arg)
+    return _remote(arg)
+
+
+def _remote(uri: str) -> RemotePath:
+    refuse_credentials(uri)
+    return RemotePath(uri)
 
 
 def absolute(path: str | Path) -> str:
@@ -96,13 +144,13 @@ def writable(arg: str) -> bool:
 
 def file_system(uri: str) -> tuple[pafs.FileSystem, str]:
     """The file system of a URI and the path inside it (to write with pyarrow)."""
-    path = RemotePath(uri)
+    path = _remote(uri)
     return path.store.fs, path.key
 
 
 def delete_objects(uri: str, which: Callable[[str], bool]) -> None:
     """Delete the objects under ``uri`` whose path below it ``which`` picks (listed now)."""
-    top = RemotePath(uri.rstrip("/"))
+    top = _remote(uri.rstrip("/"))
     store, key = top.store, top.key
     for k in sorted(store.objects_under(key)):
         if which(k[len(key) + 1 :]):
@@ -118,7 +166,7 @@ def write_object(uri: str, data: bytes) -> None:
         with fs.open_output_stream(key) as out:
             out.write(data)
 
-    _retrying(put, uri, RemotePath(uri).store.stats)
+    _retrying(put, uri, _remote(uri).store.stats)
     forget()
 
 
@@ -285,6 +333,7 @@ class Store:
 
     @staticmethod
     def of(scheme_name: str, authority: str) -> Store:
+        refuse_credentials(f"{scheme_name}://{authority}/")  # a RemotePath made directly
         key = (scheme_name, authority)
         with _REGISTRY_LOCK:
             store = _REGISTRY.get(key)
