@@ -423,6 +423,12 @@ class Code(StrEnum):
         (F,),
         "a --jobs worker process died (killed: the OOM killer?); the part it read is named",
     )
+    BAD_OBJECT_KEY = (
+        "bad-object-key",
+        (W,),
+        "an object key with an empty, '.' or '..' path segment: left out (no disk could hold "
+        "a file of that name)",
+    )
     CREDENTIALS_IN_URI = (
         "credentials-in-uri",
         (F,),

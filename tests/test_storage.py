@@ -551,3 +551,53 @@ def test_credentials_in_a_uri_are_refused_and_never_shown(
             assert err.startswith("klogtool: error: s3://***@") and len(err.splitlines()) == 1
             assert err.endswith("(credentials-in-uri)\n"), err
             assert "AWS_SECRET_ACCESS_KEY" in err
+
+
+# -- keys no path can name (issue 37, item 10) ----------------------------------------------------
+ODD_KEYS = [
+    "v2-none-0//00000000000000000000.log",
+    "v2-none-0/./00000000000000000000.log",
+    "./v2-none-0/00000000000000000000.log",
+    "../v2-none-0/00000000000000000000.log",
+    "v2-none-0/../00000000000000000099.log",
+]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("verify", "--format", "jsonl"),
+        ("dump-segments", "--format", "jsonl"),
+        ("describe", "--format", "jsonl"),
+        ("find", "--format", "jsonl", "--key", "key-2"),
+        ("stats", "--format", "jsonl", "--sample", "0", "--now", "1700000100000"),
+    ],
+    ids=lambda a: a[0],
+)
+def test_a_key_with_an_empty_or_dot_segment_is_named_and_left_out(
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+    args: tuple[str, ...],
+) -> None:
+    """Every reading command alike: the tree read as without those keys, and one warning
+    naming each (a RemotePath of "a//b" is "a/b", of "a/." is "a": walked, it was itself
+    again, exit 70 in verify and dump-segments; describe, find and stats left it silently)."""
+    part = LOGS / "logdir" / "v2-none-0"
+    clean = s3_server.upload(part, f"odd/{tmp_path.name}/clean/v2-none-0").rsplit("/", 1)[0]
+    odd = s3_server.upload(part, f"odd/{tmp_path.name}/odd/v2-none-0").rsplit("/", 1)[0]
+    data = (part / "00000000000000000000.log").read_bytes()
+    for key in ODD_KEYS:
+        s3_server.client().put_object(
+            Bucket=BUCKET, Key=f"odd/{tmp_path.name}/odd/{key}", Body=data
+        )
+    s3_server.reset()
+    code, out, err = run(*args, clean)
+    assert code in (0, 1) and out, err
+    got = run(*args, odd)
+    assert got[0] == code
+    assert got[1].replace(odd, clean) == out
+    warned = [f"klogtool: warning: {odd}/{key}: not read: an object key with an empty, '.' or "
+              "'..' path segment (a disk could hold no file of that name) (bad-object-key)"
+              for key in sorted(ODD_KEYS)]  # fmt: skip
+    assert got[2].splitlines()[: len(ODD_KEYS)] == sorted(warned)
+    assert "\n".join(got[2].splitlines()[len(ODD_KEYS) :]).replace(odd, clean) == err.rstrip("\n")

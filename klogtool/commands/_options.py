@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from klogtool.codes import Code
 from klogtool.formats import ReadLimits
 from klogtool.log import record_filter
 from klogtool.output import FORMATS
@@ -52,9 +53,17 @@ def local_paths_argument(f: F) -> F:
 
 def warn_if_a_broker_runs(out: Output, paths: Iterable[str]) -> None:
     """A read-only command on a log dir whose ``.lock`` a running broker holds: say so once
-    per log dir (its active segments may change while they are read)."""
+    per log dir (its active segments may change while they are read). What every reading
+    command says of its PATHs first: also the object keys under them that it leaves out."""
     from klogtool.log.atomic import lock_holder, log_dir_of
+    from klogtool.log.storage import keys_left_out
 
+    paths = list(paths)
+    for shown in keys_left_out(paths):
+        out.warn(
+            f"{shown}: not read: an object key with an empty, '.' or '..' path segment (a "
+            f"disk could hold no file of that name) ({Code.BAD_OBJECT_KEY})"
+        )
     seen: set[Path] = set()
     for p in paths:
         if p == "-" or "://" in p or not os.path.exists(p):

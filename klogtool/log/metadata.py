@@ -162,8 +162,14 @@ def log_dirs_named(paths: Iterable[str]) -> tuple[Path, ...]:
     two parents. Their metadata logs hold for each other (:func:`metadata_dir_for`)."""
     found: dict[Path, None] = {}
     for arg in paths:
-        path = storage.as_path(storage.absolute(arg))  # a URI stays one
-        for d in (path, path.parent, path.parent.parent):
+        candidates: tuple[Path, ...]
+        if storage.is_remote(arg):  # only in the PATH's own listing: one above costs one more
+            path = storage.path_of(arg)
+            candidates = (path,) if path.is_dir() else ()
+        else:
+            path = Path(os.path.abspath(arg))
+            candidates = (path, path.parent, path.parent.parent)
+        for d in candidates:
             if (d / "meta.properties").is_file():
                 found[d] = None
                 break

@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path, PosixPath
@@ -168,6 +168,23 @@ def write_object(uri: str, data: bytes) -> None:
 
     _retrying(put, uri, _remote(uri).store.stats)
     forget()
+
+
+def keys_left_out(paths: Iterable[str]) -> list[str]:
+    """The keys under remote PATHs that their tree leaves out (:meth:`Store.odd`), as URIs:
+    each reading command names them, as they are not read."""
+    found: list[str] = []
+    for arg in paths:
+        if not is_remote(arg):
+            continue
+        try:
+            path = path_of(arg)
+        except OSError:
+            continue  # the command says what is wrong with it
+        if isinstance(path, RemotePath):
+            store, under = path.store, path.key + "/"
+            found += [store.uri(k) for k in sorted(store.left_out) if k.startswith(under)]
+    return list(dict.fromkeys(found))
 
 
 def named(display: str) -> str:
@@ -328,6 +345,7 @@ class Store:
     root: str  # the file system's path of the bucket's top ("bucket" for s3 and gs)
     dirs: dict[str, dict[str, Entry]] = field(default_factory=dict)  # complete listings
     entries: dict[str, Entry] = field(default_factory=dict)  # every key seen
+    left_out: set[str] = field(default_factory=set)  # keys no path can name (:func:`odd`)
     lock: threading.RLock = field(default_factory=threading.RLock)
     stats: Stats = field(default_factory=Stats)
 
@@ -372,7 +390,9 @@ class Store:
         """List everything under ``key`` at once: a PATH argument's whole tree, in a
         thousand keys a request, instead of a listing per directory in it."""
         with self.lock:
-            if key not in self.dirs and key not in self.entries:
+            known = self.entries.get(key)
+            # a prefix its parent's listing showed is listed whole too (not one level a time)
+            if key not in self.dirs and (known is None or known.size is None):
                 self._list(key, recursive=True)
 
     def objects_under(self, key: str) -> set[str]:
@@ -406,14 +426,33 @@ class Store:
         if infos and key != self.root.rstrip("/"):
             self.entries[key] = Entry(None)  # a prefix exists while keys are under it
         for info in infos:
-            parent, _, name = info.path.rpartition("/")
             is_dir = info.type == pafs.FileType.Directory
+            if self.odd(info.path):
+                if not (is_dir and recursive):  # (a recursive listing names its objects)
+                    self.left_out.add(info.path)
+                continue
+            parent, _, name = info.path.rpartition("/")
             mtime = info.mtime.timestamp() if info.mtime is not None else 0.0
             entry = Entry(None if is_dir else info.size, mtime)
             self.entries[info.path] = entry
             self.dirs.setdefault(parent, {})[name] = entry
             if is_dir and recursive:
                 self.dirs.setdefault(info.path, {})  # complete: listed with its parent
+
+    def odd(self, key: str) -> bool:
+        """A key with an empty, ``.`` or ``..`` segment (``a//b``, ``a/./b``): a path names
+        no such thing (``a/./b`` is ``a/b``), and walking it as a directory would find
+        itself again. Such keys are left out of the tree and named (:func:`keys_left_out`)."""
+        return any(p in ("", ".", "..") for p in self.relative(key).split("/"))
+
+    def relative(self, key: str) -> str:
+        """A key below the bucket's top."""
+        top = self.root.rstrip("/")
+        return key[len(top) + 1 :] if top else key.lstrip("/")
+
+    def uri(self, key: str) -> str:
+        """How to show a key, as it is (a :class:`RemotePath` would collapse ``//``)."""
+        return f"{self.scheme}://{self.authority}/{self.relative(key)}"
 
     # -- bytes --------------------------------------------------------------------------------
     def file(self, key: str, shown: str) -> RemoteFile:
