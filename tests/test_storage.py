@@ -8,6 +8,10 @@ import json
 import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -601,3 +605,97 @@ def test_a_key_with_an_empty_or_dot_segment_is_named_and_left_out(
               for key in sorted(ODD_KEYS)]  # fmt: skip
     assert got[2].splitlines()[: len(ODD_KEYS)] == sorted(warned)
     assert "\n".join(got[2].splitlines()[len(ODD_KEYS) :]).replace(odd, clean) == err.rstrip("\n")
+
+
+# -- a server that stalls (issue 37, item 10) -----------------------------------------------------
+def _started(*args: str, **env: str) -> subprocess.Popen[str]:
+    """``klogtool ARGS`` as a real process (a Ctrl-C is a signal to a process)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "klogtool", *args],
+        cwd=LOGS,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1", **env},
+    )
+
+
+def _ended(p: subprocess.Popen[str], within: float) -> tuple[int, str, float]:
+    """(exit status, stderr, seconds) of a process that must end ``within`` seconds."""
+    start = time.monotonic()
+    try:
+        _out, err = p.communicate(timeout=within)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _out, err = p.communicate()
+        raise AssertionError(f"still running after {within} s: {err}") from None
+    return p.returncode, err, time.monotonic() - start
+
+
+STALLS = [
+    ("the listing", ("list-type=2", "GET"), ("verify",), "stall/{name}/logdir"),
+    ("a segment", (".log", "GET"), ("dump-segments",), "stall/{name}/logdir/v2-none-0"),
+    ("an upload", ("/exports/", "PUT"), ("export", "--jobs", "1", "--to", "jsonl",
+                                         "s3://klogtool-tests/exports/{name}"),
+     "stall/{name}/logdir/v2-none-0"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("what,stall,args,path", STALLS, ids=[s[0] for s in STALLS])
+def test_a_stalled_request_times_out_in_one_line(
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+    what: str,
+    stall: tuple[str, str],
+    args: tuple[str, ...],
+    path: str,
+) -> None:
+    """Headers and then nothing, or an upload never read: each attempt gives up after
+    KLOGTOOL_STORAGE_TIMEOUT, the SDK's three attempts are not tried again, and the
+    command ends in one line (io-error, exit 3). It waited for minutes (eleven attempts of
+    the SDK's default, each tried four times)."""
+    s3_server.upload(LOGS / "logdir" / "v2-none-0", f"stall/{tmp_path.name}/logdir/v2-none-0")
+    s3_server.reset()
+    s3_server.stall += [stall] * 100
+    try:
+        line = [a.format(name=tmp_path.name) for a in args]
+        p = _started(*line, f"s3://{BUCKET}/{path.format(name=tmp_path.name)}",
+                     KLOGTOOL_STORAGE_TIMEOUT="1")  # fmt: skip
+        code, err, took = _ended(p, within=60)
+    finally:
+        s3_server.release()
+    assert code == 3, err
+    assert len(err.splitlines()) == 1 and err.endswith("(io-error)\n"), err
+    assert "did not answer: no byte moved for 1 s, 3 times" in err
+    # curl judges an upload's speed over its last 5 s: a stalled upload's attempt takes 6 s
+    assert took < (15 if stall[1] == "GET" else 35), took
+
+
+@pytest.mark.parametrize("stall,args", [
+    ((".log", "GET"), ("dump-segments", "--format", "jsonl", "{big}")),
+    (("/exports/", "PUT"), ("export", "--jobs", "1", "--to", "jsonl",
+                            "s3://klogtool-tests/exports/{name}", "logdir/v2-none-0")),
+], ids=["reading", "uploading"])  # fmt: skip
+def test_ctrl_c_ends_a_command_a_server_stalls(
+    s3_server: S3Server,  # noqa: F811
+    big_partition: str,
+    tmp_path: Path,
+    stall: tuple[str, str],
+    args: tuple[str, ...],
+) -> None:
+    """Four threads fetch a 10 MiB segment's chunks and the server answers none of them (or
+    never reads the upload): a Ctrl-C a second in ends the command within seconds, exit 130,
+    where it waited for every stalled request to time out (minutes)."""
+    s3_server.reset()
+    s3_server.stall += [stall] * 100
+    try:
+        p = _started(*[a.format(name=tmp_path.name, big=big_partition) for a in args])
+        time.sleep(1.5)
+        assert p.poll() is None
+        p.send_signal(signal.SIGINT)
+        code, err, took = _ended(p, within=20)
+    finally:
+        s3_server.release()
+    assert code == 130 and err.endswith("klogtool: interrupted\n"), err
+    assert err.count("interrupted") == 1
+    assert took < 5, took

@@ -29,6 +29,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path, PosixPath
@@ -44,6 +45,8 @@ CHUNK = 8 << 20  # bytes a ranged read of a segment fetches (large sequential re
 FETCHERS = 4  # ranged reads in flight while a whole segment is fetched
 RETRIES = 4  # attempts of a ranged read after the file system's own retries gave up
 BACKOFF = 0.25  # seconds before the first retry; doubled each time
+SDK_ATTEMPTS = 3  # attempts of each request by the S3 SDK itself (its standard strategy)
+TIMEOUT = 10.0  # seconds to connect, and that a request may move no byte (a stall)
 
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # user info with a secret (``user:secret@``; a secret may hold an unescaped "/"), anywhere
@@ -506,9 +509,37 @@ def _open_store(scheme_name: str, authority: str) -> Store:
         ) from None
     try:
         fs, root = pafs.FileSystem.from_uri(uri)
+        if isinstance(fs, pafs.S3FileSystem):
+            fs = _bounded(fs)
     except (ValueError, OSError) as e:
         raise OSError(errno.EINVAL, f"cannot open this file system: {_one_line(e)}", uri) from e
     return Store(scheme_name, authority, fs, root)
+
+
+def timeout() -> float:
+    """:data:`TIMEOUT`, or ``KLOGTOOL_STORAGE_TIMEOUT`` (seconds) when set."""
+    try:
+        return max(0.1, float(os.environ.get("KLOGTOOL_STORAGE_TIMEOUT") or TIMEOUT))
+    except ValueError:
+        return TIMEOUT
+
+
+def _bounded(fs: pafs.S3FileSystem) -> pafs.S3FileSystem:
+    """The same S3 file system (region, endpoint: what ``from_uri`` found) with bounded
+    waits: without them a server that sends its headers and then nothing, or never reads an
+    upload, held a request for minutes (the SDK's default: 11 attempts)."""
+    import pyarrow.fs as pafs
+
+    options = dict(fs.__reduce__()[1][0])  # the options it was made with (as pickled)
+    options.update(connect_timeout=timeout(), request_timeout=timeout())
+    strategy = pafs.AwsStandardS3RetryStrategy(max_attempts=SDK_ATTEMPTS)
+    return pafs.S3FileSystem(**options, retry_strategy=strategy)
+
+
+def in_use() -> bool:
+    """Whether this process opened a store (the entry point's Ctrl-C needs to know: a
+    stalled request holds its thread until it times out)."""
+    return bool(_REGISTRY)
 
 
 def forget() -> None:
@@ -560,10 +591,38 @@ if os.environ.get("KLOGTOOL_STORAGE_STATS", "").strip() not in ("", "0"):
 _PERMANENT = ("ACCESS_DENIED", "AccessDenied", "Forbidden", "NO_SUCH_BUCKET", "InvalidAccessKeyId")
 
 
+# what a request that timed out says (curl's code 28): the SDK has tried it SDK_ATTEMPTS times
+_TIMED_OUT = ("curlCode: 28", "Timeout was reached", "timed out")
+
+
 def _transient(e: OSError) -> bool:
     if isinstance(e, (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)):
         return False
-    return not any(word in str(e) for word in _PERMANENT)
+    return not any(word in str(e) for word in (*_PERMANENT, *_TIMED_OUT))
+
+
+def _why(e: OSError) -> str:
+    """The one line an error of a request ends with."""
+    if any(word in str(e) for word in _TIMED_OUT):
+        return (
+            f"the server did not answer: no byte moved for {timeout():g} s, {SDK_ATTEMPTS} "
+            "times (KLOGTOOL_STORAGE_TIMEOUT)"
+        )
+    return _one_line(e)
+
+
+def failed(e: OSError, shown: str) -> OSError:
+    """An error of a request (pyarrow's, the SDK's) as one line naming the URI."""
+    return OSError(e.errno or errno.EIO, _why(e), shown)
+
+
+@contextmanager
+def reporting(shown: str) -> Iterator[None]:
+    """Requests made by pyarrow itself (an export's writes): their errors as :func:`failed`."""
+    try:
+        yield
+    except OSError as e:
+        raise failed(e, shown) from e
 
 
 def _retrying(call: Callable[[], Any], shown: str, stats: Stats) -> Any:
@@ -573,7 +632,7 @@ def _retrying(call: Callable[[], Any], shown: str, stats: Stats) -> Any:
             return call()
         except OSError as e:
             if not _transient(e) or attempt == RETRIES - 1:
-                raise OSError(e.errno or errno.EIO, _one_line(e), shown) from e
+                raise failed(e, shown) from e
             stats.retries += 1
             time.sleep(delay)
             delay *= 2

@@ -39,6 +39,13 @@ class S3Server:
 
         self.requests: list[Request] = []
         self.fail: list[tuple[str, int]] = []  # (path substring, HTTP status): next matches
+        # (substring of path?query, method): the next such request stalls until :meth:`release`
+        # (or a minute): a GET sends its headers and then nothing, a PUT or POST is not read
+        self.stall: list[tuple[str, str]] = []
+        self.released = threading.Event()
+        # (path substring, bytes): the next GET that matches replaces the object with the
+        # bytes once it has answered (a writer replacing it between two ranged reads)
+        self.replace_after: list[tuple[str, bytes]] = []
         self.lock = threading.Lock()
         app = DomainDispatcherApplication(create_backend_app)
         self.server = make_server("127.0.0.1", 0, self._counting(app), threaded=True)
@@ -70,13 +77,28 @@ class S3Server:
         def counted(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
             path = environ.get("PATH_INFO", "")
             status = [0]
+            method = environ["REQUEST_METHOD"]
             with self.lock:
                 failing = next((f for f in self.fail if f[0] in path), None)
                 if failing is not None:
                     self.fail.remove(failing)
+                asked = f"{path}?{environ.get('QUERY_STRING', '')}"
+                stalling = next((s for s in self.stall if s[0] in asked and s[1] == method), None)
+                if stalling is not None:
+                    self.stall.remove(stalling)
+                replacing = next(
+                    (r for r in self.replace_after if r[0] in path and method == "GET"), None
+                )
+                if replacing is not None:
+                    self.replace_after.remove(replacing)
             if failing is not None:
                 start_response(f"{failing[1]} Injected", [("Content-Length", "0")])
                 self._record(environ, failing[1], 0)
+                return [b""]
+            if stalling is not None and method != "GET":  # the upload is never read
+                self._record(environ, 0, 0)
+                self.released.wait(60)
+                start_response("500 Stalled", [("Content-Length", "0")])
                 return [b""]
 
             def start(st: str, headers: Any, exc_info: Any = None) -> Any:
@@ -85,9 +107,24 @@ class S3Server:
 
             body = list(app(environ, start))
             self._record(environ, status[0], sum(len(b) for b in body))
+            if replacing is not None:
+                key = path[len(f"/{BUCKET}/") :]
+                self.client().put_object(Bucket=BUCKET, Key=key, Body=replacing[1])
+            if stalling is not None:
+                return self._stalled()
             return body
 
         return counted
+
+    def _stalled(self) -> Iterator[bytes]:
+        yield b""  # the status line and headers go out with the first (empty) write
+        self.released.wait(60)
+
+    def release(self) -> None:
+        """End every stalled request (they answer nothing more), and stall no more."""
+        with self.lock:
+            self.stall.clear()
+        self.released.set()
 
     def _record(self, environ: dict[str, Any], status: int, sent: int) -> None:
         path = environ.get("PATH_INFO", "")
@@ -135,6 +172,7 @@ class S3Server:
         storage.forget()
         with self.lock:
             self.requests = []
+            self.released.clear()
 
     def fetched(self) -> int:
         """Bytes of the objects' contents sent since :meth:`reset` (GETs of keys)."""

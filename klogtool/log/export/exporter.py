@@ -483,7 +483,8 @@ class _Output:
         self.temp: str | None = None
         if storage.writable(name):
             fs, key = storage.file_system(name)
-            self.sink: Any = fs.open_output_stream(key)
+            with storage.reporting(name):
+                self.sink: Any = fs.open_output_stream(key)
         else:
             folder, base = os.path.split(name)
             os.makedirs(folder, exist_ok=True)
@@ -499,16 +500,25 @@ class _Output:
         else:
             self.text = pa.BufferedOutputStream(self.sink, 1 << 20)
 
+    def _requests(self) -> contextlib.AbstractContextManager[None]:
+        """What pyarrow's uploads say when they fail, as one line naming the object."""
+        return storage.reporting(self.name) if self.temp is None else contextlib.nullcontext()
+
     def write(self, part: pa.RecordBatch) -> None:
-        if self.parquet is not None:
-            self.parquet.write_batch(part)
-            return
-        assert self.text is not None
-        for line in jsonl_lines(part):
-            self.text.write(line.encode() + b"\n")
+        with self._requests():
+            if self.parquet is not None:
+                self.parquet.write_batch(part)
+                return
+            assert self.text is not None
+            for line in jsonl_lines(part):
+                self.text.write(line.encode() + b"\n")
 
     def close(self) -> int:
         """Close it; the bytes written."""
+        with self._requests():
+            return self._close()
+
+    def _close(self) -> int:
         if self.parquet is not None:
             self.parquet.close()
         if self.text is not None:
