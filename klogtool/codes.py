@@ -435,6 +435,12 @@ class Code(StrEnum):
         "a URI with credentials in its user info (s3://KEY:SECRET@bucket): refused, they come "
         "from the standard chains",
     )
+    OBJECT_CHANGED = (
+        "object-changed",
+        (F,),
+        "an object in object storage was replaced while it was read (its ETag, version, size "
+        "or time differs from what its first read saw): docs/storage.md",
+    )
     FILE_SHRANK = (
         "file-shrank",
         (F,),

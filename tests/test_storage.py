@@ -169,21 +169,28 @@ SEGMENT_RECORDS = 5000  # of 2 KiB: ~10 MiB segments, more than a chunk each
 VALUE = 2048
 
 
+def _big_segment(base: int, value: bytes = bytes(range(256)) * (VALUE // 256)) -> bytes:
+    """A ~10 MiB segment of SEGMENT_RECORDS records of ``value`` from offset ``base``."""
+    return b"".join(
+        encode_batch(
+            [
+                Record(offset=o, timestamp=1_700_000_000_000 + o, key=b"k%d" % o, value=value)
+                for o in range(b, b + 50)
+            ],
+            base_offset=b,
+        )
+        for b in range(base, base + SEGMENT_RECORDS, 50)
+    )
+
+
 @pytest.fixture(scope="module")
 def big_partition(s3_server: S3Server, tmp_path_factory: pytest.TempPathFactory) -> str:  # noqa: F811
     """A partition of four ~10 MiB segments with their indexes (rebuilt by klogtool)."""
     part = tmp_path_factory.mktemp("big") / "big-0"
     part.mkdir()
-    value = bytes(range(256)) * (VALUE // 256)
     for s in range(4):
         base = s * SEGMENT_RECORDS
-        with open(part / f"{base:020d}.log", "wb") as f:
-            for b in range(base, base + SEGMENT_RECORDS, 50):
-                recs = [
-                    Record(offset=o, timestamp=1_700_000_000_000 + o, key=b"k%d" % o, value=value)
-                    for o in range(b, b + 50)
-                ]
-                f.write(encode_batch(recs, base_offset=b))
+        (part / f"{base:020d}.log").write_bytes(_big_segment(base))
     code, _, err = run("rebuild-index", str(part))
     assert code == 0, err
     uri = s3_server.upload(part.parent, "big")
@@ -699,3 +706,77 @@ def test_ctrl_c_ends_a_command_a_server_stalls(
     assert code == 130 and err.endswith("klogtool: interrupted\n"), err
     assert err.count("interrupted") == 1
     assert took < 5, took
+
+
+# -- an object replaced while it is read (issue 43, item 7) ---------------------------------------
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("verify", "--format", "jsonl", "--deep"),
+        ("dump-segments", "--format", "jsonl"),
+        ("find", "--format", "jsonl", "--offsets", "0:4999"),  # fetched as the walk goes
+    ],
+    ids=lambda a: a[0],
+)
+def test_an_object_replaced_between_its_ranges_is_said_to_have_changed(
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+    args: tuple[str, ...],
+) -> None:
+    """A ~10 MiB segment (two ranged reads) is uploaded again, same size, other values, just
+    after its first range was read: the command ends in one line (object-changed, exit 3).
+    It read the first chunk of one version and the second of the other: a CRC mismatch at
+    the batch across the seam that neither version has, the rest silently mixed."""
+    part = tmp_path / "mixed-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(_big_segment(0))
+    code, _, err = run("rebuild-index", str(part))
+    assert code == 0, err
+    uri = s3_server.upload(part, f"mixed/{tmp_path.name}/mixed-0")
+    other = _big_segment(0, bytes(reversed(range(256))) * (VALUE // 256))
+    assert len(other) == (part / "00000000000000000000.log").stat().st_size > storage.CHUNK
+    s3_server.reset()
+    s3_server.replace_after.append(
+        (f"mixed/{tmp_path.name}/mixed-0/00000000000000000000.log", other)
+    )
+    try:
+        code, out, err = run(*args, uri)
+    finally:
+        left = list(s3_server.replace_after)
+        s3_server.replace_after.clear()
+    assert not left  # the object was replaced after its first ranged read
+    assert code == 3, (code, err, [o for o in out.splitlines() if "finding" in o][:3])
+    assert err == (
+        f"klogtool: error: {uri}/00000000000000000000.log: the object changed while it was read"
+        f" (its ETag was {_etag(part)}, is {_etag_of(other)}): read it again once it is written"
+        " (object-changed)\n"
+    )
+    assert '"crc_valid":false' not in out and "crc-mismatch" not in out
+
+
+def _etag_of(data: bytes) -> str:
+    import hashlib
+
+    return f'"{hashlib.md5(data).hexdigest()}"'  # an object uploaded in one part
+
+
+def _etag(part: Path) -> str:
+    return _etag_of((part / "00000000000000000000.log").read_bytes())
+
+
+def test_an_object_uploaded_again_since_it_was_listed_has_changed(
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Listed at one size, read at another: the listing is the first read."""
+    part = LOGS / "logdir" / "v2-none-0"
+    uri = s3_server.upload(part, f"relisted/{tmp_path.name}/v2-none-0")
+    s3_server.reset()
+    path = storage.path_of(uri)  # listed now
+    seg = f"relisted/{tmp_path.name}/v2-none-0/00000000000000000000.log"
+    s3_server.client().put_object(Bucket=BUCKET, Key=seg, Body=b"longer" * 1000)
+    with pytest.raises(Exception) as e:
+        storage.as_path(f"{path}/00000000000000000000.log").read_bytes()
+    assert getattr(e.value, "code", None) == "object-changed"
+    listed = (part / "00000000000000000000.log").stat().st_size
+    assert f"{listed:,} bytes when listed, 6,000 when read" in str(e.value)

@@ -18,6 +18,7 @@ there with pyarrow (:func:`file_system`).
 from __future__ import annotations
 
 import bisect
+import datetime as _dt
 import errno
 import fnmatch
 import io
@@ -36,7 +37,7 @@ from pathlib import Path, PosixPath
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from klogtool.codes import Code
-from klogtool.errors import ArgumentError
+from klogtool.errors import ArgumentError, InputError
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -462,13 +463,77 @@ class Store:
         return RemoteFile(self, key, shown)
 
 
+@dataclass(frozen=True)
+class Version:
+    """Which version of an object a HEAD saw (its headers: pyarrow's ``metadata()``)."""
+
+    size: int | None
+    etag: str | None
+    modified: str | None  # Last-Modified, as the server said it (to the second)
+    version_id: str | None  # of a versioned bucket
+
+    @staticmethod
+    def of(meta: Any) -> Version:
+        def get(name: str) -> str | None:
+            value = meta.get(name) if meta else None
+            return value.decode("latin-1") if isinstance(value, bytes) else value
+
+        size = get("Content-Length")
+        return Version(
+            int(size) if size and size.isdigit() else None,
+            get("ETag"),
+            get("Last-Modified"),
+            get("VersionId") or get("x-amz-version-id"),
+        )
+
+    def seconds(self) -> float | None:
+        try:
+            return _dt.datetime.fromisoformat(self.modified or "").timestamp()
+        except ValueError:
+            return None
+
+    def change_from(self, listed: Entry) -> str | None:
+        """How this version differs from what the listing showed (None: it may be it)."""
+        if listed.size is not None and self.size is not None and self.size != listed.size:
+            return f"{listed.size:,} bytes when listed, {self.size:,} when read"
+        at = self.seconds()
+        if at is not None and listed.mtime and abs(at - listed.mtime) >= 1:
+            return f"it was uploaded again after it was listed (at {self.modified})"
+        return None
+
+    def change_to(self, now: Version) -> str | None:
+        """How ``now`` differs from this version (None: the same)."""
+        for what, was, is_ in (
+            ("its version", self.version_id, now.version_id),
+            ("its ETag", self.etag, now.etag),
+            ("its size", self.size, now.size),
+            ("its time", self.modified, now.modified),
+        ):
+            if was != is_:
+                return f"{what} was {was}, is {is_}"
+        return None
+
+
+def changed(why: str, shown: str) -> InputError:
+    """The error of an object that changed while it was read (docs/storage.md)."""
+    return InputError(
+        f"the object changed while it was read ({why}): read it again once it is written",
+        path=shown,
+        code=Code.OBJECT_CHANGED,
+    )
+
+
 class RemoteFile:
-    """An object's bytes by ranged reads through one handle (opening one costs a HEAD)."""
+    """An object's bytes by ranged reads through one handle (opening one costs a HEAD), all
+    of one version: the one the listing showed and the open's HEAD saw (:meth:`confirm`)."""
 
     def __init__(self, store: Store, key: str, shown: str):
         self.store, self.key, self.shown = store, key, shown
         self.handle: Any = None
         self.opening = threading.Lock()  # one handle (one HEAD) for the fetching threads
+        self.version: Version | None = None  # what the open's HEAD saw
+        self.ranges = 0  # ranged reads made
+        self.confirmed = 0  # ranges read when the version was last confirmed
 
     def read(self, start: int, end: int) -> bytes:
         """Bytes ``[start, end)``, in one ranged read (retried)."""
@@ -479,20 +544,48 @@ class RemoteFile:
         def once() -> bytes:
             with self.opening:
                 if self.handle is None:
-                    self.handle = self.store.fs.open_input_file(self.key)
+                    self._open()
             return bytes(self.handle.read_at(end - start, start))
 
         data: bytes = _retrying(once, self.shown, stats)
         with self.store.lock:
             stats.reads += 1
             stats.bytes += len(data)
+            self.ranges += 1
         if len(data) != end - start:
-            raise OSError(
-                errno.EIO,
-                f"read {len(data)} bytes of {end - start} at {start}: did the object change?",
-                self.shown,
-            )
+            why = f"{len(data):,} bytes at {start:,} where {end - start:,} were"
+            raise changed(why, self.shown)
         return data
+
+    def _open(self) -> None:
+        handle = self.store.fs.open_input_file(self.key)
+        version = Version.of(handle.metadata())
+        listed = self.store.entries.get(self.key)
+        why = version.change_from(listed) if listed is not None else None
+        if why is not None:
+            raise changed(why, self.shown)
+        self.handle, self.version = handle, version
+
+    def confirm(self) -> None:
+        """After a ranged read but the first: a HEAD that shows the version the open saw
+        still there, or :func:`changed`. Every range was read between the open's HEAD and
+        this one; one range alone is one version by itself, and costs no HEAD. pyarrow
+        sends no If-Match: this is how its ranges are tied together."""
+        with self.opening:
+            ranges = self.ranges
+            if ranges < 2 or ranges == self.confirmed or self.version is None:
+                return
+            was = self.version
+        if was.etag is None and was.version_id is None:
+            return  # a store whose HEAD says nothing of its version (not S3)
+        meta = _retrying(
+            lambda: self.store.fs.open_input_file(self.key).metadata(), self.shown, self.store.stats
+        )
+        why = was.change_to(Version.of(meta))
+        if why is not None:
+            raise changed(why, self.shown)
+        with self.opening:
+            self.confirmed = max(self.confirmed, ranges)
 
 
 _REGISTRY: dict[tuple[str, str], Store] = {}
@@ -670,6 +763,7 @@ class _RangeFile(io.RawIOBase):
     def readinto(self, b: Any) -> int:
         end = min(self.size, self.pos + len(b))
         data = self.remote.read(self.pos, end)
+        self.remote.confirm()
         b[: len(data)] = data
         self.pos += len(data)
         return len(data)
@@ -717,12 +811,14 @@ class Spool:
         if len(pieces) <= 1:
             for lo, hi in pieces:
                 self._fetch(lo, hi)
+            self.remote.confirm()
             return
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(min(FETCHERS, len(pieces))) as pool:
             for _ in pool.map(lambda p: self._fetch(*p), pieces):
                 pass
+        self.remote.confirm()
 
     def need(self, start: int, end: int, ahead: bool = True) -> None:
         """Make bytes ``[start, end)`` (clipped to the object) present; with ``ahead`` what
@@ -733,6 +829,7 @@ class Spool:
                 hi = max(hi, min(lo + CHUNK, self._next_have(lo), self.size))
             for piece in _pieces(lo, hi):
                 self._fetch(*piece)
+        self.remote.confirm()  # before the bytes are read: no HEAD when nothing was fetched
 
     def _gaps(self, start: int, end: int) -> list[tuple[int, int]]:
         gaps = []
