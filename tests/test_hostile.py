@@ -15,6 +15,7 @@ from pathlib import Path
 import crc32c
 import pytest
 from support.cli import run
+from support.extras import needs_pyarrow
 from support.rewrite import tree, write_partition
 
 from klogtool.formats import engine
@@ -38,6 +39,7 @@ def _past_long_max(root: Path) -> Path:
     return part
 
 
+@needs_pyarrow
 def test_export_of_a_timestamp_past_64_bits_is_a_null_timestamp(tmp_path: Path) -> None:
     """export gives such a record a null timestamp, as it does any timestamp its column (64-bit
     microseconds) cannot hold, like its neighbour's (it was an internal error, exit 70, under
