@@ -697,7 +697,11 @@ def test_ctrl_c_ends_a_command_a_server_stalls(
     s3_server.stall += [stall] * 100
     try:
         p = _started(*[a.format(name=tmp_path.name, big=big_partition) for a in args])
-        time.sleep(1.5)
+        deadline = time.monotonic() + 30  # (a loaded machine: the process may start slowly)
+        while len(s3_server.stall) == 100 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(s3_server.stall) < 100, "no request stalled"
+        time.sleep(0.5)  # the command is waiting on the stalled request
         assert p.poll() is None
         p.send_signal(signal.SIGINT)
         code, err, took = _ended(p, within=20)
