@@ -280,3 +280,40 @@ def test_export_decodes_internal_topics_as_dump_segments_does(tmp_path: Path) ->
             (o["key"], o["value"]) for o in records
         ]
     assert rows and json.loads(rows[0]["key_decoded"])["type"] == "17"
+
+
+def test_no_record_of_these_topics_ends_groups_with_an_internal_error(tmp_path: Path) -> None:
+    """Every record of __consumer_offsets and __share_group_state, however malformed: a
+    finding or an answer, never exit 70."""
+    rng = random.Random(3870)
+    good = streams_records() + [
+        (key(11, "sg"), struct.pack(">hiq", 0, 4, 0) + NO_TAGS),
+        current_assignment_like(),
+        (commit_key("g", "t", 0), commit_value(3, T0)),
+    ]
+    shares = [snapshot("sg", 0, 5, [(5, 9, 4, 5)]), update("sg", 0, 6, [(7, 8, 2, 2)])]
+    for trial in range(60):
+        logdir = tmp_path / f"l{trial}"
+
+        def mutated(pairs: list[tuple[bytes, bytes]]) -> list[Record]:
+            out = []
+            for i, (k, v) in enumerate(pairs):
+                raw = bytearray(rng.choice([k, v]))
+                for _ in range(rng.randrange(1, 4)):
+                    raw[rng.randrange(len(raw))] = rng.randrange(256)
+                cut = raw[: rng.randrange(1, len(raw) + 1)]
+                k2, v2 = (bytes(cut), v) if rng.random() < 0.5 else (k, bytes(cut))
+                out.append(Record(i, T0 + i, k2, v2 if rng.random() > 0.1 else None))
+            return out
+
+        write_partition(logdir / "__consumer_offsets-0", [(0, [encode_batch(mutated(good))])])
+        write_partition(logdir / "__share_group_state-0", [(0, [encode_batch(mutated(shares))])])
+        code, _out, err = run("groups", "--format", "jsonl", str(logdir))
+        assert code in (0, 1), err
+        assert "internal error" not in err
+
+
+def current_assignment_like() -> tuple[bytes, bytes]:
+    assigned = TOPIC_ID + compact_array([struct.pack(">i", 0)]) + NO_TAGS
+    value = struct.pack(">hiib", 0, 4, 3, 0) + compact_array([assigned]) + NO_TAGS
+    return key(14, "sg", "m1"), value
