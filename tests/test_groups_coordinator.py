@@ -25,12 +25,16 @@ from kafka.protocol.old.consumer_protocol import ConsumerProtocolMemberAssignmen
 from support.cli import jsonl, run
 from support.coordinator import (
     GROUP_KEY,
+    NO_TAGS,
     T0,
     Log,
     commit_key,
     commit_value,
+    compact_array,
+    compact_string,
     data_partition,
     group_value,
+    key,
 )
 from support.metadata import metadata_batch
 from support.rewrite import write_checkpoints, write_partition
@@ -43,36 +47,6 @@ pytestmark = pytest.mark.usefixtures("no_fsync")
 
 
 # -- KIP-848 records, from the JSON schemas --------------------------------------------------------
-def uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    return bytes(out + bytes([n]))
-
-
-def compact_string(s: str | None) -> bytes:
-    if s is None:
-        return b"\x00"
-    raw = s.encode()
-    return uvarint(len(raw) + 1) + raw
-
-
-def compact_array(items: list[bytes]) -> bytes:
-    return uvarint(len(items) + 1) + b"".join(items)
-
-
-NO_TAGS = b"\x00"
-
-
-def key(record_type: int, *strings: str) -> bytes:
-    """A coordinator key: the record type, then the key's non-flexible strings."""
-    out = struct.pack(">h", record_type)
-    for s in strings:
-        out += struct.pack(">h", len(s.encode())) + s.encode()
-    return out
-
-
 def group_metadata_848(group: str, epoch: int) -> tuple[bytes, bytes]:
     """ConsumerGroupMetadataKey (3) / Value v0: Epoch."""
     return key(3, group), struct.pack(">hi", 0, epoch) + NO_TAGS

@@ -17,16 +17,19 @@ from typing import Any
 
 import pytest
 from support.cli import jsonl, run
-from support.coordinator import T0, Log, commit_key, commit_value, data_partition
-from support.rewrite import write_checkpoints, write_partition
-from test_groups_coordinator import (
+from support.coordinator import (
     NO_TAGS,
+    T0,
+    Log,
+    commit_key,
+    commit_value,
     compact_array,
     compact_string,
+    data_partition,
     key,
-    partition_metadata,
-    uuid_text,
 )
+from support.rewrite import write_checkpoints, write_partition
+from test_groups_coordinator import partition_metadata, uuid_text
 
 from klogtool.formats.batch import Record
 from klogtool.formats.v2 import encode_batch

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import jsonl, run
-from support.coordinator import Log, commit_key, commit_value
+from support.coordinator import Log, commit_key, commit_value, uvarint
 from support.records import kafka_python_batch
 from support.rewrite import write_partition
 
@@ -88,14 +88,6 @@ def tv2_partition(root: Path) -> Path:
 
 
 # -- __transaction_state, by TransactionLogValue's schema -----------------------------------------
-def uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    return bytes(out + bytes([n]))
-
-
 def transaction_state_record(
     txn_id: str, pid: int, previous: int, epoch: int, status: int
 ) -> tuple[bytes, bytes]:

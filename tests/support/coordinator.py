@@ -4,6 +4,7 @@ klogtool's schema tables), in batches (:class:`Log`), and data partitions beside
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 from kafka.protocol.old.consumer_protocol import (
@@ -115,3 +116,35 @@ def data_partition(logdir: Path, topic: str, partition: int, n: int) -> None:
     """``n`` records, offset o at time T0 + 1000 * o."""
     recs = [Record(o, T0 + 1000 * o, b"k", b"v") for o in range(n)]
     write_partition(logdir / f"{topic}-{partition}", [(0, [encode_batch(recs)])])
+
+
+# -- flexible coordinator records, by hand from Kafka's JSON schemas (KIP-848 and later: keys
+# non-flexible, the record type first; values flexible, compact strings and arrays, tags)
+def uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes(out + bytes([n]))
+
+
+def compact_string(s: str | None) -> bytes:
+    if s is None:
+        return b"\x00"
+    raw = s.encode()
+    return uvarint(len(raw) + 1) + raw
+
+
+def compact_array(items: list[bytes]) -> bytes:
+    return uvarint(len(items) + 1) + b"".join(items)
+
+
+NO_TAGS = b"\x00"
+
+
+def key(record_type: int, *strings: str) -> bytes:
+    """A coordinator key: the record type, then the key's non-flexible strings."""
+    out = struct.pack(">h", record_type)
+    for s in strings:
+        out += struct.pack(">h", len(s.encode())) + s.encode()
+    return out
