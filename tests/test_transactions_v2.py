@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from support.cli import jsonl, run
 from support.coordinator import Log, commit_key, commit_value, uvarint
+from support.extras import needs_pyarrow
 from support.records import kafka_python_batch
 from support.rewrite import write_partition
 
@@ -178,3 +179,19 @@ def test_groups_applies_transactional_commits_at_their_bumped_marker(tmp_path: P
     assert code == 0, err
     offsets = [(o["offset"], o["pending"]) for o in jsonl(out) if o["type"] == "offset"]
     assert offsets == [(9, False)]
+
+
+@needs_pyarrow
+def test_export_read_committed_of_a_tv2_partition(tmp_path: Path) -> None:
+    """export's read_committed rows (--where: committed and non-transactional records, no
+    markers) are those a read_committed consumer gets."""
+    import json
+
+    part = tv2_partition(tmp_path)
+    where = "--transaction committed --transaction none --no-control"
+    code, _out, err = run(
+        "export", "--to", "jsonl", str(tmp_path / "out"), "--where", where, str(part)
+    )
+    assert code == 0, err
+    rows = [json.loads(x) for f in (tmp_path / "out").rglob("*.json*") for x in f.open()]
+    assert sorted(r["offset"] for r in rows) == [0, 1, 8]
