@@ -5,20 +5,7 @@ import os
 import signal
 import sys
 
-
-def by_interrupt(e: BaseException) -> bool:
-    """Whether `e` came of a Ctrl-C: Python 3.11 wraps a KeyboardInterrupt raised while a class
-    is made (`__set_name__`, a lazily imported module) in a RuntimeError, and an error raised
-    while the interrupt unwinds carries it as its context."""
-    seen: set[int] = set()
-    at: BaseException | None = e
-    while at is not None and id(at) not in seen:
-        if isinstance(at, KeyboardInterrupt):
-            return True
-        seen.add(id(at))
-        at = at.__cause__ or at.__context__
-    return False
-
+from klogtool.interrupted import by_interrupt, say_interrupted
 
 GRACE = 2.0  # seconds a Ctrl-C gives a command reading object storage to end by itself
 
@@ -87,20 +74,3 @@ def main() -> None:
 def _storage_in_use() -> bool:
     storage = sys.modules.get("klogtool.log.storage")
     return storage is not None and bool(storage.in_use())
-
-
-_said: list[bool] = []
-
-
-def say_interrupted() -> None:
-    """The one line a Ctrl-C ends with, once (none where stderr is closed)."""
-    from klogtool.errors import INTERRUPTED  # only now: nothing loads before main's try
-
-    if _said:
-        return
-    _said.append(True)
-    try:
-        sys.stderr.write(INTERRUPTED)
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass

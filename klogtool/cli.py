@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, NamedTuple
 import click
 
 from klogtool import __version__
-from klogtool._entry import by_interrupt, say_interrupted
 from klogtool.errors import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
@@ -23,6 +22,7 @@ from klogtool.errors import (
     StdoutClosed,
 )
 from klogtool.formats import FormatError
+from klogtool.interrupted import by_interrupt, say_interrupted
 from klogtool.shown import escaped, shown
 from klogtool.shown import reset as reset_shown_paths
 

@@ -170,9 +170,7 @@ else:  # no native module: the pure-Python class
 # The nine fields of a record as a tuple, in C (what ``zip(*records)`` would give per record).
 record_fields = attrgetter(*Record._fields)
 
-# How the records of a v0/v1 wrapper's inner set are made: its magic, the shift added to inner
-# offsets, the timestamp of every record (LogAppendTime) or None
-NativeWrapper = tuple[int, int, int | None]
+NativeWrapper = engine.NativeWrapper
 
 
 class Batch:

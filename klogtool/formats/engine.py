@@ -32,12 +32,15 @@ if TYPE_CHECKING:  # (batch.py imports this module: it takes its Record from nat
     from typing_extensions import Buffer as _Readable
 
     import klogtool._native as _stub  # its stub, klogtool/_native.pyi: types only
-    from klogtool.formats.batch import NativeWrapper
 
     NativeRecord = _stub.Record  # batch.Record, for type checkers
 
 NATIVE = "native"
 PYTHON = "python"
+
+# How the records of a v0/v1 wrapper's inner set are made: its magic, the shift added to inner
+# offsets, the timestamp of every record (LogAppendTime) or None (batch.NativeWrapper)
+NativeWrapper = tuple[int, int, int | None]
 ENGINES = (NATIVE, PYTHON)
 
 
