@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import traceback
@@ -235,8 +236,10 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as e:
         from klogtool.log.storage import redacted
 
-        e.message = redacted(e.message)  # it may quote a PATH or option value
-        e.show()
+        # the message may quote a PATH or option value (click >= 8.5 makes it read-only)
+        text = io.StringIO()
+        e.show(file=text)
+        sys.stderr.write(redacted(text.getvalue()))
         code = EXIT_USAGE if isinstance(e, click.UsageError) else e.exit_code
     except (click.exceptions.Abort, KeyboardInterrupt):
         say_interrupted()
