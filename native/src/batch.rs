@@ -100,9 +100,34 @@ pub trait Sink {
 /// On `None` the sink may already hold the records before the bad one: a sink that keeps
 /// state across batches rolls them back (see `columns::Columns::add`).
 pub fn decode<S: Sink>(batch: &[u8], max_batch_bytes: usize, sink: &mut S) -> Option<Header> {
+    decode_inflated(batch, max_batch_bytes, sink).map(|(header, _)| header)
+}
+
+/// [`decode`], handing over the decompressed records area too (`None`: the batch was not
+/// compressed), for a caller that keeps it.
+#[inline]
+pub fn decode_inflated<S: Sink>(
+    batch: &[u8],
+    max_batch_bytes: usize,
+    sink: &mut S,
+) -> Option<(Header, Option<Vec<u8>>)> {
     let (header, count, inflated) = unpack(batch, max_batch_bytes)?;
     walk(area(batch, &inflated), count, &header, sink)?;
-    Some(header)
+    Some((header, inflated))
+}
+
+/// The records of a batch [`decode_inflated`] decoded, walked again into `sink`.
+pub fn walk_again<S: Sink>(
+    batch: &[u8],
+    inflated: &Option<Vec<u8>>,
+    header: &Header,
+    sink: &mut S,
+) -> Option<()> {
+    let count = usize::try_from(header.records_count).ok()?;
+    if batch.len() < HEADER_SIZE {
+        return None;
+    }
+    walk(area(batch, inflated), count, header, sink)
 }
 
 /// `batch`'s header, its record count, checked against the size of the records area, and the

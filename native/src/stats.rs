@@ -12,14 +12,14 @@
 #![forbid(unsafe_code)]
 
 use std::cmp::Reverse;
+use std::collections::hash_map::Entry;
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
-use blake2::digest::consts::U8;
-use blake2::{Blake2b, Digest};
+use blake2b_simd::many::{hash_many, HashManyJob};
+use blake2b_simd::{Hash, Params};
 
 use crate::batch::{self, Record, Sink};
-use crate::codecs;
 
 /// Log2 size buckets: sizes up to 2**40 bytes (`SIZE_BUCKETS`).
 pub const SIZE_BUCKETS: usize = 41;
@@ -33,12 +33,32 @@ pub const LABEL_BYTES: usize = 64;
 /// as `records_v2` reads at most 65,536); a larger batch is walked twice.
 pub const MAX_HELD: usize = 1 << 16;
 
+/// BLAKE2b with an 8-byte digest (`hashlib.blake2b(key, digest_size=8)`).
+fn params() -> Params {
+    let mut p = Params::new();
+    p.hash_length(8);
+    p
+}
+
+fn read_hash(digest: &Hash) -> u64 {
+    let mut out = [0u8; 8];
+    out.copy_from_slice(digest.as_bytes());
+    u64::from_be_bytes(out)
+}
+
 /// `key_hash`: BLAKE2b with an 8-byte digest, read big-endian.
 pub fn key_hash(key: &[u8]) -> u64 {
-    let digest = Blake2b::<U8>::digest(key);
-    let mut out = [0u8; 8];
-    out.copy_from_slice(&digest);
-    u64::from_be_bytes(out)
+    read_hash(&params().hash(key))
+}
+
+/// [`key_hash`] of many keys: four at a time where the CPU has AVX2 (a key of up to 128 bytes
+/// is one compression, ~200 ns alone: the most of what a record cost).
+pub fn key_hashes<'k>(keys: impl IntoIterator<Item = &'k [u8]>, out: &mut Vec<u64>) {
+    let p = params();
+    let mut jobs: Vec<HashManyJob<'k>> =
+        keys.into_iter().map(|k| HashManyJob::new(&p, k)).collect();
+    hash_many(jobs.iter_mut());
+    out.extend(jobs.iter().map(|j| read_hash(&j.to_hash())));
 }
 
 fn bit_length(v: u64) -> u32 {
@@ -64,6 +84,27 @@ impl Hasher for HashOfHash {
 }
 
 pub type HashMapOfHashes<V> = HashMap<u64, V, BuildHasherDefault<HashOfHash>>;
+
+/// Time bucket numbers are consecutive integers: a multiply spreads them (SipHash, the
+/// default, cost a record ~15 ns).
+#[derive(Default)]
+pub struct BucketHash(u64);
+
+impl Hasher for BucketHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_i64(&mut self, v: i64) {
+        self.0 = (v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+pub type BucketCounts = HashMap<i64, u64, BuildHasherDefault<BucketHash>>;
 
 /// `SizeHistogram`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,14 +150,14 @@ impl Sizes {
 #[derive(Debug, Clone)]
 pub struct Times {
     pub width: i64,
-    pub counts: HashMap<i64, u64>,
+    pub counts: BucketCounts,
 }
 
 impl Default for Times {
     fn default() -> Self {
         Times {
             width: 1000,
-            counts: HashMap::new(),
+            counts: BucketCounts::default(),
         }
     }
 }
@@ -140,7 +181,8 @@ impl Times {
                 return;
             }
             self.width = self.width.saturating_mul(2);
-            let mut widened = HashMap::with_capacity(self.counts.len());
+            let mut widened =
+                BucketCounts::with_capacity_and_hasher(self.counts.len(), Default::default());
             for (i, n) in self.counts.drain() {
                 *widened.entry(i.div_euclid(2)).or_insert(0) += n;
             }
@@ -188,13 +230,21 @@ pub struct Counted {
 
 /// `TopCounter`: space-saving in `k` counters, its lightest item found through a lazy min-heap
 /// of `(count when pushed, item)` as Python's `heapq` holds them (the smallest pair first,
-/// whatever the heap's layout, so the same item is evicted).
+/// whatever the heap's layout, so the same item is evicted). A pair is one `u128`, the count
+/// above the item ([`pair`]): one comparison where a tuple's took two branches, in the sift
+/// that every eviction pays.
 #[derive(Debug, Clone)]
 pub struct Top {
     pub k: usize,
     pub counts: HashMapOfHashes<Counted>,
     pub floor: u64,
-    heap: BinaryHeap<Reverse<(u64, u64)>>,
+    heap: BinaryHeap<Reverse<u128>>,
+}
+
+/// A heap entry: `(count, item)` ordered as the tuple is.
+#[inline]
+fn pair(count: u64, item: u64) -> u128 {
+    (u128::from(count) << 64) | u128::from(item)
 }
 
 impl Top {
@@ -213,36 +263,41 @@ impl Top {
             return;
         }
         let base;
+        let mut kept = Vec::new();
         if self.counts.len() < self.k {
             base = self.floor;
-            self.heap.push(Reverse((base + 1, h)));
+            self.heap.push(Reverse(pair(base + 1, h)));
         } else {
             loop {
-                // the lightest item: heap entries lag behind their counts
-                let Some(&Reverse((b, low))) = self.heap.peek() else {
+                // the lightest item: heap entries lag behind their counts (replaced in place,
+                // as heapq.heapreplace does: one sift instead of a pop and a push)
+                let Some(mut top) = self.heap.peek_mut() else {
                     return; // k == 0: nothing is counted (the caller does not ask for that)
                 };
+                let Reverse(p) = *top;
+                let (b, low) = ((p >> 64) as u64, p as u64);
                 let current = self.counts.get(&low).map_or(b, |c| c.count);
-                self.heap.pop();
                 if current == b {
-                    self.counts.remove(&low);
+                    *top = Reverse(pair(b + 1, h));
+                    // its label's buffer is the newcomer's: no allocation per eviction
+                    kept = self.counts.remove(&low).map_or(kept, |c| c.label);
                     base = b;
                     break;
                 }
-                self.heap.push(Reverse((current, low)));
+                *top = Reverse(pair(current, low));
             }
-            self.heap.push(Reverse((base + 1, h)));
             if base > self.floor {
                 self.floor = base;
             }
         }
-        let label = label[..label.len().min(LABEL_BYTES)].to_vec();
+        kept.clear();
+        kept.extend_from_slice(&label[..label.len().min(LABEL_BYTES)]);
         self.counts.insert(
             h,
             Counted {
                 count: base + 1,
                 error: base,
-                label,
+                label: kept,
             },
         );
     }
@@ -259,39 +314,50 @@ impl Top {
         self.heap = self
             .counts
             .iter()
-            .map(|(h, c)| Reverse((c.count, *h)))
+            .map(|(h, c)| Reverse(pair(c.count, *h)))
             .collect();
     }
 }
 
-/// What a record brings to the aggregates, its key hashed and its label kept.
+/// What a record brings to the aggregates, its key kept (hashed once the batch decoded).
 #[derive(Debug, Clone, Copy)]
 struct Pending {
     timestamp: i64,
-    /// `(hash, length, where its label starts in `Held::labels`, label length)`
-    key: Option<(u64, u64, usize, usize)>,
+    /// `(where the key starts in `Held::keys`, its length)`
+    key: Option<(usize, usize)>,
     value: Option<u64>,
     header_count: u64,
     header_bytes: u64,
 }
 
-/// One batch's records, held until the batch decoded to its end.
+/// One batch's records, held until the batch decoded to its end (buffers reused from batch
+/// to batch).
+#[derive(Default)]
 struct Held {
     records: Vec<Pending>,
-    labels: Vec<u8>,
-    /// Hash the keys (not for an aborted transaction's records: they are not keys).
-    hash: bool,
+    keys: Vec<u8>,
+    hashes: Vec<u64>,
+}
+
+impl Held {
+    fn clear(&mut self) {
+        self.records.clear();
+        self.keys.clear();
+        self.hashes.clear();
+    }
+
+    fn key(&self, at: usize, len: usize) -> &[u8] {
+        self.keys.get(at..at + len).unwrap_or(&[])
+    }
 }
 
 impl Sink for Held {
     #[inline]
     fn record(&mut self, r: &Record<'_>) {
         let key = r.key.map(|k| {
-            let h = if self.hash { key_hash(k) } else { 0 };
-            let at = self.labels.len();
-            let label = &k[..k.len().min(LABEL_BYTES)];
-            self.labels.extend_from_slice(label);
-            (h, k.len() as u64, at, label.len())
+            let at = self.keys.len();
+            self.keys.extend_from_slice(k);
+            (at, k.len())
         });
         let (header_count, header_bytes) = header_sizes(r);
         self.records.push(Pending {
@@ -377,8 +443,10 @@ pub struct State {
     pub top: Top,
     pub distinct_exact: bool,
     pub top_exact: bool,
-    /// The last compressed batch counted, decompressed (its area is the what-if's sample).
-    plain: Vec<u8>,
+    /// The last compressed batch counted: its records area, decompressed (the what-if's
+    /// sample).
+    inflated: Vec<u8>,
+    held: Held,
 }
 
 /// The finished key counts of the exact phase (`PartitionStats.finish`).
@@ -414,7 +482,8 @@ impl State {
             top: Top::new(heavy_counters),
             distinct_exact: true,
             top_exact: true,
-            plain: Vec::new(),
+            inflated: Vec::new(),
+            held: Held::default(),
         }
     }
 
@@ -435,43 +504,18 @@ impl State {
     ) -> Option<(usize, usize)> {
         let header = batch::parse_header(data)?;
         let count = usize::try_from(header.records_count).ok()?;
-        self.plain.clear();
-        let plain = if header.compression() == codecs::NONE {
-            None
-        } else {
-            let area = codecs::decompress(
-                header.compression(),
-                data.get(batch::HEADER_SIZE..)?,
-                max_batch_bytes,
-            )?;
-            // the same batch uncompressed: its header with no codec, then the area
-            let mut plain = Vec::with_capacity(batch::HEADER_SIZE + area.len());
-            plain.extend_from_slice(data.get(..batch::HEADER_SIZE)?);
-            let length =
-                i32::try_from(batch::HEADER_SIZE - batch::LOG_OVERHEAD + area.len()).ok()?;
-            plain[8..12].copy_from_slice(&length.to_be_bytes());
-            plain[22] &= !0x07; // the low byte of the attributes: compression bits
-            plain.extend_from_slice(&area);
-            Some(plain)
-        };
-        let whole: &[u8] = plain.as_deref().unwrap_or(data);
-        let area_len = whole.len() - batch::HEADER_SIZE;
-        if count <= MAX_HELD {
-            let mut held = Held {
-                records: Vec::with_capacity(count),
-                labels: Vec::new(),
-                hash: !aborted,
-            };
-            batch::decode(whole, max_batch_bytes, &mut held)?;
-            for p in &held.records {
-                let key = p
-                    .key
-                    .map(|(h, len, at, l)| (h, len, held.labels.get(at..at + l).unwrap_or(&[])));
-                let (ts, v, hc, hb) = (p.timestamp, p.value, p.header_count, p.header_bytes);
-                self.add(ts, key, v, hc, hb, aborted, expired);
+        self.inflated.clear();
+        let inflated = if count <= MAX_HELD {
+            let mut held = std::mem::take(&mut self.held);
+            held.clear();
+            let decoded = batch::decode_inflated(data, max_batch_bytes, &mut held);
+            if decoded.is_some() {
+                self.add_held(&mut held, aborted, expired);
             }
+            self.held = held;
+            decoded?.1
         } else {
-            batch::decode(whole, max_batch_bytes, &mut Checked)?;
+            let (header, inflated) = batch::decode_inflated(data, max_batch_bytes, &mut Checked)?;
             // The same bytes again: they decode as they just did (a segment rewritten under
             // the read is the one way they could not, and no reading of it is right then).
             let mut direct = Direct {
@@ -479,17 +523,42 @@ impl State {
                 aborted,
                 expired,
             };
-            batch::decode(whole, max_batch_bytes, &mut direct)?;
-        }
-        if let Some(plain) = plain {
-            self.plain = plain;
+            batch::walk_again(data, &inflated, &header, &mut direct)?;
+            inflated
+        };
+        let area_len = inflated
+            .as_ref()
+            .map_or(data.len().saturating_sub(batch::HEADER_SIZE), Vec::len);
+        if let Some(area) = inflated {
+            self.inflated = area;
         }
         Some((count, area_len))
     }
 
+    /// Count a decoded batch's held records, their keys hashed together (not an aborted
+    /// transaction's: they are not keys).
+    fn add_held(&mut self, held: &mut Held, aborted: bool, expired: bool) {
+        let mut hashes = std::mem::take(&mut held.hashes);
+        if !aborted {
+            let keys = held.records.iter().filter_map(|p| p.key);
+            key_hashes(keys.map(|(at, len)| held.key(at, len)), &mut hashes);
+        }
+        let mut next = hashes.iter();
+        for p in &held.records {
+            let key = p.key.map(|(at, len)| {
+                let h = next.next().copied().unwrap_or(0);
+                let k = held.key(at, len);
+                (h, len as u64, k.get(..LABEL_BYTES).unwrap_or(k))
+            });
+            let (ts, v, hc, hb) = (p.timestamp, p.value, p.header_count, p.header_bytes);
+            self.add(ts, key, v, hc, hb, aborted, expired);
+        }
+        held.hashes = hashes;
+    }
+
     /// The last counted batch's decompressed records area (empty when it was not compressed).
     pub fn area(&self) -> &[u8] {
-        self.plain.get(batch::HEADER_SIZE..).unwrap_or(&[])
+        &self.inflated
     }
 
     /// One record (`_batch`'s loop body): its timestamp, key (hash, length, label), value
@@ -550,15 +619,32 @@ impl State {
         self.keyed += 1;
         let bit = u64::from(value.is_none() && expired);
         if let Some(keys) = self.keys.as_mut() {
-            let c = keys.get(&h).copied();
-            if c.is_some() || keys.len() < self.exact_keys {
-                keys.insert(h, c.map_or(2, |c| ((c >> 1) + 1) << 1) | bit);
-                self.top.add(h, label);
-                return;
+            let room = keys.len() < self.exact_keys;
+            match keys.entry(h) {
+                Entry::Occupied(mut e) => {
+                    let c = e.get_mut();
+                    *c = (((*c >> 1) + 1) << 1) | bit;
+                }
+                Entry::Vacant(e) if room => {
+                    e.insert(2 | bit);
+                }
+                Entry::Vacant(_) => {
+                    self.switch_to_hll();
+                    self.top.add(h, label);
+                    self.hll_add(h, bit);
+                    return;
+                }
             }
-            self.switch_to_hll();
+            self.top.add(h, label);
+            return;
         }
         self.top.add(h, label);
+        self.hll_add(h, bit);
+    }
+
+    /// A key past the exact phase.
+    #[inline]
+    fn hll_add(&mut self, h: u64, bit: u64) {
         if let Some(hll) = self.hll.as_mut() {
             hll.add(h);
         }
