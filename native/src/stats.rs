@@ -61,6 +61,70 @@ pub fn key_hashes<'k>(keys: impl IntoIterator<Item = &'k [u8]>, out: &mut Vec<u6
     out.extend(jobs.iter().map(|j| read_hash(&j.to_hash())));
 }
 
+/// The longest key [`KeyCache`] keeps.
+const CACHED_KEY: usize = 32;
+/// Slots of [`KeyCache`] (a power of two; 768 KiB). Against 4,096: the same on 3 M keys, a
+/// few percent less a record on 1,000.
+pub const CACHE_SLOTS: usize = 1 << 14;
+
+/// A key and its [`key_hash`], as [`KeyCache`] keeps them.
+#[derive(Clone, Copy)]
+struct Slot {
+    /// The key's length plus one (0: empty).
+    len: u8,
+    key: [u8; CACHED_KEY],
+    hash: u64,
+}
+
+/// Recent keys' hashes, direct-mapped by a cheap hash (xxh3) of the key: keys repeat (that is
+/// what compaction is for), and one BLAKE2b costs what a record's other aggregates do.
+#[derive(Default)]
+pub struct KeyCache {
+    /// Empty until a key is kept (a partition of few records pays nothing for it).
+    slots: Vec<Slot>,
+}
+
+/// An empty slot.
+const EMPTY: Slot = Slot {
+    len: 0,
+    key: [0; CACHED_KEY],
+    hash: 0,
+};
+
+impl KeyCache {
+    fn slot(key: &[u8]) -> usize {
+        xxhash_rust::xxh3::xxh3_64(key) as usize & (CACHE_SLOTS - 1)
+    }
+
+    /// `key`'s hash if it is kept.
+    #[inline]
+    pub fn get(&self, key: &[u8]) -> Option<u64> {
+        if key.len() > CACHED_KEY {
+            return None;
+        }
+        let s = self.slots.get(Self::slot(key))?;
+        (usize::from(s.len) == key.len() + 1 && s.key.get(..key.len()) == Some(key))
+            .then_some(s.hash)
+    }
+
+    /// Keep `key`'s hash (a short key only), in place of the slot's key.
+    #[inline]
+    pub fn put(&mut self, key: &[u8], hash: u64) {
+        if self.slots.is_empty() {
+            self.slots = vec![EMPTY; CACHE_SLOTS];
+        }
+        let (Some(s), Ok(len)) = (self.slots.get_mut(Self::slot(key)), u8::try_from(key.len()))
+        else {
+            return;
+        };
+        if let Some(to) = s.key.get_mut(..key.len()) {
+            to.copy_from_slice(key);
+            s.len = len + 1;
+            s.hash = hash;
+        }
+    }
+}
+
 fn bit_length(v: u64) -> u32 {
     64 - v.leading_zeros()
 }
@@ -337,6 +401,9 @@ struct Held {
     records: Vec<Pending>,
     keys: Vec<u8>,
     hashes: Vec<u64>,
+    /// The keys the cache did not have: `(index in hashes, key start, key length)`.
+    missed: Vec<(usize, usize, usize)>,
+    fresh: Vec<u64>,
 }
 
 impl Held {
@@ -447,6 +514,7 @@ pub struct State {
     /// sample).
     inflated: Vec<u8>,
     held: Held,
+    cache: KeyCache,
 }
 
 /// The finished key counts of the exact phase (`PartitionStats.finish`).
@@ -484,6 +552,7 @@ impl State {
             top_exact: true,
             inflated: Vec::new(),
             held: Held::default(),
+            cache: KeyCache::default(),
         }
     }
 
@@ -540,8 +609,30 @@ impl State {
     fn add_held(&mut self, held: &mut Held, aborted: bool, expired: bool) {
         let mut hashes = std::mem::take(&mut held.hashes);
         if !aborted {
-            let keys = held.records.iter().filter_map(|p| p.key);
-            key_hashes(keys.map(|(at, len)| held.key(at, len)), &mut hashes);
+            // the cache's keys first; the others hashed together, then kept
+            let mut missed = std::mem::take(&mut held.missed);
+            missed.clear();
+            for (at, len) in held.records.iter().filter_map(|p| p.key) {
+                let h = self.cache.get(held.key(at, len));
+                if h.is_none() {
+                    missed.push((hashes.len(), at, len));
+                }
+                hashes.push(h.unwrap_or(0));
+            }
+            let mut fresh = std::mem::take(&mut held.fresh);
+            fresh.clear();
+            key_hashes(
+                missed.iter().map(|&(_, at, len)| held.key(at, len)),
+                &mut fresh,
+            );
+            for (&(i, at, len), &h) in missed.iter().zip(&fresh) {
+                if let Some(slot) = hashes.get_mut(i) {
+                    *slot = h;
+                }
+                self.cache.put(held.key(at, len), h);
+            }
+            held.missed = missed;
+            held.fresh = fresh;
         }
         let mut next = hashes.iter();
         for p in &held.records {
@@ -703,6 +794,30 @@ mod tests {
         // hashlib.blake2b(b"key-00042", digest_size=8).digest().hex(), and of b""
         assert_eq!(key_hash(b"key-00042"), 0xedd5_0cc4_c75b_7d4f);
         assert_eq!(key_hash(b""), 0xe4a6_a057_7479_b2b4);
+    }
+
+    #[test]
+    fn key_hashes_are_key_hash() {
+        let keys: Vec<Vec<u8>> = (0..11).map(|i| vec![b'k'; i * 30]).collect();
+        let mut out = vec![7];
+        key_hashes(keys.iter().map(Vec::as_slice), &mut out);
+        let one: Vec<u64> = keys.iter().map(|k| key_hash(k)).collect();
+        assert_eq!(out[1..], one[..]);
+    }
+
+    #[test]
+    fn the_cache_keeps_short_keys() {
+        let mut c = KeyCache::default();
+        assert_eq!(c.get(b"a"), None);
+        c.put(b"a", 1);
+        c.put(b"", 2);
+        c.put(&[b'x'; CACHED_KEY + 1], 3);
+        assert_eq!(
+            (c.get(b"a"), c.get(b""), c.get(b"b")),
+            (Some(1), Some(2), None)
+        );
+        assert_eq!(c.get(&[b'x'; CACHED_KEY + 1]), None);
+        assert_eq!(c.get(b"a\0"), None);
     }
 
     #[test]
