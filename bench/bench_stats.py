@@ -5,7 +5,8 @@ of real producers' batches, in CPU and wall time.
 Run by hand (it is not a test; nothing here asserts a timing)::
 
     python bench/bench_stats.py [--size 256M] [--segment-bytes 128M] [--runs 5]
-                                [--copies 100] [--no-producers] [--trees DIR,DIR] [--out DIR]
+                                [--records 1000000] [--no-producers] [--no-generated]
+                                [--trees DIR,DIR] [--out DIR]
 
 Inputs (cached in ``--out``):
 
@@ -15,14 +16,16 @@ Inputs (cached in ``--out``):
   record in ten takes one of 100 hot keys, the others one of 3 M, so a 256 MiB partition
   passes the exact key bound (1 M distinct keys) about two thirds of the way in, as a
   partition of a busy keyed topic does.
-* the ``large``, ``large-lz4`` and ``large-zstd`` captures of kafka-python and confluent-kafka
-  (librdkafka) in ``fixtures/producers`` (one batch of 10,000 records each), ``--copies``
-  times over in one segment, base offsets rewritten (the CRC does not cover them).
+* the ``lz4`` and ``zstd`` captures of kafka-python and confluent-kafka (librdkafka) in
+  ``fixtures/producers`` (300 records in 2 batches: the clients' default 16 KiB batches) and
+  their ``large-lz4`` and ``large-zstd`` ones (one batch of 10,000 records), each repeated
+  up to ``--records`` records in one segment, base offsets rewritten (the CRC does not cover
+  them). Their keys: at most 1,000 distinct, one record in seven without.
 
 Each command is a separate ``python -m klogtool`` process under the native engine (stdout to
 /dev/null): ``stats --format jsonl``, the same with ``--sample 0`` (no what-if: its cost is
 bounded by the sample, not the data) and ``verify --deep``, interleaved over inputs and
-``--trees`` (checkouts put first on PYTHONPATH, each with its built ``_native``: A/B runs in
+``--trees`` (checkouts put first on PYTHONPATH and run in, each with its built ``_native``: A/B in
 one call), ``--runs`` rounds. CPU is the child's user + system time (``os.wait4``); the table
 shows medians, the ratio stats/verify, and stats' CPU above verify's per record. With
 ``PYTHONDONTWRITEBYTECODE`` set, compile each tree first (``python -m compileall -q klogtool``):
@@ -54,7 +57,7 @@ BATCH = 500
 HOT_KEYS = 100
 KEY_SPACE = 3_000_000
 PRODUCERS = ("kafka-python", "confluent-kafka")
-SHAPES = ("large", "large-lz4", "large-zstd")
+SHAPES = ("lz4", "zstd", "large-lz4", "large-zstd")
 COMMANDS = {
     "stats": ["stats", "--format", "jsonl"],
     # the per-record part alone: the what-if compresses a sample of at most 8 MiB with every
@@ -143,6 +146,7 @@ def run(tree: Path, args: list[str]) -> tuple[float, float]:
     start = time.perf_counter()
     p = subprocess.Popen(
         [sys.executable, "-m", "klogtool", *args],
+        cwd=tree,  # (-m puts the working directory before PYTHONPATH)
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -167,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", default="256M")
     ap.add_argument("--segment-bytes", default="128M")
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--copies", type=int, default=100)
+    ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--no-producers", action="store_true")
     ap.add_argument("--no-generated", action="store_true")
     ap.add_argument("--trees", default=str(ROOT), help="checkouts to compare, comma-separated")
@@ -180,10 +184,12 @@ def main(argv: list[str] | None = None) -> int:
         part, n = generated(args.out, size, parse_size(args.segment_bytes))
         inputs.append((f"generated {args.size}", part, n))
     if not args.no_producers:
+        meta = json.loads((ROOT / "fixtures/producers/manifest.json").read_text())["files"]
         for client in PRODUCERS:
             for shape in SHAPES:
-                part, n = repeated(args.out, client, shape, args.copies)
-                inputs.append((f"{client} {shape} x{args.copies}", part, n))
+                copies = max(1, args.records // meta[f"{client}/{shape}.log"]["records"])
+                part, n = repeated(args.out, client, shape, copies)
+                inputs.append((f"{client} {shape} x{copies}", part, n))
     trees = [Path(t).resolve() for t in args.trees.split(",")]
     # (tree, input, command) -> [(wall, cpu)]
     got: dict[tuple[int, int, str], list[tuple[float, float]]] = {}
