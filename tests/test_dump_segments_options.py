@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from support.cli import jsonl, run
 
 TXN0 = "logdir/txn-0/00000000000000000000.log"  # offset 8: an ABORT marker, 10: a COMMIT
@@ -296,3 +297,31 @@ def test_a_files_own_type_field_does_not_replace_the_objects(tmp_path: Path) -> 
         "leaderId": 1,
     }
     assert list(jsonl(out)[1]) == ["type", "leaderEpoch", "data_version", "leaderId"]
+
+
+# -- --jobs' default -------------------------------------------------------------------------------
+def test_the_default_jobs_are_the_free_cpus_past_a_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --jobs: one process below the size where workers paid (bench/bench_jobs.py),
+    else the CPUs that neither the load average nor the tasks running now take, at least one;
+    --jobs as given always."""
+    import os
+
+    from klogtool.commands import _options
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (2.4, 0.0, 0.0))
+    monkeypatch.setattr(_options, "_runnable_now", lambda: 4)  # this one and 3 others
+    assert _options.free_cpus() == 2  # busy: min(2.4, 3), rounded
+    monkeypatch.setattr(_options, "_runnable_now", lambda: 1)  # the load just ended
+    assert _options.free_cpus() == 4
+    monkeypatch.setattr(_options, "_runnable_now", lambda: 9)
+    monkeypatch.setattr(os, "getloadavg", lambda: (7.0, 0.0, 0.0))
+    assert _options.free_cpus() == 1
+    monkeypatch.setattr(_options, "_runnable_now", lambda: None)  # no /proc/loadavg
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.6, 0.0, 0.0))
+    assert _options.free_cpus() == 3
+    small = _options.SMALL_INPUT_BYTES
+    assert _options.jobs_for(None, small - 1) == 1
+    assert _options.jobs_for(None, small) == 3
+    assert _options.jobs_for(5, 0) == 5
+    assert _options.jobs_for(None, 300 << 20, 256 << 20) == 3

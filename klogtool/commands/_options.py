@@ -446,7 +446,10 @@ def index_interval_option(f: F) -> F:
     )(f)
 
 
-SMALL_INPUT_BYTES = 64 << 20  # less than this runs in one process unless --jobs says otherwise
+# Less than this runs in one process unless --jobs says otherwise: verify --deep of a log dir of
+# four partitions with --jobs 2 took 1.12-1.27x the time of --jobs 1 at 64 and 256 MiB, 0.89x
+# (7 % more CPU) at 1 GiB, on two idle cores (bench/bench_jobs.py --command verify).
+SMALL_INPUT_BYTES = 1 << 30
 
 
 def _jobs_option(help: str, callback: Any = None) -> Callable[[F], F]:
@@ -455,23 +458,58 @@ def _jobs_option(help: str, callback: Any = None) -> Callable[[F], F]:
     )
 
 
-def sized_jobs_option(workers: str) -> Callable[[F], F]:
+def _size_text(n: int) -> str:
+    return f"{n >> 30} GiB" if n % (1 << 30) == 0 else f"{n >> 20} MiB"
+
+
+def sized_jobs_option(
+    workers: str, small: int = SMALL_INPUT_BYTES, one: str = "for less than {size} of segments"
+) -> Callable[[F], F]:
     """``--jobs`` (``workers``: what they are, for the help), None unless given:
-    :func:`jobs_for` chooses by the input's size."""
+    :func:`jobs_for` chooses by the input's size (``small``: less runs in one process, ``one``
+    says when, for the help) and the free CPUs."""
     return _jobs_option(
-        f"{workers}; the output keeps its order "
-        "[default: the CPU count, or 1 for less than 64 MiB of segments]."
+        f"{workers}; the output keeps its order [default: the free CPUs (those neither the "
+        f"1-minute load average nor the tasks running now take), or 1 "
+        f"{one.format(size=_size_text(small))}]."
     )
 
 
-def jobs_for(jobs: int | None, input_bytes: int) -> int:
-    """The processes to use: as given; else the CPU count, or one for a small input (where
-    starting processes costs more than it saves)."""
+def _runnable_now() -> int | None:
+    """The tasks running or waiting for a CPU now, this process among them (Linux's
+    ``/proc/loadavg``: ``0.87 1.44 1.84 2/345 12345``, runnable/all); None where unknown."""
+    try:
+        with open("/proc/loadavg") as f:
+            return int(f.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def free_cpus() -> int:
+    """The CPUs this process may run on (its affinity) less the busy ones, at least 1: a
+    worker more than the idle cores costs CPU and, with the cores taken, time
+    (bench/bench_jobs.py). Busy: the smaller of the 1-minute load average and the other tasks
+    runnable now, so that neither a load just gone (the last command's own workers) nor a
+    passing spike counts; rounded."""
     import os
 
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:  # (no load average on this system)
+        busy = 0.0
+    runnable = _runnable_now()
+    if runnable is not None:
+        busy = min(busy, runnable - 1)
+    return max(1, round((usable or 1) - busy))
+
+
+def jobs_for(jobs: int | None, input_bytes: int, small: int = SMALL_INPUT_BYTES) -> int:
+    """The processes to use: as given; else the free CPUs, or one for an input of less than
+    ``small`` bytes (where starting processes costs more than it saves)."""
     if jobs is not None:
         return jobs
-    return 1 if input_bytes < SMALL_INPUT_BYTES else os.cpu_count() or 1
+    return 1 if input_bytes < small else free_cpus()
 
 
 def jobs_option(f: F) -> F:

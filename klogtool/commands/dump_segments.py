@@ -29,8 +29,8 @@ from klogtool.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from klogtool.formats import ReadLimits
 from klogtool.log import layout, storage
 from klogtool.log.context import ReadContext
-from klogtool.log.files import STDIN_KINDS, total_log_bytes
-from klogtool.log.read.dumper import Dumper, DumpOptions
+from klogtool.log.files import STDIN_KINDS, log_sizes
+from klogtool.log.read.dumper import PARALLEL_MIN_BYTES, Dumper, DumpOptions
 from klogtool.log.read.dumper import Obj as DumpObject
 from klogtool.output import TERMINAL_ESCAPES, Output, object_bytes, plural, to_json, with_iso
 from klogtool.shown import click_callback as shown_paths
@@ -213,7 +213,9 @@ def kafka_dump_log_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @read_limits_option
 @sized_jobs_option(
     "Threads rendering the records of --deep-iteration (native engine); for a segment of 64 "
-    "MiB or more in jsonl or text, worker processes that write its parts in turn"
+    "MiB or more in jsonl or text, worker processes that write its parts in turn",
+    PARALLEL_MIN_BYTES,
+    "when the largest segment is under {size}",
 )
 @kafka_dump_log_options
 @click.pass_obj
@@ -257,7 +259,8 @@ def command(
     them switches the output to --format kafka, kafka-dump-log.sh's lines, unless --format is
     given.
     """
-    log_bytes = total_log_bytes(list(paths))
+    sizes = list(log_sizes(list(paths)))
+    log_bytes = sum(sizes)
     default = "base64" if fmt in ("json", "jsonl") else "utf8"
     kd = key_decoder or default
     out = settings.output("text" if fmt == "kafka" else fmt)
@@ -300,7 +303,8 @@ def command(
             else None,
             # a v2 batch's own line too (it has no payload: a terminal takes it as it is)
             rendered_batches=fmt if fmt in ("jsonl", "text", "kafka") else None,
-            threads=jobs_for(jobs, log_bytes),
+            # by default in parallel only for a segment of PARALLEL_MIN_BYTES, the unit split
+            threads=jobs_for(jobs, max(sizes, default=0), PARALLEL_MIN_BYTES),
             # (worker processes write a large segment's objects as emit would)
             write_object=functools.partial(object_bytes, fmt) if fmt in ("jsonl", "text") else None,
             schemas=registry,

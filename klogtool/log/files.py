@@ -197,13 +197,16 @@ def detect_kind(path: Path) -> str:
     )
 
 
-def total_log_bytes(paths: list[str]) -> int:
-    """Bytes of the .log files under PATHs (for progress bars); 0 where unknown."""
-    total = 0
+def log_sizes(paths: list[str]) -> Iterator[int]:
+    """The size of each .log file under PATHs (of each file named)."""
     for arg in paths:
         p = storage.path_of(arg)
         if p.is_file():
-            total += p.stat().st_size
+            yield p.stat().st_size
         elif p.is_dir():
-            total += sum(f.stat().st_size for f in p.rglob("*.log") if f.is_file())
-    return total
+            yield from (f.stat().st_size for f in p.rglob("*.log") if f.is_file())
+
+
+def total_log_bytes(paths: list[str]) -> int:
+    """Bytes of the .log files under PATHs (for progress bars); 0 where unknown."""
+    return sum(log_sizes(paths))

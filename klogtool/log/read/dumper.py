@@ -697,6 +697,11 @@ def internal_decoder(name: str, f: InputFile) -> str | None:
 # processes, PROCESS_CHUNK_BYTES of it at a time (a spool file each, ~2x that); a smaller one in
 # threads (its batch objects and the writing stay in this process, which then bounds the gain).
 PROCESS_MIN_BYTES = 64 << 20
+# Without --jobs, a dump runs in parallel (on the free CPUs: commands._options.free_cpus) only
+# when a segment is this large: on two idle cores --jobs 2 took 0.81x the time of --jobs 1 for
+# 17 % more CPU on 256 MiB, 0.67x for 5 % on 1 GiB, but 1.05x for 30 % on 64 MiB
+# (bench/bench_jobs.py; bench/README.md).
+PARALLEL_MIN_BYTES = 256 << 20
 PROCESS_CHUNK_BYTES = 16 << 20
 RENDER_TASK_BYTES = 2 << 20  # batch bytes a rendering thread takes at a time (--jobs)
 
