@@ -11,9 +11,8 @@
 //! Batch-level counts (volume, codecs, producers, the what-if sample) stay in Python.
 #![forbid(unsafe_code)]
 
-use std::cmp::Reverse;
 use std::collections::hash_map::Entry;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use blake2b_simd::many::{hash_many, HashManyJob};
@@ -292,23 +291,84 @@ pub struct Counted {
     pub label: Vec<u8>,
 }
 
-/// `TopCounter`: space-saving in `k` counters, its lightest item found through a lazy min-heap
-/// of `(count when pushed, item)` as Python's `heapq` holds them (the smallest pair first,
-/// whatever the heap's layout, so the same item is evicted). A pair is one `u128`, the count
-/// above the item ([`pair`]): one comparison where a tuple's took two branches, in the sift
-/// that every eviction pays.
+/// `TopCounter`: space-saving in `k` counters. Python finds the lightest item through a lazy
+/// min-heap of `(count when pushed, item)`: the entry on top is evicted if its count is still
+/// the item's, else pushed again at the item's count. Whatever the heap's layout, that evicts
+/// the item of the smallest `(count, item)` pair, and so does this with the entries [`Filed`]
+/// by count (a heap's sift, ~10 dependent levels, was most of an eviction).
 #[derive(Debug, Clone)]
 pub struct Top {
     pub k: usize,
     pub counts: HashMapOfHashes<Counted>,
     pub floor: u64,
-    heap: BinaryHeap<Reverse<u128>>,
+    filed: Filed,
 }
 
-/// A heap entry: `(count, item)` ordered as the tuple is.
-#[inline]
-fn pair(count: u64, item: u64) -> u128 {
-    (u128::from(count) << 64) | u128::from(item)
+/// The counter's entries `(count when filed, item)`, one per counted item: those of the lowest
+/// count sorted, largest item first (the lightest entry is the last), those of the next count
+/// as they came (where an eviction's newcomer goes), the others by count.
+#[derive(Debug, Clone, Default)]
+struct Filed {
+    low: u64,
+    run: Vec<u64>,
+    next: Vec<u64>,
+    far: BTreeMap<u64, Vec<u64>>,
+}
+
+impl Filed {
+    fn file(&mut self, count: u64, item: u64) {
+        if count == self.low + 1 {
+            self.next.push(item);
+        } else if count == self.low {
+            let at = self.run.partition_point(|&x| x > item);
+            self.run.insert(at, item);
+        } else {
+            if count < self.low {
+                // below the lowest (only after a settle, rebuilt anyway): all by count again
+                self.spill();
+            }
+            self.far.entry(count).or_default().push(item);
+        }
+    }
+
+    /// The run and the next count's entries back among the others.
+    fn spill(&mut self) {
+        if !self.run.is_empty() {
+            self.far.entry(self.low).or_default().append(&mut self.run);
+        }
+        if !self.next.is_empty() {
+            self.far
+                .entry(self.low + 1)
+                .or_default()
+                .append(&mut self.next);
+        }
+    }
+
+    /// The lightest entry, taken out.
+    fn lightest(&mut self) -> Option<(u64, u64)> {
+        loop {
+            if let Some(item) = self.run.pop() {
+                return Some((self.low, item));
+            }
+            let next = self.low + 1;
+            let far_low = self.far.first_key_value().map(|(c, _)| *c);
+            if !self.next.is_empty() && far_low.is_none_or(|c| c >= next) {
+                std::mem::swap(&mut self.run, &mut self.next);
+                if far_low == Some(next) {
+                    if let Some(mut more) = self.far.remove(&next) {
+                        self.run.append(&mut more);
+                    }
+                }
+                self.low = next;
+            } else {
+                self.spill();
+                let (count, items) = self.far.pop_first()?;
+                self.low = count;
+                self.run = items;
+            }
+            self.run.sort_unstable_by(|a, b| b.cmp(a));
+        }
+    }
 }
 
 impl Top {
@@ -317,7 +377,7 @@ impl Top {
             k,
             counts: HashMapOfHashes::default(),
             floor: 0,
-            heap: BinaryHeap::new(),
+            filed: Filed::default(),
         }
     }
 
@@ -330,30 +390,25 @@ impl Top {
         let mut kept = Vec::new();
         if self.counts.len() < self.k {
             base = self.floor;
-            self.heap.push(Reverse(pair(base + 1, h)));
         } else {
             loop {
-                // the lightest item: heap entries lag behind their counts (replaced in place,
-                // as heapq.heapreplace does: one sift instead of a pop and a push)
-                let Some(mut top) = self.heap.peek_mut() else {
+                let Some((b, low)) = self.filed.lightest() else {
                     return; // k == 0: nothing is counted (the caller does not ask for that)
                 };
-                let Reverse(p) = *top;
-                let (b, low) = ((p >> 64) as u64, p as u64);
                 let current = self.counts.get(&low).map_or(b, |c| c.count);
                 if current == b {
-                    *top = Reverse(pair(b + 1, h));
                     // its label's buffer is the newcomer's: no allocation per eviction
                     kept = self.counts.remove(&low).map_or(kept, |c| c.label);
                     base = b;
                     break;
                 }
-                *top = Reverse(pair(current, low));
+                self.filed.file(current, low);
             }
             if base > self.floor {
                 self.floor = base;
             }
         }
+        self.filed.file(base + 1, h);
         kept.clear();
         kept.extend_from_slice(&label[..label.len().min(LABEL_BYTES)]);
         self.counts.insert(
@@ -375,11 +430,10 @@ impl Top {
             c.error = c.count - truth;
         }
         self.floor = floor;
-        self.heap = self
-            .counts
-            .iter()
-            .map(|(h, c)| Reverse(pair(c.count, *h)))
-            .collect();
+        self.filed = Filed::default();
+        for (h, c) in &self.counts {
+            self.filed.file(c.count, *h);
+        }
     }
 }
 
@@ -859,6 +913,99 @@ mod tests {
         t.add(3, b"d"); // 5 and 7 both count 2: the smaller hash, 5, goes
         assert!(!t.counts.contains_key(&5));
         assert_eq!(t.counts[&3].count, 3);
+    }
+
+    /// Python's `TopCounter.add` and `settle`, its lazy heap as `heapq` keeps it.
+    struct HeapReference {
+        k: usize,
+        counts: HashMap<u64, (u64, u64)>,
+        heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u64)>>,
+        floor: u64,
+    }
+
+    impl HeapReference {
+        fn add(&mut self, h: u64) {
+            use std::cmp::Reverse;
+            if let Some(c) = self.counts.get_mut(&h) {
+                c.0 += 1;
+                return;
+            }
+            let mut base = self.floor;
+            if self.counts.len() >= self.k {
+                loop {
+                    let Reverse((b, low)) = self.heap.pop().unwrap();
+                    let current = self.counts[&low].0;
+                    if current == b {
+                        self.counts.remove(&low);
+                        base = b;
+                        break;
+                    }
+                    self.heap.push(Reverse((current, low)));
+                }
+                self.floor = self.floor.max(base);
+            }
+            self.heap.push(Reverse((base + 1, h)));
+            self.counts.insert(h, (base + 1, base));
+        }
+
+        fn settle(&mut self, exact: impl Fn(u64) -> u64, floor: u64) {
+            for (h, c) in self.counts.iter_mut() {
+                let truth = exact(*h);
+                *c = (truth.max(floor), truth.max(floor) - truth);
+            }
+            self.floor = floor;
+            let entries = self
+                .counts
+                .iter()
+                .map(|(h, c)| std::cmp::Reverse((c.0, *h)));
+            self.heap = entries.collect();
+        }
+
+        fn state(&self) -> (Vec<(u64, u64, u64)>, u64) {
+            let mut out: Vec<_> = self.counts.iter().map(|(h, c)| (*h, c.0, c.1)).collect();
+            out.sort_unstable();
+            (out, self.floor)
+        }
+    }
+
+    fn state(t: &Top) -> (Vec<(u64, u64, u64)>, u64) {
+        let mut got: Vec<_> = t
+            .counts
+            .iter()
+            .map(|(h, c)| (*h, c.count, c.error))
+            .collect();
+        got.sort_unstable();
+        (got, t.floor)
+    }
+
+    #[test]
+    fn top_evicts_as_the_lazy_heap_does() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for (k, keys, n) in [(4, 10, 200), (16, 40, 3000), (64, 1000, 20000), (8, 8, 100)] {
+            let mut t = Top::new(k);
+            let mut r = HeapReference {
+                k,
+                counts: HashMap::new(),
+                heap: std::collections::BinaryHeap::new(),
+                floor: 0,
+            };
+            for i in 0..n {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                // a few hot items, many cold ones
+                let h = if i % 3 == 0 { seed % 3 } else { seed % keys };
+                t.add(h, b"");
+                r.add(h);
+                if i == n / 2 {
+                    // as at the switch to the estimate: counts raised to their truth, a floor
+                    let (exact, floor) = (|h: u64| h % 7 + 1, 5);
+                    t.settle(exact, floor);
+                    r.settle(exact, floor);
+                }
+            }
+            assert_eq!(state(&t), r.state(), "k={k} keys={keys}");
+        }
     }
 
     fn varint(v: i64, out: &mut Vec<u8>) {
