@@ -14,7 +14,6 @@ HyperLogLog's estimate (Python's float arithmetic, from the registers).
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -22,8 +21,6 @@ from klogtool.formats import engine
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
-
-    from klogtool.log.read.stats import PartitionStats, StatsOptions
 
 # a record the python engine read: (key, value length or None, timestamp, header count, header
 # bytes: names in characters, values in bytes)
@@ -41,14 +38,15 @@ class Records(Protocol):
     def finish(self) -> dict[str, Any]: ...
 
 
-def records(options: StatsOptions, where: str) -> Records | None:
-    """A partition's native aggregates, or None: count in Python (the python engine, or
-    options the kernel does not take)."""
+def records(now: int, exact_keys: int, heavy_counters: int, where: str) -> Records | None:
+    """A partition's native aggregates (``now`` in ms, the exact key set's bound, the heaviest
+    keys' counters), or None: count in Python (the python engine, or bounds the kernel does
+    not take)."""
     native = engine.native_module()
-    if native is None or options.heavy_counters < 1 or options.exact_keys < 0:
+    if native is None or heavy_counters < 1 or exact_keys < 0:
         return None
     make: Callable[[int, int, int], Records] = native.StatsRecords
-    return engine.call(where, make, options.now, options.exact_keys, options.heavy_counters)
+    return engine.call(where, make, now, exact_keys, heavy_counters)
 
 
 def count_batch(
@@ -76,42 +74,10 @@ def add_rows(
     engine.call(where, kernel.add_rows, list(rows), aborted, expired)
 
 
-def finish(kernel: Records, st: PartitionStats, where: str) -> None:
-    """Put the finished aggregates into ``st`` where the python loop leaves them, so that
-    :meth:`PartitionStats.finish` ends the same way."""
-    from klogtool.log.read.stats import HyperLogLog
-
+def finish(kernel: Records, where: str) -> dict[str, Any]:
+    """The finished aggregates, by name (:meth:`PartitionStats.take_native
+    <klogtool.log.read.stats.PartitionStats.take_native>` puts them where the python loop
+    leaves its own)."""
     d = engine.call(where, kernel.finish)
     assert d is not None
-    for name in ("key_sizes", "value_sizes", "header_sizes", "header_counts"):
-        h, s = getattr(st, name), d[name]
-        h.buckets, h.count, h.nulls, h.total = s["buckets"], s["count"], s["nulls"], s["total"]
-        h.min, h.max = s["min"], s["max"]
-    for name in ("tombstones", "no_timestamp", "out_of_order", "future"):
-        setattr(st, name, d[name])
-    for name in ("aborted", "keyless", "keyed"):
-        setattr(st, name, d[name])
-    st.first_timestamp = d["first_timestamp"]
-    st._max_ts = d["max_ts"]
-    st.times.width = d["time_width"]
-    st.times.counts = d["time_counts"]
-    top = st.top_keys
-    top.counts = {h: c for h, _label, c, _e in d["top"]}
-    top.errors = {h: e for h, _label, _c, e in d["top"]}
-    top.labels = {h: label for h, label, _c, _e in d["top"]}
-    top.floor = d["top_floor"]
-    top._heap = [(c, h) for h, c in top.counts.items()]
-    heapq.heapify(top._heap)
-    st._keys = None
-    st.distinct_exact = d["distinct_exact"]
-    st.top_exact = d["top_exact"]
-    if d["exact"] is not None:
-        distinct, expired = d["exact"]
-        st.distinct_keys = float(distinct)
-        st.superseded = float(st.keyed - distinct)
-        st.tombstones_expired = expired
-    else:
-        hll = HyperLogLog()
-        hll.registers = bytearray(d["hll"])
-        st._hll = hll
-        st._expired_after = d["expired_after"]
+    return d

@@ -502,6 +502,42 @@ class PartitionStats:
     def compaction_estimated(self) -> bool:
         return not self.distinct_exact
 
+    def take_native(self, d: dict[str, Any]) -> None:
+        """Put the native kernel's finished aggregates (:func:`native_stats.finish`) where the
+        python loop leaves them, so that :meth:`finish` ends the same way."""
+        for name in ("key_sizes", "value_sizes", "header_sizes", "header_counts"):
+            h, s = getattr(self, name), d[name]
+            h.buckets, h.count, h.nulls, h.total = s["buckets"], s["count"], s["nulls"], s["total"]
+            h.min, h.max = s["min"], s["max"]
+        for name in ("tombstones", "no_timestamp", "out_of_order", "future"):
+            setattr(self, name, d[name])
+        for name in ("aborted", "keyless", "keyed"):
+            setattr(self, name, d[name])
+        self.first_timestamp = d["first_timestamp"]
+        self._max_ts = d["max_ts"]
+        self.times.width = d["time_width"]
+        self.times.counts = d["time_counts"]
+        top = self.top_keys
+        top.counts = {h: c for h, _label, c, _e in d["top"]}
+        top.errors = {h: e for h, _label, _c, e in d["top"]}
+        top.labels = {h: label for h, label, _c, _e in d["top"]}
+        top.floor = d["top_floor"]
+        top._heap = [(c, h) for h, c in top.counts.items()]
+        heapq.heapify(top._heap)
+        self._keys = None
+        self.distinct_exact = d["distinct_exact"]
+        self.top_exact = d["top_exact"]
+        if d["exact"] is not None:
+            distinct, expired = d["exact"]
+            self.distinct_keys = float(distinct)
+            self.superseded = float(self.keyed - distinct)
+            self.tombstones_expired = expired
+        else:
+            hll = HyperLogLog()
+            hll.registers = bytearray(d["hll"])
+            self._hll = hll
+            self._expired_after = d["expired_after"]
+
     def finish(self) -> None:
         """Turn the exact key set into counts and drop it (it is not merged or shipped)."""
         if self._max_ts >= 0:
@@ -727,7 +763,9 @@ def partition_stats(
     txns = transaction_states(target.segments, options.ctx.limits)
     runs = EpochRuns()
     # the native engine: the record loop in Rust (klogtool/log/read/native_stats.py)
-    kernel = native_stats.records(options, target.display)
+    kernel = native_stats.records(
+        options.now, options.exact_keys, options.heavy_counters, target.display
+    )
     for files, display in zip(target.segments, target.seg_displays, strict=True):
         assert files.log is not None
         st.segments += 1
@@ -761,7 +799,7 @@ def partition_stats(
         entries, _ = read_checkpoint(target.segments[0].log.parent / LEADER_EPOCH_CHECKPOINT)
         st.epochs = timeline(entries, runs.runs)
     if kernel is not None:
-        native_stats.finish(kernel, st, target.display)
+        st.take_native(native_stats.finish(kernel, target.display))
     st.finish()
     return st
 
