@@ -68,6 +68,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--segment-bytes", default="128M", type=parse_size)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "klogtool-bench")
+    ap.add_argument("--no-export", dest="export", action="store_false", help="leave export out")
+    ap.add_argument(
+        "--s3s-fs",
+        metavar="BIN",
+        help="serve from s3s-fs (cargo install s3s-fs --features binary) instead of moto: a "
+        "server that reads only the range asked for (no request counts then)",
+    )
     a = ap.parse_args(argv)
     part = _partition(a.out, a.size, a.segment_bytes)
     logs = sorted(part.glob("*.log"))
@@ -75,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     # an offset in the middle segment, and the time of the last segment's middle
     mid = int(logs[len(logs) // 2].stem) + 1000
 
-    server = S3Server().start()
+    server = S3Server().start() if a.s3s_fs is None else FileServer(a.s3s_fs, a.out).start()
     env = {**os.environ, **server.env, "NO_COLOR": "1"}
     server.client().create_bucket(Bucket=BUCKET)
     t0 = time.perf_counter()
@@ -97,6 +104,14 @@ def main(argv: list[str] | None = None) -> None:
         ("verify", ["verify", "--format", "jsonl", "--jobs", "1"]),
         ("describe", ["describe", "--format", "jsonl"]),
     ]
+    if a.export:
+        dest = a.out / "storage-export"
+        commands.append(
+            (
+                "export --to jsonl",
+                ["export", "--jobs", "1", "--overwrite", "--to", "jsonl", str(dest)],
+            )
+        )
     cols = ["command", "where", "seconds (median)", "peak RSS MiB", "GETs", "HEADs", "listings"]
     cols.append("bytes fetched")
     print("| " + " | ".join([*cols, "of the partition"]) + " |")
@@ -120,7 +135,62 @@ def main(argv: list[str] | None = None) -> None:
             cells += [str(len(gets)), str(heads), str(lists)] if where == "s3" else ["", "", ""]
             cells += [f"{fetched:,}" if where == "s3" else "", share]
             print("| " + " | ".join(cells) + " |")
+    # the floor of a full scan: every object of the partition in one GET each, read through
+    floor = []
+    for _ in range(a.runs):
+        server.reset()
+        floor.append(_whole_gets(server, "bench/bench-0/"))
+    reqs = server.requests
+    print(
+        f"| whole-object GETs (the floor) | s3 | {statistics.median(floor):.2f} | | "
+        f"{sum(r.method == 'GET' for r in reqs)} | | | {sum(r.sent for r in reqs):,} | |"
+    )
     server.stop()
+
+
+class FileServer(S3Server):
+    """s3s-fs serving a directory on 127.0.0.1, as :class:`S3Server` is used here: it
+    counts no request (``requests`` stays empty)."""
+
+    def __init__(self, binary: str, out: Path):  # noqa: D107 (S3Server's moto is not started)
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        out.mkdir(parents=True, exist_ok=True)
+        self.root = Path(tempfile.mkdtemp(prefix="s3s-fs-", dir=out))  # its objects, its own
+        self.requests = []
+        self.args = [binary, "--host", "127.0.0.1", "--port", str(self.port)]
+        self.args += ["--access-key", "klogtool-test-key", "--secret-key", "klogtool-test-secret"]
+
+    def start(self) -> FileServer:
+        self.proc = subprocess.Popen([*self.args, str(self.root)], stdout=subprocess.DEVNULL)
+        time.sleep(1)
+        return self
+
+    def stop(self) -> None:
+        import shutil
+
+        self.proc.terminate()
+        shutil.rmtree(self.root)
+
+    def reset(self) -> None:
+        pass
+
+
+def _whole_gets(server: S3Server, prefix: str) -> float:
+    """Seconds to GET every object under ``prefix`` once, whole, streamed and dropped (boto3,
+    moto's own client; the listing is made before the clock starts)."""
+    client = server.client()
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket=BUCKET, Prefix=prefix)["Contents"]]
+    server.reset()
+    started = time.perf_counter()
+    for key in keys:
+        body = client.get_object(Bucket=BUCKET, Key=key)["Body"]
+        while body.read(8 << 20):
+            pass
+    return time.perf_counter() - started
 
 
 if __name__ == "__main__":

@@ -393,7 +393,47 @@ def test_a_spool_fetches_each_byte_once_and_reads_what_the_object_holds(
         assert spool.have == [(0, len(data))]
         assert os.pread(f.fileno(), len(data), 0) == data
     assert s3_server.fetched() == len(data)  # each byte once
-    assert all(r.sent <= storage.CHUNK for r in s3_server.requests)
+    assert all(r.sent <= storage.PIECE for r in s3_server.requests)
+
+
+def test_a_walk_fetches_ahead_in_ever_larger_windows(
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Issue 42.4: a walk that goes on reading (a batch's bytes after another's) doubles what
+    it fetches ahead, a chunk first, up to FETCHERS pieces of PIECE fetched together; a seek
+    elsewhere starts again at a chunk; a whole fill is FETCHERS ranged reads of a quarter."""
+    import random
+
+    data = random.Random(42).randbytes(100 << 20)
+    s3_server.client().put_object(Bucket=BUCKET, Key="walk/object", Body=data)
+    path = storage.path_of(f"s3://{BUCKET}/walk/object")
+    assert isinstance(path, storage.RemotePath)
+    mib = 1 << 20
+
+    def walk(spool: storage.Spool, start: int, end: int) -> list[int]:
+        s3_server.reset()
+        for at in range(start, end, 16 << 10):  # 16 KiB batches, as a scanner asks
+            spool.need(at, at + (16 << 10))
+        gets = [r for r in s3_server.requests if r.method == "GET"]
+        return [r.sent // mib for r in gets]
+
+    with open(tmp_path / "spool", "w+b") as f:
+        spool = storage.Spool(path, f)
+        # windows of 8, 16 and 32 MiB in reads of 8 at once, then 64 (44 are left) in four
+        assert sorted(walk(spool, 0, len(data))) == [8] * 7 + [11] * 4
+        assert os.pread(f.fileno(), len(data), 0) == data
+    with open(tmp_path / "spool2", "w+b") as f:
+        spool = storage.Spool(path, f)
+        assert walk(spool, 50 * mib, 51 * mib) == [8]  # a seek: one chunk
+        assert walk(spool, 10 * mib, 11 * mib) == [8]  # elsewhere: a chunk again
+        assert walk(spool, 18 * mib, 19 * mib) == [8, 8]  # on from there: twice as far
+    with open(tmp_path / "spool3", "w+b") as f:
+        spool = storage.Spool(path, f)
+        s3_server.reset()
+        spool.fill()
+        assert sorted(r.sent // mib for r in s3_server.requests if r.method == "GET") == [25] * 4
+        assert os.pread(f.fileno(), len(data), 0) == data
 
 
 def test_export_to_s3_that_fails_leaves_nothing_of_its_own(

@@ -101,14 +101,17 @@ def need_entry(view: memoryview, position: int) -> None:
         spool.need(position, position + LOG_OVERHEAD + max(size, 0))
 
 
-def fetcher(view: memoryview, *, ahead: bool = True) -> Callable[[int, int], None] | None:
+def fetcher(
+    view: memoryview, *, ahead: bool = True, until: int | None = None
+) -> Callable[[int, int], None] | None:
     """:func:`need` for ``view`` as ``SegmentScanner``'s ``need``, or None for a file that
     needs none. Without ``ahead`` only the bytes asked for are fetched (a peek at a segment's
-    first batch), else a chunk past them (a walk)."""
+    first batch), else a window past them (a walk), not past ``until`` (where the walk
+    stops: the batches that start before it are fetched whole all the same)."""
     spool = _SPOOLS.get(id(view.obj))
     if spool is None:
         return None
-    return spool.need if ahead else functools.partial(spool.need, ahead=False)
+    return functools.partial(spool.need, ahead=ahead, until=until)
 
 
 @contextmanager

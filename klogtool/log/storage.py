@@ -42,8 +42,13 @@ from klogtool.errors import ArgumentError, InputError
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
-CHUNK = 8 << 20  # bytes a ranged read of a segment fetches (large sequential reads)
-FETCHERS = 4  # ranged reads in flight while a whole segment is fetched
+CHUNK = 8 << 20  # bytes a walk's first ranged read of a segment fetches past what it needs
+# The largest ranged read: a whole segment is fetched in FETCHERS reads of a quarter of it, up
+# to this, and a walk that goes on reading doubles what it fetches ahead up to FETCHERS of
+# them. Fewer, larger requests: a server that reads the whole object for every range (moto)
+# pays per request; S3 serves 8-32 MiB ranges at full speed. Memory: FETCHERS x PIECE at most.
+PIECE = 32 << 20
+FETCHERS = 4  # ranged reads in flight while a whole segment or a walk's window is fetched
 RETRIES = 4  # attempts of a ranged read after the file system's own retries gave up
 BACKOFF = 0.25  # seconds before the first retry; doubled each time
 SDK_ATTEMPTS = 3  # attempts of each request by the S3 SDK itself (its standard strategy)
@@ -295,7 +300,7 @@ class RemotePath(PosixPath):
 
     def read_bytes(self) -> bytes:
         size = self.stat().st_size
-        return self.store.file(self.key, str(self)).read(0, size)
+        return bytes(self.store.file(self.key, str(self)).read(0, size))
 
     def read_text(self, encoding: str | None = None, errors: str | None = None) -> str:
         return self.read_bytes().decode(encoding or "utf-8", errors or "strict")
@@ -535,19 +540,19 @@ class RemoteFile:
         self.ranges = 0  # ranged reads made
         self.confirmed = 0  # ranges read when the version was last confirmed
 
-    def read(self, start: int, end: int) -> bytes:
-        """Bytes ``[start, end)``, in one ranged read (retried)."""
+    def read(self, start: int, end: int) -> memoryview:
+        """Bytes ``[start, end)``, in one ranged read (retried), where pyarrow put them."""
         if end <= start:
-            return b""
+            return memoryview(b"")
         stats = self.store.stats
 
-        def once() -> bytes:
+        def once() -> memoryview:
             with self.opening:
                 if self.handle is None:
                     self._open()
-            return bytes(self.handle.read_at(end - start, start))
+            return memoryview(self.handle.read_at(end - start, start))
 
-        data: bytes = _retrying(once, self.shown, stats)
+        data: memoryview = _retrying(once, self.shown, stats)
         with self.store.lock:
             stats.reads += 1
             stats.bytes += len(data)
@@ -801,35 +806,46 @@ class Spool:
         self.size = path.stat().st_size
         self.file = file
         self.have: list[tuple[int, int]] = []  # fetched ranges, sorted and disjoint
+        self.walked = -1  # where the last window a walk fetched ended
+        self.window = CHUNK  # its size
         self.lock = threading.Lock()
         file.truncate(self.size)  # sparse: what is not fetched takes no disk
 
     def fill(self) -> None:
-        """Fetch all of it, :data:`FETCHERS` chunks at a time (a request's latency, not the
-        bandwidth, bounds one stream; each thread holds one chunk at most)."""
-        pieces = [p for gap in self._gaps(0, self.size) for p in _pieces(*gap)]
+        """Fetch all of it, :data:`FETCHERS` ranges at a time (a request's latency, not the
+        bandwidth, bounds one stream; each thread holds one range at most)."""
+        self._fetch_all([p for gap in self._gaps(0, self.size) for p in _pieces(*gap)])
+        self.remote.confirm()
+
+    def need(self, start: int, end: int, ahead: bool = True, until: int | None = None) -> None:
+        """Make bytes ``[start, end)`` (clipped to the object) present; with ``ahead`` what
+        is missing is fetched up to a window past ``end`` (up to what is already there, and
+        to ``until``, where the walk will stop, if it is given and further than ``end``): a
+        chunk, doubled each time a walk asks for the bytes just after the last window, up to
+        :data:`FETCHERS` pieces fetched together (a seek by an index fetches a chunk; a walk
+        through the whole segment, a few large ranges)."""
+        end = min(end, self.size)
+        pieces = []
+        for lo, hi in self._gaps(start, end):
+            if ahead:
+                self.window = min(2 * self.window, FETCHERS * PIECE) if lo == self.walked else CHUNK
+                stop = self.size if until is None else min(until, self.size)
+                hi = max(hi, min(lo + self.window, self._next_have(lo), stop))
+                self.walked = hi
+            pieces += _pieces(lo, hi)
+        self._fetch_all(pieces)
+        self.remote.confirm()  # before the bytes are read: no HEAD when nothing was fetched
+
+    def _fetch_all(self, pieces: list[tuple[int, int]]) -> None:
         if len(pieces) <= 1:
             for lo, hi in pieces:
                 self._fetch(lo, hi)
-            self.remote.confirm()
             return
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(min(FETCHERS, len(pieces))) as pool:
             for _ in pool.map(lambda p: self._fetch(*p), pieces):
                 pass
-        self.remote.confirm()
-
-    def need(self, start: int, end: int, ahead: bool = True) -> None:
-        """Make bytes ``[start, end)`` (clipped to the object) present; with ``ahead`` what
-        is missing is fetched up to a chunk past ``end`` (up to what is already there)."""
-        end = min(end, self.size)
-        for lo, hi in self._gaps(start, end):
-            if ahead:
-                hi = max(hi, min(lo + CHUNK, self._next_have(lo), self.size))
-            for piece in _pieces(lo, hi):
-                self._fetch(*piece)
-        self.remote.confirm()  # before the bytes are read: no HEAD when nothing was fetched
 
     def _gaps(self, start: int, end: int) -> list[tuple[int, int]]:
         gaps = []
@@ -869,5 +885,7 @@ def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def _pieces(lo: int, hi: int) -> list[tuple[int, int]]:
-    """``[lo, hi)`` in ranged reads of :data:`CHUNK` at most."""
-    return [(a, min(a + CHUNK, hi)) for a in range(lo, hi, CHUNK)]
+    """``[lo, hi)`` in :data:`FETCHERS` ranged reads, each of :data:`CHUNK` at least (a small
+    range is one read) and :data:`PIECE` at most."""
+    step = min(PIECE, max(CHUNK, -(-(hi - lo) // FETCHERS)))
+    return [(a, min(a + step, hi)) for a in range(lo, hi, step)]

@@ -397,7 +397,7 @@ class _RangeReader:
             check_crc=opts.verify,
             stop_on_crc=False,
             base_position=start,
-            need=fetcher(buf),
+            need=fetcher(buf, until=rng.end),  # the next range's walk fetches its own bytes
         )
         lo, hi, min_ts_ms = self._bounds()
         for batch in scanner:
