@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import shutil
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from support.cli import generator, jsonl, run
@@ -17,13 +17,14 @@ from support.paths import CORPUS, LOGDIR, LOGS, needs_corpus
 
 from klogtool.formats import codecs
 from klogtool.formats.batch import LOG_APPEND_TIME, Record
+from klogtool.formats.engine import FindSpec
 from klogtool.formats.index import encode_offset_index
 from klogtool.formats.payloads.control import ABORT, COMMIT
 from klogtool.formats.v2 import encode_batch
 from klogtool.log.context import ReadContext
 from klogtool.log.read.dumper import DumpOptions
 from klogtool.log.read.finder import Finder, FindOptions
-from klogtool.log.record_filter import RecordFilter
+from klogtool.log.record_filter import BATCH_LEVEL, RECORD_LEVEL, RecordFilter
 
 T0 = 1_700_000_000_000
 
@@ -629,3 +630,44 @@ def test_largest_on_a_real_brokers_partition() -> None:
     assert code == 0, err
     assert [o["size"] for o in jsonl(out)] == sorted(sizes, reverse=True)[:7]
     assert len(sizes) == 1521
+
+
+# -- one declaration of each condition's kind (issue 39, item 2) --------------------------------
+RECORD_SAMPLES: dict[str, Any] = {
+    "key": b"k",
+    "headers": (("h", b"v"),),
+    "offsets": (1, 2),
+    "from_time": 5,
+    "to_time": 6,
+    "min_size": 3,
+    "max_size": 4,
+    "key_regex": "a",
+    "value_regex": "b",
+}
+BATCH_SAMPLES: dict[str, Any] = {
+    "producer_ids": frozenset({7}),
+    "transactions": frozenset({"committed"}),
+    "control": False,
+}
+
+
+def test_a_condition_cannot_be_added_half_way() -> None:
+    """Every field of RecordFilter is declared record-level or batch-level, once; each
+    record-level one alone makes the filter record-level and reaches its own place in the
+    native kernel's spec (the stub's FindSpec, in order), so that the native engine cannot
+    silently ignore it; a batch-level one alone asks no record to be looked at."""
+    assert sorted(f.name for f in fields(RecordFilter)) == sorted(RECORD_LEVEL + BATCH_LEVEL)
+    assert list(RECORD_SAMPLES) == list(RECORD_LEVEL) and set(BATCH_SAMPLES) == set(BATCH_LEVEL)
+    assert len(get_args(FindSpec)) == len(RECORD_LEVEL)
+    empty = RecordFilter().native_spec()
+    assert empty is not None
+    for i, (name, sample) in enumerate(RECORD_SAMPLES.items()):
+        where = RecordFilter(**{name: sample})
+        assert where.record_level, name
+        spec = where.native_spec()
+        assert spec is not None and len(spec) == len(empty)
+        assert [j for j in range(len(spec)) if spec[j] != empty[j]] == [i], name
+    for name, sample in BATCH_SAMPLES.items():
+        where = RecordFilter(**{name: sample})
+        assert where.active and not where.record_level, name
+        assert where.native_spec() == empty

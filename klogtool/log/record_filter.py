@@ -33,6 +33,26 @@ COMMITTED, ABORTED, OPEN, NONE = "committed", "aborted", "open", "none"
 TXN_STATES = (COMMITTED, ABORTED, OPEN, NONE)
 MAX_OFFSET = (1 << 63) - 1
 
+# Every condition of a RecordFilter is one of these two kinds, declared here once (a test holds
+# the declaration to the dataclass's fields): a condition added to neither, or record-level but
+# left out of the native spec, would be silently ignored by the native engine's find kernel.
+# Record-level: decided per record, by matches() or by the native kernel, in the kernel's spec
+# order (native_spec builds its tuple in this order).
+RECORD_LEVEL = (
+    "key",
+    "headers",
+    "offsets",
+    "from_time",
+    "to_time",
+    "min_size",
+    "max_size",
+    "key_regex",
+    "value_regex",
+)
+# Batch-level only: decided from a batch's header (skips_batch) or the partition's transaction
+# states, in Python under both engines.
+BATCH_LEVEL = ("producer_ids", "transactions", "control")
+
 
 @dataclass(frozen=True)
 class RecordFilter:
@@ -66,17 +86,7 @@ class RecordFilter:
     def record_level(self) -> bool:
         """Whether a batch that passes :meth:`skips_batch` may still hold records that do not
         match (so each record must be looked at)."""
-        return bool(
-            self.key is not None
-            or self.key_regex
-            or self.value_regex
-            or self.headers
-            or self.offsets
-            or self.from_time is not None
-            or self.to_time is not None
-            or self.min_size is not None
-            or self.max_size is not None
-        )
+        return any(getattr(self, name) not in (None, "", ()) for name in RECORD_LEVEL)
 
     @cached_property
     def _key_re(self) -> re.Pattern[bytes] | None:
@@ -118,7 +128,8 @@ class RecordFilter:
         sizes = (self.min_size, self.max_size)
         if any(s is not None and (type(s) is not int or not 0 <= s < 1 << 63) for s in sizes):
             return None
-        return (self.key, headers, self.offsets, *times, *sizes, key_regex, value_regex)
+        given = {"headers": headers, "key_regex": key_regex, "value_regex": value_regex}
+        return tuple(given.get(name, getattr(self, name)) for name in RECORD_LEVEL)
 
     def skips_batch(self, batch: Batch) -> bool:
         """True when no record of ``batch`` can match, judged from its header alone."""
