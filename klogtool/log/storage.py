@@ -46,7 +46,8 @@ CHUNK = 8 << 20  # bytes a walk's first ranged read of a segment fetches past wh
 # The largest ranged read: a whole segment is fetched in FETCHERS reads of a quarter of it, up
 # to this, and a walk that goes on reading doubles what it fetches ahead up to FETCHERS of
 # them. Fewer, larger requests: a server that reads the whole object for every range (moto)
-# pays per request; S3 serves 8-32 MiB ranges at full speed. Memory: FETCHERS x PIECE at most.
+# pays per request; S3's own guidance is byte-range GETs in parallel (docs/storage.md). Memory:
+# FETCHERS x PIECE at most in flight.
 PIECE = 32 << 20
 FETCHERS = 4  # ranged reads in flight while a whole segment or a walk's window is fetched
 RETRIES = 4  # attempts of a ranged read after the file system's own retries gave up
@@ -885,7 +886,7 @@ def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def _pieces(lo: int, hi: int) -> list[tuple[int, int]]:
-    """``[lo, hi)`` in :data:`FETCHERS` ranged reads, each of :data:`CHUNK` at least (a small
-    range is one read) and :data:`PIECE` at most."""
+    """``[lo, hi)`` in ranged reads of a :data:`FETCHERS`-th of it, each of :data:`CHUNK` at
+    least (a small range is one read) and :data:`PIECE` at most (a large one is more reads)."""
     step = min(PIECE, max(CHUNK, -(-(hi - lo) // FETCHERS)))
     return [(a, min(a + step, hi)) for a in range(lo, hi, step)]
