@@ -262,11 +262,15 @@ def _native_arrays(cols: Mapping[str, Any], schema: pa.Schema) -> dict[str, pa.A
     }
     for name in ("key", "value"):
         if name in schema.names:
-            arrays[name] = binary(name, pa.binary())
+            arrays[name] = _as_type(binary(name, pa.binary()), schema.field(name).type)
     if "headers" in schema.names:
         typ = schema.field("headers").type
+        value_type = typ.value_type.field("value").type
         struct = pa.StructArray.from_arrays(
-            [binary("header_key", pa.string()), binary("header_value", pa.binary())],
+            [
+                binary("header_key", pa.string()),
+                _as_type(binary("header_value", pa.binary()), value_type),
+            ],
             fields=list(typ.value_type),
         )
         nulls = cols["headers_nulls"]
@@ -280,9 +284,25 @@ def _native_arrays(cols: Mapping[str, Any], schema: pa.Schema) -> dict[str, pa.A
     return arrays
 
 
-# Key/value renderings the native engine builds itself (the others are text made by the
-# payload decoders, in Python).
-_NATIVE_DECODERS = ("binary", "none")
+# Key/value renderings the native engine's columns give (the others are text made by the
+# payload decoders, in Python, from records as objects): the bytes, and base64 text made of
+# them a column at a time (JSON Lines' default).
+_NATIVE_DECODERS = ("binary", "none", "base64")
+
+
+def _as_type(payloads_column: pa.Array, typ: pa.DataType) -> pa.Array:
+    """The native engine's bytes as the column's type: themselves, or (a string column: the
+    base64 decoder, the only text one :data:`_NATIVE_DECODERS` admits) their base64 text, as
+    ``payloads.decode_bytes`` writes it."""
+    import pyarrow as pa
+
+    if typ == payloads_column.type:
+        return payloads_column
+    assert pa.types.is_string(typ), typ
+    base64 = payloads.get_byte_decoder("base64")
+    assert base64 is not None
+    texts = [None if v is None else base64(v) for v in payloads_column.to_pylist()]
+    return pa.array(texts, typ)
 
 
 @dataclass

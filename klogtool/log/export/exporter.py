@@ -348,12 +348,16 @@ def count_output(root: str, to: str, report: bool = False) -> OutputCount:
             if report and pf.metadata.num_rows:
                 col = pq.read_table(f, columns=["error_code"]).column(0)
                 out.error_rows += len(col) - col.null_count
+        elif not report:  # (every line a row: the writers write no blank line)
+            with open(f, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    out.rows += chunk.count(b"\n")
         else:
             with open(f, "rb") as fh:
                 for line in fh:
                     if line.strip():
                         out.rows += 1
-                        if report and b'"error_code":null' not in line:
+                        if b'"error_code":null' not in line:
                             out.error_rows += 1
     return out
 
@@ -444,14 +448,34 @@ def _json_texts(col: pa.Array) -> pa.Array | None:
     return pc.fill_null(text, "null")
 
 
+# what json.dumps escapes in a string (ensure_ascii=False): the quote, the backslash, controls
+_JSON_ESCAPED = r'["\\\x00-\x1f]'
+
+
 def _distinct_texts(col: pa.Array) -> pa.Array:
-    """Strings and bytes: ``json.dumps`` of each distinct value once (producers' keys, topic
-    names and codecs repeat), then taken for every row."""
+    """Strings and bytes: a string that needs no escape quoted as it is, a column at a time
+    (base64 payloads, topic names); the others ``json.dumps`` of each distinct value once
+    (producers' keys repeat), then taken for every row."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if pa.types.is_null(col.type):
         return pa.nulls(len(col), pa.string())
+    if pa.types.is_string(col.type):
+        escaped = pc.fill_null(pc.match_substring_regex(col, _JSON_ESCAPED), False)
+        quoted = pc.binary_join_element_wise('"', col, '"', "")
+        if not pc.any(escaped).as_py():
+            return quoted
+        some = col.filter(escaped)
+        return pc.replace_with_mask(quoted, escaped, _dumped(some))
+    return _dumped(col)
+
+
+def _dumped(col: pa.Array) -> pa.Array:
+    """``json.dumps`` of each distinct value of ``col``, once, taken for every row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     encoded = pc.dictionary_encode(col)
     values = encoded.dictionary.to_pylist()
     texts = [json.dumps(v, ensure_ascii=False, default=_json_default) for v in values]
