@@ -397,9 +397,9 @@ def jsonl_lines(batch: pa.RecordBatch) -> Iterator[str]:
 
 def jsonl_bytes(batch: pa.RecordBatch) -> bytes:
     """:func:`jsonl_lines` of ``batch``, each ended by a newline, byte for byte, made a column
-    at a time by Arrow's kernels (a value becomes its JSON text once per distinct value, a
-    line is the columns' texts joined): a row at a time, ``to_pylist`` and ``json.dumps``
-    took ~10 us a row, most of an export to JSON Lines. A column of a type not handled here
+    at a time by Arrow's kernels (each column's values become their JSON texts, a line is
+    the columns' texts joined): a row at a time, ``to_pylist`` and ``json.dumps`` were most
+    of an export to JSON Lines (bench/README.md). A column of a type not handled here
     (floats, maps, structs) makes the whole batch go the row way."""
     import pyarrow as pa
     import pyarrow.compute as pc
