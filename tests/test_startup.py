@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.cli import default_sigint
 
 from klogtool import cli
 from klogtool.formats import engine
@@ -71,10 +72,6 @@ def test_the_short_help_table_matches_each_command(name: str) -> None:
     assert cli.COMMANDS[name][1] == command.get_short_help_str(limit=1000)
 
 
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.mark.parametrize("delay", [0.09, 0.13, 0.18, 0.6])
 def test_ctrl_c_at_any_moment_is_one_line_and_130(delay: float) -> None:
     # `dump-segments -` waits on stdin forever: the signal lands while klogtool's modules load
@@ -88,7 +85,7 @@ def test_ctrl_c_at_any_moment_is_one_line_and_130(delay: float) -> None:
         text=True,
         # a background job inherits SIGINT ignored, and Python then never raises
         # KeyboardInterrupt: the child gets the default, as at an interactive prompt
-        preexec_fn=_default_sigint,
+        preexec_fn=default_sigint,
     )
     time.sleep(delay)
     p.send_signal(signal.SIGINT)
@@ -122,7 +119,7 @@ def test_ctrl_c_as_a_command_finishes_is_still_one_line() -> None:
         capture_output=True,
         text=True,
         timeout=60,
-        preexec_fn=_default_sigint,
+        preexec_fn=default_sigint,
     )
     assert (p.returncode, p.stderr) == (130, "klogtool: interrupted\n")
 

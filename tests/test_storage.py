@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("pyarrow.fs", reason="object storage needs pyarrow (the storage extra)")
 
-from support.cli import generator, run
+from support.cli import default_sigint, generator, run
 from support.metadata import TOPIC, config_record, metadata_batch, topic_record
 from support.paths import LOGS
 from support.rewrite import write_partition
@@ -664,6 +664,7 @@ def _started(*args: str, **env: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "NO_COLOR": "1", **env},
+        preexec_fn=default_sigint,
     )
 
 

@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from functools import cache
@@ -22,6 +23,13 @@ ERROR_LINE = r"^klogtool: error: .+ \(.+\)$"
 
 
 @cache
+def default_sigint() -> None:
+    """``preexec_fn`` of a child a test sends Ctrl-C: SIGINT at its default, as at an
+    interactive prompt. A background job (CI's second run, any `... &`) inherits SIGINT
+    ignored, and a child that ignores it never sees the Ctrl-C the test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def generator() -> ModuleType:
     """``fixtures/generate.py`` as a module (it is a script, not a package)."""
     spec = importlib.util.spec_from_file_location(
