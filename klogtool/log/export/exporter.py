@@ -383,7 +383,7 @@ def _json_default(obj: object) -> object:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
-JSONL_ROWS = 4096  # rows made Python objects at a time (about 1 KB each)
+JSONL_ROWS = 4096  # rows made JSON at a time (as Python objects, or as Arrow texts)
 
 
 def jsonl_lines(batch: pa.RecordBatch) -> Iterator[str]:
@@ -631,7 +631,8 @@ class _Output:
                 self.parquet.write_batch(part)
                 return
             assert self.text is not None
-            self.text.write(jsonl_bytes(part))
+            for start in range(0, part.num_rows, JSONL_ROWS):  # each slice's texts, then freed
+                self.text.write(jsonl_bytes(part.slice(start, JSONL_ROWS)))
 
     def close(self) -> int:
         """Close it; the bytes written."""
