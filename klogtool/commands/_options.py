@@ -491,8 +491,6 @@ def free_cpus() -> int:
     (bench/bench_jobs.py). Busy: the smaller of the 1-minute load average and the other tasks
     runnable now, so that neither a load just gone (the last command's own workers) nor a
     passing spike counts; rounded."""
-    import os
-
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     try:
         busy = os.getloadavg()[0]

@@ -482,14 +482,12 @@ def _dumped(col: pa.Array) -> pa.Array:
     return pa.array(texts, pa.string()).take(encoded.indices)
 
 
-def _list_of_struct_texts(col: pa.Array) -> pa.Array | None:
+def _list_of_struct_texts(col: pa.ListArray) -> pa.Array | None:
     """A list of structs (the headers: ``[{"key":...,"value":...}]``): the structs' fields as
     texts, joined into objects, then each list's objects joined into an array."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
     items = col.values  # every list's structs, one after another (from offset 0)
     if items.null_count or items.type.num_fields == 0:
         return None  # (a null struct is "null", not an object of nulls)
