@@ -27,6 +27,7 @@ from klogtool.formats.payloads import (  # noqa: E402
     cluster_metadata,
     consumer_offsets,
     control,
+    remote_log_metadata,
     share_state,
     transaction_state,
 )
@@ -34,12 +35,17 @@ from klogtool.formats.payloads.schema import MISSING, Field, Message, load_json_
 
 
 def ours() -> list[Message]:
-    """Every table: the modules' ``_MESSAGES`` (their ``SCHEMA_JSON``) and the KRaft records."""
+    """Every table: the modules' ``_MESSAGES`` (their ``SCHEMA_JSON``), the KRaft records and
+    the tiered-storage ones."""
     found: dict[str, Message] = {}
     for module in (consumer_offsets, control, share_state, transaction_state):
         found.update(module._MESSAGES)
-    for message in cluster_metadata.METADATA_MESSAGES.values():
-        found[message.name] = message
+    for table in (
+        cluster_metadata.METADATA_MESSAGES,
+        remote_log_metadata.REMOTE_LOG_METADATA_MESSAGES,
+    ):
+        for message in table.values():
+            found[message.name] = message
     return sorted(found.values(), key=lambda m: m.name)
 
 
@@ -87,7 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("kafka", type=Path, help="a checkout of apache/kafka")
     ns = parser.parse_args(argv)
     files: dict[str, Path] = {}
-    for path in ns.kafka.rglob("src/main/resources/common/*/*.json"):
+    schema_files = [
+        *ns.kafka.rglob("src/main/resources/common/*/*.json"),
+        *ns.kafka.glob("storage/src/main/resources/message/*.json"),  # tiered storage's
+    ]
+    for path in schema_files:
         named = re.search(r'"name":\s*"(\w+)"', path.read_text())  # the message's own name
         files.setdefault(named.group(1) if named else path.stem, path)
     differences = checked = 0

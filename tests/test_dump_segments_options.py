@@ -98,6 +98,7 @@ def test_kafka_decoder_flags_are_klogtools_decoders(tmp_path: Path) -> None:
         ("--transaction-log-decoder", "transaction-state"),
         ("--cluster-metadata-decoder", "cluster-metadata"),
         ("--share-group-state-decoder", "share-group-state"),
+        ("--remote-log-metadata-decoder", "remote-log-metadata"),
     ):
         # as kafka-dump-log.sh's, each flag prints the payloads
         assert _same([flag, TXN0], ["--print-data", "--decoder", decoder, TXN0]) == ""
@@ -112,12 +113,6 @@ def test_kafka_decoder_flags_are_klogtools_decoders(tmp_path: Path) -> None:
     assert code == 2 and "--offsets-decoder contradicts --decoder none" in err
     code, _, err = run("dump-segments", "--offsets-decoder", "--transaction-log-decoder", TXN0)
     assert code == 2 and "exclude each other" in err
-
-
-def test_kafka_decoders_klogtool_lacks_print_the_bytes_with_a_note() -> None:
-    flag = "--remote-log-metadata-decoder"
-    err = _same([flag, TXN0], ["--print-data", TXN0])
-    assert len(err.splitlines()) == 1 and err.startswith(f"klogtool: warning: {flag}:")
 
 
 def test_decoder_classes() -> None:

@@ -43,13 +43,12 @@ if TYPE_CHECKING:
 Obj: TypeAlias = Mapping[str, Any]
 
 
-# kafka-dump-log.sh's decoder flags (Kafka's DumpLogSegments): klogtool's --decoder, or None
-# where klogtool has no such decoder
-_KAFKA_DECODER_FLAGS: dict[str, tuple[str, str | None]] = {
+# kafka-dump-log.sh's decoder flags (Kafka's DumpLogSegments): klogtool's --decoder
+_KAFKA_DECODER_FLAGS: dict[str, tuple[str, str]] = {
     "offsets_decoder": ("--offsets-decoder", "consumer-offsets"),
     "transaction_log_decoder": ("--transaction-log-decoder", "transaction-state"),
     "cluster_metadata_decoder": ("--cluster-metadata-decoder", "cluster-metadata"),
-    "remote_log_metadata_decoder": ("--remote-log-metadata-decoder", None),
+    "remote_log_metadata_decoder": ("--remote-log-metadata-decoder", "remote-log-metadata"),
     "share_group_state_decoder": ("--share-group-state-decoder", "share-group-state"),
 }
 # kafka-dump-log.sh's default --key-decoder-class / --value-decoder-class (old and new names)
@@ -106,12 +105,7 @@ def kafka_dump_log_options(f: Callable[..., Any]) -> Callable[..., Any]:
             raise click.UsageError(f"{names} exclude each other")
         if given:
             flag, decoder = _KAFKA_DECODER_FLAGS[given[0]]
-            if decoder is None:
-                notes.append(
-                    f"{flag}: klogtool has no decoder for these records; their payloads are "
-                    "shown as bytes (--key-decoder, --value-decoder)"
-                )
-            elif kwargs["decoder"] not in ("auto", decoder):
+            if kwargs["decoder"] not in ("auto", decoder):
                 raise click.UsageError(f"{flag} contradicts --decoder {kwargs['decoder']}")
             else:
                 kwargs["decoder"] = decoder

@@ -37,7 +37,10 @@ Names accepted by ``--key-decoder`` / ``--value-decoder`` / ``--decoder``:
   record type gives ``({"type": "<t>", "unknown": True}, None)``. ``cluster-metadata`` (KRaft,
   :mod:`.cluster_metadata`) gives ``(None, {"type": "<ENUM_NAME>", "version": <int>, "data":
   {...}})`` (metadata records have no key; an api key without a table gives ``{"type":
-  "UNKNOWN", "apiKey": k, ..., "unknown": True}``). A decoder listed in
+  "UNKNOWN", "apiKey": k, ..., "unknown": True}``). ``remote-log-metadata``
+  (``__remote_log_metadata``, tiered storage: :mod:`.remote_log_metadata`) gives the same
+  value shape (``None`` for a tombstone) and a key only when the record has one (``{"raw":
+  <base64>}``); a record Kafka's constructors refuse raises. A decoder listed in
   :data:`UNIMPLEMENTED_DECODERS` (none at the moment) raises
   :class:`~klogtool.formats.errors.UnsupportedError` with code ``decoder-not-implemented``.
 * Confluent's wire format (:mod:`.confluent`): ``confluent`` (:data:`CONFLUENT_DECODER`),
@@ -47,11 +50,13 @@ Names accepted by ``--key-decoder`` / ``--value-decoder`` / ``--decoder``:
   :class:`SchemaRegistry` is the id → schema map, :meth:`SchemaRegistry.replay` rebuilds it
   from a ``_schemas`` partition's records.
 * :func:`auto_decoder_for_topic` picks the internal decoder for ``__consumer_offsets``,
-  ``__transaction_state``, ``__share_group_state`` and ``__cluster_metadata`` (topic names or
+  ``__transaction_state``, ``__share_group_state``, ``__cluster_metadata`` and
+  ``__remote_log_metadata`` (topic names or
   ``<topic>-<n>`` partition directory names), else None.
 * :func:`kafka_dump_text` renders the exact `` key: …`` / `` payload: …`` texts of
   kafka-dump-log.sh (``--offsets-decoder``, ``--transaction-log-decoder``,
-  ``--share-group-state-decoder``, ``--cluster-metadata-decoder``, default ``StringDecoder``
+  ``--share-group-state-decoder``, ``--cluster-metadata-decoder``,
+  ``--remote-log-metadata-decoder``, default ``StringDecoder``
   for ``utf8``).
 
 Data errors raise only :mod:`klogtool.formats.errors` exceptions (with the byte position in the
@@ -138,6 +143,7 @@ INTERNAL_DECODERS: tuple[str, ...] = (
     "transaction-state",
     "cluster-metadata",
     "share-group-state",
+    "remote-log-metadata",
 )
 UNIMPLEMENTED_DECODERS: frozenset[str] = frozenset()
 DECODERS: tuple[str, ...] = BYTE_DECODERS + INTERNAL_DECODERS
@@ -147,6 +153,7 @@ _TOPIC_DECODERS = {
     "__transaction_state": "transaction-state",
     "__cluster_metadata": "cluster-metadata",
     "__share_group_state": "share-group-state",
+    "__remote_log_metadata": "remote-log-metadata",
 }
 # The coordinator topics' decoders: (module, function) of each, imported when first used
 _COORDINATOR_DECODERS = {
@@ -257,8 +264,45 @@ def decode_internal(
 
         _check_internal(name)
         return None, decode_metadata_record(value).json()
+    if name == "remote-log-metadata":
+        # unkeyed; a key (KIP-1266's compaction key) is shown as its bytes
+        key_obj = None if key is None else {"raw": _base64(key)}
+        return key_obj, None if value is None else _remote_log_metadata(value).json()
     record = _decode_coordinator(name, key, value)
     return record.key_json(), record.value_json()
+
+
+def _remote_log_metadata(value: Payload) -> MetadataRecord:
+    """A ``__remote_log_metadata`` value decoded and held to the checks Kafka makes."""
+    from klogtool.formats.payloads.cluster_metadata import MetadataParseError
+    from klogtool.formats.payloads.remote_log_metadata import (
+        check_values,
+        decode_remote_log_metadata,
+    )
+
+    record = decode_remote_log_metadata(value)
+    refused = check_values(record)
+    if refused is not None:
+        raise MetadataParseError(f"{record.type_name}: {refused}", None, refused)
+    return record
+
+
+def _remote_log_metadata_text(value: Payload | None, offset: int) -> str | None:
+    from klogtool.formats.payloads.cluster_metadata import kafka_error_message
+    from klogtool.formats.payloads.remote_log_metadata import kafka_text
+
+    if value is None:
+        return None
+    try:
+        record = _remote_log_metadata(value)
+    except FormatError as e:
+        return f"Error at offset {offset}, skipping. {kafka_error_message(e)}"
+    if record.is_unknown:
+        return (
+            f"Error at offset {offset}, skipping. org.apache.kafka.common.errors."
+            f"UnsupportedVersionException: Unknown metadata id {record.api_key}"
+        )
+    return kafka_text(record)
 
 
 def _compact_json(obj: Any) -> str:
@@ -336,6 +380,9 @@ def kafka_dump_text(
       ``{"type":"<ENUM_NAME>","version":<v>,"data":{...}}`` (doubles in Java's notation), or
       ``Error at {o}, skipping. {message}`` for a value that does not decode or whose api key
       has no table (Kafka's ``Unknown metadata id`` error).
+    * ``remote-log-metadata`` (``--remote-log-metadata-decoder``): no key; the payload is the
+      ``toString`` of Kafka's object (``RemoteLogSegmentMetadata{...}``), or ``Error at offset
+      {o}, skipping. {message}``; a null value prints no payload.
     """
     if decoder_name in BYTE_DECODERS:
         if decoder_name == "none":
@@ -348,6 +395,8 @@ def kafka_dump_text(
     from klogtool.formats.payloads.transaction_state import format_transaction_text
 
     _check_internal(decoder_name)
+    if decoder_name == "remote-log-metadata":
+        return None, _remote_log_metadata_text(value, offset)
     if decoder_name == "cluster-metadata":
         try:
             meta = decode_metadata_record(value)

@@ -49,10 +49,12 @@ __all__ = [
     "SCHEMA_JSON",
     "MetadataParseError",
     "MetadataRecord",
+    "decode_api_message",
     "decode_metadata_record",
     "encode_metadata_record",
     "kafka_error_message",
     "record_type_name",
+    "tables",
 ]
 
 FRAME_VERSION = 1
@@ -257,10 +259,12 @@ def _enum_name(schema_name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", schema_name).upper()
 
 
-def _load() -> tuple[dict[int, Message], dict[int, str]]:
+def tables(schema_json: str) -> tuple[dict[int, Message], dict[int, str]]:
+    """``{api key: Message}`` and ``{api key: ENUM_NAME}`` of a list of Kafka JSON schemas
+    of type ``metadata`` (each with its ``apiKey``)."""
     messages: dict[int, Message] = {}
     names: dict[int, str] = {}
-    for message in messages_from_json(SCHEMA_JSON).values():
+    for message in messages_from_json(schema_json).values():
         if message.api_key is None:
             raise ValueError(f"{message.name}: the table has no apiKey")
         messages[message.api_key] = message
@@ -268,7 +272,7 @@ def _load() -> tuple[dict[int, Message], dict[int, str]]:
     return messages, names
 
 
-METADATA_MESSAGES, METADATA_RECORD_TYPES = _load()
+METADATA_MESSAGES, METADATA_RECORD_TYPES = tables(SCHEMA_JSON)
 """``{api key: Message}`` and ``{api key: ENUM_NAME}`` of every record type with a table."""
 
 
@@ -338,6 +342,16 @@ def _frame_int(buf: memoryview, pos: int, entity: str) -> tuple[int, int]:
 
 def decode_metadata_record(value: bytes | bytearray | memoryview | None) -> MetadataRecord:
     """Decode one ``__cluster_metadata`` record value (see the module docstring)."""
+    return decode_api_message(value, METADATA_MESSAGES, METADATA_RECORD_TYPES)
+
+
+def decode_api_message(
+    value: bytes | bytearray | memoryview | None,
+    messages: dict[int, Message],
+    type_names: dict[int, str],
+) -> MetadataRecord:
+    """Decode a value framed by Kafka's ``AbstractApiMessageSerde`` with a table of messages
+    by api key (``__cluster_metadata``'s, ``__remote_log_metadata``'s)."""
     if value is None:
         raise MetadataParseError("the record has a null value", 0, "null")
     mv = value if isinstance(value, memoryview) else memoryview(value)
@@ -360,7 +374,7 @@ def decode_metadata_record(value: bytes | bytearray | memoryview | None) -> Meta
         )
     api_key, pos = _frame_int(mv, pos, "type")
     version, pos = _frame_int(mv, pos, "version")
-    message = METADATA_MESSAGES.get(api_key)
+    message = messages.get(api_key)
     if message is None:
         return MetadataRecord(api_key, version, "UNKNOWN", None, bytes(mv[pos:]))
     failed = f"Failed to deserialize record with type {api_key}"
@@ -383,7 +397,7 @@ def decode_metadata_record(value: bytes | bytearray | memoryview | None) -> Meta
             end,
             f"Found {n} byte(s) of garbage after {api_key}",
         )
-    return MetadataRecord(api_key, version, record_type_name(api_key), data)
+    return MetadataRecord(api_key, version, type_names[api_key], data)
 
 
 def kafka_error_message(e: FormatError) -> str:
@@ -393,10 +407,16 @@ def kafka_error_message(e: FormatError) -> str:
     return e.message
 
 
-def encode_metadata_record(api_key: int, data: dict[str, Any], version: int = 0) -> bytes:
+def encode_metadata_record(
+    api_key: int,
+    data: dict[str, Any],
+    version: int = 0,
+    messages: dict[int, Message] = METADATA_MESSAGES,
+) -> bytes:
     """A record value: frame version 1, api key, version, then the message (for tests and
-    commands that write metadata records)."""
-    message = METADATA_MESSAGES.get(api_key)
+    commands that write metadata records; ``messages`` is the table, the KRaft one unless
+    given)."""
+    message = messages.get(api_key)
     if message is None:
         raise ValueError(f"no schema for metadata record type {api_key}")
     return (

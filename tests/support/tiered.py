@@ -1,0 +1,134 @@
+"""``__remote_log_metadata`` records written by hand from Kafka's JSON schemas
+(``storage/src/main/resources/message/*.json``: version 0, flexible; framed by
+``AbstractApiMessageSerde``: uvarint frame version 1, api key, version), not with klogtool's
+schema engine, and a metadata partition of them in batches built by kafka-python."""
+
+from __future__ import annotations
+
+import base64
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from support.coordinator import NO_TAGS, compact_array, compact_string, uvarint
+from support.records import kafka_python_batch
+from support.rewrite import write_partition
+
+T0 = 1_700_000_000_000
+STARTED, FINISHED, DELETE_STARTED, DELETE_FINISHED = range(4)
+MARKED, PARTITION_DELETE_STARTED, PARTITION_DELETE_FINISHED = range(3)
+
+
+def _uuid(text: str) -> bytes:
+    raw = base64.urlsafe_b64decode(text + "==")
+    assert len(raw) == 16
+    return raw
+
+
+def _frame(api_key: int, body: bytes) -> bytes:
+    return uvarint(1) + uvarint(api_key) + uvarint(0) + body
+
+
+def _compact_bytes(b: bytes | None) -> bytes:
+    return b"\x00" if b is None else uvarint(len(b) + 1) + b
+
+
+@dataclass(frozen=True)
+class Tp:
+    """A user partition: topic name, topic id (Kafka's text form), partition."""
+
+    name: str
+    id: str
+    partition: int
+
+    def encoded(self) -> bytes:
+        return (
+            compact_string(self.name) + _uuid(self.id) + struct.pack(">i", self.partition) + NO_TAGS
+        )
+
+
+def _segment_id(tp: Tp, seg: str) -> bytes:
+    return tp.encoded() + _uuid(seg) + NO_TAGS
+
+
+def segment_record(
+    tp: Tp,
+    seg: str,
+    start: int,
+    end: int,
+    epochs: list[tuple[int, int]],
+    *,
+    size: int = 1000,
+    broker: int = 1,
+    max_ts: int = T0,
+    event_ts: int = T0,
+    custom: bytes | None = None,
+    state: int = STARTED,
+) -> bytes:
+    """RemoteLogSegmentMetadataRecord (api key 0)."""
+    body = (
+        _segment_id(tp, seg)
+        + struct.pack(">qqiqq", start, end, broker, max_ts, event_ts)
+        + compact_array([struct.pack(">iq", e, o) + NO_TAGS for e, o in epochs])
+        + struct.pack(">i", size)
+        + _compact_bytes(custom)
+        + struct.pack(">b", state)
+        + NO_TAGS
+    )
+    return _frame(0, body)
+
+
+def update_record(
+    tp: Tp,
+    seg: str,
+    state: int,
+    *,
+    broker: int = 1,
+    event_ts: int = T0,
+    custom: bytes | None = None,
+) -> bytes:
+    """RemoteLogSegmentMetadataUpdateRecord (api key 1)."""
+    body = (
+        _segment_id(tp, seg)
+        + struct.pack(">iq", broker, event_ts)
+        + _compact_bytes(custom)
+        + struct.pack(">b", state)
+        + NO_TAGS
+    )
+    return _frame(1, body)
+
+
+def partition_delete_record(tp: Tp, state: int, *, broker: int = 1, event_ts: int = T0) -> bytes:
+    """RemotePartitionDeleteMetadataRecord (api key 2)."""
+    return _frame(2, tp.encoded() + struct.pack(">iqb", broker, event_ts, state) + NO_TAGS)
+
+
+def snapshot_record(
+    seg: str, start: int, end: int, epochs: list[tuple[int, int]], state: int = FINISHED
+) -> bytes:
+    """RemoteLogSegmentMetadataSnapshotRecord (api key 3)."""
+    body = (
+        _uuid(seg)
+        + struct.pack(">qqiqq", start, end, 1, T0, T0)
+        + compact_array([struct.pack(">iq", e, o) + NO_TAGS for e, o in epochs])
+        + struct.pack(">i", 1000)
+        + b"\x00"
+        + struct.pack(">b", state)
+        + NO_TAGS
+    )
+    return _frame(3, body)
+
+
+def write_metadata_partition(
+    log_dir: Path, values: list[bytes | None], partition: int = 0, *, per_batch: int = 3
+) -> Path:
+    """``log_dir/__remote_log_metadata-<partition>``: ``values`` (null keys) from offset 0."""
+    batches = []
+    for base in range(0, len(values), per_batch):
+        rows: list[tuple[int, bytes | None, bytes | None, list[tuple[str, bytes]]]] = [
+            (T0 + base + i, None, v, []) for i, v in enumerate(values[base : base + per_batch])
+        ]
+        batches.append(kafka_python_batch(base, 0, rows))
+    part = log_dir / f"__remote_log_metadata-{partition}"
+    write_partition(part, [(0, batches)])
+    return part
