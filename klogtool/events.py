@@ -111,6 +111,57 @@ class DescribeEpoch(TypedDict):
     same_start: bool | None  # the two starts are equal; null: nothing to compare
 
 
+class DescribeRemoteTier(TypedDict):
+    """A tiered partition's remote tier beside its local log, from the host's
+    __remote_log_metadata partitions (klogtool.log.remote_tier; docs/tiered-storage.md)."""
+
+    type: Literal["remote_tier"]
+    path: str
+    topic: str
+    partition: int
+    topic_id: str
+    metadata_partition: str  # the __remote_log_metadata-N that holds its events
+    segments: int  # the remote log: finished uploads that hold their offsets
+    bytes: int
+    start_offset: int | None  # null: no remote segment is readable
+    end_offset: int | None  # the last offset held remotely (inclusive)
+    highest_uploaded_offset: int  # as the broker finds it with the local epochs; -1: none
+    local_start_offset: int
+    local_end_offset: int  # exclusive
+    overlap: list[int] | None  # [first, last] offsets held both remotely and locally
+    gap: list[int] | None  # [first, last] offsets between the tiers that neither holds
+    remote_gaps: list[list[int]]  # offset ranges inside the remote log no segment holds
+    uploads_unfinished: int  # COPY_SEGMENT_STARTED, never finished
+    deletions_unfinished: int  # DELETE_SEGMENT_STARTED, never finished
+    unreferenced: int  # finished uploads a later upload of the same offsets replaced
+    deleted_segments: int
+    deleted_bytes: int
+    delete_state: str | None  # the partition's own deletion (DELETE_PARTITION_MARKED ...)
+    dropped_events: list[str]  # metadata records the broker drops, each with where and why
+
+
+class DescribeRemoteSegment(TypedDict):
+    """One remote segment of a tiered partition (describe --remote-segments)."""
+
+    type: Literal["remote_segment"]
+    path: str
+    topic: str
+    partition: int
+    segment_id: str
+    start_offset: int
+    end_offset: int
+    size: int
+    state: str  # COPY_SEGMENT_STARTED ... DELETE_SEGMENT_STARTED
+    referenced: bool  # part of the remote log a consumer reads
+    leader_epochs: list[list[int]]  # [epoch, first offset] pairs
+    max_timestamp: int
+    broker_id: int
+    started: int  # event time of the upload's start (ms)
+    updated: int  # event time of its latest event (ms)
+    custom_metadata_bytes: int | None
+    where: str  # the metadata record of its latest event: __remote_log_metadata-N@offset
+
+
 class GroupsGroup(TypedDict):
     """A consumer group as __consumer_offsets leaves it (klogtool.log.read.groups)."""
 
@@ -982,6 +1033,8 @@ Event: TypeAlias = (
     | DiffDifference
     | DumpSegmentsEpochEntry
     | DescribeEpoch
+    | DescribeRemoteTier
+    | DescribeRemoteSegment
     | GroupsGroup
     | GroupsOffset
     | GroupsSummary
@@ -1063,6 +1116,8 @@ EVENT_TYPES: dict[tuple[str, str], type[Any]] = {
     ("diff", "difference"): DiffDifference,
     ("dump-segments", "epoch_entry"): DumpSegmentsEpochEntry,
     ("describe", "epoch"): DescribeEpoch,
+    ("describe", "remote_tier"): DescribeRemoteTier,
+    ("describe", "remote_segment"): DescribeRemoteSegment,
     ("groups", "group"): GroupsGroup,
     ("groups", "offset"): GroupsOffset,
     ("groups", "summary"): GroupsSummary,

@@ -12,6 +12,7 @@ from klogtool.formats import NO_TIMESTAMP
 from klogtool.log import layout
 from klogtool.log.epochs import NO_EPOCH, EpochTimeline
 from klogtool.log.read.describe import describe
+from klogtool.log.remote_tier import TierSummary
 from klogtool.output import Output, with_iso
 
 
@@ -25,8 +26,16 @@ from klogtool.output import Output, with_iso
     "leader-epoch-checkpoint beside its batches' own (first and last offset, first "
     "timestamp, batches, records, bytes). Reads every batch header.",
 )
+@click.option(
+    "--remote-segments",
+    is_flag=True,
+    help="Also every remote segment of a tiered partition: its offsets, size, state and "
+    "leader epochs, and whether the remote log holds it.",
+)
 @click.pass_obj
-def command(settings: Any, paths: tuple[str, ...], fmt: str, epochs: bool) -> None:
+def command(
+    settings: Any, paths: tuple[str, ...], fmt: str, epochs: bool, remote_segments: bool
+) -> None:
     """One line per partition: size, segments, offset range, newest timestamp, index health.
 
     PATH is a log directory, a partition directory, or a directory of log directories. Only
@@ -41,20 +50,34 @@ def command(settings: Any, paths: tuple[str, ...], fmt: str, epochs: bool) -> No
     unclean election, a lost checkpoint write), and both are shown; "≠" marks an epoch whose
     checkpoint start is not its first batch's offset.
 
+    A tiered partition (tiered storage, KIP-405) gets its remote tier beside the local one,
+    from the __remote_log_metadata partitions of the broker's log dirs replayed as the broker
+    loads them: the remote segments and bytes, the offsets held remotely, where the tiers
+    overlap or the gap between them, and what an operator should look at (uploads or
+    deletions never finished, copies no epoch holds, events the broker drops).
+    --remote-segments lists every remote segment.
+
     Exit status: 0 described, 3 a PATH holds no partition or cannot be read.
     """
     out = settings.output(fmt, progress=False)
     warn_if_a_broker_runs(out, paths)
     rows = []
     timelines = []
+    tiers = []
     for s in describe(list(paths), epochs=epochs):
         if fmt != "text":
             out.emit(s.as_obj())
             for e in s.epochs.rows if s.epochs is not None else ():
                 out.emit(e.as_obj(s.path, s.topic, s.partition))
+            if s.remote is not None:
+                out.emit(s.remote.as_obj(s.path))
+                for seg in s.remote.segment_objs(s.path) if remote_segments else ():
+                    out.emit(seg)
             continue
         if s.epochs is not None:
             timelines.append((s.path, s.epochs))
+        if s.remote is not None:
+            tiers.append((s.path, s.remote))
         newest = "-" if s.newest_timestamp is None else with_iso(s.newest_timestamp)
         if s.timestamp_source == "mtime":
             newest += " mtime"
@@ -77,7 +100,78 @@ def command(settings: Any, paths: tuple[str, ...], fmt: str, epochs: bool) -> No
         )
     for path, timeline in timelines:
         _show_epochs(out, path, timeline)
+    if tiers:
+        _show_tiers(out, tiers)
+    for path, tier in tiers if remote_segments else ():
+        _show_remote_segments(out, path, tier)
     out.close()
+
+
+def _offsets(span: tuple[int, int] | None) -> str:
+    return "-" if span is None else f"{span[0]:,}..{span[1]:,}"
+
+
+def _show_tiers(out: Output, tiers: list[tuple[str, TierSummary]]) -> None:
+    rows = []
+    notes = []
+    for path, t in tiers:
+        log = t.remote.remote_log()
+        between = (
+            f"overlap {_offsets(t.overlap)}"
+            if t.overlap is not None
+            else f"GAP {_offsets(t.gap)}"
+            if t.gap is not None
+            else "-"
+        )
+        rows.append(
+            [
+                path,
+                f"{len(log):,}",
+                f"{sum(s.size for s in log):,}",
+                _offsets(t.remote.offsets()),
+                log_offsets(t.local_start_offset, t.local_end_offset, commas=True),
+                between,
+                f"{t.highest_uploaded_offset:,}",
+            ]
+        )
+        notes += [f"{path}: {f}" for f in t.findings()]
+    out.table(
+        f"remote tiers: {len(rows)} tiered partition" + ("" if len(rows) == 1 else "s"),
+        [
+            "partition",
+            "remote segments",
+            "bytes",
+            "remote offsets",
+            "local offsets",
+            "between",
+            "uploaded to",
+        ],  # fmt: skip
+        rows,
+        left=frozenset({"between"}),
+    )
+    for note in notes:
+        out.warn(note)
+
+
+def _show_remote_segments(out: Output, path: str, tier: TierSummary) -> None:
+    rows = [
+        [
+            o["segment_id"],
+            f"{o['start_offset']:,}",
+            f"{o['end_offset']:,}",
+            f"{o['size']:,}",
+            o["state"] + ("" if o["referenced"] else " (unreferenced)"),
+            ", ".join(f"{e}@{s:,}" for e, s in o["leader_epochs"]),
+            with_iso(o["updated"]),
+        ]
+        for o in tier.segment_objs(path)
+    ]
+    out.table(
+        f"{path}: remote segments ({tier.remote.metadata_partition})",
+        ["segment id", "start", "end", "bytes", "state", "epochs", "last event"],
+        rows,
+        left=frozenset({"segment id", "state", "epochs", "last event"}),
+    )
 
 
 def _show_epochs(out: Output, path: str, timeline: EpochTimeline) -> None:
@@ -127,6 +221,14 @@ EXAMPLES: list[tuple[str, list[str]]] = [
         "election:",
         [
             "klogtool describe --epochs /data/broker1/orders-3 /data/broker2/orders-3",
+        ],
+    ),
+    (
+        "A tiered partition: what is in the bucket, what is on the disk, and every remote "
+        "segment with its state (the broker's __remote_log_metadata partitions are read from "
+        "its log dirs):",
+        [
+            "klogtool describe --remote-segments /var/lib/kafka/data/orders-3",
         ],
     ),
 ]

@@ -246,10 +246,10 @@ def command(
 
     kafka-dump-log.sh's options are accepted too, for scripts written for it: --files F1,F2
     (the PATHs), --print-data-log (--print-data), --offsets-decoder,
-    --transaction-log-decoder, --share-group-state-decoder and --cluster-metadata-decoder
-    (--decoder), --key-decoder-class
-    and --value-decoder-class (their StringDecoder: utf8), --skip-record-metadata (payloads
-    only), --max-message-size and the decoders klogtool lacks (ignored, with a note). Any of
+    --transaction-log-decoder, --share-group-state-decoder, --cluster-metadata-decoder and
+    --remote-log-metadata-decoder (--decoder), --key-decoder-class and --value-decoder-class
+    (their StringDecoder: utf8), --skip-record-metadata (payloads only), --max-message-size
+    and other decoder classes (ignored, with a note). Any of
     them switches the output to --format kafka, kafka-dump-log.sh's lines, unless --format is
     given.
     """

@@ -27,7 +27,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from klogtool.formats import checkpoint
 from klogtool.formats.errors import FormatError
@@ -44,6 +44,9 @@ from klogtool.formats.payloads.schema import uuid_from_text
 from klogtool.formats.records import SegmentScanner
 from klogtool.log import layout
 from klogtool.log.segment import mapped
+
+if TYPE_CHECKING:
+    from klogtool import events
 
 TOPIC = "__remote_log_metadata"
 DEFAULT_PARTITIONS = 50  # remote.log.metadata.topic.num.partitions
@@ -75,7 +78,8 @@ class RemoteSegment:
     custom_metadata: int | None  # bytes of the plugin's custom metadata, None when absent
     where: str  # the metadata record of the latest event: "__remote_log_metadata-7@12"
 
-    def as_obj(self, referenced: bool) -> dict[str, Any]:
+    def fields(self, referenced: bool) -> dict[str, Any]:
+        """The segment's fields of a ``remote_segment`` object."""
         return {
             "segment_id": self.segment_id,
             "start_offset": self.start_offset,
@@ -385,3 +389,152 @@ def _murmur2_4(data: bytes) -> int:
     h = (((0x9747B28C ^ 4) * m) & 0xFFFFFFFF) ^ k
     h = ((h ^ (h >> 13)) * m) & 0xFFFFFFFF
     return h ^ (h >> 15)
+
+
+def metadata_dirs_for(log_dir: Path, given: Iterable[Path] = ()) -> list[Path]:
+    """The ``__remote_log_metadata-N`` partitions a broker holds: in ``log_dir`` and in the
+    other log dirs of the same broker (same cluster.id and node id: one of ``given``, or one
+    nearby), where the broker put them."""
+    from klogtool.log.metadata import broker_of, nearby_log_dirs
+
+    dirs = [log_dir]
+    broker = broker_of(log_dir)
+    if broker is not None:
+        dirs += [d for d in [*given, *nearby_log_dirs(log_dir)] if broker_of(d) == broker]
+    return metadata_dirs(dirs)
+
+
+def topic_id_of(partition_dir: Path) -> str | None:
+    """The topic id in a partition dir's ``partition.metadata``, None when it has none."""
+    from klogtool.log.segment import read_small
+
+    try:
+        data = read_small(partition_dir / checkpoint.PARTITION_METADATA_NAME)
+        return checkpoint.parse_partition_metadata(data).topic_id
+    except (OSError, FormatError):
+        return None
+
+
+@dataclass
+class TierSummary:
+    """A partition's remote tier beside its local one (describe's ``remote_tier``)."""
+
+    remote: RemotePartition
+    local_start_offset: int
+    local_end_offset: int  # the next offset (exclusive)
+    highest_uploaded_offset: int  # -1: nothing local counts as uploaded
+
+    @property
+    def overlap(self) -> tuple[int, int] | None:
+        """Offsets held both remotely and locally."""
+        span = self.remote.offsets()
+        if span is None:
+            return None
+        lo, hi = max(span[0], self.local_start_offset), min(span[1], self.local_end_offset - 1)
+        return (lo, hi) if lo <= hi else None
+
+    @property
+    def gap(self) -> tuple[int, int] | None:
+        """Offsets between the remote log's end and the local log's start that neither holds."""
+        span = self.remote.offsets()
+        if span is None or self.local_start_offset <= span[1] + 1:
+            return None
+        return span[1] + 1, self.local_start_offset - 1
+
+    def as_obj(self, path: str) -> events.DescribeRemoteTier:
+        r = self.remote
+        log = r.remote_log()
+        span = r.offsets()
+        return {
+            "type": "remote_tier",
+            "path": path,
+            "topic": r.topic,
+            "partition": r.partition,
+            "topic_id": r.topic_id,
+            "metadata_partition": r.metadata_partition,
+            "segments": len(log),
+            "bytes": sum(s.size for s in log),
+            "start_offset": None if span is None else span[0],
+            "end_offset": None if span is None else span[1],
+            "highest_uploaded_offset": self.highest_uploaded_offset,
+            "local_start_offset": self.local_start_offset,
+            "local_end_offset": self.local_end_offset,
+            "overlap": None if self.overlap is None else list(self.overlap),
+            "gap": None if self.gap is None else list(self.gap),
+            "remote_gaps": [list(g) for g in r.gaps()],
+            "uploads_unfinished": len(r.in_state(COPY_STARTED)),
+            "deletions_unfinished": len(r.in_state(DELETE_STARTED)),
+            "unreferenced": len(r.unreferenced()),
+            "deleted_segments": r.deleted_segments,
+            "deleted_bytes": r.deleted_bytes,
+            "delete_state": r.delete_state,
+            "dropped_events": list(r.dropped),
+        }
+
+    def segment_objs(self, path: str) -> Iterator[events.DescribeRemoteSegment]:
+        """Every remote segment the replay knows (describe --remote-segments), offset order."""
+        referenced = self.remote.referenced
+        for s in sorted(self.remote.segments.values(), key=lambda s: (s.start_offset, s.updated)):
+            yield {
+                "type": "remote_segment",
+                "path": path,
+                "topic": self.remote.topic,
+                "partition": self.remote.partition,
+                **s.fields(s.segment_id in referenced),  # type: ignore[typeddict-item]
+            }
+
+    def findings(self) -> list[str]:
+        """What an operator should look at, one line each."""
+        r, out = self.remote, []
+        for state, what in (
+            (COPY_STARTED, "upload never finished"),
+            (DELETE_STARTED, "deletion never finished"),
+        ):
+            for s in r.in_state(state):
+                out.append(
+                    f"{what}: segment {s.segment_id} (offsets {s.start_offset}-{s.end_offset})"
+                )
+        for s in r.unreferenced():
+            out.append(
+                f"unreferenced copy: segment {s.segment_id} (offsets {s.start_offset}-"
+                f"{s.end_offset}; a later upload holds them)"
+            )
+        out += [f"remote gap: offsets {a}-{b} are in no remote segment" for a, b in r.gaps()]
+        if self.gap is not None:
+            out.append(f"gap: offsets {self.gap[0]}-{self.gap[1]} are neither remote nor local")
+        if r.delete_state is not None:
+            out.append(f"partition deletion: {r.delete_state}")
+        out += [f"dropped event: {d}" for d in r.dropped]
+        return out
+
+
+class TierCache:
+    """Replays of the metadata partitions, once per set of them (describe, explain, sweeps)."""
+
+    def __init__(self, given: Iterable[Path] = ()) -> None:
+        self.given = tuple(given)
+        self._tiers: dict[tuple[Path, ...], RemoteTier] = {}
+
+    def tier_for(self, log_dir: Path) -> RemoteTier | None:
+        dirs = tuple(metadata_dirs_for(log_dir, self.given))
+        if not dirs:
+            return None
+        if dirs not in self._tiers:
+            self._tiers[dirs] = replay(dirs)
+        return self._tiers[dirs]
+
+    def partition(
+        self, partition_dir: Path, topic: str | None, partition: int | None
+    ) -> RemotePartition | None:
+        """The remote tier of a partition dir: by its topic id, else by its name when only
+        one topic id of that name has remote segments."""
+        if topic is None or partition is None or topic == TOPIC:
+            return None
+        tier = self.tier_for(partition_dir.parent)
+        if tier is None:
+            return None
+        topic_id = topic_id_of(partition_dir)
+        if topic_id is not None:
+            return tier.find(topic_id, partition)
+        named = tier.by_name(topic, partition)
+        return named[0] if len(named) == 1 else None

@@ -132,3 +132,51 @@ def write_metadata_partition(
     part = log_dir / f"__remote_log_metadata-{partition}"
     write_partition(part, [(0, batches)])
     return part
+
+
+TOPIC_ID = "-pLnbJXUTm6ZYLV4HP6YUg"
+SEG_IDS = [f"AAAAAAAAAAAAAAAAAAAA{c}w" for c in "ABCDEFGHIJ"]
+
+
+def local_partition(
+    log_dir: Path,
+    tp: Tp,
+    start: int,
+    end: int,
+    *,
+    epochs: tuple[tuple[int, int], ...] = ((0, 0),),
+    per_segment: int = 50,
+) -> Path:
+    """A partition dir holding offsets ``start`` .. ``end - 1`` (one record a batch, value
+    ``v<offset>``, time T0 + offset), with its partition.metadata and leader-epoch-checkpoint
+    (``epochs``: (epoch, start offset); a batch carries the epoch its offset falls in)."""
+    part = log_dir / f"{tp.name}-{tp.partition}"
+
+    def epoch_of(o: int) -> int:
+        return max((e for e, s in epochs if s <= o), default=0)
+
+    segments = []
+    for base in range(start, end, per_segment):
+        batches = [
+            kafka_python_batch(
+                o, epoch_of(o), [(T0 + o, f"k{o % 7}".encode(), f"v{o}".encode(), [])]
+            )
+            for o in range(base, min(base + per_segment, end))
+        ]
+        segments.append((base, batches))
+    write_partition(part, segments)
+    (part / "partition.metadata").write_text(f"version: 0\ntopic_id: {tp.id}")
+    lines = [f"{e} {s}" for e, s in epochs]
+    (part / "leader-epoch-checkpoint").write_text(f"0\n{len(lines)}\n" + "\n".join(lines) + "\n")
+    (log_dir / "log-start-offset-checkpoint").write_text(
+        f"0\n1\n{tp.name} {tp.partition} {start}\n"
+    )
+    return part
+
+
+def uploaded(tp: Tp, seg: str, start: int, end: int, epochs: list[tuple[int, int]]) -> list[bytes]:
+    """The two records of a finished upload."""
+    return [
+        segment_record(tp, seg, start, end, epochs, size=100 * (end - start + 1)),
+        update_record(tp, seg, FINISHED),
+    ]

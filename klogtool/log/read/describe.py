@@ -18,10 +18,11 @@ from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.formats import index
 from klogtool.formats.errors import FormatError
-from klogtool.log import layout, storage
-from klogtool.log.epochs import EpochTimeline, partition_timeline
+from klogtool.log import layout, metadata, storage
+from klogtool.log.epochs import EpochTimeline, partition_timeline, read_checkpoint
 from klogtool.log.files import partition_dirs_of
-from klogtool.log.partition import SegmentInfo, load_partition
+from klogtool.log.partition import PartitionView, SegmentInfo, load_partition
+from klogtool.log.remote_tier import TierCache, TierSummary
 from klogtool.log.segment import read_small
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ class PartitionSummary:
     log_end_clean: bool  # the last segment ends on a whole batch
     state: str | None  # delete / future / stray (layout.partition_dir_state), None when live
     epochs: EpochTimeline | None = None  # with describe(epochs=True)
+    remote: TierSummary | None = None  # a tiered partition's remote tier
 
     def as_obj(self) -> events.DescribePartition:
         """The ``partition`` object."""
@@ -70,13 +72,15 @@ class PartitionSummary:
 def describe(paths: list[str], *, epochs: bool = False) -> Iterator[PartitionSummary]:
     """A summary of every partition PATHs stand for (partition dirs, log dirs, or a directory
     of log dirs), in the order given. Raises InputError (exit 3) for a PATH with none. With
-    ``epochs``, each one's leader-epoch timeline too (every batch header is read)."""
+    ``epochs``, each one's leader-epoch timeline too (every batch header is read). A partition
+    the broker's ``__remote_log_metadata`` partitions describe gets its remote tier."""
+    tiers = TierCache(metadata.log_dirs_named(paths))
     for arg in paths:
         found = list(_partitions(storage.path_of(arg), arg))
         if not found:
             raise InputError("no partition directories in it", path=arg, code=Code.NO_KAFKA_FILES)
         for path, display in found:
-            summary = summarise(path, display)
+            summary = summarise(path, display, tiers)
             if epochs:
                 summary.epochs = partition_timeline(path)
             yield summary
@@ -90,7 +94,7 @@ def _partitions(path: Path, display: str) -> Iterator[tuple[Path, str]]:
     yield from partition_dirs_of(path, display, every=True)  # each said to be what it is
 
 
-def summarise(path: Path, display: str) -> PartitionSummary:
+def summarise(path: Path, display: str, tiers: TierCache | None = None) -> PartitionSummary:
     view = load_partition(path)
     files = [p for p in path.iterdir() if p.is_file()]
     last = view.segments[-1] if view.segments else None
@@ -108,6 +112,21 @@ def summarise(path: Path, display: str) -> PartitionSummary:
         indexes=_index_health(view.segments),
         log_end_clean=view.log_end_clean,
         state=layout.partition_dir_state(path.name),
+        remote=None if tiers is None else remote_summary(view, tiers),
+    )
+
+
+def remote_summary(view: PartitionView, tiers: TierCache) -> TierSummary | None:
+    """The remote tier of a loaded partition, None when the host's metadata knows none."""
+    remote = tiers.partition(view.path, view.topic, view.partition)
+    if remote is None:
+        return None
+    local_epochs, _ = read_checkpoint(view.leader_epoch_checkpoint)
+    return TierSummary(
+        remote,
+        view.log_start_offset,
+        view.log_end_offset,
+        remote.highest_uploaded_offset(local_epochs, view.log_end_offset),
     )
 
 

@@ -1,0 +1,106 @@
+"""Tiered partitions on a broker's disk (KIP-405): the remote tier the host's
+``__remote_log_metadata`` partitions describe, beside the local log, through the commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from support.cli import jsonl, run
+from support.tiered import (
+    SEG_IDS,
+    TOPIC_ID,
+    Tp,
+    local_partition,
+    segment_record,
+    update_record,
+    uploaded,
+    write_metadata_partition,
+)
+
+TP = Tp("orders", TOPIC_ID, 3)
+
+
+def _host(tmp_path: Path, local_start: int, local_end: int = 300) -> Path:
+    """Remote: 0-99 and 100-249 uploaded (epochs 0, then 1 from 150), 250-260 an upload never
+    finished, and an unreferenced copy of 0-99; local: ``local_start`` .. ``local_end - 1``."""
+    log_dir = tmp_path / "kafka-logs-1"
+    log_dir.mkdir()
+    write_metadata_partition(
+        log_dir,
+        [
+            *uploaded(TP, SEG_IDS[0], 0, 99, [(0, 0)]),
+            *uploaded(TP, SEG_IDS[1], 0, 99, [(0, 0)]),  # a new leader's copy replaces it
+            *uploaded(TP, SEG_IDS[2], 100, 249, [(0, 100), (1, 150)]),
+            segment_record(TP, SEG_IDS[3], 250, 260, [(1, 250)]),
+            update_record(TP, SEG_IDS[9], 1),  # an update for a segment never started here
+        ],
+        partition=7,
+    )
+    local_partition(log_dir, TP, local_start, local_end, epochs=((0, 0), (1, 150)))
+    return log_dir
+
+
+def test_describe_shows_the_remote_tier_beside_the_local_one(tmp_path: Path) -> None:
+    log_dir = _host(tmp_path, 200)
+    code, out, err = run("describe", "--format", "jsonl", str(log_dir), cwd=tmp_path)
+    assert code == 0, err
+    (tier,) = [o for o in jsonl(out) if o["type"] == "remote_tier"]
+    assert tier["path"] == str(log_dir / "orders-3")
+    assert (tier["topic"], tier["partition"], tier["topic_id"]) == ("orders", 3, TOPIC_ID)
+    assert tier["metadata_partition"] == "__remote_log_metadata-7"
+    assert (tier["segments"], tier["bytes"]) == (2, 100 * 100 + 100 * 150)
+    assert (tier["start_offset"], tier["end_offset"]) == (0, 249)
+    assert (tier["local_start_offset"], tier["local_end_offset"]) == (200, 300)
+    assert tier["overlap"] == [200, 249] and tier["gap"] is None and tier["remote_gaps"] == []
+    # the broker's findHighestRemoteOffset: epoch 1 (the newest local one) has 249 remotely
+    assert tier["highest_uploaded_offset"] == 249
+    assert (tier["uploads_unfinished"], tier["unreferenced"]) == (1, 1)
+    assert len(tier["dropped_events"]) == 1 and SEG_IDS[9] in tier["dropped_events"][0]
+    # the metadata partition itself has no remote tier
+    parts = [o for o in jsonl(out) if o["type"] == "partition"]
+    assert {p["topic"] for p in parts} == {"orders", "__remote_log_metadata"}
+
+
+def test_a_gap_between_the_tiers_is_named(tmp_path: Path) -> None:
+    log_dir = _host(tmp_path, 400, 450)
+    code, out, err = run("describe", str(log_dir / "orders-3"), cwd=tmp_path)
+    assert code == 0, err
+    assert "remote tiers: 1 tiered partition" in out and "GAP 250..399" in out
+    assert "gap: offsets 250-399 are neither remote nor local" in err
+    assert f"upload never finished: segment {SEG_IDS[3]} (offsets 250-260)" in err
+    assert f"unreferenced copy: segment {SEG_IDS[0]}" in err
+
+
+def test_remote_segments_are_listed_on_request(tmp_path: Path) -> None:
+    log_dir = _host(tmp_path, 200)
+    args = ("describe", "--format", "jsonl", "--remote-segments", str(log_dir / "orders-3"))
+    code, out, err = run(*args, cwd=tmp_path)
+    assert code == 0, err
+    segs = [o for o in jsonl(out) if o["type"] == "remote_segment"]
+    assert [(s["segment_id"], s["state"], s["referenced"]) for s in segs] == [
+        (SEG_IDS[0], "COPY_SEGMENT_FINISHED", False),
+        (SEG_IDS[1], "COPY_SEGMENT_FINISHED", True),
+        (SEG_IDS[2], "COPY_SEGMENT_FINISHED", True),
+        (SEG_IDS[3], "COPY_SEGMENT_STARTED", False),
+    ]
+    assert segs[2]["leader_epochs"] == [[0, 100], [1, 150]]
+    assert segs[2]["where"] == "__remote_log_metadata-7@5"
+    code, out, err = run("describe", "--remote-segments", str(log_dir / "orders-3"), cwd=tmp_path)
+    assert code == 0 and "remote segments (__remote_log_metadata-7)" in out
+
+
+def test_metadata_in_another_log_dir_of_the_same_broker_holds(tmp_path: Path) -> None:
+    """JBOD: the broker put the metadata partition on its other disk."""
+    log_dir = _host(tmp_path, 200)
+    other = tmp_path / "kafka-logs-2"
+    other.mkdir()
+    (log_dir / "__remote_log_metadata-7").rename(other / "__remote_log_metadata-7")
+    for d in (log_dir, other):
+        (d / "meta.properties").write_text("version=1\ncluster.id=c1\nnode.id=1\n")
+    code, out, err = run("describe", "--format", "jsonl", str(log_dir / "orders-3"), cwd=tmp_path)
+    assert code == 0, err
+    assert [o["segments"] for o in jsonl(out) if o["type"] == "remote_tier"] == [2]
+    # another broker's metadata does not
+    (other / "meta.properties").write_text("version=1\ncluster.id=c1\nnode.id=2\n")
+    code, out, err = run("describe", "--format", "jsonl", str(log_dir / "orders-3"), cwd=tmp_path)
+    assert code == 0 and [o for o in jsonl(out) if o["type"] == "remote_tier"] == []
