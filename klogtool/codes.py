@@ -472,6 +472,13 @@ class Code(StrEnum):
         "a topic config a rewrite decides by is not known (no metadata log holds the topic, no"
         " option gives it): the partition is not deleted from or compacted by a guess",
     )
+    TIERED_TOPIC = (
+        "tiered-topic",
+        (F,),
+        "refused for a tiered topic (remote.storage.enable=true): compaction (Kafka never"
+        " compacts one) or a new log start offset (it holds for remote storage too, which"
+        " klogtool does not change)",
+    )
     BEYOND_HIGH_WATERMARK = (
         "beyond-high-watermark",
         (F,),

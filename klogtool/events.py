@@ -440,6 +440,10 @@ class RetentionSweepPartition(TypedDict):
     retention_ms: int
     retention_bytes: int
     cleanup_policy: str
+    tiered: bool  # remote.storage.enable: the disk keeps local.retention.* and the unuploaded
+    local_retention_ms: int  # -2: retention.ms
+    local_retention_bytes: int  # -2: retention.bytes
+    uploaded_up_to: int | None  # a tiered topic's highest offset in remote storage (-1: none)
     notes: list[Any]
 
 

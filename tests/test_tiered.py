@@ -10,6 +10,8 @@ from support.tiered import (
     SEG_IDS,
     TOPIC_ID,
     Tp,
+    high_watermark,
+    kraft_metadata,
     local_partition,
     segment_record,
     update_record,
@@ -104,3 +106,101 @@ def test_metadata_in_another_log_dir_of_the_same_broker_holds(tmp_path: Path) ->
     (other / "meta.properties").write_text("version=1\ncluster.id=c1\nnode.id=2\n")
     code, out, err = run("describe", "--format", "jsonl", str(log_dir / "orders-3"), cwd=tmp_path)
     assert code == 0 and [o for o in jsonl(out) if o["type"] == "remote_tier"] == []
+
+
+DAY = 24 * 3600 * 1000
+TIERED = {"remote.storage.enable": "true", "local.retention.ms": "1000", "retention.ms": "-1"}
+
+
+def _files(part: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(part.iterdir())}
+
+
+def test_retention_of_a_tiered_topic_keeps_what_is_not_uploaded(tmp_path: Path) -> None:
+    """The broker's deleteOldSegments on a tiered topic: local.retention.ms, and a segment goes
+    only when its offsets are all in remote storage (249 here): 200-249 goes, 250-299 stays.
+    The log start offset checkpoint and the leader epochs hold for the remote tier: kept."""
+    log_dir = _host(tmp_path, 200)
+    kraft_metadata(log_dir, TP, TIERED)
+    high_watermark(log_dir, TP, 300)
+    part = log_dir / "orders-3"
+    kept = {n: b for n, b in _files(part).items() if n == "leader-epoch-checkpoint"}
+    before = (log_dir / "log-start-offset-checkpoint").read_bytes()
+    now = str(1_700_000_000_000 + 10 * DAY)
+    args = ["retention-sweep", "--format", "jsonl", "--now", now, str(part)]
+    code, out, err = run(*args, cwd=tmp_path)
+    assert code == 0, err
+    objs = jsonl(out)
+    segs = {o["base_offset"]: o for o in objs if o["type"] == "segment"}
+    assert (segs[200]["action"], segs[200]["rule"]) == ("delete", "local.retention.ms")
+    assert (segs[250]["action"], segs[250]["rule"]) == ("keep", "not-uploaded")
+    assert (
+        "not all in remote storage (uploaded up to 249: __remote_log_metadata-7)"
+        in (segs[250]["reason"])
+    )
+    (summary,) = [o for o in objs if o["type"] == "partition"]
+    assert summary["tiered"] is True and summary["uploaded_up_to"] == 249
+    assert summary["new_log_start_offset"] == 250
+    assert not (part / "00000000000000000200.log").exists()
+    assert (part / "00000000000000000250.log").exists()
+    assert (log_dir / "log-start-offset-checkpoint").read_bytes() == before
+    assert {n: b for n, b in _files(part).items() if n in kept} == kept
+
+
+def test_without_its_remote_metadata_a_tiered_topic_loses_nothing(tmp_path: Path) -> None:
+    log_dir = _host(tmp_path, 200)
+    kraft_metadata(log_dir, TP, TIERED)
+    high_watermark(log_dir, TP, 300)
+    for p in (log_dir / "__remote_log_metadata-7").iterdir():
+        p.unlink()
+    (log_dir / "__remote_log_metadata-7").rmdir()
+    part = log_dir / "orders-3"
+    before = _files(part)
+    now = str(1_700_000_000_000 + 10 * DAY)
+    code, out, err = run("retention-sweep", "--format", "jsonl", "--now", now, str(part))
+    assert code == 0, err
+    segs = [o for o in jsonl(out) if o["type"] == "segment"]
+    assert [s["action"] for s in segs] == ["keep", "keep"] and segs[0]["rule"] == "not-uploaded"
+    assert "no __remote_log_metadata partition of this broker describes it" in segs[0]["reason"]
+    assert _files(part) == before
+    # the same topic without tiering: retention.ms -1 deletes nothing by time either, but the
+    # size limit does, by the whole log's rule
+    kraft_metadata(log_dir, TP, {"retention.ms": "-1", "retention.bytes": "1"})
+    code, out, err = run("retention-sweep", "--format", "jsonl", "--now", now, str(part))
+    assert code == 0, err
+    segs = [o for o in jsonl(out) if o["type"] == "segment"]
+    assert (segs[0]["action"], segs[0]["rule"]) == ("delete", "retention.bytes")
+
+
+def test_a_tiered_topics_log_start_offset_is_not_moved(tmp_path: Path) -> None:
+    log_dir = _host(tmp_path, 200)
+    kraft_metadata(log_dir, TP, TIERED)
+    high_watermark(log_dir, TP, 300)
+    args = ("retention-sweep", "--log-start-offset", "250", str(log_dir / "orders-3"))
+    code, _, err = run(*args, cwd=tmp_path)
+    assert code == 4 and "klogtool deletes nothing from remote storage" in err
+
+
+def test_explain_says_which_rule_holds_a_tiered_segment(tmp_path: Path) -> None:
+    log_dir = _host(tmp_path, 200)
+    kraft_metadata(log_dir, TP, TIERED)
+    high_watermark(log_dir, TP, 300)
+    now = str(1_700_000_000_000 + 10 * DAY)
+    code, out, err = run("explain", "--format", "jsonl", "--now", now, str(log_dir / "orders-3"))
+    assert code == 0, err
+    (summary,) = [o for o in jsonl(out) if o["type"] == "partition_explain"]
+    assert summary["retention_segments_deleted"] == 1
+    assert any("tiered (remote.storage.enable=true)" in n for n in summary["notes"])
+    configs = {c["key"]: c["value"] for c in summary["config_sources"]}
+    assert configs["remote.storage.enable"] == "true" and configs["local.retention.ms"] == "1000"
+
+
+def test_compact_refuses_a_tiered_topic(tmp_path: Path) -> None:
+    log_dir = _host(tmp_path, 200)
+    kraft_metadata(log_dir, TP, {**TIERED, "cleanup.policy": "compact"})
+    part = log_dir / "orders-3"
+    before = _files(part)
+    code, _, err = run("compact", str(part), cwd=tmp_path)
+    assert code == 4, err
+    assert "orders is a tiered topic (remote.storage.enable=true, metadata log at offset" in err
+    assert err.rstrip().endswith("(tiered-topic)") and _files(part) == before

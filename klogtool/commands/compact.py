@@ -125,7 +125,8 @@ def command(
     of another log dir of the same broker, or --metadata-dir) and with --config, which beats
     it). A partition is not compacted by a config only assumed (no metadata log holds the
     topic, no option gives it): its cleanup.policy, min.compaction.lag.ms and
-    delete.retention.ms; it is refused, unless --assume-defaults.
+    delete.retention.ms; it is refused, unless --assume-defaults. A tiered topic
+    (remote.storage.enable=true) is refused: Kafka never compacts one.
 
     The cleaner's rules: the active segment is never cleaned; the dirty range runs from the
     cleaner-offset-checkpoint (else the log start offset) to the first uncleanable offset:
@@ -145,7 +146,7 @@ def command(
 
     Exit status: 0 done, 1 some partitions were skipped, 3 an input cannot be read, 4 a
     broker holds the log directory, or the one partition named would be rewritten by an
-    assumed config.
+    assumed config or is a tiered topic.
     """
     out, dry_run = run.out, run.dry_run
 

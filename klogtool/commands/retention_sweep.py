@@ -77,9 +77,18 @@ def command(
     cleanup.policy or retention only assumed (no metadata log holds the topic, no option
     gives it) is refused, unless --assume-defaults.
 
+    A tiered topic (remote.storage.enable=true, tiered storage) keeps on the disk what the
+    broker keeps: its local limits (local.retention.ms and local.retention.bytes; -2 takes
+    retention.ms and retention.bytes), and a segment goes only when all its offsets are in
+    remote storage, as the broker's remote-log metadata says (the __remote_log_metadata
+    partitions of this broker's log dirs; without them nothing counts as uploaded and
+    nothing goes). Only the local log start moves: log-start-offset-checkpoint and the
+    leader epochs hold for the remote segments too and are kept; --log-start-offset is
+    refused.
+
     Exit status: 0 done, 1 some partitions were skipped, 3 an input cannot be read, 4 a
     broker holds the log directory, or the one partition named would be rewritten by an
-    assumed config.
+    assumed config or is a tiered topic given --log-start-offset.
     """
     out, dry_run = run.out, run.dry_run
     totals: events.RetentionSweepSummary = {

@@ -29,6 +29,7 @@ from klogtool.log.topicconfig import (
 
 if TYPE_CHECKING:
     from klogtool.log.metadata import ClusterConfigs
+    from klogtool.log.remote_tier import TierCache
 
 HIGH_WATERMARK = "replication-offset-checkpoint"
 LOG_START = "log-start-offset-checkpoint"
@@ -140,6 +141,20 @@ class PlanInputs:
     given: tuple[Path, ...] = ()  # the log dirs of the command's PATH arguments
     assume_defaults: bool = False  # --assume-defaults: decide by Kafka's defaults where unknown
     _hosts: dict[Path, ClusterConfigs | None] = field(default_factory=dict, compare=False)
+    _tiers: dict[tuple[Path, ...], TierCache] = field(default_factory=dict, compare=False)
+
+    def uploaded_up_to(self, view: PartitionView) -> tuple[int, str]:
+        """A tiered partition's highest offset in remote storage, as the broker finds it, and
+        where from: the host's ``__remote_log_metadata`` partitions; -1 (nothing local counts
+        as uploaded) when none of them describes the partition."""
+        from klogtool.log.remote_tier import TierCache
+
+        if self.given not in self._tiers:
+            self._tiers[self.given] = TierCache(self.given)
+        summary = self._tiers[self.given].summary_of(view)
+        if summary is None:
+            return -1, "no __remote_log_metadata partition of this broker describes it"
+        return summary.highest_uploaded_offset, summary.remote.metadata_partition
 
     def host_of(self, partition_dir: Path | None) -> ClusterConfigs | None:
         """The replayed KRaft metadata that holds for a partition dir (cached per log dir);

@@ -43,10 +43,11 @@ from klogtool.formats.payloads.remote_log_metadata import (
 from klogtool.formats.payloads.schema import uuid_from_text
 from klogtool.formats.records import SegmentScanner
 from klogtool.log import layout
-from klogtool.log.segment import mapped
+from klogtool.log.segment import mapped, read_small
 
 if TYPE_CHECKING:
     from klogtool import events
+    from klogtool.log.partition import PartitionView
 
 TOPIC = "__remote_log_metadata"
 DEFAULT_PARTITIONS = 50  # remote.log.metadata.topic.num.partitions
@@ -406,8 +407,6 @@ def metadata_dirs_for(log_dir: Path, given: Iterable[Path] = ()) -> list[Path]:
 
 def topic_id_of(partition_dir: Path) -> str | None:
     """The topic id in a partition dir's ``partition.metadata``, None when it has none."""
-    from klogtool.log.segment import read_small
-
     try:
         data = read_small(partition_dir / checkpoint.PARTITION_METADATA_NAME)
         return checkpoint.parse_partition_metadata(data).topic_id
@@ -538,3 +537,25 @@ class TierCache:
             return tier.find(topic_id, partition)
         named = tier.by_name(topic, partition)
         return named[0] if len(named) == 1 else None
+
+    def summary_of(self, view: PartitionView) -> TierSummary | None:
+        """The remote tier of a loaded partition beside its local log, None when the host's
+        metadata describes none."""
+        remote = self.partition(view.path, view.topic, view.partition)
+        if remote is None:
+            return None
+        return TierSummary(
+            remote,
+            view.log_start_offset,
+            view.log_end_offset,
+            remote.highest_uploaded_offset(_local_epochs(view), view.log_end_offset),
+        )
+
+
+def _local_epochs(view: PartitionView) -> list[checkpoint.EpochEntry] | None:
+    if view.leader_epoch_checkpoint is None:
+        return None
+    try:
+        return checkpoint.parse_leader_epoch_checkpoint(read_small(view.leader_epoch_checkpoint))
+    except (OSError, FormatError):
+        return None  # (nothing local then counts as uploaded)

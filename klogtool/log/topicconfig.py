@@ -49,10 +49,36 @@ class TopicConfig:
     # the cleaner's offset map (broker settings): 24 bytes a slot, filled to the load factor
     dedupe_buffer_size: int = 128 << 20
     dedupe_load_factor: float = 0.9
+    # tiered storage (KIP-405, KIP-950): -2 = the whole log's limit (retention.ms / .bytes)
+    remote_storage_enable: bool = False
+    remote_log_copy_disable: bool = False
+    local_retention_ms: int = -2
+    local_retention_bytes: int = -2
 
     @property
     def delete(self) -> bool:
         return "delete" in self.cleanup_policy
+
+    @property
+    def tiered(self) -> bool:
+        """Segments are copied to remote storage, and local retention holds for the disk
+        (``remoteLogEnabledAndRemoteCopyEnabled``)."""
+        return self.remote_storage_enable and not self.remote_log_copy_disable
+
+    @property
+    def disk_retention_ms(self) -> int:
+        """The time limit of the segments on the disk: ``local.retention.ms`` of a tiered
+        topic (-2: ``retention.ms``), else ``retention.ms``."""
+        if self.tiered and self.local_retention_ms != -2:
+            return self.local_retention_ms
+        return self.retention_ms
+
+    @property
+    def disk_retention_bytes(self) -> int:
+        """As :attr:`disk_retention_ms`, for ``local.retention.bytes``."""
+        if self.tiered and self.local_retention_bytes != -2:
+            return self.local_retention_bytes
+        return self.retention_bytes
 
     @property
     def compact(self) -> bool:
@@ -62,6 +88,13 @@ class TopicConfig:
 # topic config name -> (field, parser); broker names map onto the same fields
 def _int(text: str) -> int:
     return int(text.strip())
+
+
+def _bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"expected true or false, not {text!r}")
+    return value == "true"
 
 
 def _policy(text: str) -> tuple[str, ...]:
@@ -85,6 +118,10 @@ _TOPIC_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "producer.id.expiration.ms": ("producer_id_expiration_ms", _int),
     "log.cleaner.dedupe.buffer.size": ("dedupe_buffer_size", _int),
     "log.cleaner.io.buffer.load.factor": ("dedupe_load_factor", float),
+    "remote.storage.enable": ("remote_storage_enable", _bool),
+    "remote.log.copy.disable": ("remote_log_copy_disable", _bool),
+    "local.retention.ms": ("local_retention_ms", _int),
+    "local.retention.bytes": ("local_retention_bytes", _int),
 }
 _BROKER_KEYS = {
     "log.cleanup.policy": "cleanup.policy",
@@ -97,6 +134,8 @@ _BROKER_KEYS = {
     "log.segment.bytes": "segment.bytes",
     "log.index.size.max.bytes": "segment.index.bytes",
     "log.index.interval.bytes": "index.interval.bytes",
+    "log.local.retention.ms": "local.retention.ms",
+    "log.local.retention.bytes": "local.retention.bytes",
 }
 # log.retention.ms wins over minutes, which wins over hours (LogConfig)
 _RETENTION_UNITS = {"log.retention.minutes": 60_000, "log.retention.hours": 3_600_000}
@@ -264,6 +303,9 @@ EXPLAINED_KEYS = (
     "max.compaction.lag.ms",
     "min.cleanable.dirty.ratio",
     "segment.bytes",
+    "remote.storage.enable",
+    "local.retention.ms",
+    "local.retention.bytes",
 )
 
 
@@ -292,7 +334,10 @@ def config_sources(
     out: list[dict[str, object]] = []
     for key in keys:
         raw = getattr(cfg, _TOPIC_KEYS[key][0])
-        value = ",".join(raw) if isinstance(raw, tuple) else str(raw)
+        if isinstance(raw, tuple):
+            value = ",".join(raw)
+        else:
+            value = str(raw).lower() if isinstance(raw, bool) else str(raw)
         source = sources.get(key)
         assumed = False
         if source is None:

@@ -180,3 +180,18 @@ def uploaded(tp: Tp, seg: str, start: int, end: int, epochs: list[tuple[int, int
         segment_record(tp, seg, start, end, epochs, size=100 * (end - start + 1)),
         update_record(tp, seg, FINISHED),
     ]
+
+
+def kraft_metadata(log_dir: Path, tp: Tp, configs: dict[str, str]) -> None:
+    """``log_dir/__cluster_metadata-0``: the topic and its configs, as a controller writes them."""
+    from support.metadata import TOPIC, config_record, metadata_batch, topic_record
+
+    values = [topic_record(tp.name, tp.id)]
+    values += [config_record(TOPIC, tp.name, k, v) for k, v in configs.items()]
+    write_partition(log_dir / "__cluster_metadata-0", [(0, [metadata_batch(0, values)])])
+
+
+def high_watermark(log_dir: Path, tp: Tp, offset: int) -> None:
+    (log_dir / "replication-offset-checkpoint").write_text(
+        f"0\n1\n{tp.name} {tp.partition} {offset}\n"
+    )

@@ -19,9 +19,9 @@ from klogtool.errors import InputError
 from klogtool.formats import index
 from klogtool.formats.errors import FormatError
 from klogtool.log import layout, metadata, storage
-from klogtool.log.epochs import EpochTimeline, partition_timeline, read_checkpoint
+from klogtool.log.epochs import EpochTimeline, partition_timeline
 from klogtool.log.files import partition_dirs_of
-from klogtool.log.partition import PartitionView, SegmentInfo, load_partition
+from klogtool.log.partition import SegmentInfo, load_partition
 from klogtool.log.remote_tier import TierCache, TierSummary
 from klogtool.log.segment import read_small
 
@@ -112,21 +112,7 @@ def summarise(path: Path, display: str, tiers: TierCache | None = None) -> Parti
         indexes=_index_health(view.segments),
         log_end_clean=view.log_end_clean,
         state=layout.partition_dir_state(path.name),
-        remote=None if tiers is None else remote_summary(view, tiers),
-    )
-
-
-def remote_summary(view: PartitionView, tiers: TierCache) -> TierSummary | None:
-    """The remote tier of a loaded partition, None when the host's metadata knows none."""
-    remote = tiers.partition(view.path, view.topic, view.partition)
-    if remote is None:
-        return None
-    local_epochs, _ = read_checkpoint(view.leader_epoch_checkpoint)
-    return TierSummary(
-        remote,
-        view.log_start_offset,
-        view.log_end_offset,
-        remote.highest_uploaded_offset(local_epochs, view.log_end_offset),
+        remote=None if tiers is None else tiers.summary_of(view),
     )
 
 

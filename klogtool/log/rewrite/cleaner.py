@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from klogtool.codes import Code
-from klogtool.errors import InputError, KlogtoolError
+from klogtool.errors import InputError, KlogtoolError, RefusedError
 from klogtool.formats import codecs
 from klogtool.formats.batch import LOG_APPEND_TIME, Batch, Record
 from klogtool.formats.errors import FormatError
@@ -1101,9 +1101,18 @@ def compact_partition(
         try:
             view = load_partition(path)
             topic = _topic_of(path)
+            config = inputs.config_of(topic, path)
+            if config.remote_storage_enable:
+                raise RefusedError(
+                    f"{topic} is a tiered topic (remote.storage.enable=true, "
+                    f"{inputs.sources_of(topic, path).get('remote.storage.enable')}): Kafka "
+                    "never compacts one, and klogtool does not change its remote segments",
+                    path=str(path),
+                    code=Code.TIERED_TOPIC,
+                )
             plan = plan_compaction(
                 view,
-                inputs.config_of(topic, path),
+                config,
                 now=inputs.now,
                 high_watermark=inputs.high_watermark,
                 simulate=dry_run,

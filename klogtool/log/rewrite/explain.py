@@ -13,6 +13,7 @@ is written.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -175,9 +176,12 @@ def explain_partition(
     now: int,
     high_watermark: int | str | None = None,
     ctx: ReadContext,
+    uploaded_up_to: Callable[[PartitionView], tuple[int, str]] | None = None,
 ) -> PartitionExplain:
     """Explain the partition dir ``path`` at time ``now`` (ms). Never writes. ``ctx.progress``
-    hears of the compaction dry run's phases (see :func:`plan_compaction`)."""
+    hears of the compaction dry run's phases (see :func:`plan_compaction`). A tiered topic's
+    retention holds back what is not in remote storage: ``uploaded_up_to`` finds it
+    (:meth:`~klogtool.log.partition.PlanInputs.uploaded_up_to`; without it, nothing is)."""
     if not path.exists():
         raise InputError("no such file or directory", path=str(path), code=Code.NOT_FOUND)
     if not path.is_dir() or not layout.looks_like_partition_dir(path):
@@ -206,7 +210,12 @@ def explain_partition(
         notes.append(f"compaction cannot be planned: {e}")
     retention: RetentionPlan | None = None
     try:
-        retention = plan_retention(view, config, now=now, high_watermark=high_watermark)
+        uploaded = (-1, "not looked for")
+        if config.tiered and uploaded_up_to is not None:
+            uploaded = uploaded_up_to(view)
+        retention = plan_retention(
+            view, config, now=now, high_watermark=high_watermark, uploaded_up_to=uploaded
+        )
     except (KlogtoolError, FormatError, ValueError) as e:
         notes.append(f"retention cannot be planned: {e}")
     hw, hw_source = view.high_watermark(high_watermark)

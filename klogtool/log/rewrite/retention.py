@@ -57,7 +57,10 @@ KEEP = "keep"
 RULE_LOG_START = "log-start-offset"
 RULE_SIZE = "retention.bytes"
 RULE_TIME = "retention.ms"
+RULE_LOCAL_SIZE = "local.retention.bytes"  # a tiered topic's, for its disk
+RULE_LOCAL_TIME = "local.retention.ms"
 RULE_HIGH_WATERMARK = "high-watermark"
+RULE_NOT_UPLOADED = "not-uploaded"  # a tiered topic's segment not yet in remote storage
 RULE_ACTIVE_EMPTY = "active-empty"
 RULE_NOT_BREACHED = "not-breached"
 RULE_AFTER_KEPT = "after-kept-segment"
@@ -112,6 +115,7 @@ class RetentionPlan(PartitionContext):
     checkpoint_before: int | None
     checkpoint_after: int | None
     notes: list[str] = field(default_factory=list)
+    uploaded_up_to: int | None = None  # a tiered topic's highest offset in remote storage
 
     @property
     def deleted(self) -> list[SegmentDecision]:
@@ -125,8 +129,16 @@ class RetentionPlan(PartitionContext):
     def decided_by(self) -> list[str]:
         """The topic configs its deletions rest on: the policy, and each limit that deleted a
         segment (the log start offset rule rests on none)."""
-        limits = sorted({d.rule for d in self.deleted if d.rule in (RULE_SIZE, RULE_TIME)})
-        return ["cleanup.policy", *limits] if limits else []
+        rules = {d.rule for d in self.deleted}
+        limits = sorted(rules & {RULE_SIZE, RULE_TIME, RULE_LOCAL_SIZE, RULE_LOCAL_TIME})
+        # a local limit of -2 is the whole log's
+        for local, whole, value in (
+            (RULE_LOCAL_SIZE, RULE_SIZE, self.config.local_retention_bytes),
+            (RULE_LOCAL_TIME, RULE_TIME, self.config.local_retention_ms),
+        ):
+            if local in rules and value == -2 and whole not in limits:
+                limits.append(whole)
+        return ["cleanup.policy", "remote.storage.enable", *limits] if limits else []
 
     @property
     def changes(self) -> bool:
@@ -159,6 +171,10 @@ class RetentionPlan(PartitionContext):
             "retention_ms": self.config.retention_ms,
             "retention_bytes": self.config.retention_bytes,
             "cleanup_policy": ",".join(self.config.cleanup_policy),
+            "tiered": self.config.tiered,
+            "local_retention_ms": self.config.local_retention_ms,
+            "local_retention_bytes": self.config.local_retention_bytes,
+            "uploaded_up_to": self.uploaded_up_to,
             "notes": self.notes,
         }
 
@@ -178,14 +194,18 @@ def plan_retention(
     now: int,
     log_start_offset: int | None = None,
     high_watermark: int | str | None = None,
+    uploaded_up_to: tuple[int, str] = (-1, "not known"),
 ) -> RetentionPlan:
-    """What ``deleteOldSegments`` would do to ``view`` at time ``now`` (ms)."""
+    """What ``deleteOldSegments`` would do to ``view`` at time ``now`` (ms). A tiered topic's
+    disk keeps what is not in remote storage: ``uploaded_up_to`` is its highest offset there
+    and where that was found (:meth:`~klogtool.log.partition.PlanInputs.uploaded_up_to`)."""
     segs = view.segments
+    tiered = config.tiered
     ctx = PartitionContext.load(view, config, now=now, high_watermark=high_watermark)
     leo, hw, lso_before = ctx.log_end_offset, ctx.high_watermark, ctx.log_start_offset
     hw_source = ctx.high_watermark_source
     lso = lso_before
-    notes: list[str] = []
+    notes: list[str] = _tiered_notes(view, config, uploaded_up_to, log_start_offset)
     if log_start_offset is not None:
         if log_start_offset > hw:
             raise RetentionRefused(
@@ -212,6 +232,10 @@ def plan_retention(
             seg = segs[i]
             nxt = None if is_last else remaining[pos + 1]
             upper = leo if nxt is None else segs[nxt].base_offset
+            held = _not_uploaded(config, upper, uploaded_up_to)
+            if held is not None:
+                kept_reason.setdefault(i, []).append((RULE_NOT_UPLOADED, f"{rule}: {held}"))
+                break
             if hw < upper:
                 kept_reason.setdefault(i, []).append(
                     (
@@ -242,49 +266,47 @@ def plan_retention(
         first = segs[remaining[0]].base_offset if remaining else leo
         lso = max(lso, first)
 
-    def by_start(i: int, nxt: int | None) -> tuple[bool, str]:
-        if nxt is None:
-            return False, "the last segment is never deleted by the log start offset"
-        nb = segs[nxt].base_offset
-        if nb <= lso:
-            return True, f"the next segment starts at {nb}, at or below the log start offset {lso}"
-        return False, f"the next segment starts at {nb}, above the log start offset {lso}"
+    # the disk's limits: a tiered topic's local ones (KIP-405), named so
+    rule_size, limit_bytes = (RULE_LOCAL_SIZE if tiered else RULE_SIZE), config.disk_retention_bytes
+    rule_time, limit_ms = (RULE_LOCAL_TIME if tiered else RULE_TIME), config.disk_retention_ms
 
     def age_of(i: int) -> tuple[bool, str]:
         seg = segs[i]
         age = now - seg.largest_timestamp
         src = TIMESTAMP_SOURCES.get(seg.timestamp_source, seg.timestamp_source)
-        if age > config.retention_ms:
+        if age > limit_ms:
             return True, (
                 f"largest timestamp {seg.largest_timestamp} ({src}) is {age} ms "
-                f"({human_ms(age)}) old, more than retention.ms {config.retention_ms}"
+                f"({human_ms(age)}) old, more than {rule_time} {limit_ms}"
             )
         return False, (
             f"largest timestamp {seg.largest_timestamp} ({src}) is {age} ms ({human_ms(age)}) "
-            f"old, within retention.ms {config.retention_ms}"
+            f"old, within {rule_time} {limit_ms}"
         )
 
-    walk(RULE_LOG_START, by_start)
+    walk(RULE_LOG_START, _by_start(segs, lso))
     if config.delete:
-        if config.retention_bytes >= 0:
+        if limit_bytes >= 0:
             size = sum(segs[i].size for i in remaining)
-            if size >= config.retention_bytes:
-                walk(RULE_SIZE, _by_size([s.size for s in segs], size, config.retention_bytes))
-        if config.retention_ms >= 0:
+            if size >= limit_bytes:
+                walk(rule_size, _by_size([s.size for s in segs], size, limit_bytes, rule_size))
+        if limit_ms >= 0:
 
             def by_time(i: int, _nxt: int | None) -> tuple[bool, str]:
                 return age_of(i)
 
-            walk(RULE_TIME, by_time)
+            walk(rule_time, by_time)
         else:
-            notes.append("retention.ms < 0: time retention is off")
+            notes.append(f"{rule_time} < 0: time retention is off")
     else:
         notes.append(
             f"cleanup.policy={','.join(config.cleanup_policy)}: only the log start offset rule "
             f"applies"
         )
-    past_time = config.delete and config.retention_ms >= 0
-    decisions = _decisions(view, decided, kept_reason, lambda i: past_time and age_of(i)[0])
+    past_time = config.delete and limit_ms >= 0
+    decisions = _decisions(
+        view, decided, kept_reason, lambda i: past_time and age_of(i)[0], rule_time
+    )
     deleted_bases = {segs[i].base_offset for i in decided}
     # the broker's logStartOffset only grows; after deletion it is at least the first base
     new_first = segs[remaining[0]].base_offset if remaining else leo
@@ -298,7 +320,9 @@ def plan_retention(
     ]
     epochs_before = _read_epochs(view)
     epochs_after = epochs_before
-    if epochs_before is not None:
+    # a tiered topic's epochs and log start offset hold for its remote segments too: only its
+    # local log start moves (UnifiedLog.maybeIncrementLocalLogStartOffset)
+    if epochs_before is not None and not tiered:
         # as the broker does when the log start offset moves (and when it loads the log)
         epochs_after = truncate_epochs_from_start(epochs_before, new_lso)
     # an empty last segment without its indexes (a roll cut short): the broker creates them
@@ -306,10 +330,9 @@ def plan_retention(
     if remaining and not roll and segs[remaining[-1]].size == 0:
         missing = _missing_indexes(view, segs[remaining[-1]])
     cp_before = view.checkpointed(LOG_START)
-    # the broker checkpoints only partitions whose log start is above the first base offset
-    cp_after = new_lso if view.tp is not None and new_lso > new_first else None
-    if new_lso == lso_before and not decided:
-        cp_after = cp_before  # nothing changes: leave the file alone
+    cp_after = cp_before
+    if not tiered and (new_lso != lso_before or decided):
+        cp_after = _checkpointed_start(view, new_lso, new_first)
     return RetentionPlan(
         **ctx.context_fields(),
         new_log_start_offset=new_lso,
@@ -323,12 +346,72 @@ def plan_retention(
         checkpoint_before=cp_before,
         checkpoint_after=cp_after,
         notes=notes,
+        uploaded_up_to=uploaded_up_to[0] if tiered else None,
     )
 
 
-def _by_size(sizes: list[int], size: int, retention_bytes: int) -> Predicate:
+def _checkpointed_start(view: PartitionView, new_lso: int, new_first: int) -> int | None:
+    """The log-start-offset-checkpoint entry after retention: the broker checkpoints only a
+    partition whose log start is above its first base offset. (Not a tiered topic's: only its
+    local log start moves, UnifiedLog.maybeIncrementLocalLogStartOffset.)"""
+    return new_lso if view.tp is not None and new_lso > new_first else None
+
+
+def _by_start(segs: list[SegmentInfo], lso: int) -> Predicate:
+    """The log start offset rule's predicate: a segment goes when the next one starts at or
+    below the log start offset."""
+
+    def by_start(i: int, nxt: int | None) -> tuple[bool, str]:
+        if nxt is None:
+            return False, "the last segment is never deleted by the log start offset"
+        nb = segs[nxt].base_offset
+        if nb <= lso:
+            return True, f"the next segment starts at {nb}, at or below the log start offset {lso}"
+        return False, f"the next segment starts at {nb}, above the log start offset {lso}"
+
+    return by_start
+
+
+def _not_uploaded(config: TopicConfig, upper: int, uploaded_up_to: tuple[int, str]) -> str | None:
+    """Why a tiered topic's segment below ``upper`` stays on the disk: not all of it is in
+    remote storage yet (the broker's deleteOldSegments); None when it may go."""
+    uploaded, source = uploaded_up_to
+    if not config.tiered or 0 < upper <= uploaded + 1:
+        return None
+    return (
+        f"offsets up to {upper - 1} are not all in remote storage (uploaded up to {uploaded}: "
+        f"{source})"
+    )
+
+
+def _tiered_notes(
+    view: PartitionView,
+    config: TopicConfig,
+    uploaded_up_to: tuple[int, str],
+    log_start_offset: int | None,
+) -> list[str]:
+    """What a plan says of a tiered topic; a requested log start offset is refused (the
+    broker's moves the remote tier's start too)."""
+    if not config.tiered:
+        return []
+    if log_start_offset is not None:
+        raise RefusedError(
+            "a tiered topic's log start offset holds for its remote segments too, and "
+            "klogtool deletes nothing from remote storage",
+            path=str(view.path),
+            code=Code.TIERED_TOPIC,
+        )
+    return [
+        f"tiered (remote.storage.enable=true): the disk keeps local.retention.ms "
+        f"{config.disk_retention_ms} and local.retention.bytes {config.disk_retention_bytes}, "
+        f"and only segments in remote storage go (uploaded up to {uploaded_up_to[0]}: "
+        f"{uploaded_up_to[1]})"
+    ]
+
+
+def _by_size(sizes: list[int], size: int, retention_bytes: int, rule: str) -> Predicate:
     """The size rule's predicate: delete oldest segments while the excess over
-    retention.bytes holds them."""
+    ``rule`` (retention.bytes, or a tiered topic's local.retention.bytes) holds them."""
     excess = size - retention_bytes
 
     def by_size(i: int, _nxt: int | None) -> tuple[bool, str]:
@@ -337,12 +420,11 @@ def _by_size(sizes: list[int], size: int, retention_bytes: int) -> Predicate:
         if excess - s >= 0:
             excess -= s
             return True, (
-                f"the partition is {size} bytes, retention.bytes {retention_bytes}: {s} bytes "
+                f"the partition is {size} bytes, {rule} {retention_bytes}: {s} bytes "
                 f"fit in the excess"
             )
         return False, (
-            f"deleting these {s} bytes would take the partition below retention.bytes "
-            f"{retention_bytes}"
+            f"deleting these {s} bytes would take the partition below {rule} {retention_bytes}"
         )
 
     return by_size
@@ -353,6 +435,7 @@ def _decisions(
     decided: dict[int, tuple[str, str]],
     kept_reason: dict[int, list[tuple[str, str]]],
     past_retention: Callable[[int], bool],
+    rule_time: str,
 ) -> list[SegmentDecision]:
     """One decision per segment: deleted by the rule that took it, or kept, and why (the
     first kept segment says which walks stopped on it)."""
@@ -376,7 +459,7 @@ def _decisions(
             rule = RULE_AFTER_KEPT
             why = "an older segment is kept (retention deletes only a prefix of the log)"
             if past_retention(i):
-                why += "; on its own it is past retention.ms"
+                why += f"; on its own it is past {rule_time}"
         decisions.append(
             SegmentDecision(
                 seg.base_offset,
@@ -519,12 +602,14 @@ def sweep_partition(
     then, unless ``dry_run`` or nothing changes, what applying it did."""
     view = load_partition(path)
     try:
+        config = inputs.config_of(view.topic, view.path)
         plan = plan_retention(
             view,
-            inputs.config_of(view.topic, view.path),
+            config,
             now=inputs.now,
             log_start_offset=log_start_offset,
             high_watermark=inputs.high_watermark,
+            uploaded_up_to=inputs.uploaded_up_to(view) if config.tiered else (-1, "not tiered"),
         )
         inputs.require_known(view.topic, view.path, plan.decided_by)
     except RetentionRefused as e:
