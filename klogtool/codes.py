@@ -472,6 +472,18 @@ class Code(StrEnum):
         "a topic config a rewrite decides by is not known (no metadata log holds the topic, no"
         " option gives it): the partition is not deleted from or compacted by a guess",
     )
+    REMOTE_INDEX_CORRUPT = (
+        "remote-index-corrupt",
+        (E,),
+        "a remote segment's index in remote-log-index-cache fails the broker's sanity check:"
+        " its RemoteIndexCache does not start",
+    )
+    REMOTE_INDEX_INCOMPLETE = (
+        "remote-index-incomplete",
+        (W,),
+        "a remote segment in remote-log-index-cache without all three indexes: the broker"
+        " deletes them on start and fetches them again",
+    )
     TIERED_TOPIC = (
         "tiered-topic",
         (F,),

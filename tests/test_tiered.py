@@ -204,3 +204,35 @@ def test_compact_refuses_a_tiered_topic(tmp_path: Path) -> None:
     assert code == 4, err
     assert "orders is a tiered topic (remote.storage.enable=true, metadata log at offset" in err
     assert err.rstrip().endswith("(tiered-topic)") and _files(part) == before
+
+
+def test_verify_checks_the_remote_index_cache_as_the_broker_loads_it(tmp_path: Path) -> None:
+    """remote-log-index-cache/: <offset>_<segment id>.index/.timeindex/.txnindex, each held to
+    the broker's sanity check; a set missing one is deleted by the broker, leftovers too."""
+    import struct
+
+    log_dir = _host(tmp_path, 200)
+    cache = log_dir / "remote-log-index-cache"
+    cache.mkdir()
+
+    def put(offset: int, seg: str, index: bytes = b"", time: bytes = b"", txn: bytes = b"") -> None:
+        for kind, data in (("index", index), ("timeindex", time), ("txnindex", txn)):
+            (cache / f"{offset}_{seg}.{kind}").write_bytes(data)
+
+    put(0, SEG_IDS[1], struct.pack(">ii", 5, 0), struct.pack(">qi", 1_700_000_000_000, 5))
+    # an aborted transaction ending below the segment's start: TransactionIndex.sanityCheck
+    put(100, SEG_IDS[2], txn=struct.pack(">hqqqq", 0, 7, 10, 20, 20))
+    (cache / f"250_{SEG_IDS[3]}.index").write_bytes(b"")  # alone
+    (cache / f"300_{SEG_IDS[4]}.index.tmp").write_bytes(b"")
+    code, out, err = run("verify", "--format", "jsonl", str(log_dir), cwd=tmp_path)
+    assert code == 1, err
+    found = {(o["code"], Path(o["path"]).name) for o in jsonl(out) if o["type"] == "finding"}
+    assert found == {
+        ("remote-index-corrupt", f"100_{SEG_IDS[2]}.txnindex"),
+        ("remote-index-incomplete", f"250_{SEG_IDS[3]}.index"),
+        ("leftover-file", f"300_{SEG_IDS[4]}.index.tmp"),
+    }
+    # a directory of that name holding something else is not the broker's cache
+    (cache / "notes.txt").write_text("x")
+    code, out, err = run("verify", "--format", "jsonl", str(log_dir), cwd=tmp_path)
+    assert code == 0 and [o for o in jsonl(out) if o["type"] == "finding"] == []

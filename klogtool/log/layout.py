@@ -267,21 +267,45 @@ class LogDir:
     path: Path
     partitions: list[Path]
     files: list[Path]  # checkpoint files, meta.properties, ... at the root
+    remote_index_cache: Path | None = None  # tiered storage's (is_remote_index_cache)
+
+
+# Tiered storage's cache of remote segments' indexes (RemoteIndexCache): in the log dir,
+# <start offset>_<segment id>.index / .timeindex / .txnindex, .tmp while written, .deleted
+# while removed.
+REMOTE_INDEX_CACHE = "remote-log-index-cache"
+REMOTE_INDEX_RE = re.compile(
+    r"^(?P<offset>\d+)_(?P<segment_id>[A-Za-z0-9_-]{22})\."
+    r"(?P<kind>index|timeindex|txnindex)(?P<temp>\.tmp|\.deleted)?$"
+)
+
+
+def is_remote_index_cache(path: Path) -> bool:
+    """A ``remote-log-index-cache`` directory holding only what the broker's cache writes."""
+    if path.name != REMOTE_INDEX_CACHE or not path.is_dir() or path.is_symlink():
+        return False
+    try:
+        return all(REMOTE_INDEX_RE.match(c.name) for c in path.iterdir())
+    except OSError:
+        return False
 
 
 def scan_log_dir(path: Path) -> LogDir | None:
     """A log dir holds partition dirs and/or broker files; None when it holds neither."""
     partitions: list[Path] = []
     files: list[Path] = []
+    cache = None
     for child in sorted(path.iterdir()):
         if child.is_dir():
             if _is_partition_child(child):  # named like one, and holding a partition's files
                 partitions.append(child)
+            elif is_remote_index_cache(child):
+                cache = child
         elif file_kind(child) not in (UNKNOWN, LOG):
             files.append(child)
     if not partitions and not files:
         return None
-    return LogDir(path, partitions, files)
+    return LogDir(path, partitions, files, cache)
 
 
 def log_dirs_under(path: Path, depth: int = 6) -> list[Path]:

@@ -9,7 +9,7 @@ from functools import partial
 from pathlib import Path
 
 from klogtool.codes import Code
-from klogtool.formats import checkpoint
+from klogtool.formats import checkpoint, index
 from klogtool.formats.errors import FormatError
 from klogtool.log import layout, pool
 from klogtool.log.check.partition_checks import PartitionChecks
@@ -42,6 +42,14 @@ _CHECKPOINT_BEYOND_END = {
         Code.CLEANER_CHECKPOINT_BEYOND_LOG_END,
         "cleaner checkpoint {offset} is beyond the log end offset {leo}; the cleaner resets it",
     ),
+}
+
+
+# a cached remote segment's three indexes, each with the broker's sanity check
+_REMOTE_INDEXES = {
+    "index": index.sanity_check_offset_index,
+    "timeindex": index.sanity_check_time_index,
+    "txnindex": index.sanity_check_txn_index,
 }
 
 
@@ -110,6 +118,50 @@ class LogDirChecks(PartitionChecks):
             else:
                 self.stats.files += 1
                 yield from self._text_file(f, kind)
+        if logdir.remote_index_cache is not None:
+            yield from self._remote_index_cache(logdir.remote_index_cache)
+
+    def _remote_index_cache(self, cache: Path) -> Iterator[Finding]:
+        """Tiered storage's cached indexes of remote segments, held to what the broker's
+        ``RemoteIndexCache`` does when it starts: leftovers and incomplete sets go, every
+        index passes its sanity check (or the cache does not start)."""
+        sets: dict[tuple[int, str], dict[str, Path]] = {}
+        for f in sorted(cache.iterdir()):
+            m = layout.REMOTE_INDEX_RE.match(f.name)
+            if m is None:
+                continue
+            if m["temp"]:
+                yield Finding(
+                    "warning", Code.LEFTOVER_FILE, str(f), None, None, "leftover temporary file"
+                )
+                continue
+            sets.setdefault((int(m["offset"]), m["segment_id"]), {})[m["kind"]] = f
+        for (offset, segment_id), files in sets.items():
+            missing = [k for k in _REMOTE_INDEXES if k not in files]
+            if missing:
+                yield Finding(
+                    "warning",
+                    Code.REMOTE_INDEX_INCOMPLETE,
+                    str(next(iter(files.values()))),
+                    None,
+                    offset,
+                    f"remote segment {segment_id}: no .{' or .'.join(missing)} beside it; the "
+                    "broker deletes its cached indexes on start and fetches them again",
+                )
+                continue
+            for kind, check in _REMOTE_INDEXES.items():
+                self.stats.files += 1
+                try:
+                    check(read_small(files[kind], 1 << 31), offset)
+                except FormatError as e:
+                    yield Finding(
+                        "error",
+                        Code.REMOTE_INDEX_CORRUPT,
+                        str(files[kind]),
+                        e.position,
+                        offset,
+                        f"{e} (the broker's remote index cache does not start on it)",
+                    )
 
     def _offset_checkpoint(
         self, path: Path, ends: dict[tuple[str, int], tuple[int | None, int | None]]
