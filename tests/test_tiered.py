@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from support.cli import jsonl, run
@@ -236,3 +237,31 @@ def test_verify_checks_the_remote_index_cache_as_the_broker_loads_it(tmp_path: P
     (cache / "notes.txt").write_text("x")
     code, out, err = run("verify", "--format", "jsonl", str(log_dir), cwd=tmp_path)
     assert code == 0 and [o for o in jsonl(out) if o["type"] == "finding"] == []
+
+
+def test_diff_says_a_replica_started_from_the_tiered_offset_misses_nothing(tmp_path: Path) -> None:
+    """KIP-1023: a new replica of a tiered topic starts its local log at the tiered offset; its
+    missing head (0..199) is in remote storage, which the leader's broker's metadata shows."""
+    leader = _host(tmp_path, 0)  # holds 0..299 locally and the metadata
+    follower = tmp_path / "follower"
+    follower.mkdir()
+    local_partition(follower, TP, 200, 300, epochs=((0, 0), (1, 150)))
+    args = ("diff", "--format", "jsonl", str(leader / "orders-3"), str(follower / "orders-3"))
+    code, out, err = run(*args, cwd=tmp_path)
+    (pd,) = [o for o in jsonl(out) if o["type"] == "partition-diff"]
+    assert pd["verdict"] == "different-start-offsets" and pd["lost"] is None, err
+    assert any(
+        "head 0..199 is in remote storage (__remote_log_metadata-7)" in n for n in pd["notes"]
+    )
+    # a head the remote tier does not hold whole (it ends at 249): no such note
+    later = tmp_path / "later"
+    later.mkdir()
+    local_partition(later, TP, 260, 300, epochs=((0, 0), (1, 150)))
+    code, out, err = run("diff", "--format", "jsonl", args[3], str(later / "orders-3"))
+    (pd,) = [o for o in jsonl(out) if o["type"] == "partition-diff"]
+    assert pd["verdict"] == "different-start-offsets" and pd["notes"] == []
+    # without the metadata that says so, no such note
+    shutil.rmtree(leader / "__remote_log_metadata-7")
+    code, out, err = run(*args, cwd=tmp_path)
+    (pd,) = [o for o in jsonl(out) if o["type"] == "partition-diff"]
+    assert pd["verdict"] == "different-start-offsets" and pd["notes"] == []

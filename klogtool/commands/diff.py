@@ -162,10 +162,11 @@ def command(
     KIP-279: the end offset of the largest epoch both sides have); equal-modulo-compaction
     (one side's records are the other's minus superseded keys, tombstones, keyless records,
     aborted transactions and markers, at the same offsets with the same contents); or
-    different-start-offsets (retention ran on one side). Then the differences: batches only
-    in A, only in B, and pairs with the same offsets but different bytes (the header fields
-    that differ; with --deep the record fields: key, value, headers, timestamp, producer id,
-    epoch and sequence).
+    different-start-offsets (retention ran on one side; or a tiered topic's replica started
+    from the tiered offset, its head in remote storage, said in a note). Then the
+    differences: batches only in A, only in B, and pairs with the same offsets but different
+    bytes (the header fields that differ; with --deep the record fields: key, value,
+    headers, timestamp, producer id, epoch and sequence).
 
     Batch headers and CRCs are compared first, then bytes; records are decoded only where
     batches differ. A torn tail (which the broker's recovery cuts) is reported but the
@@ -470,7 +471,8 @@ def partition_text(p: PartitionDiff) -> list[str]:
         DIVERGED: f"diverged at offset {p.diverged_at}",
         PREFIX: f"{p.lagging} is a prefix of {'b' if p.lagging == 'a' else 'a'}",
         MODULO_COMPACTION: f"equal modulo compaction ({p.compacted} is compacted)",
-        DIFFERENT_START: "different start offsets (retention ran on one side)",
+        DIFFERENT_START: "different start offsets (retention ran on one side, or one is in "
+        "remote storage)",
     }.get(v, v)
     lines = [f"{p.partition}: {head}"]
     for side, path in (("a", p.a), ("b", p.b)):

@@ -64,6 +64,7 @@ from klogtool.log.partition import (
     load_partition,
     read_offset_checkpoint,
 )
+from klogtool.log.remote_tier import TierCache
 from klogtool.log.segment import mapped, read_small
 
 if TYPE_CHECKING:
@@ -1337,6 +1338,7 @@ def diff_partition(pair: Pair, options: DiffOptions) -> Iterator[Difference | Pa
         pd.compacted = comp.side
     elif sa.log_start_offset != sb.log_start_offset:
         pd.verdict = DIFFERENT_START
+        pd.notes += _head_in_remote_storage(sa, sb)
     elif pd.lagging is not None:
         pd.verdict = PREFIX
     if pd.verdict != IDENTICAL:
@@ -1400,6 +1402,28 @@ def diff_partition(pair: Pair, options: DiffOptions) -> Iterator[Difference | Pa
                 f"divergence at {pd.diverged_at}: the replicas would stay different ({why})"
             )
     yield pd
+
+
+def _head_in_remote_storage(sa: _Side, sb: _Side) -> list[str]:
+    """A tiered topic's replica that starts later, its missing head held in remote storage
+    (a new replica fetches from the tiered offset, KIP-1023): not records lost. Told by the
+    __remote_log_metadata partitions beside either side."""
+    late, early = (sa, sb) if sa.log_start_offset > sb.log_start_offset else (sb, sa)
+    head = (early.log_start_offset, late.log_start_offset - 1)
+    tiers = TierCache()
+    for side in (late, early):
+        summary = tiers.summary_of(side.view)
+        span = None if summary is None else summary.remote.offsets()
+        if summary is None or span is None:
+            continue
+        gaps = [g for g in summary.remote.gaps() if g[0] <= head[1] and g[1] >= head[0]]
+        if span[0] <= head[0] and span[1] >= head[1] and not gaps:
+            return [
+                f"{late.name}'s head {head[0]}..{head[1]} is in remote storage "
+                f"({summary.remote.metadata_partition}): a replica of a tiered topic starts "
+                "at the tiered offset (KIP-1023); no record is missing"
+            ]
+    return []
 
 
 def follower_offsets(
