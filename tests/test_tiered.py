@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.cli import jsonl, run
 from support.tiered import (
     SEG_IDS,
@@ -265,3 +268,109 @@ def test_diff_says_a_replica_started_from_the_tiered_offset_misses_nothing(tmp_p
     code, out, err = run(*args, cwd=tmp_path)
     (pd,) = [o for o in jsonl(out) if o["type"] == "partition-diff"]
     assert pd["verdict"] == "different-start-offsets" and pd["notes"] == []
+
+
+# -- retention of a tiered topic held to a plain model of the broker's deleteOldSegments --------
+def _model_deleted(
+    segs: list[tuple[int, int, int]],
+    leo: int,
+    hw: int,
+    uploaded: int,
+    local_ms: int,
+    local_bytes: int,
+    now: int,
+) -> list[int]:
+    """UnifiedLog.deleteOldSegments with remote storage on, transcribed plainly: the size walk
+    (local.retention.bytes), then the time walk (local.retention.ms), each over the segments
+    left, from the oldest; a segment goes when its upper bound is uploaded and under the high
+    watermark and the rule holds; an empty last segment stays."""
+    left = list(segs)
+    deleted: list[int] = []
+
+    def walk(rule: Callable[[tuple[int, int, int]], bool]) -> None:
+        nonlocal left
+        n = 0
+        for i, seg in enumerate(left):
+            upper = left[i + 1][0] if i + 1 < len(left) else leo
+            last_and_empty = i + 1 == len(left) and seg[1] == 0
+            if not (0 < upper <= uploaded + 1 and hw >= upper and rule(seg)) or last_and_empty:
+                break
+            n += 1
+        deleted.extend(s[0] for s in left[:n])
+        left = left[n:]
+
+    if local_bytes >= 0 and sum(s[1] for s in left) >= local_bytes:
+        excess = sum(s[1] for s in left) - local_bytes
+
+        def by_size(seg: tuple[int, int, int]) -> bool:
+            nonlocal excess
+            if excess - seg[1] < 0:
+                return False
+            excess -= seg[1]
+            return True
+
+        walk(by_size)
+    if local_ms >= 0:
+        walk(lambda seg: now - seg[2] > local_ms)
+    return deleted
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    layout=st.lists(
+        st.tuples(st.integers(1, 50), st.integers(0, 300), st.integers(0, 1000)),
+        min_size=1,
+        max_size=8,
+    ),
+    tail=st.integers(0, 50),
+    hw_cut=st.integers(0, 400),
+    uploaded=st.integers(-1, 400),
+    local_ms=st.sampled_from([-2, -1, 0, 100, 500, 2000]),
+    local_bytes=st.sampled_from([-2, -1, 0, 100, 500, 2000]),
+    retention=st.tuples(st.sampled_from([-1, 300]), st.sampled_from([-1, 400])),
+)
+def test_tiered_retention_is_the_brokers(
+    layout, tail, hw_cut, uploaded, local_ms, local_bytes, retention
+) -> None:
+    from klogtool.log.layout import SegmentFiles
+    from klogtool.log.partition import PartitionView, SegmentInfo
+    from klogtool.log.rewrite.retention import plan_retention
+    from klogtool.log.topicconfig import TopicConfig
+
+    now = 10_000
+    segs, base = [], 0
+    for length, size, ts in layout:
+        segs.append((base, size, ts))
+        base += length
+    leo = base + tail
+    hw = min(hw_cut, leo)
+    retention_ms, retention_bytes = retention
+    config = TopicConfig(
+        retention_ms=retention_ms,
+        retention_bytes=retention_bytes,
+        remote_storage_enable=True,
+        local_retention_ms=local_ms,
+        local_retention_bytes=local_bytes,
+    )
+    view = PartitionView(
+        path=Path("/nowhere/orders-3"),
+        topic="orders",
+        partition=3,
+        log_dir=Path("/nowhere"),
+        segments=[
+            SegmentInfo(b, SegmentFiles(b), size, 0, ts, "timeindex", 0, 0) for b, size, ts in segs
+        ],
+        orphans=[],
+        snapshots=[],
+        leader_epoch_checkpoint=None,
+        log_end_offset=leo,
+        log_end_clean=True,
+    )
+    plan = plan_retention(
+        view, config, now=now, high_watermark=hw, uploaded_up_to=(uploaded, "the model")
+    )
+    effective_ms = retention_ms if local_ms == -2 else local_ms
+    effective_bytes = retention_bytes if local_bytes == -2 else local_bytes
+    expected = _model_deleted(segs, leo, hw, uploaded, effective_ms, effective_bytes, now)
+    assert [d.base_offset for d in plan.deleted] == expected
+    assert all(d.rule in ("local.retention.ms", "local.retention.bytes") for d in plan.deleted)
