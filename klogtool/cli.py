@@ -95,6 +95,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Rewrite SRC to message format 0, 1 or 2 and/or another codec, keeping every offset.",
     ),
     "compact": ("compact", "Compact partitions the way the broker's log cleaner does."),
+    "restore-tier": (
+        "restore_tier",
+        "Write a partition directory the broker can load from a tiered partition's remote "
+        "segments.",
+    ),
     "retention-sweep": (
         "retention_sweep",
         "Delete old segments the way the broker's retention does.",

@@ -484,6 +484,17 @@ class Code(StrEnum):
         "a remote segment in remote-log-index-cache without all three indexes: the broker"
         " deletes them on start and fetches them again",
     )
+    REMOTE_SEGMENT_MISSING = (
+        "remote-segment-missing",
+        (F,),
+        "a remote segment a restore needs has no files, or lacks one the broker needs",
+    )
+    REMOTE_SEGMENTS_OVERLAP = (
+        "remote-segments-overlap",
+        (F,),
+        "remote segments hold the same offsets: only the remote-log metadata tells which copy"
+        " holds them",
+    )
     TIERED_TOPIC = (
         "tiered-topic",
         (F,),

@@ -162,6 +162,36 @@ class DescribeRemoteSegment(TypedDict):
     where: str  # the metadata record of its latest event: __remote_log_metadata-N@offset
 
 
+class RestoreTierSegment(TypedDict):
+    """A remote segment restore-tier writes (or would write, --dry-run) into the partition."""
+
+    type: Literal["segment"]
+    partition: str  # the partition dir written
+    segment_id: str
+    start_offset: int
+    end_offset: int
+    size: int
+    source: str  # the remote segment's .log
+
+
+class RestoreTierSummary(TypedDict):
+    """What restore-tier wrote (or would write, --dry-run)."""
+
+    type: Literal["summary"]
+    dry_run: bool
+    source: str
+    partition: str
+    topic: str
+    topic_id: str
+    segments: int
+    bytes: int
+    start_offset: int
+    end_offset: int  # inclusive
+    leader_epochs: list[list[int]]  # [epoch, start offset] of leader-epoch-checkpoint
+    chosen_by: str  # the remote-log metadata, or the files themselves
+    notes: list[str]
+
+
 class GroupsGroup(TypedDict):
     """A consumer group as __consumer_offsets leaves it (klogtool.log.read.groups)."""
 
@@ -1039,6 +1069,8 @@ Event: TypeAlias = (
     | DescribeEpoch
     | DescribeRemoteTier
     | DescribeRemoteSegment
+    | RestoreTierSegment
+    | RestoreTierSummary
     | GroupsGroup
     | GroupsOffset
     | GroupsSummary
@@ -1122,6 +1154,8 @@ EVENT_TYPES: dict[tuple[str, str], type[Any]] = {
     ("describe", "epoch"): DescribeEpoch,
     ("describe", "remote_tier"): DescribeRemoteTier,
     ("describe", "remote_segment"): DescribeRemoteSegment,
+    ("restore-tier", "segment"): RestoreTierSegment,
+    ("restore-tier", "summary"): RestoreTierSummary,
     ("groups", "group"): GroupsGroup,
     ("groups", "offset"): GroupsOffset,
     ("groups", "summary"): GroupsSummary,

@@ -195,3 +195,50 @@ def high_watermark(log_dir: Path, tp: Tp, offset: int) -> None:
     (log_dir / "replication-offset-checkpoint").write_text(
         f"0\n1\n{tp.name} {tp.partition} {offset}\n"
     )
+
+
+def empty_producer_snapshot() -> bytes:
+    """A producer snapshot with no producers, as ProducerStateManager writes it: version 1,
+    the CRC-32C of what follows, an empty producer array."""
+    import crc32c
+
+    body = struct.pack(">i", 0)
+    return struct.pack(">hI", 1, crc32c.crc32c(body)) + body
+
+
+def local_tiered_storage(
+    root: Path,
+    tp: Tp,
+    segments: list[tuple[str, int, int, list[tuple[int, int]]]],
+    epoch_of: dict[int, int] | None = None,
+) -> Path:
+    """``root/kafka-tiered-storage/<topic>-<partition>-<topic id>/`` as Kafka's
+    LocalTieredStorage writes it: per (segment id, start, end, leader-epoch checkpoint
+    entries) the segment's .log (one record a batch, value ``v<offset>``, time T0 + offset;
+    a batch carries the epoch ``epoch_of`` gives its offset's range start, else 0), .index,
+    .timeindex, .leader_epoch_checkpoint and .snapshot, named ``<20 digits>-<id>.<suffix>``."""
+    import shutil
+    import tempfile
+
+    from support.rewrite import GEN
+
+    part = root / "kafka-tiered-storage" / f"{tp.name}-{tp.partition}-{tp.id}"
+    part.mkdir(parents=True, exist_ok=True)
+    starts = sorted((epoch_of or {0: 0}).items(), key=lambda kv: kv[1])
+    for seg_id, start, end, epochs in segments:
+        rows = []
+        for o in range(start, end + 1):
+            epoch = max((e for e, s in starts if s <= o), default=0)
+            rows.append(
+                kafka_python_batch(o, epoch, [(T0 + o, f"k{o % 7}".encode(), f"v{o}".encode(), [])])
+            )
+        with tempfile.TemporaryDirectory() as tmp:
+            GEN.write_segment_files(Path(tmp), start, b"".join(rows))
+            for suffix in (".log", ".index", ".timeindex"):
+                shutil.move(f"{tmp}/{start:020d}{suffix}", part / f"{start:020d}-{seg_id}{suffix}")
+        lines = [f"{e} {s}" for e, s in epochs]
+        (part / f"{start:020d}-{seg_id}.leader_epoch_checkpoint").write_text(
+            f"0\n{len(lines)}\n" + "\n".join(lines) + "\n"
+        )
+        (part / f"{start:020d}-{seg_id}.snapshot").write_bytes(empty_producer_snapshot())
+    return part
