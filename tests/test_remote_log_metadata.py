@@ -5,6 +5,7 @@ Kafka's schemas, kafka-dump-log's texts, and the replay held to Kafka's
 from __future__ import annotations
 
 import base64
+import json
 from pathlib import Path
 
 import pytest
@@ -329,3 +330,28 @@ def test_dump_segments_decodes_the_topic_as_kafka_dump_log_does(tmp_path: Path) 
         f"topicIdPartition={TP.id}:orders-3, id={S1}}}, customMetadata=Optional.empty, "
         "state=COPY_SEGMENT_FINISHED, eventTimestampMs=1700000000000, brokerId=1}"
     )
+
+
+def test_find_and_export_decode_the_topic_by_themselves(tmp_path: Path) -> None:
+    part = write_metadata_partition(
+        tmp_path,
+        [segment_record(TP, S1, 0, 9, [(0, 0)]), update_record(TP, S1, FINISHED), None],
+    )
+    code, out, err = run("find", "--format", "jsonl", str(part))
+    assert code == 0, err
+    values = [o["value"] for o in jsonl(out) if o["type"] == "record"]
+    assert values[0]["data"]["startOffset"] == 0 and values[1]["data"]["remoteLogSegmentState"] == 1
+    assert values[2] is None  # a tombstone
+    pq = pytest.importorskip("pyarrow.parquet")
+    dest = tmp_path / "out"
+    args = ("export", "--jobs", "1", "--value-decoder", "internal", "--to", "parquet", str(dest))
+    code, _, err = run(*args, str(part))
+    assert code == 0, err
+    (f,) = dest.rglob("*.parquet")
+    rows = pq.read_table(f).to_pylist()
+    decoded = [None if r["value_decoded"] is None else json.loads(r["value_decoded"]) for r in rows]
+    assert [d and d["type"] for d in decoded] == [
+        "REMOTE_LOG_SEGMENT_METADATA_RECORD",
+        "REMOTE_LOG_SEGMENT_METADATA_UPDATE_RECORD",
+        None,
+    ]
