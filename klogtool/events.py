@@ -805,6 +805,7 @@ class StatsStats(TypedDict):
     problems: list[Any]
     what_if: NotRequired[dict[str, Any] | None]  # the total's
     epochs: NotRequired[list[Any]]  # a whole partition's leader epochs (describe --epochs')
+    remote_tier: NotRequired[dict[str, Any]]  # a tiered partition's (describe's remote_tier)
 
 
 class CompactSummary(TypedDict):

@@ -50,7 +50,7 @@ def test_text_is_a_table_and_a_directory_of_log_dirs_works(tmp_path: Path) -> No
 
 
 def test_offset_ranges_are_inclusive_with_the_log_end_said() -> None:
-    from klogtool.commands._text import log_offsets
+    from klogtool.log.labels import log_offsets
 
     assert log_offsets(0, 200) == "0..199 (log end 200)"
     assert log_offsets(5, 6) == "5..5 (log end 6)"

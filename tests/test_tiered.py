@@ -374,3 +374,21 @@ def test_tiered_retention_is_the_brokers(
     expected = _model_deleted(segs, leo, hw, uploaded, effective_ms, effective_bytes, now)
     assert [d.base_offset for d in plan.deleted] == expected
     assert all(d.rule in ("local.retention.ms", "local.retention.bytes") for d in plan.deleted)
+
+
+def test_stats_and_its_report_show_the_remote_tier(tmp_path: Path) -> None:
+    log_dir = _host(tmp_path, 200)
+    report = tmp_path / "report.html"
+    args = ("stats", "--format", "jsonl", "--sample", "0", "--html", str(report), str(log_dir))
+    code, out, err = run(*args, cwd=tmp_path)
+    assert code == 0, err
+    parts = {o["topic"]: o for o in jsonl(out) if o["type"] == "stats" and o["scope"] != "total"}
+    tier = parts["orders"]["remote_tier"]
+    assert (tier["segments"], tier["start_offset"], tier["end_offset"]) == (2, 0, 249)
+    assert tier["overlap"] == [200, 249] and tier["uploads_unfinished"] == 1
+    assert "remote_tier" not in parts["__remote_log_metadata"]
+    page = report.read_text()
+    assert "<h2>Remote tier</h2>" in page and "overlap 200..249" in page
+    assert "1 unfinished uploads, 1 unreferenced copies, 1 dropped events" in page
+    code, out, err = run("stats", "--sample", "0", str(log_dir), cwd=tmp_path)
+    assert code == 0 and "remote tiers" in out and "overlap 200..249" in out

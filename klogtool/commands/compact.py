@@ -15,10 +15,10 @@ from klogtool.commands._options import (
     size_option,
     writing_options,
 )
-from klogtool.commands._text import log_offsets
 from klogtool.commands._writing import WritingRun
 from klogtool.formats import ReadLimits
 from klogtool.log.context import ReadContext
+from klogtool.log.labels import log_offsets
 from klogtool.log.rewrite.cleaner import (
     CompactionPass,
     CompactionPlan,

@@ -7,10 +7,10 @@ from typing import Any
 import click
 
 from klogtool.commands._options import format_option, paths_argument, warn_if_a_broker_runs
-from klogtool.commands._text import log_offsets
 from klogtool.formats import NO_TIMESTAMP
 from klogtool.log import layout
 from klogtool.log.epochs import NO_EPOCH, EpochTimeline
+from klogtool.log.labels import REMOTE_TIER_COLUMNS, log_offsets, remote_tier_row
 from klogtool.log.read.describe import describe
 from klogtool.log.remote_tier import TierSummary
 from klogtool.output import Output, with_iso
@@ -107,50 +107,17 @@ def command(
     out.close()
 
 
-def _offsets(span: tuple[int, int] | None) -> str:
-    return "-" if span is None else f"{span[0]:,}..{span[1]:,}"
-
-
 def _show_tiers(out: Output, tiers: list[tuple[str, TierSummary]]) -> None:
-    rows = []
-    notes = []
-    for path, t in tiers:
-        log = t.remote.remote_log()
-        between = (
-            f"overlap {_offsets(t.overlap)}"
-            if t.overlap is not None
-            else f"GAP {_offsets(t.gap)}"
-            if t.gap is not None
-            else "-"
-        )
-        rows.append(
-            [
-                path,
-                f"{len(log):,}",
-                f"{sum(s.size for s in log):,}",
-                _offsets(t.remote.offsets()),
-                log_offsets(t.local_start_offset, t.local_end_offset, commas=True),
-                between,
-                f"{t.highest_uploaded_offset:,}",
-            ]
-        )
-        notes += [f"{path}: {f}" for f in t.findings()]
     out.table(
-        f"remote tiers: {len(rows)} tiered partition" + ("" if len(rows) == 1 else "s"),
-        [
-            "partition",
-            "remote segments",
-            "bytes",
-            "remote offsets",
-            "local offsets",
-            "between",
-            "uploaded to",
-        ],  # fmt: skip
-        rows,
-        left=frozenset({"between"}),
+        f"remote tiers: {len(tiers)} tiered partition" + ("" if len(tiers) == 1 else "s"),
+        REMOTE_TIER_COLUMNS,
+        [remote_tier_row(path, t.as_obj(path)) for path, t in tiers],
+        left=frozenset({"between", "look at"}),
+        lesser=("look at", "uploaded to"),
     )
-    for note in notes:
-        out.warn(note)
+    for path, t in tiers:
+        for finding in t.findings():
+            out.warn(f"{path}: {finding}")
 
 
 def _show_remote_segments(out: Output, path: str, tier: TierSummary) -> None:

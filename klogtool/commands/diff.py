@@ -14,7 +14,6 @@ from klogtool.commands._options import (
     warn_if_a_broker_runs,
     warn_if_not_live_skipped,
 )
-from klogtool.commands._text import log_offsets
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
 from klogtool.formats import ReadLimits
 from klogtool.log.context import ReadContext
@@ -27,6 +26,7 @@ from klogtool.log.export.exporter import (
     export_ranges,
 )
 from klogtool.log.export.spec import ReadOptions
+from klogtool.log.labels import log_offsets
 from klogtool.log.read.diff import (
     CHANGED,
     DIFFERENT_START,

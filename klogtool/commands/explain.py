@@ -14,11 +14,11 @@ from klogtool.commands._options import (
     read_limits_option,
     warn_if_a_broker_runs,
 )
-from klogtool.commands._text import log_offsets
 from klogtool.errors import EXIT_OK
 from klogtool.formats import ReadLimits
 from klogtool.log import layout, storage
 from klogtool.log.context import ReadContext
+from klogtool.log.labels import log_offsets
 from klogtool.log.rewrite.explain import PartitionExplain, explain_partition
 from klogtool.log.rewrite.retention import human_ms
 from klogtool.output import Output, format_ts, offsets_text, plural

@@ -24,6 +24,7 @@ from klogtool.errors import InputError
 from klogtool.formats import ReadLimits
 from klogtool.log import layout, storage
 from klogtool.log.context import ReadContext
+from klogtool.log.labels import REMOTE_TIER_COLUMNS, remote_tier_row
 from klogtool.log.metadata import log_dirs_named
 from klogtool.log.partition import PlanInputs
 from klogtool.log.read import stats as lib
@@ -42,6 +43,7 @@ from klogtool.log.read.stats_html import (
     pct,
     render,
 )
+from klogtool.log.remote_tier import TierCache
 from klogtool.log.topicconfig import ConfigSource
 from klogtool.output import Output
 
@@ -171,8 +173,10 @@ def command(
         options = lib.StatsOptions(
             now=clock, exact_keys=exact_keys, sample_bytes=sample, ctx=ReadContext.of(limits, bar)
         )
-        for st in lib.collect(found, options, jobs=jobs):
+        tiers = TierCache(inputs.given)
+        for t, st in zip(found, lib.collect(found, options, jobs=jobs), strict=True):
             _cleanup_policy(st, inputs)
+            lib.attach_remote_tier(st, t, tiers)
             parts.append(st)
             if fmt != "text":
                 st.sample = st.sample if sample else []
@@ -190,7 +194,7 @@ def command(
     if fmt != "text":
         out.emit(total_obj)
     else:
-        _text(out, total_obj, [p.as_obj() for p in parts] if per_partition else [], what_if)
+        _text(out, total_obj, [p.as_obj() for p in parts], what_if, per_partition)
     if html_file is not None:
         title = (
             "klogtool stats: "
@@ -217,7 +221,13 @@ def command(
     out.close()
 
 
-def _text(out: Output, t: events.StatsStats, parts: list[events.StatsStats], what_if: Any) -> None:
+def _text(
+    out: Output,
+    t: events.StatsStats,
+    parts: list[events.StatsStats],
+    what_if: Any,
+    per_partition: bool,
+) -> None:
     v, s, tm, p, k = t["volume"], t["sizes"], t["time"], t["producers"], t["keys"]
     comp = k["compaction"]
     for problem in t["problems"]:
@@ -342,7 +352,16 @@ def _text(out: Output, t: events.StatsStats, parts: list[events.StatsStats], wha
             left=frozenset({""}),
             lesser=(*_CHART, "seconds"),
         )
-    if len(parts) > 1:
+    tiered = [(o["path"], o["remote_tier"]) for o in parts if "remote_tier" in o]
+    if tiered:
+        out.table(
+            "remote tiers",
+            REMOTE_TIER_COLUMNS,
+            [remote_tier_row(path, t) for path, t in tiered],
+            left=frozenset({"between", "look at"}),
+            lesser=("look at", "uploaded to"),
+        )
+    if per_partition and len(parts) > 1:
         out.table(
             "partitions",
             ["partition", "records", "bytes", "distinct keys", "compaction"],

@@ -69,10 +69,12 @@ from klogtool.formats.v2 import RECORD_BATCH_OVERHEAD, DefaultBatch
 from klogtool.log.context import ReadContext
 from klogtool.log.epochs import EpochRow, EpochRuns, read_checkpoint, timeline
 from klogtool.log.layout import LEADER_EPOCH_CHECKPOINT
+from klogtool.log.partition import load_partition
 from klogtool.log.pool import processes, worker_deaths
 from klogtool.log.read import native_stats
 from klogtool.log.read.finder import Target, resolve_targets
 from klogtool.log.record_filter import ABORTED, first_offset
+from klogtool.log.remote_tier import TierCache
 from klogtool.log.segment import mapped, refuse_not_a_log
 from klogtool.log.txnstates import TransactionStates, transaction_states
 
@@ -451,6 +453,7 @@ class PartitionStats:
     # a whole partition's leader-epoch timeline (klogtool.log.epochs); None for a total or
     # for segments named one by one
     epochs: list[EpochRow] | None = None
+    remote_tier: dict[str, Any] | None = None  # a tiered partition's (remote_tier.TierSummary)
     codecs: dict[str, list[int]] = field(default_factory=dict)  # name: [batches, records, bytes]
     magics: dict[int, int] = field(default_factory=dict)  # magic: batches
     key_sizes: SizeHistogram = field(default_factory=SizeHistogram)
@@ -704,6 +707,8 @@ class PartitionStats:
             obj["what_if"] = what_if
         elif self.epochs is not None:
             obj["epochs"] = [asdict(e) for e in self.epochs]
+        if self.remote_tier is not None:
+            obj["remote_tier"] = self.remote_tier
         return obj
 
 
@@ -1063,6 +1068,19 @@ def _codec(st: PartitionStats, name: str, records: int, size: int) -> None:
 
 
 # -- runs ---------------------------------------------------------------------------------------
+def attach_remote_tier(st: PartitionStats, target: Target, tiers: TierCache) -> None:
+    """A whole tiered partition's remote tier, from the __remote_log_metadata partitions of
+    its broker (describe's ``remote_tier`` but its type and path)."""
+    first = target.segments[0].log if target.segments else None
+    if not target.whole or first is None or tiers.tier_for(first.parent.parent) is None:
+        return
+    summary = tiers.summary_of(load_partition(first.parent))
+    if summary is not None:
+        obj: dict[str, Any] = dict(summary.as_obj(target.display))
+        del obj["type"], obj["path"]
+        st.remote_tier = obj
+
+
 def targets(paths: list[str], topics: Iterable[str] = ()) -> list[Target]:
     """The partitions PATHs stand for (see :func:`klogtool.log.read.finder.resolve_targets`), only
     those of ``topics`` when any are named."""

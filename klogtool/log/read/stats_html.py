@@ -11,7 +11,12 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from klogtool.formats.batch import NO_TIMESTAMP
-from klogtool.log.labels import distinct_labels, shorten_middle
+from klogtool.log.labels import (
+    REMOTE_TIER_COLUMNS,
+    distinct_labels,
+    remote_tier_row,
+    shorten_middle,
+)
 from klogtool.log.read.transactions import format_duration
 
 if TYPE_CHECKING:
@@ -811,6 +816,7 @@ def render(
         )
     h += _groups_section(groups or [])
     h += _epochs_section(partitions)
+    h += _remote_tier_section(partitions)
     h.append("</body></html>\n")
     return "".join(h)
 
@@ -863,6 +869,30 @@ def _groups_section(offsets: list[events.GroupsOffset]) -> list[str]:
             left=frozenset({8}),
             names=frozenset({0, 1, 7}),
         )
+        + "</div>",
+        f'<p class="note">{escape(note)}</p>',
+    ]
+
+
+def _remote_tier_section(partitions: list[events.StatsStats]) -> list[str]:
+    """Each tiered partition's remote tier beside its local log (klogtool.log.remote_tier)."""
+    rows = [
+        remote_tier_row(o["path"], o["remote_tier"])
+        for o in partitions[:MAX_ROWS]
+        if "remote_tier" in o
+    ]
+    if not rows:
+        return []
+    note = (
+        "From the broker's __remote_log_metadata partitions, replayed as it loads them: the "
+        "remote log (finished uploads that hold their offsets), where it overlaps the local "
+        "log or the gap between them, the highest offset counted as uploaded, and what to "
+        "look at (docs/tiered-storage.md)."
+    )
+    return [
+        "<h2>Remote tier</h2>",
+        '<div class="wide">'
+        + _table(REMOTE_TIER_COLUMNS, rows, left=frozenset({5, 7}), paths=True)
         + "</div>",
         f'<p class="note">{escape(note)}</p>',
     ]
