@@ -9,6 +9,7 @@ from pathlib import Path
 
 from support.cli import jsonl, run
 from support.processes import KILLED, lock_held_by_another_process, run_crashing
+from support.s3 import S3Server, s3_server  # noqa: F401  (the fixture)
 from support.tiered import (
     SEG_IDS,
     TOPIC_ID,
@@ -187,3 +188,16 @@ def test_a_restore_killed_anywhere_and_run_again_is_whole(tmp_path: Path) -> Non
         assert all(not (p / "klogtool-restore-in-progress").exists() for p in staging), n
         n += 1
     assert n > 10
+
+
+def test_the_remote_partition_may_be_in_object_storage(
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    log_dir, source = _broker(tmp_path)
+    uri = s3_server.upload(source.parent, f"restore/{tmp_path.name}")
+    code, out, err = run("restore-tier", "--format", "jsonl", f"{uri}/{source.name}", str(log_dir))
+    assert code == 0, err
+    assert _values(log_dir / "orders-3") == [(o, f"v{o}") for o in range(250)]
+    (summary,) = [o for o in jsonl(out) if o["type"] == "summary"]
+    assert summary["source"].startswith("s3://")

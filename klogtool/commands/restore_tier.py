@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 
 import click
 
+from klogtool.codes import Code
 from klogtool.commands._options import warn_if_a_broker_runs, writing_options
-from klogtool.errors import EXIT_OK
-from klogtool.log import remote_tier
+from klogtool.errors import EXIT_OK, InputError
+from klogtool.log import remote_tier, storage
 from klogtool.log.atomic import FileOps, log_dir_lock
 from klogtool.log.repair.restore_tier import apply_restore, parse_source, plan_restore
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
 
 @click.command("restore-tier")
-@click.argument("source", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("source")
 @click.argument("log_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option(
     "--metadata-log-dir",
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 )
 @writing_options
 def command(
-    source: Path,
+    source: str,
     log_dir: Path,
     metadata_log_dirs: tuple[Path, ...],
     from_offset: int | None,
@@ -57,7 +58,8 @@ def command(
     The way back for a topic deleted or created again while remote storage still holds its
     data. SOURCE is the partition's directory in the remote storage of Kafka's LocalTieredStorage
     plugin (<topic>-<partition>-<topic id>, holding <offset>-<segment id>.log and its index,
-    leader-epoch and producer-snapshot files). LOG_DIR is the log directory to write
+    leader-epoch and producer-snapshot files), a local directory or an object-storage URI
+    (s3://bucket/prefix/...; docs/storage.md). LOG_DIR is the log directory to write
     <topic>-<partition> into; it must not exist.
 
     The segments are the remote log the broker's remote-log metadata describes (the
@@ -79,7 +81,10 @@ def command(
     """
     out, dry_run = run.out, run.dry_run
     warn_if_a_broker_runs(out, [str(log_dir)])
-    src_topic, partition, src_id = parse_source(source)
+    src = storage.path_of(source)
+    if not src.exists():
+        raise InputError("no such file or directory", path=source, code=Code.NOT_FOUND)
+    src_topic, partition, src_id = parse_source(src)
     dirs = remote_tier.metadata_dirs(metadata_log_dirs) or remote_tier.metadata_dirs_for(log_dir)
     tier = remote_tier.replay(dirs).find(src_id, partition) if dirs else None
     if dirs and tier is None:
@@ -90,7 +95,7 @@ def command(
         )
     with log_dir_lock(log_dir, force=run.force, dry_run=dry_run):
         plan = plan_restore(
-            source,
+            src,
             log_dir,
             tier=tier,
             from_offset=from_offset,
