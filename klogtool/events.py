@@ -138,6 +138,7 @@ class DescribeRemoteTier(TypedDict):
     deleted_bytes: int
     delete_state: str | None  # the partition's own deletion (DELETE_PARTITION_MARKED ...)
     dropped_events: list[str]  # metadata records the broker drops, each with where and why
+    metadata_problems: list[str]  # records of its metadata partition that do not decode
 
 
 class DescribeRemoteSegment(TypedDict):

@@ -392,3 +392,21 @@ def test_stats_and_its_report_show_the_remote_tier(tmp_path: Path) -> None:
     assert "1 unfinished uploads, 1 unreferenced copies, 1 dropped events" in page
     code, out, err = run("stats", "--sample", "0", str(log_dir), cwd=tmp_path)
     assert code == 0 and "remote tiers" in out and "overlap 200..249" in out
+
+
+def test_a_metadata_record_that_does_not_decode_is_named(tmp_path: Path) -> None:
+    log_dir = tmp_path / "kafka-logs"
+    log_dir.mkdir()
+    write_metadata_partition(
+        log_dir,
+        [*uploaded(TP, SEG_IDS[0], 0, 99, [(0, 0)]), b"\x01\x00\x00\x05"],  # truncated
+        partition=7,
+    )
+    local_partition(log_dir, TP, 50, 120)
+    code, out, err = run("describe", "--format", "jsonl", str(log_dir / "orders-3"))
+    assert code == 0, err
+    (tier,) = [o for o in jsonl(out) if o["type"] == "remote_tier"]
+    (problem,) = tier["metadata_problems"]
+    assert problem.startswith("__remote_log_metadata-7@2: ")
+    code, out, err = run("describe", str(log_dir / "orders-3"))
+    assert "metadata record that does not decode: __remote_log_metadata-7@2" in err

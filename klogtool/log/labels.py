@@ -89,6 +89,7 @@ def remote_tier_row(path: str, t: Mapping[str, Any]) -> list[str]:
             (t["unreferenced"], "unreferenced copies"),
             (len(t["remote_gaps"]), "remote gaps"),
             (len(t["dropped_events"]), "dropped events"),
+            (len(t["metadata_problems"]), "undecodable metadata records"),
         )
         if n
     ]

@@ -422,6 +422,8 @@ class TierSummary:
     local_start_offset: int
     local_end_offset: int  # the next offset (exclusive)
     highest_uploaded_offset: int  # -1: nothing local counts as uploaded
+    # records of its metadata partition that do not decode (they may have been its events)
+    metadata_problems: list[str] = field(default_factory=list)
 
     @property
     def overlap(self) -> tuple[int, int] | None:
@@ -468,6 +470,7 @@ class TierSummary:
             "deleted_bytes": r.deleted_bytes,
             "delete_state": r.delete_state,
             "dropped_events": list(r.dropped),
+            "metadata_problems": list(self.metadata_problems),
         }
 
     def segment_objs(self, path: str) -> Iterator[events.DescribeRemoteSegment]:
@@ -504,6 +507,7 @@ class TierSummary:
         if r.delete_state is not None:
             out.append(f"partition deletion: {r.delete_state}")
         out += [f"dropped event: {d}" for d in r.dropped]
+        out += [f"metadata record that does not decode: {p}" for p in self.metadata_problems]
         return out
 
 
@@ -544,11 +548,15 @@ class TierCache:
         remote = self.partition(view.path, view.topic, view.partition)
         if remote is None:
             return None
+        tier = self.tier_for(view.path.parent)
         return TierSummary(
             remote,
             view.log_start_offset,
             view.log_end_offset,
             remote.highest_uploaded_offset(_local_epochs(view), view.log_end_offset),
+            [p for p in tier.problems if p.startswith(f"{remote.metadata_partition}@")]
+            if tier is not None
+            else [],
         )
 
 
