@@ -588,6 +588,7 @@ class ExplainPartitionExplain(TypedDict):
     on_load: list[Any]
     orphan_indexes: list[Any]
     notes: list[Any]
+    remote_tier: dict[str, Any] | None  # a tiered partition's (describe's remote_tier)
     config_sources: NotRequired[list[Any]]
 
 

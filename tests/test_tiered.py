@@ -197,6 +197,9 @@ def test_explain_says_which_rule_holds_a_tiered_segment(tmp_path: Path) -> None:
     assert any("tiered (remote.storage.enable=true)" in n for n in summary["notes"])
     configs = {c["key"]: c["value"] for c in summary["config_sources"]}
     assert configs["remote.storage.enable"] == "true" and configs["local.retention.ms"] == "1000"
+    tier = summary["remote_tier"]
+    assert (tier["segments"], tier["end_offset"], tier["uploads_unfinished"]) == (2, 249, 1)
+    assert any(n.startswith("remote tier: upload never finished") for n in summary["notes"])
 
 
 def test_compact_refuses_a_tiered_topic(tmp_path: Path) -> None:

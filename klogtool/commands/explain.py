@@ -82,7 +82,7 @@ def command(
             now=inputs.now,
             high_watermark=inputs.high_watermark,
             ctx=ReadContext.of(limits, bar),
-            uploaded_up_to=inputs.uploaded_up_to,
+            remote_tier=inputs.remote_tier,
         )
     sources = inputs.explained(topic, p)
     policy = sources[0]

@@ -29,7 +29,7 @@ from klogtool.log.topicconfig import (
 
 if TYPE_CHECKING:
     from klogtool.log.metadata import ClusterConfigs
-    from klogtool.log.remote_tier import TierCache
+    from klogtool.log.remote_tier import TierCache, TierSummary
 
 HIGH_WATERMARK = "replication-offset-checkpoint"
 LOG_START = "log-start-offset-checkpoint"
@@ -143,15 +143,19 @@ class PlanInputs:
     _hosts: dict[Path, ClusterConfigs | None] = field(default_factory=dict, compare=False)
     _tiers: dict[tuple[Path, ...], TierCache] = field(default_factory=dict, compare=False)
 
-    def uploaded_up_to(self, view: PartitionView) -> tuple[int, str]:
-        """A tiered partition's highest offset in remote storage, as the broker finds it, and
-        where from: the host's ``__remote_log_metadata`` partitions; -1 (nothing local counts
-        as uploaded) when none of them describes the partition."""
+    def remote_tier(self, view: PartitionView) -> TierSummary | None:
+        """A partition's remote tier from the host's ``__remote_log_metadata`` partitions
+        (those of its log dir and of the same broker's others), None when none describes it."""
         from klogtool.log.remote_tier import TierCache
 
         if self.given not in self._tiers:
             self._tiers[self.given] = TierCache(self.given)
-        summary = self._tiers[self.given].summary_of(view)
+        return self._tiers[self.given].summary_of(view)
+
+    def uploaded_up_to(self, view: PartitionView) -> tuple[int, str]:
+        """A tiered partition's highest offset in remote storage, as the broker finds it, and
+        where from; -1 (nothing local counts as uploaded) without a remote tier."""
+        summary = self.remote_tier(view)
         if summary is None:
             return -1, "no __remote_log_metadata partition of this broker describes it"
         return summary.highest_uploaded_offset, summary.remote.metadata_partition

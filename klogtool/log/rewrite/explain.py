@@ -35,6 +35,7 @@ from klogtool.log.txnreplay import TxnReplay
 
 if TYPE_CHECKING:
     from klogtool import events
+    from klogtool.log.remote_tier import TierSummary
 
 
 @dataclass
@@ -109,6 +110,7 @@ class PartitionExplain:
     on_load: list[str]  # what the broker's loader would do about them (nothing is done here)
     orphans: list[str]
     notes: list[str] = field(default_factory=list)
+    remote_tier: TierSummary | None = None  # a tiered partition's
 
     @property
     def latest_snapshot(self) -> int | None:
@@ -126,7 +128,7 @@ class PartitionExplain:
     def as_obj(self, config_sources: list[dict[str, object]]) -> events.ExplainPartitionExplain:
         """The ``partition_explain`` object, with the topic configs' sources
         (:func:`klogtool.log.topicconfig.config_sources`) last."""
-        c, r = self.compaction, self.retention
+        c, r, t = self.compaction, self.retention, self.remote_tier
         return {
             "type": "partition_explain",
             "partition": str(self.path),
@@ -161,6 +163,7 @@ class PartitionExplain:
             "on_load": self.on_load,
             "orphan_indexes": self.orphans,
             "notes": self.notes,
+            "remote_tier": None if t is None else dict(t.as_obj(str(self.path))),
             "config_sources": config_sources,
         }
 
@@ -176,12 +179,13 @@ def explain_partition(
     now: int,
     high_watermark: int | str | None = None,
     ctx: ReadContext,
-    uploaded_up_to: Callable[[PartitionView], tuple[int, str]] | None = None,
+    remote_tier: Callable[[PartitionView], TierSummary | None] | None = None,
 ) -> PartitionExplain:
     """Explain the partition dir ``path`` at time ``now`` (ms). Never writes. ``ctx.progress``
-    hears of the compaction dry run's phases (see :func:`plan_compaction`). A tiered topic's
-    retention holds back what is not in remote storage: ``uploaded_up_to`` finds it
-    (:meth:`~klogtool.log.partition.PlanInputs.uploaded_up_to`; without it, nothing is)."""
+    hears of the compaction dry run's phases (see :func:`plan_compaction`). ``remote_tier``
+    finds a partition's remote tier (:meth:`~klogtool.log.partition.PlanInputs.remote_tier`):
+    it is shown, and a tiered topic's retention holds back what is not uploaded (without it,
+    nothing counts as uploaded)."""
     if not path.exists():
         raise InputError("no such file or directory", path=str(path), code=Code.NOT_FOUND)
     if not path.is_dir() or not layout.looks_like_partition_dir(path):
@@ -208,11 +212,14 @@ def explain_partition(
         )
     except (KlogtoolError, FormatError) as e:
         notes.append(f"compaction cannot be planned: {e}")
+    tier = None if remote_tier is None else remote_tier(view)
+    if tier is not None:
+        notes += [f"remote tier: {f}" for f in tier.findings()]
     retention: RetentionPlan | None = None
     try:
-        uploaded = (-1, "not looked for")
-        if config.tiered and uploaded_up_to is not None:
-            uploaded = uploaded_up_to(view)
+        uploaded = (-1, "no __remote_log_metadata partition of this broker describes it")
+        if tier is not None:
+            uploaded = (tier.highest_uploaded_offset, tier.remote.metadata_partition)
         retention = plan_retention(
             view, config, now=now, high_watermark=high_watermark, uploaded_up_to=uploaded
         )
@@ -273,6 +280,7 @@ def explain_partition(
         on_load=on_load,
         orphans=[p.name for p in view.orphans],
         notes=notes,
+        remote_tier=tier,
     )
 
 
