@@ -64,6 +64,12 @@ class Code(StrEnum):
         " batch's base for the format's delta field (Kafka would wrap the difference)",
     )
     DECOMPRESSION_FAILED = "decompression-failed", (E, F), "a compressed batch does not decompress"
+    DECRYPTION_FAILED = (
+        "decryption-failed",
+        (F,),
+        "an encrypted remote object (Aiven's tiered storage) that does not decrypt: no private"
+        " key for its key id, a wrong key, or altered bytes (the AES-GCM tag does not match)",
+    )
     LIMIT_EXCEEDED = (
         "limit-exceeded",
         (E, F),
