@@ -522,6 +522,8 @@ def test_a_manifest_that_does_not_parse_or_lacks_fields() -> None:
     assert "chunkIndex.type 'other'" in e.message
     e = manifest_error(b"\xff" + good.encode())
     assert (e.position, e.code) == (0, Code.BAD_ENCODING)
+    e = manifest_error(b"PFA1" + bytes(20))  # segment.format=iceberg: a Puffin file
+    assert (e.position, e.code) == (0, Code.UNSUPPORTED) and "Iceberg" in e.message
     e = manifest_error("[" * 100)
     assert "nested deeper" in e.message
     e = manifest_error(good.replace('"compression":false', '"compression":NaN'))

@@ -34,6 +34,11 @@ local file's: :class:`FileFetch`). A chunk never decompresses beyond the size th
 gives it. Every bad input is one :class:`~klogtool.errors.InputError` naming the object and
 the byte position in it.
 
+Not read: segments written with ``segment.format=iceberg`` (their manifest is an Iceberg
+Puffin file, refused as such), and the plugin's builds before October 2023 (commit 107d1653:
+one object per index, ``.index``, ``.timeindex``, ``.snapshot``, ``.txnindex``,
+``.leader-epoch-checkpoint``, and no ``segmentIndexes`` in the manifest).
+
 ``cryptography`` (for AES-GCM and loading the RSA key) is imported only when a segment is
 encrypted. Its RSA OAEP does not take SHA-3 digests, so the data key's OAEP is undone here
 (RFC 8017, 7.1.2) on top of the private key's numbers.
@@ -565,6 +570,14 @@ def parse_manifest(data: bytes, *, path: str = SUFFIX_MANIFEST) -> SegmentManife
             path=path,
             position=MAX_MANIFEST_BYTES,
             code=Code.TOO_LARGE,
+        )
+    if data.startswith(b"PFA1"):
+        raise InputError(
+            "remote segment manifest is an Iceberg Puffin file: a segment the plugin wrote"
+            " with segment.format=iceberg, which klogtool does not read",
+            path=path,
+            position=0,
+            code=Code.UNSUPPORTED,
         )
     m = _Manifest(data, path)
     root = m.parse()
