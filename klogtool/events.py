@@ -190,6 +190,7 @@ class RestoreTierSummary(TypedDict):
     end_offset: int  # inclusive
     leader_epochs: list[list[int]]  # [epoch, start offset] of leader-epoch-checkpoint
     chosen_by: str  # the remote-log metadata, or the files themselves
+    layout: str  # of the source: LocalTieredStorage or Aiven tiered storage
     notes: list[str]
 
 

@@ -28,6 +28,7 @@ ONE_ENGINE = (
     "tests/test_cli_dump.py::test_processes_render_the_same_dump",  # native: its child's
     "tests/test_corpus_notice.py",
     "tests/test_startup.py",
+    "tests/test_remote_objects.py",  # bytes in, bytes out: no engine
     "tests/test_export_memory.py",
     "tests/test_stats_html.py",
     "tests/test_output_tables.py",

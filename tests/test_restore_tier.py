@@ -5,8 +5,11 @@ wrote (with kafka-python's builder), crash-safe like every writer."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+import pytest
+from support.aiven import KEY_ID, Keys, make_rsa_keys, upload
 from support.cli import jsonl, run
 from support.processes import KILLED, lock_held_by_another_process, run_crashing
 from support.s3 import S3Server, s3_server  # noqa: F401  (the fixture)
@@ -201,3 +204,78 @@ def test_the_remote_partition_may_be_in_object_storage(
     assert _values(log_dir / "orders-3") == [(o, f"v{o}") for o in range(250)]
     (summary,) = [o for o in jsonl(out) if o["type"] == "summary"]
     assert summary["source"].startswith("s3://")
+
+
+def _as_aiven(source: Path, root: Path, keys: Keys | None) -> Path:
+    """The LocalTieredStorage segments of ``source`` uploaded again as Aiven's plugin uploads
+    them (chunks zstd'd, encrypted when ``keys``), under root/<topic>-<topic id>/<partition>/."""
+    dest = root / f"{TP.name}-{TP.id}" / str(TP.partition)
+    dest.mkdir(parents=True)
+    kinds = {
+        "offset": ".index",
+        "timestamp": ".timeindex",
+        "producerSnapshot": ".snapshot",
+        "leaderEpoch": ".leader_epoch_checkpoint",
+        "transaction": ".txnindex",
+    }
+    for log in sorted(source.glob("*.log")):
+        stem = log.name.removesuffix(".log")
+        indexes = {
+            kind: (source / f"{stem}{suffix}").read_bytes()
+            if (source / f"{stem}{suffix}").exists()
+            else None
+            for kind, suffix in kinds.items()
+        }
+        up = upload(log.read_bytes(), indexes, chunk_size=1000, compress=True, keys=keys)
+        (dest / f"{stem}.log").write_bytes(up.log)
+        (dest / f"{stem}.indexes").write_bytes(up.indexes)
+        (dest / f"{stem}.rsm-manifest").write_bytes(up.manifest)
+    return dest
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="no openssl command")
+def test_aivens_layout_restores_the_same_partition(tmp_path: Path) -> None:
+    """The same remote segments in Aiven's layout, compressed and encrypted: the partition
+    written is byte for byte the one LocalTieredStorage's files give."""
+    log_dir, source = _broker(tmp_path)
+    code, _, err = run("restore-tier", str(source), str(log_dir))
+    assert code == 0, err
+    expected = _tree(log_dir / "orders-3")
+    shutil.rmtree(log_dir / "orders-3")
+    keys = make_rsa_keys(tmp_path)
+    aiven = _as_aiven(source, tmp_path / "bucket", keys)
+    key_file = tmp_path / "private.pem"
+    key_file.write_bytes(keys.private_pem)
+    args = ("restore-tier", "--format", "jsonl", "--rsa-private-key", f"{KEY_ID}={key_file}")
+    code, out, err = run(*args, str(aiven), str(log_dir))
+    assert code == 0, err
+    (summary,) = [o for o in jsonl(out) if o["type"] == "summary"]
+    assert summary["layout"] == "Aiven tiered storage"
+    assert _tree(log_dir / "orders-3") == expected
+    # without the key: one line naming the manifest, nothing written
+    shutil.rmtree(log_dir / "orders-3")
+    before = _tree(log_dir)
+    code, _, err = run("restore-tier", str(aiven), str(log_dir))
+    assert code == 3 and len(err.strip().splitlines()) == 1, err
+    assert ".rsm-manifest" in err and "(decryption-failed)" in err
+    assert _tree(log_dir) == before
+
+
+def test_aivens_layout_in_object_storage_is_read_by_ranges(
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    log_dir, source = _broker(tmp_path)
+    code, _, err = run("restore-tier", str(source), str(log_dir))
+    assert code == 0, err
+    expected = _tree(log_dir / "orders-3")
+    shutil.rmtree(log_dir / "orders-3")
+    aiven = _as_aiven(source, tmp_path / "bucket", None)  # compressed, not encrypted
+    uri = s3_server.upload(tmp_path / "bucket", f"aiven/{tmp_path.name}")
+    s3_server.reset()
+    partition = f"{uri}/{aiven.parent.name}/{aiven.name}"
+    code, _, err = run("restore-tier", partition, str(log_dir))
+    assert code == 0, err
+    assert _tree(log_dir / "orders-3") == expected
+    gets = [r for r in s3_server.requests if r.method == "GET" and r.range is not None]
+    assert gets and all(r.path.startswith(f"/aiven/{tmp_path.name}/") for r in gets)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,7 +13,7 @@ from klogtool.commands._options import warn_if_a_broker_runs, writing_options
 from klogtool.errors import EXIT_OK, InputError
 from klogtool.log import remote_tier, storage
 from klogtool.log.atomic import FileOps, log_dir_lock
-from klogtool.log.repair.restore_tier import apply_restore, parse_source, plan_restore
+from klogtool.log.repair.restore_tier import apply_restore, open_layout, plan_restore
 
 if TYPE_CHECKING:
     from klogtool.commands._writing import WritingRun
@@ -41,6 +42,14 @@ if TYPE_CHECKING:
     help="The topic id for partition.metadata: a topic created again has a new one, and the "
     "broker takes a partition of another id for a stray [default: SOURCE's].",
 )
+@click.option(
+    "--rsa-private-key",
+    "rsa_private_keys",
+    multiple=True,
+    metavar="[KEY_ID=]FILE",
+    help="The RSA private key (PEM) that unwraps the data keys of encrypted segments in "
+    "Aiven's layout: of the key pair id KEY_ID, or of any id without one. Repeatable.",
+)
 @writing_options
 def command(
     source: str,
@@ -50,6 +59,7 @@ def command(
     to_offset: int | None,
     topic: str | None,
     topic_id: str | None,
+    rsa_private_keys: tuple[str, ...],
     run: WritingRun,
 ) -> None:
     """Write a partition directory the broker can load from a tiered partition's remote
@@ -84,31 +94,54 @@ def command(
     src = storage.path_of(source)
     if not src.exists():
         raise InputError("no such file or directory", path=source, code=Code.NOT_FOUND)
-    src_topic, partition, src_id = parse_source(src)
-    dirs = remote_tier.metadata_dirs(metadata_log_dirs) or remote_tier.metadata_dirs_for(log_dir)
-    tier = remote_tier.replay(dirs).find(src_id, partition) if dirs else None
-    if dirs and tier is None:
-        out.warn(
-            f"the remote-log metadata read ({', '.join(d.name for d in dirs)}) does not "
-            f"describe {src_topic}-{partition} (topic id {src_id}): every segment of SOURCE "
-            "is taken"
+    keys, default_key = _rsa_keys(rsa_private_keys)
+    with tempfile.TemporaryDirectory(prefix="klogtool-restore-") as spool:
+        remote = open_layout(src, keys=keys, default_key=default_key, spool=Path(spool))
+        dirs = remote_tier.metadata_dirs(metadata_log_dirs) or remote_tier.metadata_dirs_for(
+            log_dir
         )
-    with log_dir_lock(log_dir, force=run.force, dry_run=dry_run):
-        plan = plan_restore(
-            src,
-            log_dir,
-            tier=tier,
-            from_offset=from_offset,
-            to_offset=to_offset,
-            topic=topic or src_topic,
-            topic_id=topic_id,
-        )
-        removed = [] if dry_run else apply_restore(FileOps(), plan)
+        tier = remote_tier.replay(dirs).find(remote.topic_id, remote.partition) if dirs else None
+        if dirs and tier is None:
+            out.warn(
+                f"the remote-log metadata read ({', '.join(d.name for d in dirs)}) does not "
+                f"describe {remote.topic}-{remote.partition} (topic id {remote.topic_id}): "
+                "every segment of SOURCE is taken"
+            )
+        with log_dir_lock(log_dir, force=run.force, dry_run=dry_run):
+            plan = plan_restore(
+                remote,
+                log_dir,
+                tier=tier,
+                from_offset=from_offset,
+                to_offset=to_offset,
+                topic=topic,
+                topic_id=topic_id,
+            )
+            removed = [] if dry_run else apply_restore(FileOps(), plan)
     for d in removed:
         out.warn(f"removed the unfinished restore {d}")
     _show(run, plan)
     out.close()
     click.get_current_context().exit(EXIT_OK)
+
+
+def _rsa_keys(given: tuple[str, ...]) -> tuple[dict[str, bytes], bytes | None]:
+    """--rsa-private-key values: (key id -> PEM, the key for any other id)."""
+    keys: dict[str, bytes] = {}
+    default: bytes | None = None
+    for value in given:
+        key_id, _, file = value.rpartition("=")
+        try:
+            pem = Path(file).read_bytes()
+        except OSError as e:
+            raise InputError(
+                f"cannot read the RSA private key: {e.strerror}", path=file, code=Code.UNREADABLE
+            ) from None
+        if key_id:
+            keys[key_id] = pem
+        else:
+            default = pem
+    return keys, default
 
 
 def _show(run: WritingRun, plan: RestorePlan) -> None:

@@ -1,11 +1,18 @@
 """``restore-tier``: a partition directory the broker can load, written from the segments a
 tiered partition copied to remote storage (docs/tiered-storage.md: Restoring).
 
-The remote segments are read in the layout of Kafka's reference plugin ``LocalTieredStorage``
-(``RemoteLogSegmentFileset``): one directory per partition, ``<topic>-<partition>-<topic id>``,
-holding for each segment ``<start offset, 20 digits>-<segment id>.log`` and beside it
-``.index``, ``.timeindex``, ``.txnindex`` (optional), ``.leader_epoch_checkpoint`` and
-``.snapshot`` (the producer state at the segment's end).
+The remote segments are read in one of two layouts (:func:`open_layout`, by the SOURCE's
+name and contents):
+
+* Kafka's reference plugin ``LocalTieredStorage`` (``RemoteLogSegmentFileset``): one directory
+  per partition, ``<topic>-<partition>-<topic id>``, holding for each segment ``<start offset,
+  20 digits>-<segment id>.log`` and beside it ``.index``, ``.timeindex``, ``.txnindex``
+  (optional), ``.leader_epoch_checkpoint`` and ``.snapshot`` (the producer state at the
+  segment's end);
+* Aiven's tiered-storage plugin (:mod:`klogtool.log.remote_objects`): ``<topic>-<topic
+  id>/<partition>/`` holding ``<offset>-<segment id>.rsm-manifest``, ``.log`` (chunks, maybe
+  zstd-compressed and AES-GCM-encrypted) and ``.indexes`` (every index in one object); each
+  chosen segment is decoded into a spool directory first (memory stays flat).
 
 Which segments: with the remote-log metadata (:mod:`klogtool.log.remote_tier`), the remote log
 the broker reads (finished uploads that hold their offsets, no unfinished or unreferenced
@@ -22,8 +29,10 @@ run that finds its own unfinished staging directory removes it and starts again.
 from __future__ import annotations
 
 import re
+import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,7 +43,7 @@ from klogtool.formats import checkpoint
 from klogtool.formats.checkpoint import EpochEntry
 from klogtool.formats.errors import FormatError
 from klogtool.formats.records import CLEAN, SegmentScanner
-from klogtool.log import layout
+from klogtool.log import layout, storage
 from klogtool.log.atomic import FileOps
 from klogtool.log.rewrite.retention import truncate_epochs_from_start
 from klogtool.log.segment import mapped, read_small
@@ -47,7 +56,7 @@ if TYPE_CHECKING:
 _PARTITION_DIR = re.compile(
     r"^(?P<topic>[a-zA-Z0-9._-]+)-(?P<partition>\d+)-(?P<topic_id>[a-zA-Z0-9_-]{22})$"
 )
-_FILE = re.compile(r"^(?P<offset>\d+)-(?P<segment_id>[a-zA-Z0-9_-]{22})(?P<suffix>\.[a-z_]+)$")
+_FILE = re.compile(r"^(?P<offset>\d+)-(?P<segment_id>[a-zA-Z0-9_-]{22})(?P<suffix>\.[a-z_-]+)$")
 SUFFIXES = {
     ".log": "log",
     ".index": "index",
@@ -89,6 +98,7 @@ class RestorePlan:
     segments: list[RestoreSegment]
     epochs: list[EpochEntry]
     chosen_by: str  # "remote-log metadata (__remote_log_metadata-N)" or "the files"
+    layout: str  # LocalTieredStorage.name or AivenLayout.name
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -121,33 +131,171 @@ class RestorePlan:
             "end_offset": self.segments[-1].end_offset,
             "leader_epochs": [[e.epoch, e.start_offset] for e in self.epochs],
             "chosen_by": self.chosen_by,
+            "layout": self.layout,
             "notes": self.notes,
         }
 
 
-def parse_source(path: Path) -> tuple[str, int, str]:
-    """(topic, partition, topic id) of a LocalTieredStorage partition directory."""
-    m = _PARTITION_DIR.match(path.name)
-    if m is None or not path.is_dir():
-        raise InputError(
-            "not a remote partition directory of Kafka's LocalTieredStorage "
-            "(<topic>-<partition>-<topic id>)",
-            path=str(path),
-            code=Code.NOT_A_PARTITION_DIR,
+class LocalTieredStorage:
+    """Kafka's LocalTieredStorage layout of one partition (see the module docstring)."""
+
+    name = "LocalTieredStorage"
+
+    def __init__(self, path: Path, match: re.Match[str]):
+        self.path = path
+        self.topic, self.partition, self.topic_id = (
+            match["topic"],
+            int(match["partition"]),
+            match["topic_id"],
         )
-    return m["topic"], int(m["partition"]), m["topic_id"]
+        found: dict[str, tuple[int, dict[str, Path]]] = {}
+        for f in sorted(path.iterdir()):
+            m = _FILE.match(f.name)
+            if m is None or m["suffix"] not in SUFFIXES or not f.is_file():
+                continue
+            entry = found.setdefault(m["segment_id"], (int(m["offset"]), {}))
+            entry[1][SUFFIXES[m["suffix"]]] = f
+        self._sets = {i: RemoteFileset(o, i, files) for i, (o, files) in found.items()}
+
+    def starts(self) -> dict[str, int]:
+        return {i: fs.start_offset for i, fs in self._sets.items()}
+
+    def fileset(self, segment_id: str) -> RemoteFileset | None:
+        return self._sets.get(segment_id)
 
 
-def filesets(source: Path) -> dict[str, RemoteFileset]:
-    """Every remote segment in ``source``, by segment id (files of other names are left)."""
-    found: dict[str, tuple[int, dict[str, Path]]] = {}
-    for f in sorted(source.iterdir()):
-        m = _FILE.match(f.name)
-        if m is None or m["suffix"] not in SUFFIXES or not f.is_file():
-            continue
-        entry = found.setdefault(m["segment_id"], (int(m["offset"]), {}))
-        entry[1][SUFFIXES[m["suffix"]]] = f
-    return {i: RemoteFileset(o, i, files) for i, (o, files) in found.items()}
+class AivenLayout:
+    """Aiven's tiered-storage layout of one partition: each segment decoded from its
+    manifest, ``.log`` and ``.indexes`` objects into ``spool`` when first asked for."""
+
+    name = "Aiven tiered storage"
+
+    def __init__(
+        self,
+        path: Path,
+        topic: str,
+        topic_id: str,
+        keys: Mapping[str, bytes],
+        default_key: bytes | None,
+        spool: Path,
+    ):
+        self.path, self.topic, self.topic_id = path, topic, topic_id
+        self.partition = int(path.name)
+        self.keys, self.default_key, self.spool = keys, default_key, spool
+        self._starts: dict[str, int] = {}
+        for f in sorted(path.iterdir()):
+            m = _FILE.match(f.name)
+            if m is not None and m["suffix"] == ".rsm-manifest":
+                self._starts[m["segment_id"]] = int(m["offset"])
+        self._sets: dict[str, RemoteFileset] = {}
+
+    def starts(self) -> dict[str, int]:
+        return dict(self._starts)
+
+    def fileset(self, segment_id: str) -> RemoteFileset | None:
+        if segment_id not in self._starts:
+            return None
+        if segment_id not in self._sets:
+            self._sets[segment_id] = self._decoded(segment_id, self._starts[segment_id])
+        return self._sets[segment_id]
+
+    def _decoded(self, segment_id: str, start: int) -> RemoteFileset:
+        from klogtool.log import remote_objects as ro
+
+        stem = f"{start:020d}-{segment_id}"
+        manifest_path = self.path / f"{stem}.{ro.SUFFIX_MANIFEST}"
+        manifest = ro.parse_manifest(manifest_path.read_bytes(), path=str(manifest_path))
+        keys = dict(self.keys)
+        if manifest.encryption is not None and self.default_key is not None:
+            keys.setdefault(manifest.encryption.key_id, self.default_key)
+        log_obj = self.path / f"{stem}.{ro.SUFFIX_LOG}"
+        indexes_obj = self.path / f"{stem}.{ro.SUFFIX_INDEXES}"
+        reader = ro.RemoteSegmentReader(
+            manifest, keys=keys, log_path=str(log_obj), indexes_path=str(indexes_obj)
+        )
+        if not log_obj.is_file() or not indexes_obj.is_file():
+            missing = log_obj if not log_obj.is_file() else indexes_obj
+            raise InputError(
+                f"remote segment {segment_id} has no {missing.name} object",
+                path=str(missing),
+                code=Code.REMOTE_SEGMENT_MISSING,
+            )
+        reader.check_log_size(log_obj.stat().st_size)
+        files: dict[str, Path] = {}
+        with _fetcher(log_obj) as fetch:
+            files["log"] = self.spool / f"{stem}.log"
+            with open(files["log"], "wb") as out:
+                for chunk in reader.iter_log(fetch):
+                    out.write(chunk)
+        with _fetcher(indexes_obj) as fetch:
+            for kind, data in reader.read_indexes(fetch).items():
+                if data is not None:
+                    files[_AIVEN_INDEXES[kind]] = self.spool / f"{stem}.{_AIVEN_INDEXES[kind]}"
+                    files[_AIVEN_INDEXES[kind]].write_bytes(data)
+        return RemoteFileset(start, segment_id, files)
+
+
+# Aiven's index kinds (remote_objects.INDEX_KINDS) -> the files a fileset holds
+_AIVEN_INDEXES = {
+    "offset": "index",
+    "timestamp": "timeindex",
+    "transaction": "txnindex",
+    "leaderEpoch": "epochs",
+    "producerSnapshot": "snapshot",
+}
+
+
+@contextmanager
+def _fetcher(path: Path) -> Iterator[Callable[[int, int], bytes]]:
+    """Ranged reads of a local file or an object (the storage layer's, retried)."""
+    from klogtool.log import remote_objects
+
+    if isinstance(path, storage.RemotePath):
+        size = path.stat().st_size
+        handle = path.store.file(path.key, str(path))
+        yield lambda start, length: bytes(handle.read(start, min(start + length, size)))
+        return
+    with remote_objects.FileFetch(path) as fetch:
+        yield fetch
+
+
+RemoteLayout = LocalTieredStorage | AivenLayout
+
+
+def open_layout(
+    path: Path,
+    *,
+    keys: Mapping[str, bytes] | None = None,
+    default_key: bytes | None = None,
+    spool: Path | None = None,
+) -> RemoteLayout:
+    """The remote layout SOURCE ``path`` holds: a LocalTieredStorage partition directory
+    (named ``<topic>-<partition>-<topic id>``), or an Aiven partition prefix (``<topic>-<topic
+    id>/<partition>/`` holding ``.rsm-manifest`` objects; ``spool``: where segments decode)."""
+    if not path.is_dir():
+        raise InputError("not a directory or prefix", path=str(path), code=Code.NOT_A_DIR)
+    m = _PARTITION_DIR.match(path.name)
+    if m is not None:
+        return LocalTieredStorage(path, m)
+    parent = path.parent.name
+    if path.name.isdigit() and len(parent) > 23 and parent[-23] == "-":
+        layout_ = AivenLayout(
+            path,
+            parent[:-23],
+            parent[-22:],
+            keys or {},
+            default_key,
+            spool if spool is not None else Path(tempfile.gettempdir()),
+        )
+        if layout_.starts():
+            return layout_
+    raise InputError(
+        "not a remote partition of Kafka's LocalTieredStorage (<topic>-<partition>-<topic id>)"
+        " or of Aiven's tiered storage (<topic>-<topic id>/<partition>/ with .rsm-manifest "
+        "objects)",
+        path=str(path),
+        code=Code.NOT_A_PARTITION_DIR,
+    )
 
 
 def _checked_segment(fs: RemoteFileset, end: int | None) -> RestoreSegment:
@@ -194,27 +342,29 @@ def _checked_segment(fs: RemoteFileset, end: int | None) -> RestoreSegment:
 
 
 def _chosen(
-    sets: dict[str, RemoteFileset], tier: RemotePartition | None
-) -> tuple[list[tuple[RemoteFileset, int | None]], str]:
-    """The filesets to restore, in offset order, with their end offsets when known."""
-    if tier is not None:
-        out: list[tuple[RemoteFileset, int | None]] = []
-        for seg in tier.remote_log():
-            fs = sets.get(seg.segment_id)
-            if fs is None:
-                raise InputError(
-                    f"remote segment {seg.segment_id} (offsets {seg.start_offset}.."
-                    f"{seg.end_offset}) of the remote log has no files here",
-                    path=str(tier.topic),
-                    code=Code.REMOTE_SEGMENT_MISSING,
-                )
-            out.append((fs, seg.end_offset))
-        return out, f"remote-log metadata ({tier.metadata_partition})"
-    return [(fs, None) for fs in sorted(sets.values(), key=lambda f: f.start_offset)], "the files"
+    remote: RemoteLayout, tier: RemotePartition | None
+) -> tuple[list[tuple[str, int, int | None]], str]:
+    """(segment id, start offset, end offset when known) of the segments to restore, in
+    offset order, and what chose them."""
+    starts = remote.starts()
+    if tier is None:
+        ordered = sorted(starts.items(), key=lambda kv: kv[1])
+        return [(i, o, None) for i, o in ordered], "the files"
+    out: list[tuple[str, int, int | None]] = []
+    for seg in tier.remote_log():
+        if seg.segment_id not in starts:
+            raise InputError(
+                f"remote segment {seg.segment_id} (offsets {seg.start_offset}.."
+                f"{seg.end_offset}) of the remote log has no files here",
+                path=str(remote.path),
+                code=Code.REMOTE_SEGMENT_MISSING,
+            )
+        out.append((seg.segment_id, seg.start_offset, seg.end_offset))
+    return out, f"remote-log metadata ({tier.metadata_partition})"
 
 
 def plan_restore(
-    source: Path,
+    remote: RemoteLayout,
     log_dir: Path,
     *,
     tier: RemotePartition | None = None,
@@ -223,11 +373,11 @@ def plan_restore(
     topic: str | None = None,
     topic_id: str | None = None,
 ) -> RestorePlan:
-    """What :func:`apply_restore` writes: the remote segments of ``source`` (a
-    LocalTieredStorage partition directory) that hold ``from_offset``..``to_offset`` (all),
-    as ``log_dir/<topic>-<partition>`` (the source's topic and topic id unless given)."""
-    src_topic, partition, src_id = parse_source(source)
-    topic, topic_id = topic or src_topic, topic_id or src_id
+    """What :func:`apply_restore` writes: the remote segments of ``remote`` (see
+    :func:`open_layout`) that hold ``from_offset``..``to_offset`` (all), as
+    ``log_dir/<topic>-<partition>`` (the source's topic and topic id unless given)."""
+    partition = remote.partition
+    topic, topic_id = topic or remote.topic, topic_id or remote.topic_id
     dest = log_dir / f"{topic}-{partition}"
     if dest.exists() or dest.is_symlink():
         raise RefusedError(
@@ -235,14 +385,16 @@ def plan_restore(
             path=str(dest),
             code=Code.DESTINATION_NOT_EMPTY,
         )
-    picked, chosen_by = _chosen(filesets(source), tier)
+    picked, chosen_by = _chosen(remote, tier)
     notes: list[str] = []
     segments = []
-    for fs, end in picked:
+    for segment_id, start, end in picked:
         if from_offset is not None and end is not None and end < from_offset:
             continue
-        if to_offset is not None and fs.start_offset > to_offset:
+        if to_offset is not None and start > to_offset:
             continue
+        fs = remote.fileset(segment_id)
+        assert fs is not None  # (chosen among its segments)
         seg = _checked_segment(fs, end)
         if from_offset is not None and seg.end_offset < from_offset:
             continue
@@ -250,7 +402,7 @@ def plan_restore(
     if not segments:
         raise InputError(
             "no remote segment holds the offsets asked for",
-            path=str(source),
+            path=str(remote.path),
             code=Code.REMOTE_SEGMENT_MISSING,
         )
     for a, b in zip(segments, segments[1:], strict=False):
@@ -259,7 +411,7 @@ def plan_restore(
                 f"remote segments {a.fileset.segment_id} ({a.start_offset}..{a.end_offset}) "
                 f"and {b.fileset.segment_id} ({b.start_offset}..{b.end_offset}) overlap: only "
                 "the remote-log metadata tells which copy holds the offsets (--metadata-log-dir)",
-                path=str(source),
+                path=str(remote.path),
                 code=Code.REMOTE_SEGMENTS_OVERLAP,
             )
         if b.start_offset > a.end_offset + 1:
@@ -267,7 +419,7 @@ def plan_restore(
     if from_offset is not None and segments[0].start_offset < from_offset:
         notes.append(f"whole segments: the log starts at {segments[0].start_offset}")
     return RestorePlan(
-        source,
+        remote.path,
         dest,
         topic,
         partition,
@@ -275,6 +427,7 @@ def plan_restore(
         segments,
         _epochs(segments),
         chosen_by,
+        remote.name,
         notes,
     )
 
