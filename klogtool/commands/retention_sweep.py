@@ -74,8 +74,8 @@ def command(
     another log dir of the same broker, or --metadata-dir: a compacted topic such as _schemas
     keeps its segments), then --retention-ms/--retention-bytes, then --config
     TOPIC=KEY=VALUE. A partition the time or size rule would delete from by a
-    cleanup.policy or retention only assumed (no metadata log holds the topic, no option
-    gives it) is refused, unless --assume-defaults.
+    cleanup.policy, remote.storage.enable or retention only assumed (no metadata log holds
+    the topic, no option gives it) is refused, unless --assume-defaults.
 
     A tiered topic (remote.storage.enable=true, tiered storage) keeps on the disk what the
     broker keeps: its local limits (local.retention.ms and local.retention.bytes; -2 takes

@@ -164,15 +164,21 @@ def test_values_given_by_the_operator_are_not_assumed(tmp_path: Path) -> None:
     )
     assert code == 0, err
     assert sorted(p.name for p in orders.glob("*.log"))[0] == "00000000000000000010.log"
-    # the time rule with the policy given
+    # the time rule: the policy, and whether the topic is tiered (a tiered topic's disk
+    # keeps what is not uploaded), each given or refused
     code, _out, err = run(*SWEEP, "--retention-ms", str(HOUR), str(orders), cwd=tmp_path)
-    assert code == 4 and "cleanup.policy of orders would only be assumed" in err, err
+    assert code == 4, err
+    assert "cleanup.policy and remote.storage.enable of orders would only be assumed" in err
+    policy = ("--config", "orders=cleanup.policy=delete")
+    code, _out, err = run(*SWEEP, "--retention-ms", str(HOUR), *policy, str(orders), cwd=tmp_path)
+    assert code == 4 and "remote.storage.enable of orders would only be assumed" in err, err
     code, _out, err = run(
         *SWEEP,
         "--retention-ms",
         str(HOUR),
+        *policy,
         "--config",
-        "orders=cleanup.policy=delete",
+        "orders=remote.storage.enable=false",
         str(orders),
         cwd=tmp_path,
     )
