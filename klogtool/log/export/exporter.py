@@ -587,6 +587,13 @@ def write_split_counted(job: LocalJob, split: Split) -> OutputCount:
     return count
 
 
+def parquet_options(schema: pa.Schema) -> dict[str, Any]:
+    """How the Parquet files are written (``pq.ParquetWriter``'s options; bench/ writes the
+    floor with the same): snappy, a dictionary only for :data:`DICTIONARY_COLUMNS`."""
+    dictionary = [n for n in schema.names if n in DICTIONARY_COLUMNS]
+    return {"compression": "snappy", "use_dictionary": dictionary}
+
+
 class _Output:
     """One file an export writes: Parquet or JSON Lines, on the local disk or at a URI
     (through pyarrow's native streams either way). It appears whole or not at all, and a
@@ -612,10 +619,7 @@ class _Output:
         self.parquet = None
         self.text = None
         if to == "parquet":
-            dictionary = [n for n in schema.names if n in DICTIONARY_COLUMNS]
-            self.parquet = pq.ParquetWriter(
-                self.sink, schema, compression="snappy", use_dictionary=dictionary
-            )
+            self.parquet = pq.ParquetWriter(self.sink, schema, **parquet_options(schema))
         else:
             self.text = pa.BufferedOutputStream(self.sink, 1 << 20)
 
