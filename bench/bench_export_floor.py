@@ -49,9 +49,10 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 try:
-    import klogtool  # noqa: F401
+    import klogtool
 except ImportError:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
+    import klogtool
 
 # v2 batch header: base offset, length, leader epoch, magic, crc, attributes, last offset
 # delta, base and max timestamp, producer id and epoch, base sequence, record count (61 bytes)
@@ -249,8 +250,6 @@ def check_same(cmd_dest: Path, floor_dest: Path) -> str:
 
 
 def main() -> None:
-    from bench_rebuild import generate, parse_size
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", default="256M", help="partition size (default 256M)")
     ap.add_argument("--segment-bytes", default="128M")
@@ -261,6 +260,8 @@ def main() -> None:
     if a.floor_child:
         floor_child(*a.floor_child)
         return
+    from bench_rebuild import generate, parse_size  # (not in the floor's process)
+
     size, seg_bytes = parse_size(a.size), parse_size(a.segment_bytes)
     part = a.out / f"rebuild-{size}-{seg_bytes}" / "bench-0"
     if not (part / ".complete").is_file():
@@ -281,7 +282,7 @@ def main() -> None:
     print(
         f"partition {part}: {sum(p.stat().st_size for p in logs) / 2**20:.0f} MiB in "
         f"{len(logs)} segments; {a.runs} rounds; commit {commit[:60]}; "
-        f"load {os.getloadavg()[0]:.2f}"
+        f"load {os.getloadavg()[0]:.2f}; klogtool from {os.path.dirname(klogtool.__file__)}"
     )
     print("command:", " ".join(argv["command"]))
     print("floor:  ", " ".join(argv["floor"]))
