@@ -68,6 +68,9 @@ def floor_child(plan_file: str, dest: str) -> None:
     import pyarrow.parquet as pq
 
     from klogtool import _native  # (the package's __init__ imports nothing)
+    from klogtool.commands._spark import pyarrow_without_pandas
+
+    pyarrow_without_pandas()  # as the export's process (pandas: 0.27 s of imports)
 
     plan = json.loads(Path(plan_file).read_text())
     # the export's schema, writer options and flush rule, from the parent: the child imports
@@ -210,11 +213,27 @@ def plan_of(part: Path, out: Path) -> Path:
     return path
 
 
-def timed(argv: list[str]) -> tuple[float, float]:
+# the children import the klogtool this process imported, whatever their working directory
+ENV = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join(
+        [os.path.dirname(os.path.dirname(klogtool.__file__)), os.environ.get("PYTHONPATH", "")]
+    ),
+}
+
+
+def timed(argv: list[str], env: dict[str, str] = ENV) -> tuple[float, float]:
     """Wall and CPU (user + sys) seconds of one child process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    p = subprocess.run(
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tempfile.gettempdir(),  # (python -m puts the working directory first on the path)
+    )
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
@@ -230,22 +249,22 @@ def tables(dest: Path) -> list[Any]:
     return [pq.read_table(f) for f in files]
 
 
-def check_same(cmd_dest: Path, floor_dest: Path) -> str:
+def check_same(cmd_dest: Path, floor_dest: Path, label: str = "command") -> str:
     import pyarrow.parquet as pq
 
     a, b = tables(cmd_dest), tables(floor_dest)
     if len(a) != len(b):
-        raise SystemExit(f"files: command {len(a)}, floor {len(b)}")
+        raise SystemExit(f"files: {label} {len(a)}, floor {len(b)}")
     for i, (ta, tb) in enumerate(zip(a, b, strict=True)):
         if not ta.equals(tb):
-            raise SystemExit(f"file {i}: the floor's table differs from the command's")
+            raise SystemExit(f"file {i}: the floor's table differs from the {label}'s")
     groups = [pq.ParquetFile(f).metadata.num_row_groups for f in sorted(cmd_dest.glob("*.parquet"))]
     size = sum(f.stat().st_size for f in cmd_dest.glob("*.parquet"))
     fsize = sum(f.stat().st_size for f in floor_dest.glob("*.parquet"))
     rows = sum(t.num_rows for t in a)
     return (
-        f"same tables: {len(a)} files, {rows:,} rows, row groups {groups}; "
-        f"bytes: command {size:,}, floor {fsize:,}"
+        f"{label} and floor, the same tables: {len(a)} files, {rows:,} rows, row groups "
+        f"{groups}; bytes: {label} {size:,}, floor {fsize:,}"
     )
 
 
@@ -255,6 +274,12 @@ def main() -> None:
     ap.add_argument("--segment-bytes", default="128M")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "klogtool-bench")
+    ap.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="also time the command of another checkout (its native module built), e.g. a "
+        "git worktree of the commit before a change, in the same rounds",
+    )
     ap.add_argument("--floor-child", nargs=2, metavar=("PLAN", "DEST"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.floor_child:
@@ -269,12 +294,17 @@ def main() -> None:
         generate(part, size, seg_bytes)
     work = Path(tempfile.mkdtemp(prefix="export-floor-", dir=a.out))
     plan = plan_of(part, work)
-    cmd_dest, floor_dest = work / "command", work / "floor"
+    dests = {op: work / op for op in ("command", "floor", "baseline")}
+    export = [sys.executable, "-m", "klogtool", "--no-progress", "export", "--jobs", "1",
+              "--to", "parquet"]  # fmt: skip
     argv = {
-        "command": [sys.executable, "-m", "klogtool", "--no-progress", "export", "--jobs", "1",
-                    "--to", "parquet", str(cmd_dest), str(part)],
-        "floor": [sys.executable, __file__, "--floor-child", str(plan), str(floor_dest)],
-    }  # fmt: skip
+        "command": [*export, str(dests["command"]), str(part)],
+        "floor": [sys.executable, __file__, "--floor-child", str(plan), str(dests["floor"])],
+    }
+    envs = {"command": ENV, "floor": ENV}
+    if a.baseline:
+        argv["baseline"] = [*export, str(dests["baseline"]), str(part)]
+        envs["baseline"] = {**os.environ, "PYTHONPATH": os.path.abspath(a.baseline)}
     commit = subprocess.run(
         ["git", "-C", str(REPO), "log", "-1", "--format=%h %s"], capture_output=True, text=True
     ).stdout.strip()
@@ -284,20 +314,20 @@ def main() -> None:
         f"{len(logs)} segments; {a.runs} rounds; commit {commit[:60]}; "
         f"load {os.getloadavg()[0]:.2f}; klogtool from {os.path.dirname(klogtool.__file__)}"
     )
-    print("command:", " ".join(argv["command"]))
-    print("floor:  ", " ".join(argv["floor"]))
+    for op, args in argv.items():
+        print(f"{op}: {' '.join(args)}")
+    ops = list(argv)
+    results: dict[str, list[tuple[float, float]]] = {op: [] for op in ops}
     try:
-        for dest in (cmd_dest, floor_dest):
-            shutil.rmtree(dest, ignore_errors=True)
-        timed(argv["command"])
-        timed(argv["floor"])
-        print(check_same(cmd_dest, floor_dest))
-        results: dict[str, list[tuple[float, float]]] = {"command": [], "floor": []}
+        for op in ops:  # untimed: the page cache, and the tables compared
+            timed(argv[op], envs[op])
+        print(check_same(dests["command"], dests["floor"]))
+        if a.baseline:
+            print(check_same(dests["baseline"], dests["floor"], "baseline"))
         for r in range(a.runs):
-            order = ["command", "floor"] if r % 2 == 0 else ["floor", "command"]
-            for op in order:
-                shutil.rmtree(cmd_dest if op == "command" else floor_dest, ignore_errors=True)
-                wall, cpu = timed(argv[op])
+            for op in ops if r % 2 == 0 else ops[::-1]:
+                shutil.rmtree(dests[op], ignore_errors=True)
+                wall, cpu = timed(argv[op], envs[op])
                 results[op].append((wall, cpu))
                 print(f"  round {r + 1} {op}: wall {wall:.2f} s, cpu {cpu:.2f} s", file=sys.stderr)
     finally:
@@ -307,14 +337,13 @@ def main() -> None:
     low = {op: [min(x[i] for x in v) for i in (0, 1)] for op, v in results.items()}
     print("\n| | CPU s (median) | CPU s (min) | wall s (median) | wall s (min) |")
     print("|---|---:|---:|---:|---:|")
-    for op in ("command", "floor"):
+    for op in ops:
         print(
             f"| {op} | {med[op][1]:.2f} | {low[op][1]:.2f} | {med[op][0]:.2f} | {low[op][0]:.2f} |"
         )
-    ratios = [
-        f"{stat['command'][k] / stat['floor'][k]:.2f}x" for k in (1, 0) for stat in (med, low)
-    ]
-    print(f"| command / floor | {' | '.join(ratios)} |")
+    for op in (o for o in ops if o != "floor"):
+        ratios = [f"{stat[op][k] / stat['floor'][k]:.2f}x" for k in (1, 0) for stat in (med, low)]
+        print(f"| {op} / floor | {' | '.join(ratios)} |")
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
 
 

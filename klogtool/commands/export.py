@@ -25,7 +25,12 @@ from klogtool.commands._options import (
     warn_if_not_live_skipped,
     where_option,
 )
-from klogtool.commands._spark import check_target, require_pyarrow, spark_session
+from klogtool.commands._spark import (
+    check_target,
+    pyarrow_without_pandas,
+    require_pyarrow,
+    spark_session,
+)
 from klogtool.errors import EXIT_FINDINGS, EXIT_OK
 from klogtool.formats import ReadLimits
 from klogtool.log.context import ReadContext
@@ -260,6 +265,7 @@ def command(
             job = LocalJob(to, destination.work, heard, partition_by, tag=destination.tag or None)
             if engine == "local":
                 check_local_dest(destination)
+                pyarrow_without_pandas()
                 try:
                     done, written = export_local(
                         list(paths),
