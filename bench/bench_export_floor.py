@@ -4,28 +4,33 @@
 Run by hand (it is not a test; nothing here asserts a timing)::
 
     python bench/bench_export_floor.py [--size 256M] [--segment-bytes 128M] [--runs 5]
-                                       [--out DIR] [--keep]
+                                       [--out DIR] [--baseline DIR]
 
 Input: ``bench_rebuild.generate``'s partition (v2, uncompressed ~16 KB batches of 60-120
 records, 16-byte keys, ~150-byte values, cached in ``--out`` as ``bench_rebuild.py`` caches
-it). Two processes take turns, ``--runs`` rounds, the first of each round alternating:
+it). The processes take turns, ``--runs`` rounds, the order reversed every other round:
 
-``command``  ``python -m klogtool --no-progress export --jobs 1 --to parquet DEST PARTITION``
-``floor``    this script as a child (``--floor-child``): one Python process that feeds every
-             v2 batch of the same split plan (``plan_splits``, computed by the parent) to the
-             same native column builder (``_native.Columns``, whole batches, the reader's
-             flush rule: 16,384 rows or 32 MiB of payloads, and at a range's end), checks each
-             batch's CRC-32C (the command verifies by default), makes the same Arrow columns
-             (the header fields of the batches taken per row, the timestamps to microseconds)
-             and writes them with ``pq.ParquetWriter`` with the export's settings
-             (:func:`klogtool.log.export.exporter.parquet_options`: compression, dictionary
-             columns, one write per Arrow batch), one file per split; nothing else.
+``command``   ``python -m klogtool --no-progress export --jobs 1 --to parquet DEST PARTITION``
+``floor``     this script as a child (``--floor-child``): one Python process that feeds every
+              v2 batch of the same split plan (``plan_splits``, computed by the parent) to the
+              same native column builder (``_native.Columns``, whole batches, the reader's
+              flush rule: 16,384 rows or 32 MiB of payloads, and at a range's end), checks
+              each batch's CRC-32C (the command verifies by default), makes the same Arrow
+              columns (the batches' header fields taken per row, the timestamps to
+              microseconds) and writes them with ``pq.ParquetWriter`` with the export's
+              settings (:func:`klogtool.log.export.exporter.parquet_options`: snappy, the
+              dictionary columns; one write, so one row group, per Arrow batch), one file per
+              split; nothing else. It imports pyarrow and the native module only, and spares
+              itself pandas as the export does (``pyarrow_without_pandas``).
+``baseline``  with ``--baseline DIR``: the command of another checkout (a git worktree of the
+              commit before a change, its native module built), for before/after in one run.
 
-Both are timed as processes (interpreter start and imports included): wall time, and CPU time
-(user + sys, from ``getrusage(RUSAGE_CHILDREN)``), so a busy machine shows in the wall column
-more than in the CPU one. Printed: the median and min of each, and command / floor. Before the
-timed rounds one untimed round checks that the floor writes the same tables as the command
-(``pyarrow`` reads both back: equal rows, file for file) and warms the page cache.
+Each is timed as a process (interpreter start and imports included), run outside the working
+directory with the klogtool this script imported first on ``PYTHONPATH``: wall time, and CPU
+time (user + sys, from ``getrusage(RUSAGE_CHILDREN)``), so a busy machine shows in the wall
+column more than in the CPU one. Printed: the median and min of each, and each command over
+the floor. An untimed round first warms the page cache and checks that the floor writes the
+same tables as the command(s) (``pyarrow`` reads both back: equal, file for file).
 """
 
 from __future__ import annotations
