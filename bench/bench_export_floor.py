@@ -298,6 +298,14 @@ def main() -> None:
         print(f"generating {size / 2**20:.0f} MiB in {part} ...", file=sys.stderr)
         generate(part, size, seg_bytes)
     work = Path(tempfile.mkdtemp(prefix="export-floor-", dir=a.out))
+    try:
+        run(a, part, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(a: argparse.Namespace, part: Path, work: Path) -> None:
+    """The rounds, in ``work``, and the table."""
     plan = plan_of(part, work)
     dests = {op: work / op for op in ("command", "floor", "baseline")}
     export = [sys.executable, "-m", "klogtool", "--no-progress", "export", "--jobs", "1",
@@ -323,20 +331,17 @@ def main() -> None:
         print(f"{op}: {' '.join(args)}")
     ops = list(argv)
     results: dict[str, list[tuple[float, float]]] = {op: [] for op in ops}
-    try:
-        for op in ops:  # untimed: the page cache, and the tables compared
-            timed(argv[op], envs[op])
-        print(check_same(dests["command"], dests["floor"]))
-        if a.baseline:
-            print(check_same(dests["baseline"], dests["floor"], "baseline"))
-        for r in range(a.runs):
-            for op in ops if r % 2 == 0 else ops[::-1]:
-                shutil.rmtree(dests[op], ignore_errors=True)
-                wall, cpu = timed(argv[op], envs[op])
-                results[op].append((wall, cpu))
-                print(f"  round {r + 1} {op}: wall {wall:.2f} s, cpu {cpu:.2f} s", file=sys.stderr)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    for op in ops:  # untimed: the page cache, and the tables compared
+        timed(argv[op], envs[op])
+    print(check_same(dests["command"], dests["floor"]))
+    if a.baseline:
+        print(check_same(dests["baseline"], dests["floor"], "baseline"))
+    for r in range(a.runs):
+        for op in ops if r % 2 == 0 else ops[::-1]:
+            shutil.rmtree(dests[op], ignore_errors=True)
+            wall, cpu = timed(argv[op], envs[op])
+            results[op].append((wall, cpu))
+            print(f"  round {r + 1} {op}: wall {wall:.2f} s, cpu {cpu:.2f} s", file=sys.stderr)
 
     med = {op: [statistics.median(x[i] for x in v) for i in (0, 1)] for op, v in results.items()}
     low = {op: [min(x[i] for x in v) for i in (0, 1)] for op, v in results.items()}
