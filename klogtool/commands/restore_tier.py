@@ -13,7 +13,8 @@ from klogtool.commands._options import warn_if_a_broker_runs, writing_options
 from klogtool.errors import EXIT_OK, InputError
 from klogtool.log import remote_tier, storage
 from klogtool.log.atomic import FileOps, log_dir_lock
-from klogtool.log.repair.restore_tier import apply_restore, open_layout, plan_restore
+from klogtool.log.remote_layouts import open_layout
+from klogtool.log.repair.restore_tier import apply_restore, plan_restore
 
 if TYPE_CHECKING:
     from klogtool.commands._writing import WritingRun
