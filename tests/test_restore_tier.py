@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support.aiven import KEY_ID, Keys, make_rsa_keys, upload
+from support.aiven import KEY_ID, as_aiven, make_rsa_keys
 from support.cli import jsonl, run
 from support.processes import KILLED, lock_held_by_another_process, run_crashing
 from support.s3 import S3Server, s3_server  # noqa: F401  (the fixture)
@@ -206,33 +206,6 @@ def test_the_remote_partition_may_be_in_object_storage(
     assert summary["source"].startswith("s3://")
 
 
-def _as_aiven(source: Path, root: Path, keys: Keys | None) -> Path:
-    """The LocalTieredStorage segments of ``source`` uploaded again as Aiven's plugin uploads
-    them (chunks zstd'd, encrypted when ``keys``), under root/<topic>-<topic id>/<partition>/."""
-    dest = root / f"{TP.name}-{TP.id}" / str(TP.partition)
-    dest.mkdir(parents=True)
-    kinds = {
-        "offset": ".index",
-        "timestamp": ".timeindex",
-        "producerSnapshot": ".snapshot",
-        "leaderEpoch": ".leader_epoch_checkpoint",
-        "transaction": ".txnindex",
-    }
-    for log in sorted(source.glob("*.log")):
-        stem = log.name.removesuffix(".log")
-        indexes = {
-            kind: (source / f"{stem}{suffix}").read_bytes()
-            if (source / f"{stem}{suffix}").exists()
-            else None
-            for kind, suffix in kinds.items()
-        }
-        up = upload(log.read_bytes(), indexes, chunk_size=1000, compress=True, keys=keys)
-        (dest / f"{stem}.log").write_bytes(up.log)
-        (dest / f"{stem}.indexes").write_bytes(up.indexes)
-        (dest / f"{stem}.rsm-manifest").write_bytes(up.manifest)
-    return dest
-
-
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="no openssl command")
 def test_aivens_layout_restores_the_same_partition(tmp_path: Path) -> None:
     """The same remote segments in Aiven's layout, compressed and encrypted: the partition
@@ -243,7 +216,7 @@ def test_aivens_layout_restores_the_same_partition(tmp_path: Path) -> None:
     expected = _tree(log_dir / "orders-3")
     shutil.rmtree(log_dir / "orders-3")
     keys = make_rsa_keys(tmp_path)
-    aiven = _as_aiven(source, tmp_path / "bucket", keys)
+    aiven = as_aiven(source, tmp_path / "bucket", TP.name, TP.id, TP.partition, keys)
     key_file = tmp_path / "private.pem"
     key_file.write_bytes(keys.private_pem)
     args = ("restore-tier", "--format", "jsonl", "--rsa-private-key", f"{KEY_ID}={key_file}")
@@ -270,7 +243,9 @@ def test_aivens_layout_in_object_storage_is_read_by_ranges(
     assert code == 0, err
     expected = _tree(log_dir / "orders-3")
     shutil.rmtree(log_dir / "orders-3")
-    aiven = _as_aiven(source, tmp_path / "bucket", None)  # compressed, not encrypted
+    aiven = as_aiven(
+        source, tmp_path / "bucket", TP.name, TP.id, TP.partition, None
+    )  # compressed, not encrypted
     uri = s3_server.upload(tmp_path / "bucket", f"aiven/{tmp_path.name}")
     s3_server.reset()
     partition = f"{uri}/{aiven.parent.name}/{aiven.name}"

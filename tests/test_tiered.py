@@ -9,7 +9,9 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.aiven import as_aiven
 from support.cli import jsonl, run
+from support.s3 import S3Server, s3_server  # noqa: F401  (the fixture)
 from support.tiered import (
     SEG_IDS,
     TOPIC_ID,
@@ -17,6 +19,7 @@ from support.tiered import (
     high_watermark,
     kraft_metadata,
     local_partition,
+    local_tiered_storage,
     segment_record,
     update_record,
     uploaded,
@@ -413,3 +416,92 @@ def test_a_metadata_record_that_does_not_decode_is_named(tmp_path: Path) -> None
     assert problem.startswith("__remote_log_metadata-7@2: ")
     code, out, err = run("describe", str(log_dir / "orders-3"))
     assert "metadata record that does not decode: __remote_log_metadata-7@2" in err
+
+
+# -- a tiered partition read as one log (--remote-storage) --------------------------------------
+def _remote_storage(tmp_path: Path) -> Path:
+    """The remote segments _host's metadata names, in Kafka's LocalTieredStorage layout
+    (batches as local_partition writes them: the same bytes as the local copies)."""
+    root = tmp_path / "remote"
+    local_tiered_storage(
+        root,
+        TP,
+        [
+            (SEG_IDS[0], 0, 99, [(0, 0)]),
+            (SEG_IDS[1], 0, 99, [(0, 0)]),
+            (SEG_IDS[2], 100, 249, [(0, 0), (1, 150)]),
+            (SEG_IDS[3], 250, 260, [(0, 0), (1, 150)]),
+        ],
+        {0: 0, 1: 150},
+    )
+    return root
+
+
+def _records(*args: str, cwd: Path) -> list[tuple[int, int, str, str]]:
+    code, out, err = run("find", "--format", "jsonl", "--key-decoder", "utf8", *args, cwd=cwd)
+    assert code == 0, err
+    return [
+        (o["offset"], o["timestamp"], o["key"], o["value"])
+        for o in jsonl(out)
+        if o["type"] == "record"
+    ]
+
+
+def test_a_tiered_partition_reads_as_the_same_records_as_one_local_partition(
+    tmp_path: Path,
+) -> None:
+    """Remote 0-99 and 100-249 (the second cut where the local log starts), then local
+    200-299: every offset once, as a partition holding 0-299 on disk gives them."""
+    log_dir = _host(tmp_path, 200)
+    root = _remote_storage(tmp_path)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    local_partition(plain, TP, 0, 300, epochs=((0, 0), (1, 150)))
+    expected = _records(str(plain / "orders-3"), cwd=tmp_path)
+    assert [r[0] for r in expected] == list(range(300))
+    tiered = ("--remote-storage", str(root), str(log_dir / "orders-3"))
+    assert _records(*tiered, cwd=tmp_path) == expected
+    # a seek by offset lands in the remote tier
+    got = _records("--offsets", "120:130", *tiered, cwd=tmp_path)
+    assert got == [r for r in expected if 120 <= r[0] <= 130]
+    # stats counts the whole log
+    code, out, err = run("stats", "--format", "jsonl", "--sample", "0", *tiered, cwd=tmp_path)
+    assert code == 0, err
+    (part,) = [o for o in jsonl(out) if o["type"] == "stats" and o["scope"] != "total"]
+    assert part["volume"]["records"] == 300 and part["keys"]["distinct"] == 7
+    # without --remote-storage, only the local log
+    assert [r[0] for r in _records(str(log_dir / "orders-3"), cwd=tmp_path)] == list(
+        range(200, 300)
+    )
+
+
+def test_what_the_remote_tier_cannot_give_is_named(tmp_path: Path) -> None:
+    log_dir = _host(tmp_path, 400, 450)  # offsets 250..399 are nowhere
+    root = _remote_storage(tmp_path)
+    args = ("find", "--format", "jsonl", "--remote-storage", str(root), str(log_dir / "orders-3"))
+    code, out, err = run(*args, cwd=tmp_path)
+    assert code == 0, err
+    offsets = [o["offset"] for o in jsonl(out) if o["type"] == "record"]
+    assert offsets == [*range(250), *range(400, 450)]
+    assert "offsets 250..399 are in no segment" in err
+    code, _, err = run(*args[:4], str(tmp_path / "nowhere"), str(log_dir / "orders-3"))
+    assert code == 3 and "(not-found)" in err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, out, err = run(*args[:4], str(empty), str(log_dir / "orders-3"), cwd=tmp_path)
+    assert code == 0 and "its remote segments are not under" in err
+
+
+def test_a_tiered_partition_reads_from_aivens_layout_in_object_storage(
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    log_dir = _host(tmp_path, 200)
+    local = _remote_storage(tmp_path) / "kafka-tiered-storage" / f"orders-3-{TOPIC_ID}"
+    as_aiven(local, tmp_path / "bucket", TP.name, TP.id, TP.partition, None)
+    uri = s3_server.upload(tmp_path / "bucket", f"tiered/{tmp_path.name}")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    local_partition(plain, TP, 0, 300, epochs=((0, 0), (1, 150)))
+    tiered = _records("--remote-storage", uri, str(log_dir / "orders-3"), cwd=tmp_path)
+    assert tiered == _records(str(plain / "orders-3"), cwd=tmp_path)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from klogtool.codes import Code
+from klogtool.errors import InputError
 from klogtool.formats import ReadLimits
 from klogtool.log import record_filter
 from klogtool.output import FORMATS
@@ -590,3 +591,73 @@ def where_option(f: F) -> F:
         "find works: times, offsets, key, value, headers, producer ids, transactional state, "
         "control records.",
     )(f)
+
+
+def rsa_private_key_option(f: F) -> F:
+    return click.option(
+        "--rsa-private-key",
+        "rsa_private_keys",
+        multiple=True,
+        metavar="[KEY_ID=]FILE",
+        help="The RSA private key (PEM) that unwraps the data keys of encrypted remote "
+        "segments in Aiven's layout: of the key pair id KEY_ID, or of any id without one. "
+        "Repeatable.",
+    )(f)
+
+
+def rsa_keys(given: Iterable[str]) -> tuple[dict[str, bytes], bytes | None]:
+    """--rsa-private-key values: (key id -> PEM, the key for any other id)."""
+    keys: dict[str, bytes] = {}
+    default: bytes | None = None
+    for value in given:
+        key_id, _, file = value.rpartition("=")
+        try:
+            pem = Path(file).read_bytes()
+        except OSError as e:
+            raise InputError(
+                f"cannot read the RSA private key: {e.strerror}", path=file, code=Code.UNREADABLE
+            ) from None
+        if key_id:
+            keys[key_id] = pem
+        else:
+            default = pem
+    return keys, default
+
+
+def remote_storage_options(f: F) -> F:
+    """--remote-storage and --rsa-private-key of a reading command: handed to it as
+    ``remote``, the :class:`~klogtool.log.remote_layouts.TieredReads` (None without
+    --remote-storage), whose spool directory lasts as long as the command."""
+
+    @functools.wraps(f)
+    def command(
+        *args: Any, remote_storage: str | None, rsa_private_keys: tuple[str, ...], **kwargs: Any
+    ) -> Any:
+        if remote_storage is None:
+            return f(*args, remote=None, **kwargs)
+        import tempfile
+
+        from klogtool.log import storage
+        from klogtool.log.metadata import log_dirs_named
+        from klogtool.log.remote_layouts import TieredReads
+        from klogtool.log.remote_tier import TierCache
+
+        root = storage.path_of(remote_storage)
+        if not root.is_dir():
+            raise InputError(
+                "no such directory or prefix", path=remote_storage, code=Code.NOT_FOUND
+            )
+        keys, default = rsa_keys(rsa_private_keys)
+        with tempfile.TemporaryDirectory(prefix="klogtool-remote-") as spool:
+            tiers = TierCache(log_dirs_named(kwargs["paths"]))
+            remote = TieredReads(root, Path(spool), tiers, keys, default)
+            return f(*args, remote=remote, **kwargs)
+
+    return click.option(
+        "--remote-storage",
+        metavar="LOCATION",
+        help="Read each tiered partition as one log: its remote segments (the remote log its "
+        "broker's __remote_log_metadata describes) from LOCATION, a directory or an "
+        "object-storage URI holding Kafka's LocalTieredStorage or Aiven's layout, then its "
+        "local ones (docs/tiered-storage.md).",
+    )(rsa_private_key_option(command))

@@ -16,6 +16,7 @@ from klogtool.commands._options import (
     payload_decoder_options,
     read_limits_option,
     record_filter_options,
+    remote_storage_options,
     warn_if_a_broker_runs,
     warn_if_not_live_skipped,
 )
@@ -30,6 +31,7 @@ from klogtool.output import Output, diagnostic_line, plural, render_text
 
 if TYPE_CHECKING:
     from klogtool.cli import Settings
+    from klogtool.log.remote_layouts import TieredReads
 
 
 @click.command("find")
@@ -75,6 +77,7 @@ if TYPE_CHECKING:
 @format_option("kafka")
 @read_limits_option
 @jobs_option
+@remote_storage_options
 @click.pass_obj
 def command(
     settings: Settings,
@@ -93,6 +96,7 @@ def command(
     fmt: str,
     limits: ReadLimits,
     jobs: int,
+    remote: TieredReads | None,
 ) -> None:
     """Find records across segments, partitions or whole log dirs: the offline kcat.
 
@@ -131,7 +135,10 @@ def command(
     warn_if_not_live_skipped(out, paths)
     confluent_notice(out, registry, (kd, vd))
     renderer = KafkaRenderer(out) if fmt == "kafka" else None
-    targets = resolve_targets(list(paths))
+    targets = resolve_targets(list(paths), remote)
+    for t in targets:
+        for note in t.notes:
+            out.warn(f"{t.display}: {note}")
     # a bar only when the records go to a file or a pipe: on a terminal they are the progress
     total = 0 if out.data_is_terminal else sum(t.size for t in targets)
     with out.progress(total, "finding", records=True) as bar:

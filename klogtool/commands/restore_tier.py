@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING
 import click
 
 from klogtool.codes import Code
-from klogtool.commands._options import warn_if_a_broker_runs, writing_options
+from klogtool.commands._options import (
+    rsa_keys,
+    rsa_private_key_option,
+    warn_if_a_broker_runs,
+    writing_options,
+)
 from klogtool.errors import EXIT_OK, InputError
 from klogtool.log import remote_tier, storage
 from klogtool.log.atomic import FileOps, log_dir_lock
@@ -43,14 +48,7 @@ if TYPE_CHECKING:
     help="The topic id for partition.metadata: a topic created again has a new one, and the "
     "broker takes a partition of another id for a stray [default: SOURCE's].",
 )
-@click.option(
-    "--rsa-private-key",
-    "rsa_private_keys",
-    multiple=True,
-    metavar="[KEY_ID=]FILE",
-    help="The RSA private key (PEM) that unwraps the data keys of encrypted segments in "
-    "Aiven's layout: of the key pair id KEY_ID, or of any id without one. Repeatable.",
-)
+@rsa_private_key_option
 @writing_options
 def command(
     source: str,
@@ -95,7 +93,7 @@ def command(
     src = storage.path_of(source)
     if not src.exists():
         raise InputError("no such file or directory", path=source, code=Code.NOT_FOUND)
-    keys, default_key = _rsa_keys(rsa_private_keys)
+    keys, default_key = rsa_keys(rsa_private_keys)
     with tempfile.TemporaryDirectory(prefix="klogtool-restore-") as spool:
         remote = open_layout(src, keys=keys, default_key=default_key, spool=Path(spool))
         dirs = remote_tier.metadata_dirs(metadata_log_dirs) or remote_tier.metadata_dirs_for(
@@ -124,25 +122,6 @@ def command(
     _show(run, plan)
     out.close()
     click.get_current_context().exit(EXIT_OK)
-
-
-def _rsa_keys(given: tuple[str, ...]) -> tuple[dict[str, bytes], bytes | None]:
-    """--rsa-private-key values: (key id -> PEM, the key for any other id)."""
-    keys: dict[str, bytes] = {}
-    default: bytes | None = None
-    for value in given:
-        key_id, _, file = value.rpartition("=")
-        try:
-            pem = Path(file).read_bytes()
-        except OSError as e:
-            raise InputError(
-                f"cannot read the RSA private key: {e.strerror}", path=file, code=Code.UNREADABLE
-            ) from None
-        if key_id:
-            keys[key_id] = pem
-        else:
-            default = pem
-    return keys, default
 
 
 def _show(run: WritingRun, plan: RestorePlan) -> None:

@@ -16,6 +16,7 @@ from klogtool.commands._options import (
     now_option,
     paths_argument,
     read_limits_option,
+    remote_storage_options,
     size_option,
     warn_if_a_broker_runs,
     warn_if_not_live_skipped,
@@ -50,6 +51,7 @@ from klogtool.output import Output
 if TYPE_CHECKING:
     from klogtool import events
     from klogtool.cli import Settings
+    from klogtool.log.remote_layouts import TieredReads
 
 
 _BLOCKS = " ▏▎▍▌▋▊▉█"
@@ -113,6 +115,7 @@ def sparkline(counts: list[int]) -> str:
 @metadata_dir_option
 @jobs_option
 @read_limits_option
+@remote_storage_options
 @click.pass_obj
 def command(
     settings: Settings,
@@ -127,6 +130,7 @@ def command(
     metadata_dir: str | None,
     jobs: int,
     limits: ReadLimits,
+    remote: TieredReads | None,
 ) -> None:
     """What is in these partitions: volume, sizes, time, producers, keys, what-if codecs.
 
@@ -161,7 +165,10 @@ def command(
     warn_if_a_broker_runs(out, paths)
     warn_if_not_live_skipped(out, paths)
     clock = now if now is not None else int(time.time() * 1000)
-    found = lib.targets(list(paths), topics)
+    found = lib.targets(list(paths), topics, remote)
+    for t in found:
+        for note in t.notes:
+            out.warn(f"{t.display}: {note}")
     if not found:
         raise InputError(
             "no partition of the topics named", path=" ".join(paths), code=Code.NO_KAFKA_FILES

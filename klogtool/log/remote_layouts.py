@@ -20,12 +20,17 @@ import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from klogtool.codes import Code
 from klogtool.errors import InputError
 from klogtool.log import storage
+from klogtool.log.layout import SegmentFiles
+
+if TYPE_CHECKING:
+    from klogtool.log.remote_tier import RemoteSegment, TierCache
 
 # LocalTieredStorage's names (RemoteTopicPartitionDirectory, RemoteLogSegmentFileset)
 _PARTITION_DIR = re.compile(
@@ -49,6 +54,7 @@ class RemoteFileset:
     start_offset: int
     segment_id: str
     files: dict[str, Path]  # kind (SUFFIXES' values) -> file
+    shown: str  # the remote .log, as a person is shown it
 
 
 class LocalTieredStorage:
@@ -70,7 +76,10 @@ class LocalTieredStorage:
                 continue
             entry = found.setdefault(m["segment_id"], (int(m["offset"]), {}))
             entry[1][SUFFIXES[m["suffix"]]] = f
-        self._sets = {i: RemoteFileset(o, i, files) for i, (o, files) in found.items()}
+        self._sets = {
+            i: RemoteFileset(o, i, files, str(files.get("log", path / i)))
+            for i, (o, files) in found.items()
+        }
 
     def starts(self) -> dict[str, int]:
         return {i: fs.start_offset for i, fs in self._sets.items()}
@@ -147,7 +156,7 @@ class AivenLayout:
                 if data is not None:
                     files[_AIVEN_INDEXES[kind]] = self.spool / f"{stem}.{_AIVEN_INDEXES[kind]}"
                     files[_AIVEN_INDEXES[kind]].write_bytes(data)
-        return RemoteFileset(start, segment_id, files)
+        return RemoteFileset(start, segment_id, files, str(log_obj))
 
 
 # Aiven's index kinds (remote_objects.INDEX_KINDS) -> the files a fileset holds
@@ -211,3 +220,138 @@ def open_layout(
         path=str(path),
         code=Code.NOT_A_PARTITION_DIR,
     )
+
+
+def find_partition(
+    root: Path,
+    topic: str,
+    partition: int,
+    topic_id: str,
+    *,
+    keys: Mapping[str, bytes] | None = None,
+    default_key: bytes | None = None,
+    spool: Path | None = None,
+) -> RemoteLayout | None:
+    """A partition's remote segments under ``root``: LocalTieredStorage's
+    ``[kafka-tiered-storage/]<topic>-<partition>-<topic id>``, or Aiven's ``<topic>-<topic
+    id>/<partition>``; None when neither is there."""
+    candidates = [
+        root / f"{topic}-{partition}-{topic_id}",
+        root / "kafka-tiered-storage" / f"{topic}-{partition}-{topic_id}",
+        root / f"{topic}-{topic_id}" / str(partition),
+    ]
+    for c in candidates:
+        if c.is_dir():
+            return open_layout(c, keys=keys, default_key=default_key, spool=spool)
+    return None
+
+
+@dataclass
+class RemoteSegments:
+    """What a tiered partition's remote tier adds before its local segments: the remote log's
+    segments below the local log start (one reaching into the local log cut where the local
+    log starts: replicas copy batches byte for byte, so the local start is a batch boundary
+    of the remote copy too), how to show each, and what could not be read."""
+
+    segments: list[SegmentFiles] = field(default_factory=list)
+    shown: list[str] = field(default_factory=list)
+    size: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def remote_segments(
+    remote: RemoteLayout,
+    log: list[RemoteSegment],
+    local_start: int,
+    spool: Path,
+) -> RemoteSegments:
+    """The segments of the remote log ``log`` (``RemotePartition.remote_log()``, in offset
+    order) to read before a local log that starts at ``local_start``."""
+    out = RemoteSegments()
+    reach: int | None = None
+    for seg in log:
+        if seg.start_offset >= local_start:
+            break  # the local log holds it
+        fs = remote.fileset(seg.segment_id)
+        if fs is None or "log" not in fs.files:
+            out.notes.append(
+                f"remote segment {seg.segment_id} (offsets {seg.start_offset}..{seg.end_offset})"
+                f" has no files in {remote.path}: its offsets are not read"
+            )
+            continue
+        if reach is not None and seg.start_offset > reach + 1:
+            out.notes.append(f"offsets {reach + 1}..{seg.start_offset - 1} are in no segment")
+        files = SegmentFiles(
+            seg.start_offset,
+            fs.files["log"],
+            fs.files.get("index"),
+            fs.files.get("timeindex"),
+            fs.files.get("txnindex"),
+        )
+        if seg.end_offset >= local_start:  # read up to where the local log starts
+            files = SegmentFiles(seg.start_offset, _cut(fs.files["log"], local_start, spool))
+        out.segments.append(files)
+        out.shown.append(fs.shown)
+        assert files.log is not None
+        out.size += files.log.stat().st_size
+        reach = min(seg.end_offset, local_start - 1)
+    if reach is not None and reach + 1 < local_start:
+        out.notes.append(f"offsets {reach + 1}..{local_start - 1} are in no segment")
+    return out
+
+
+def _cut(log: Path, local_start: int, spool: Path) -> Path:
+    """The batches of ``log`` below offset ``local_start``, as a file in ``spool``."""
+    from klogtool.formats.records import SegmentScanner
+    from klogtool.log.segment import mapped
+
+    cut = spool / f"{log.name}.below-{local_start}"
+    with mapped(log) as buf:
+        end = 0
+        for batch in SegmentScanner(buf, strict=False):
+            if batch.base_offset >= local_start:
+                break
+            end = batch.position + batch.size
+        with open(cut, "wb") as f:
+            for i in range(0, end, 1 << 20):
+                f.write(buf[i : min(end, i + (1 << 20))])
+    return cut
+
+
+@dataclass
+class TieredReads:
+    """``--remote-storage``: where the remote segments of the tiered partitions read are
+    (``root``), the replays that say which they are (``tiers``), where Aiven's segments and
+    cut copies go (``spool``), the RSA keys of encrypted ones."""
+
+    root: Path
+    spool: Path
+    tiers: TierCache
+    keys: Mapping[str, bytes] = field(default_factory=dict)
+    default_key: bytes | None = None
+
+    def before(
+        self, part_dir: Path, topic: str | None, partition: int | None, local_start: int
+    ) -> RemoteSegments:
+        """The remote segments to read before the partition dir's local ones."""
+        remote = self.tiers.partition(part_dir, topic, partition)
+        if remote is None:
+            return RemoteSegments()
+        found = find_partition(
+            self.root,
+            remote.topic,
+            remote.partition,
+            remote.topic_id,
+            keys=self.keys,
+            default_key=self.default_key,
+            spool=self.spool,
+        )
+        if found is None:
+            return RemoteSegments(
+                notes=[
+                    f"{remote.topic}-{remote.partition}: its remote segments are not under "
+                    f"{self.root} (neither layout's directory is there): only the local log "
+                    "is read"
+                ]
+            )
+        return remote_segments(found, remote.remote_log(), local_start, self.spool)

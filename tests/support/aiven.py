@@ -171,3 +171,32 @@ def make_rsa_keys(directory: Path) -> Keys:
         )
     )
     return Keys(private_pem, public)
+
+
+def as_aiven(
+    source: Path, root: Path, topic: str, topic_id: str, partition: int, keys: Keys | None
+) -> Path:
+    """The LocalTieredStorage segments of ``source`` uploaded again as Aiven's plugin uploads
+    them (chunks zstd'd, encrypted when ``keys``), under root/<topic>-<topic id>/<partition>/."""
+    dest = root / f"{topic}-{topic_id}" / str(partition)
+    dest.mkdir(parents=True)
+    kinds = {
+        "offset": ".index",
+        "timestamp": ".timeindex",
+        "producerSnapshot": ".snapshot",
+        "leaderEpoch": ".leader_epoch_checkpoint",
+        "transaction": ".txnindex",
+    }
+    for log in sorted(source.glob("*.log")):
+        stem = log.name.removesuffix(".log")
+        indexes = {
+            kind: (source / f"{stem}{suffix}").read_bytes()
+            if (source / f"{stem}{suffix}").exists()
+            else None
+            for kind, suffix in kinds.items()
+        }
+        up = upload(log.read_bytes(), indexes, chunk_size=1000, compress=True, keys=keys)
+        (dest / f"{stem}.log").write_bytes(up.log)
+        (dest / f"{stem}.indexes").write_bytes(up.indexes)
+        (dest / f"{stem}.rsm-manifest").write_bytes(up.manifest)
+    return dest

@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypeAlias, TypedDict
 
 from klogtool import events
 from klogtool.codes import Code
@@ -138,6 +138,10 @@ _NO_TRANSACTION: _Transaction = {}
 PROGRESS_STEP = 4 << 20  # bytes between progress updates inside one segment
 
 
+if TYPE_CHECKING:
+    from klogtool.log.remote_layouts import TieredReads
+
+
 @dataclass(frozen=True)
 class FindOptions:
     """What to find (``where``) and how to walk and show it."""
@@ -165,6 +169,8 @@ class Target:
     seg_displays: tuple[str, ...]
     size: int  # bytes of its .log files
     whole: bool = True  # every segment of the partition (its last one may be active)
+    directory: Path | None = None  # the partition dir of a whole one
+    notes: tuple[str, ...] = ()  # of its remote tier: what could not be read
 
 
 @dataclass
@@ -203,16 +209,17 @@ class Counts:
 
 
 # -- PATH arguments -----------------------------------------------------------------------------
-def resolve_targets(paths: list[str]) -> list[Target]:
+def resolve_targets(paths: list[str], remote: TieredReads | None = None) -> list[Target]:
     """The partitions PATHs stand for: ``.log`` files, partition dirs and log dirs, in order.
-    Raises :class:`InputError` (exit 3) for what is missing or not Kafka's."""
+    Raises :class:`InputError` (exit 3) for what is missing or not Kafka's. With ``remote``,
+    a tiered partition dir's remote segments come before its local ones (one log)."""
     out: list[Target] = []
     for arg in paths:
         path = storage.path_of(arg)
         if not path.exists():
             raise InputError("no such file or directory", path=arg, code=Code.NOT_FOUND)
         if path.is_dir():
-            out += [_dir_target(p, display) for p, display in partition_dirs_of(path, arg)]
+            out += [_dir_target(p, display, remote) for p, display in partition_dirs_of(path, arg)]
             continue
         kind = detect_kind(path)
         if kind not in (layout.LOG, layout.INDEX, layout.TIMEINDEX, layout.TXNINDEX):
@@ -242,16 +249,23 @@ def resolve_targets(paths: list[str]) -> list[Target]:
     return out
 
 
-def _dir_target(path: Path, display: str) -> Target:
+def _dir_target(path: Path, display: str, remote: TieredReads | None = None) -> Target:
     part = layout.scan_partition_dir(path)
     segs = tuple(s for s in part.segments if s.log is not None)
+    local_start = segs[0].base_offset if segs else MAX_OFFSET
+    before = remote.before(path, part.topic, part.partition, local_start) if remote else None
     return Target(
         display,
         part.topic,
         part.partition,
-        segs,
-        tuple(storage.child(display, s.log.name) for s in segs if s.log is not None),
-        sum(s.log.stat().st_size for s in segs if s.log is not None),
+        (*(before.segments if before else ()), *segs),
+        (
+            *(before.shown if before else ()),
+            *(storage.child(display, s.log.name) for s in segs if s.log is not None),
+        ),
+        (before.size if before else 0) + sum(s.log.stat().st_size for s in segs if s.log),
+        directory=path,
+        notes=tuple(before.notes) if before else (),
     )
 
 

@@ -80,6 +80,7 @@ from klogtool.log.txnstates import TransactionStates, transaction_states
 
 if TYPE_CHECKING:
     from klogtool import events
+    from klogtool.log.remote_layouts import TieredReads
 
 Obj = dict[str, Any]
 
@@ -800,8 +801,8 @@ def partition_stats(
                     f"{display}:{result.stopped_at}: the last {result.size - result.stopped_at} "
                     f"bytes cannot be read ({result.error or result.end})"
                 )
-    if target.whole and target.segments and target.segments[0].log is not None:
-        entries, _ = read_checkpoint(target.segments[0].log.parent / LEADER_EPOCH_CHECKPOINT)
+    if target.whole and target.directory is not None:
+        entries, _ = read_checkpoint(target.directory / LEADER_EPOCH_CHECKPOINT)
         st.epochs = timeline(entries, runs.runs)
     if kernel is not None:
         st.take_native(native_stats.finish(kernel, target.display))
@@ -1071,20 +1072,22 @@ def _codec(st: PartitionStats, name: str, records: int, size: int) -> None:
 def attach_remote_tier(st: PartitionStats, target: Target, tiers: TierCache) -> None:
     """A whole tiered partition's remote tier, from the __remote_log_metadata partitions of
     its broker (describe's ``remote_tier`` but its type and path)."""
-    first = target.segments[0].log if target.segments else None
-    if not target.whole or first is None or tiers.tier_for(first.parent.parent) is None:
+    part = target.directory
+    if not target.whole or part is None or tiers.tier_for(part.parent) is None:
         return
-    summary = tiers.summary_of(load_partition(first.parent))
+    summary = tiers.summary_of(load_partition(part))
     if summary is not None:
         obj: dict[str, Any] = dict(summary.as_obj(target.display))
         del obj["type"], obj["path"]
         st.remote_tier = obj
 
 
-def targets(paths: list[str], topics: Iterable[str] = ()) -> list[Target]:
+def targets(
+    paths: list[str], topics: Iterable[str] = (), remote: TieredReads | None = None
+) -> list[Target]:
     """The partitions PATHs stand for (see :func:`klogtool.log.read.finder.resolve_targets`), only
     those of ``topics`` when any are named."""
-    found = resolve_targets(paths)
+    found = resolve_targets(paths, remote)
     wanted = set(topics)
     return [t for t in found if not wanted or t.topic in wanted]
 
