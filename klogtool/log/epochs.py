@@ -166,3 +166,15 @@ def partition_timeline(path: Path) -> EpochTimeline:
                 runs.add(batch, first_offset(batch))
     entries, state = read_checkpoint(view.leader_epoch_checkpoint)
     return EpochTimeline(timeline(entries, runs.runs), state)
+
+
+def truncate_epochs_from_start(
+    entries: list[checkpoint.EpochEntry], start: int
+) -> list[checkpoint.EpochEntry]:
+    """``LeaderEpochFileCache.truncateFromStart``: entries starting at or before ``start``
+    collapse into the latest of them, moved to ``start``."""
+    before = [e for e in entries if e.start_offset <= start]
+    after = [e for e in entries if e.start_offset > start]
+    if not before:
+        return list(entries)
+    return [checkpoint.EpochEntry(before[-1].epoch, start)] + after

@@ -33,8 +33,8 @@ from klogtool.formats.errors import FormatError
 from klogtool.formats.records import CLEAN, SegmentScanner
 from klogtool.log import layout
 from klogtool.log.atomic import FileOps
+from klogtool.log.epochs import truncate_epochs_from_start
 from klogtool.log.remote_layouts import RemoteFileset, RemoteLayout
-from klogtool.log.rewrite.retention import truncate_epochs_from_start
 from klogtool.log.segment import mapped, read_small
 
 if TYPE_CHECKING:

@@ -34,6 +34,7 @@ from klogtool.formats.checkpoint import EpochEntry
 from klogtool.formats.errors import FormatError
 from klogtool.log import layout
 from klogtool.log.atomic import DELETED, FileOps
+from klogtool.log.epochs import truncate_epochs_from_start
 from klogtool.log.partition import (
     LOG_START,
     PartitionContext,
@@ -509,16 +510,6 @@ def _read_epochs(view: PartitionView) -> list[EpochEntry] | None:
         return checkpoint.parse_leader_epoch_checkpoint(read_small(path))
     except (FormatError, OSError):
         return None  # left alone: verify reports it
-
-
-def truncate_epochs_from_start(entries: list[EpochEntry], start: int) -> list[EpochEntry]:
-    """``LeaderEpochFileCache.truncateFromStart``: entries starting at or before ``start``
-    collapse into the latest of them, moved to ``start``."""
-    before = [e for e in entries if e.start_offset <= start]
-    after = [e for e in entries if e.start_offset > start]
-    if not before:
-        return list(entries)
-    return [EpochEntry(before[-1].epoch, start)] + after
 
 
 @dataclass
