@@ -27,7 +27,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from klogtool.formats import checkpoint
 from klogtool.formats.errors import FormatError
@@ -47,7 +47,24 @@ from klogtool.log.segment import mapped, read_small
 
 if TYPE_CHECKING:
     from klogtool import events
-    from klogtool.log.partition import PartitionView
+
+
+class LocalLog(Protocol):
+    """What the remote tier is set beside: a loaded partition (partition.PartitionView)."""
+
+    @property
+    def path(self) -> Path: ...
+    @property
+    def topic(self) -> str | None: ...
+    @property
+    def partition(self) -> int | None: ...
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def log_end_offset(self) -> int: ...
+    @property
+    def leader_epoch_checkpoint(self) -> Path | None: ...
+
 
 TOPIC = "__remote_log_metadata"
 DEFAULT_PARTITIONS = 50  # remote.log.metadata.topic.num.partitions
@@ -542,7 +559,7 @@ class TierCache:
         named = tier.by_name(topic, partition)
         return named[0] if len(named) == 1 else None
 
-    def summary_of(self, view: PartitionView) -> TierSummary | None:
+    def summary_of(self, view: LocalLog) -> TierSummary | None:
         """The remote tier of a loaded partition beside its local log, None when the host's
         metadata describes none."""
         remote = self.partition(view.path, view.topic, view.partition)
@@ -560,7 +577,7 @@ class TierCache:
         )
 
 
-def _local_epochs(view: PartitionView) -> list[checkpoint.EpochEntry] | None:
+def _local_epochs(view: LocalLog) -> list[checkpoint.EpochEntry] | None:
     if view.leader_epoch_checkpoint is None:
         return None
     try:
