@@ -184,6 +184,8 @@ def s3_server() -> Iterator[S3Server]:
     """The session's S3 server with the bucket made, its variables in this process's
     environment (klogtool runs in-process), each store forgotten after the session."""
     pytest.importorskip("moto.server", reason="moto[server] (the test extra) is not installed")
+    # klogtool reads URIs through pyarrow's file systems (the storage extra)
+    pytest.importorskip("pyarrow.fs", reason="object storage needs pyarrow (the storage extra)")
     server = S3Server().start()
     saved = {k: os.environ.get(k) for k in server.env}
     os.environ.update(server.env)
