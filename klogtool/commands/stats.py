@@ -180,7 +180,8 @@ def command(
         options = lib.StatsOptions(
             now=clock, exact_keys=exact_keys, sample_bytes=sample, ctx=ReadContext.of(limits, bar)
         )
-        tiers = TierCache(inputs.given)
+        # the replays --remote-storage made already, else the host's for the remote tiers
+        tiers = remote.tiers if remote is not None else TierCache(inputs.given)
         for t, st in zip(found, lib.collect(found, options, jobs=jobs), strict=True):
             _cleanup_policy(st, inputs)
             lib.attach_remote_tier(st, t, tiers)

@@ -155,10 +155,9 @@ class PlanInputs:
     def uploaded_up_to(self, view: PartitionView) -> tuple[int, str]:
         """A tiered partition's highest offset in remote storage, as the broker finds it, and
         where from; -1 (nothing local counts as uploaded) without a remote tier."""
-        summary = self.remote_tier(view)
-        if summary is None:
-            return -1, "no __remote_log_metadata partition of this broker describes it"
-        return summary.highest_uploaded_offset, summary.remote.metadata_partition
+        from klogtool.log.remote_tier import uploaded_bound
+
+        return uploaded_bound(self.remote_tier(view))
 
     def host_of(self, partition_dir: Path | None) -> ClusterConfigs | None:
         """The replayed KRaft metadata that holds for a partition dir (cached per log dir);

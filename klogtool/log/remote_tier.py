@@ -290,7 +290,6 @@ class RemoteTier:
     """Every user partition the metadata partitions read describe, and what they held."""
 
     partitions: dict[tuple[str, int], RemotePartition] = field(default_factory=dict)
-    read: list[Path] = field(default_factory=list)  # the __remote_log_metadata-N dirs
     problems: list[str] = field(default_factory=list)  # records that did not decode
     snapshots: int = 0  # snapshot records (only in snapshot files; not replayed)
 
@@ -350,7 +349,6 @@ def replay(dirs: Iterable[Path]) -> RemoteTier:
     """Replay ``__remote_log_metadata-N`` partition directories, each in offset order."""
     tier = RemoteTier()
     for d in dirs:
-        tier.read.append(d)
         for seg in sorted(p for p in d.iterdir() if layout.file_kind(p) == layout.LOG):
             for offset, value in _values(seg):
                 where = f"{d.name}@{offset}"
@@ -528,15 +526,27 @@ class TierSummary:
         return out
 
 
+def uploaded_bound(summary: TierSummary | None) -> tuple[int, str]:
+    """A partition's highest offset in remote storage as the broker finds it, and where that
+    was found; -1 (nothing local counts as uploaded) without a remote tier."""
+    if summary is None:
+        return -1, "no __remote_log_metadata partition of this broker describes it"
+    return summary.highest_uploaded_offset, summary.remote.metadata_partition
+
+
 class TierCache:
     """Replays of the metadata partitions, once per set of them (describe, explain, sweeps)."""
 
     def __init__(self, given: Iterable[Path] = ()) -> None:
         self.given = tuple(given)
         self._tiers: dict[tuple[Path, ...], RemoteTier] = {}
+        self._dirs: dict[Path, tuple[Path, ...]] = {}  # log dir -> its metadata partitions
 
     def tier_for(self, log_dir: Path) -> RemoteTier | None:
-        dirs = tuple(metadata_dirs_for(log_dir, self.given))
+        # the same broker's log dirs are looked for once per log dir, not once per partition
+        if log_dir not in self._dirs:
+            self._dirs[log_dir] = tuple(metadata_dirs_for(log_dir, self.given))
+        dirs = self._dirs[log_dir]
         if not dirs:
             return None
         if dirs not in self._tiers:

@@ -27,6 +27,7 @@ from klogtool.log.context import ReadContext
 from klogtool.log.findings import Finding
 from klogtool.log.indexcheck import about_index
 from klogtool.log.partition import PartitionView, load_partition
+from klogtool.log.remote_tier import uploaded_bound
 from klogtool.log.rewrite.cleaner import CompactionPlan, SegmentStats, plan_compaction
 from klogtool.log.rewrite.retention import RetentionPlan, SegmentDecision, plan_retention
 from klogtool.log.segment_checks import SegmentChecks, SegmentSummary
@@ -217,11 +218,12 @@ def explain_partition(
         notes += [f"remote tier: {f}" for f in tier.findings()]
     retention: RetentionPlan | None = None
     try:
-        uploaded = (-1, "no __remote_log_metadata partition of this broker describes it")
-        if tier is not None:
-            uploaded = (tier.highest_uploaded_offset, tier.remote.metadata_partition)
         retention = plan_retention(
-            view, config, now=now, high_watermark=high_watermark, uploaded_up_to=uploaded
+            view,
+            config,
+            now=now,
+            high_watermark=high_watermark,
+            uploaded_up_to=uploaded_bound(tier),
         )
     except (KlogtoolError, FormatError, ValueError) as e:
         notes.append(f"retention cannot be planned: {e}")
